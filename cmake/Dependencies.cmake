@@ -1,0 +1,18 @@
+# Every dependency is a Debian 12 package (scripts/deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+
+# spdlog as compiled by Debian (with the system fmt); an interface target so
+# the rest of the build names one thing.
+add_library(deputy_spdlog INTERFACE)
+target_link_libraries(deputy_spdlog INTERFACE spdlog::spdlog)
+add_library(deputy::spdlog ALIAS deputy_spdlog)
+
+if(DEPUTY_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

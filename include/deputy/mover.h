@@ -1,0 +1,219 @@
+/* deputy — the data mover: a software data-streaming accelerator.
+ *
+ * Shaped like Intel DSA (descriptors, completion records, work queues,
+ * engines, groups) so code written for it ports to hardware movers and so the
+ * agent can host the same device for other processes. Every address in a
+ * descriptor is a 64-bit number the device translates through the submitter's
+ * address space: in-process it is a pointer; behind the agent it is checked
+ * against what the client registered. Rings therefore never hold pointers that
+ * belong to another process.
+ *
+ * Use: dp_mover_open() -> fill dp_desc_t -> dp_mover_submit() -> poll
+ * dp_completion_t.status or dp_mover_wait() -> dp_mover_close(). */
+#ifndef DEPUTY_MOVER_H
+#define DEPUTY_MOVER_H
+
+#include <deputy/export.h>
+#include <deputy/status.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opcodes. Numbers match DSA's where DSA has the operation, so dsa_perf_micros
+ * scripts (-o3 = memmove) port unchanged. REDUCE is deputy's own. */
+typedef enum dp_opcode {
+    DP_OP_NOOP = 0x00,
+    DP_OP_BATCH = 0x01,           /* src = address of dp_desc_t[size]; size = member count */
+    DP_OP_DRAIN = 0x02,           /* completes after every earlier descriptor of its queue */
+    DP_OP_MEMMOVE = 0x03,         /* dst <- src, size bytes, overlap-safe */
+    DP_OP_FILL = 0x04,            /* dst <- 8-byte pattern (in pattern) repeated, size bytes */
+    DP_OP_COMPARE = 0x05,         /* src vs src2: value = first differing byte offset */
+    DP_OP_COMPARE_PATTERN = 0x06, /* src vs pattern repeated: value = first differing offset */
+    DP_OP_CREATE_DELTA = 0x07,    /* delta record of src2 against src, written to dst */
+    DP_OP_APPLY_DELTA = 0x08,     /* apply delta record at src (delta_size bytes) to dst */
+    DP_OP_DUALCAST = 0x09,        /* dst <- src and dst2 <- src */
+    DP_OP_CRC32C = 0x10,          /* value = CRC32C(seed, src[0..size)) */
+    DP_OP_COPY_CRC32C = 0x11,     /* dst <- src and value = CRC32C(seed, src) */
+    DP_OP_CACHE_FLUSH = 0x20,     /* write back (and by default evict) dst's cache lines */
+    DP_OP_REDUCE = 0x40,          /* dst = src op src2, or dst = dst op src (ACCUMULATE) */
+} dp_opcode_t;
+
+/* Descriptor flags. */
+enum {
+    DP_FLAG_COMPLETION = 1u << 0,  /* write the completion record at .completion */
+    DP_FLAG_FENCE = 1u << 1,       /* batch member: start only after every earlier member
+                                      finished; if one failed, this and later members are
+                                      not executed (status DP_COMP_ABANDONED) */
+    DP_FLAG_CACHED = 1u << 2,      /* destination writes stay in cache (regular stores;
+                                      CACHE_FLUSH: write back but keep the lines) */
+    DP_FLAG_NONTEMPORAL = 1u << 3, /* destination writes bypass the cache (NT stores);
+                                      neither flag: the device picks by size */
+    DP_FLAG_ACCUMULATE = 1u << 4,  /* REDUCE: dst = dst op src (src2 must be 0) */
+};
+#define DP_FLAG_ALL 0x1fu
+
+/* Element types and reduction operators of DP_OP_REDUCE (and of collectives). */
+typedef enum dp_dtype {
+    DP_INT8 = 0, DP_INT16, DP_INT32, DP_INT64,
+    DP_UINT8, DP_UINT16, DP_UINT32, DP_UINT64,
+    DP_FLOAT16, DP_BFLOAT16, DP_FLOAT32, DP_FLOAT64,
+    DP_DTYPE_COUNT
+} dp_dtype_t;
+
+typedef enum dp_op { DP_SUM = 0, DP_PROD, DP_MIN, DP_MAX, DP_OP_COUNT } dp_op_t;
+
+/* A 64-byte work descriptor (one MOVDIR64B/ENQCMD payload on real hardware).
+ * Field use per opcode is listed beside each field; unused fields must be 0. */
+typedef struct dp_desc {
+    uint8_t opcode;      /* dp_opcode_t */
+    uint8_t dtype;       /* REDUCE: dp_dtype_t */
+    uint8_t redop;       /* REDUCE: dp_op_t */
+    uint8_t reserved;    /* must be 0 */
+    uint32_t flags;      /* DP_FLAG_* */
+    uint64_t completion; /* address of a 32-byte aligned dp_completion_t */
+    uint64_t src;        /* source (BATCH: descriptor array; APPLY_DELTA: delta record) */
+    uint64_t dst;        /* destination (CREATE_DELTA: delta record) */
+    uint64_t src2;       /* COMPARE/CREATE_DELTA/REDUCE: second source; DUALCAST: 2nd dest;
+                            FILL/COMPARE_PATTERN: the 8-byte pattern; CRC ops: seed */
+    uint64_t size;       /* bytes (BATCH: member count; APPLY_DELTA: bytes of dst) */
+    uint64_t aux;        /* CREATE_DELTA: max delta record bytes; APPLY_DELTA: record bytes */
+    uint64_t user;       /* opaque, copied to the completion record */
+} dp_desc_t;
+
+/* Completion record status. 0 means "not yet": poll until non-zero. */
+typedef enum dp_comp_status {
+    DP_COMP_PENDING = 0,
+    DP_COMP_SUCCESS = 1,
+    DP_COMP_FALSE_PREDICATE = 2, /* COMPARE*: buffers differ; CREATE_DELTA: delta not empty */
+    DP_COMP_INVALID_OPCODE = 3,
+    DP_COMP_INVALID_SIZE = 4,    /* 0 where not allowed, above max, or not a multiple */
+    DP_COMP_INVALID_FLAGS = 5,   /* unknown or contradictory flags, reserved bits set */
+    DP_COMP_INVALID_FIELD = 6,   /* dtype, redop, alignment, non-zero unused field */
+    DP_COMP_BATCH_FAILED = 7,    /* batch: result = number of members that failed */
+    DP_COMP_OVERLAP = 8,         /* buffers overlap where the operation forbids it */
+    DP_COMP_DELTA_OVERFLOW = 9,  /* CREATE_DELTA: record would exceed max (aux) bytes */
+    DP_COMP_ADDRESS_DENIED = 10, /* a range is outside the submitter's address space */
+    DP_COMP_ABANDONED = 11,      /* batch member skipped after a fence saw a failure */
+    DP_COMP_INVALID_BATCH = 12,  /* batch: count 0 or above max_batch_size, nested batch */
+    DP_COMP_STATUS_COUNT
+} dp_comp_status_t;
+
+/* A 32-byte completion record. The device writes every field, then status
+ * last with release ordering: a reader that sees status != 0 (acquire) sees
+ * the rest. */
+typedef struct dp_completion {
+    volatile uint8_t status; /* dp_comp_status_t */
+    uint8_t waiter;          /* internal: non-zero while a waiter sleeps on the record */
+    uint16_t reserved;
+    uint32_t result;          /* COMPARE*: 0 equal, 1 differ; CREATE_DELTA: 0 none, 1 some;
+                                 BATCH: members failed */
+    uint64_t bytes_completed; /* bytes processed (BATCH: members completed) */
+    uint64_t value;           /* CRC value, delta record bytes, or first differing offset */
+    uint64_t user;            /* the descriptor's user field */
+} __attribute__((aligned(32))) dp_completion_t;
+
+/* Delta record entry (CREATE_DELTA / APPLY_DELTA), DSA layout: the index of an
+ * 8-byte granule followed by the 8 bytes of src2 at that granule. 10 bytes, no
+ * padding: records are arrays of these. The 16-bit index limits delta
+ * operations to DP_DELTA_MAX_SIZE bytes. */
+#define DP_DELTA_ENTRY_SIZE 10
+#define DP_DELTA_MAX_SIZE (65536u * 8u)
+
+typedef enum dp_wq_mode { DP_WQ_DEDICATED = 0, DP_WQ_SHARED = 1 } dp_wq_mode_t;
+
+/* How a caller waits for a completion record. */
+typedef enum dp_wait_mode {
+    DP_WAIT_SPIN = 0,  /* tight load loop: lowest latency, one busy core */
+    DP_WAIT_PAUSE = 1, /* load loop with _mm_pause: the SMT sibling gets the core */
+    DP_WAIT_YIELD = 2, /* sched_yield between loads: other threads get the core */
+    DP_WAIT_BLOCK = 3, /* sleep on a futex: no CPU while waiting, a wake-up's latency */
+    DP_WAIT_DEFAULT = 255 /* the device's default (config "wait_mode") */
+} dp_wait_mode_t;
+
+/* Simple configuration: one group holding num_wqs queues and num_engines
+ * engines. Richer layouts (several groups, per-queue priority) use the
+ * accel-config-shaped JSON of dp_mover_open_json(). */
+typedef struct dp_mover_config {
+    size_t size;                /* sizeof(dp_mover_config_t), for ABI growth */
+    uint32_t num_engines;       /* 1..DP_MOVER_MAX_ENGINES */
+    uint32_t num_wqs;           /* 1..DP_MOVER_MAX_WQS */
+    uint32_t wq_size;           /* descriptors per queue, power of two, 1..65536 */
+    uint32_t wq_mode;           /* dp_wq_mode_t */
+    uint32_t max_batch_size;    /* members per batch descriptor, 1..4096 */
+    uint64_t max_transfer_size; /* bytes per descriptor */
+    uint64_t nt_threshold;      /* destination writes at or above this use NT stores; 0 = measured default */
+    uint32_t wait_mode;         /* dp_wait_mode_t default for dp_mover_wait */
+    const char *cpu_list;       /* engines pinned round-robin on these CPUs ("2,3" or "0-3"); NULL = no pinning */
+} dp_mover_config_t;
+
+#define DP_MOVER_MAX_ENGINES 64
+#define DP_MOVER_MAX_WQS 64
+#define DP_MOVER_CONFIG_INITIALIZER                                                         \
+    {                                                                                       \
+        sizeof(dp_mover_config_t), 1, 1, 128, DP_WQ_DEDICATED, 64, (2ull << 30), 0, DP_WAIT_SPIN, \
+            NULL                                                                            \
+    }
+
+typedef struct dp_mover dp_mover_t;
+
+/* Opens a device with its engines running. NULL config = defaults. */
+DP_API dp_status_t dp_mover_open(const dp_mover_config_t *config, dp_mover_t **mover);
+
+/* Opens a device from accel-config-shaped JSON text (see docs/mover.md).
+ * On DP_ERR_INVALID, *error (if non-NULL) points to a message naming the
+ * offending key; it stays valid until the next call on this thread. */
+DP_API dp_status_t dp_mover_open_json(const char *json_text, dp_mover_t **mover,
+                                      const char **error);
+
+/* Stops the engines after they finish what was submitted, frees the device. */
+DP_API dp_status_t dp_mover_close(dp_mover_t *mover);
+
+/* Queues one descriptor on work queue wq (its index in configuration order).
+ * Copies the 64 bytes: the caller may reuse desc at once (a BATCH's member
+ * array must stay until the batch completes). DP_ERR_RETRY when the queue is
+ * full; DP_ERR_INVALID for a wq that does not exist. Field checks happen on
+ * the device and are reported in the completion record. A dedicated queue
+ * takes one producer thread at a time; a shared queue takes any number. */
+DP_API dp_status_t dp_mover_submit(dp_mover_t *mover, uint32_t wq, const dp_desc_t *desc);
+
+/* Non-zero once the record is complete (a single acquire load). */
+static inline int dp_mover_poll(const dp_completion_t *comp) {
+    return __atomic_load_n(&comp->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING;
+}
+
+/* Waits until comp is complete or timeout_ns passes (<0: forever), in the
+ * given mode (DP_WAIT_DEFAULT: the device's). Block mode sleeps on a futex in
+ * the record; the device wakes it, across processes too. Returns DP_OK,
+ * DP_ERR_TIMEOUT or DP_ERR_INVALID. */
+DP_API dp_status_t dp_mover_wait(dp_mover_t *mover, dp_completion_t *comp, dp_wait_mode_t mode,
+                                 int64_t timeout_ns);
+
+/* Readable names: "memmove", "success", "float32", "sum", "dedicated", "spin". */
+DP_API const char *dp_opcode_name(dp_opcode_t op);
+DP_API const char *dp_comp_status_name(dp_comp_status_t status);
+DP_API const char *dp_dtype_name(dp_dtype_t dtype);
+DP_API const char *dp_op_name(dp_op_t op);
+DP_API size_t dp_dtype_size(dp_dtype_t dtype); /* 0 for an unknown dtype */
+
+/* Device counters, for `deputy info` and benchmarks. */
+typedef struct dp_mover_stats {
+    size_t size;
+    uint64_t submitted;  /* descriptors accepted by submit */
+    uint64_t completed;  /* descriptors (and batch members) completed */
+    uint64_t failed;     /* completed with an error status */
+    uint64_t retries;    /* submits refused with DP_ERR_RETRY */
+    uint64_t bytes;      /* bytes processed */
+    uint32_t num_engines;
+    uint32_t num_wqs;
+} dp_mover_stats_t;
+
+DP_API dp_status_t dp_mover_get_stats(dp_mover_t *mover, dp_mover_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEPUTY_MOVER_H */

@@ -1,0 +1,135 @@
+#include "common/log.h"
+
+#include <deputy/log.h>
+#include <deputy/version.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+
+namespace deputy::log {
+namespace {
+
+struct LevelRow {
+    int number;
+    const char *name;
+    spdlog::level::level_enum spd;
+};
+
+constexpr std::array<LevelRow, 7> kLevels{{
+    {DP_LOG_DISABLE, "DISABLE", spdlog::level::off},
+    {DP_LOG_CRITICAL, "CRITICAL", spdlog::level::critical},
+    {DP_LOG_ERROR, "ERROR", spdlog::level::err},
+    {DP_LOG_WARNING, "WARNING", spdlog::level::warn},
+    {DP_LOG_INFO, "INFO", spdlog::level::info},
+    {DP_LOG_DEBUG, "DEBUG", spdlog::level::debug},
+    {DP_LOG_TRACE, "TRACE", spdlog::level::trace},
+}};
+
+const LevelRow *row_of(int level) {
+    for (const auto &row : kLevels)
+        if (row.number == level) return &row;
+    return nullptr;
+}
+
+// Both loggers write to stderr so benchmark tables on stdout stay clean.
+std::shared_ptr<spdlog::logger> make_logger(const char *name, int level) {
+    auto logger = spdlog::stderr_color_mt(name);
+    logger->set_pattern("[%H:%M:%S.%f] [%n] [%^%l%$] %v");
+    logger->set_level(row_of(level)->spd);
+    return logger;
+}
+
+int g_sdk_level = DP_LOG_WARNING;
+int g_app_level = DP_LOG_INFO;
+
+int initial_sdk_level() {
+    const char *env = std::getenv("DEPUTY_LOG_LEVEL");
+    if (env == nullptr || *env == '\0') return DP_LOG_WARNING;
+    if (auto level = parse_level(env)) return *level;
+    // A bad environment value must not be silent, nor fatal for a library.
+    std::fprintf(stderr, "deputy: ignoring DEPUTY_LOG_LEVEL=%s (expected %s)\n", env,
+                 level_choices().c_str());
+    return DP_LOG_WARNING;
+}
+
+}  // namespace
+
+std::optional<int> parse_level(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    if (std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
+        if (text.size() > 3) return std::nullopt;
+        int number = std::atoi(std::string(text).c_str());
+        return is_valid_level(number) ? std::optional<int>(number) : std::nullopt;
+    }
+    std::string upper(text);
+    for (char &c : upper) c = static_cast<char>(std::toupper((unsigned char)c));
+    if (upper == "WARN") upper = "WARNING";
+    for (const auto &row : kLevels)
+        if (upper == row.name) return row.number;
+    return std::nullopt;
+}
+
+const char *level_name(int level) {
+    const LevelRow *row = row_of(level);
+    return row ? row->name : "?";
+}
+
+bool is_valid_level(int level) { return row_of(level) != nullptr; }
+
+std::string level_choices() {
+    std::string out;
+    for (const auto &row : kLevels) {
+        if (!out.empty()) out += ", ";
+        out += std::to_string(row.number) + " " + row.name;
+    }
+    return out;
+}
+
+spdlog::logger &sdk() {
+    static std::shared_ptr<spdlog::logger> logger = [] {
+        g_sdk_level = initial_sdk_level();
+        return make_logger("deputy", g_sdk_level);
+    }();
+    return *logger;
+}
+
+spdlog::logger &app() {
+    static std::shared_ptr<spdlog::logger> logger = make_logger("app", g_app_level);
+    return *logger;
+}
+
+bool set_sdk_level(int level) {
+    const LevelRow *row = row_of(level);
+    if (row == nullptr) return false;
+    sdk().set_level(row->spd);
+    g_sdk_level = level;
+    return true;
+}
+
+bool set_app_level(int level) {
+    const LevelRow *row = row_of(level);
+    if (row == nullptr) return false;
+    app().set_level(row->spd);
+    g_app_level = level;
+    return true;
+}
+
+int sdk_level() {
+    sdk();  // make sure DEPUTY_LOG_LEVEL was read
+    return g_sdk_level;
+}
+int app_level() { return g_app_level; }
+
+}  // namespace deputy::log
+
+extern "C" dp_status_t dp_log_set_level(int level) {
+    return deputy::log::set_sdk_level(level) ? DP_OK : DP_ERR_INVALID;
+}
+
+extern "C" int dp_log_get_level(void) { return deputy::log::sdk_level(); }
+
+extern "C" const char *dp_version(void) { return DEPUTY_VERSION_STRING; }

@@ -1,0 +1,52 @@
+#include "common/cli_common.h"
+
+#include "common/log.h"
+#include "common/units.h"
+
+namespace deputy::cli {
+namespace {
+
+CLI::Validator level_validator() {
+    return CLI::Validator(
+        [](std::string &value) -> std::string {
+            if (log::parse_level(value)) return {};
+            return "log level '" + value + "' is not one of " + log::level_choices() +
+                   " (numbers or names)";
+        },
+        "LEVEL", "log level");
+}
+
+}  // namespace
+
+void add_log_flags(CLI::App &app, LogFlags *flags) {
+    app.add_option("-l,--log-level", flags->log_level,
+                   "tool log level: 10 DISABLE, 20 CRITICAL, 30 ERROR, 40 WARNING, 50 INFO, "
+                   "60 DEBUG, 70 TRACE")
+        ->check(level_validator())
+        ->capture_default_str();
+    app.add_option("--sdk-log-level", flags->sdk_log_level,
+                   "library log level (same scale; default DEPUTY_LOG_LEVEL or 40)")
+        ->check(level_validator());
+}
+
+void apply_log_flags(const LogFlags &flags) {
+    log::set_app_level(*log::parse_level(flags.log_level));
+    if (!flags.sdk_log_level.empty()) log::set_sdk_level(*log::parse_level(flags.sdk_log_level));
+}
+
+CLI::Validator size_validator() {
+    return CLI::Validator(
+        [](std::string &value) -> std::string {
+            if (units::parse_size(value)) return {};
+            return "size '" + value + "' is not a byte count (examples: 64, 4k, 2m, 1g)";
+        },
+        "SIZE", "size");
+}
+
+uint64_t parse_size_or_die(const std::string &text) {
+    auto size = units::parse_size(text);
+    if (!size) throw CLI::ValidationError("size", "bad size '" + text + "'");
+    return *size;
+}
+
+}  // namespace deputy::cli

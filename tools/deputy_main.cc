@@ -1,0 +1,26 @@
+// `deputy`: one command for the agent, the launcher, the benchmarks and info.
+#include <CLI/CLI.hpp>
+#include <deputy/log.h>
+#include <deputy/version.h>
+
+#include <cstdio>
+
+#include "bench/mover/bench_mover.h"
+#include "common/log.h"
+
+int main(int argc, char **argv) {
+    CLI::App app{"deputy: communication-offload runtime (agent, data mover, benchmarks)", "deputy"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("deputy ") + DEPUTY_VERSION_STRING);
+
+    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover");
+    bench->require_subcommand(1);
+    deputy::bench::register_mover(*bench);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Error &e) {
+        return app.exit(e);
+    }
+    return 0;
+}
