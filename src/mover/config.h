@@ -1,0 +1,67 @@
+// Device configuration: groups of work queues and engines, accel-config
+// shaped, validated before a single thread starts.
+#pragma once
+
+#include <deputy/mover.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deputy::mover {
+
+struct WqConfig {
+    std::string name;  // "wq0.0"
+    dp_wq_mode_t mode = DP_WQ_DEDICATED;
+    uint32_t size = 128;
+    uint32_t priority = 10;  // 1..15: descriptors taken per turn (weighted round-robin)
+    uint32_t max_batch_size = 64;
+    uint64_t max_transfer_size = 2ull << 30;
+};
+
+struct GroupConfig {
+    std::string name;               // "group0.0"
+    std::vector<uint32_t> wqs;      // indices into DeviceConfig::wqs
+    uint32_t engines = 0;           // engines serving this group
+};
+
+struct DeviceConfig {
+    std::string name = "dsa0";
+    std::vector<WqConfig> wqs;
+    std::vector<GroupConfig> groups;
+    std::vector<int> cpus;          // engine pinning, round-robin; empty = unpinned
+    uint64_t nt_threshold = 0;      // 0 = kDefaultNtThreshold
+    dp_wait_mode_t wait_mode = DP_WAIT_SPIN;
+    uint32_t idle_spin_us = 200;    // engines poll this long before sleeping
+    bool start_engines = true;      // tests set false to fill queues deterministically
+
+    uint32_t total_engines() const;
+};
+
+// Limits every configuration is checked against.
+inline constexpr uint32_t kMaxWqSize = 65536;
+inline constexpr uint32_t kMaxBatchSize = 4096;
+// Destination writes of this many bytes or more default to non-temporal
+// stores (measured: docs/PERFORMANCE.md, "cache control threshold").
+inline constexpr uint64_t kDefaultNtThreshold = 1ull << 20;
+
+// From the C struct (one group). Returns DP_ERR_INVALID with *error naming
+// the field.
+dp_status_t config_from_struct(const dp_mover_config_t &in, DeviceConfig *out, std::string *error);
+
+// From accel-config JSON text: a device object or a one-element array of it,
+// with "groups": [{"grouped_workqueues": [...], "grouped_engines": [...]}].
+// Hardware-only keys accel-config writes (read buffers, cdev, op_cap, ...) are
+// accepted and ignored; any other unknown key or a wrong type is an error
+// naming its path ("groups[0].grouped_workqueues[1].size").
+dp_status_t config_from_json(const std::string &text, DeviceConfig *out, std::string *error);
+
+// Checks ranges and consistency (sizes powers of two, every queue served by an
+// engine, ...). Both loaders call it.
+dp_status_t validate_config(const DeviceConfig &config, std::string *error);
+
+const char *wait_mode_name(dp_wait_mode_t mode);
+// "spin", "pause", "yield", "block" -> mode; false for anything else.
+bool parse_wait_mode(const std::string &text, dp_wait_mode_t *mode);
+
+}  // namespace deputy::mover

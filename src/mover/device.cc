@@ -1,0 +1,108 @@
+#include "mover/device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace deputy::mover {
+
+dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *out,
+                           std::string *error) {
+    if (dp_status_t s = validate_config(config, error); s != DP_OK) return s;
+    std::unique_ptr<Device> device(new Device);
+    device->config_ = config;
+    device->nt_threshold_ = config.nt_threshold ? config.nt_threshold : kDefaultNtThreshold;
+    device->spaces_[kLocalPasid].store(&device->local_, std::memory_order_relaxed);
+
+    for (const WqConfig &wq_config : config.wqs) {
+        auto wq = std::make_unique<WqState>();
+        wq->config = wq_config;
+        wq->limits = {wq_config.max_transfer_size, wq_config.max_batch_size, device->nt_threshold_};
+        size_t bytes = WorkQueue::bytes_for(wq_config.size);
+        void *memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (memory == nullptr) {
+            *error = "cannot allocate " + std::to_string(bytes) + " bytes for " + wq_config.name;
+            return DP_ERR_NOMEM;
+        }
+        wq->memory = {memory, std::free};
+        wq->ring = WorkQueue::format(memory, wq_config.size);
+        device->wqs_.push_back(std::move(wq));
+    }
+
+    size_t next_cpu = 0;
+    const uint64_t idle_spin_ns = uint64_t(config.idle_spin_us) * 1000;
+    for (const GroupConfig &group_config : config.groups) {
+        auto group = std::make_unique<GroupState>();
+        for (uint32_t index : group_config.wqs) {
+            device->wqs_[index]->group = group.get();
+            group->wqs.push_back(device->wqs_[index].get());
+        }
+        // Higher priority first; stable so equal priorities keep config order.
+        std::stable_sort(group->wqs.begin(), group->wqs.end(), [](WqState *a, WqState *b) {
+            return a->config.priority > b->config.priority;
+        });
+        for (uint32_t e = 0; e < group_config.engines; ++e) {
+            int cpu = config.cpus.empty() ? -1 : config.cpus[next_cpu++ % config.cpus.size()];
+            device->engines_.push_back(
+                std::make_unique<Engine>(group.get(), &device->spaces_, cpu, idle_spin_ns));
+        }
+        device->groups_.push_back(std::move(group));
+    }
+    if (config.start_engines) device->start_engines();
+    DP_LOG_INFO("mover {}: {} work queue(s), {} engine(s), {} group(s), NT stores from {} bytes",
+                config.name, device->wqs_.size(), device->engines_.size(), device->groups_.size(),
+                device->nt_threshold_);
+    *out = std::move(device);
+    return DP_OK;
+}
+
+Device::~Device() { stop_engines(); }
+
+void Device::start_engines() {
+    if (started_) return;
+    started_ = true;
+    for (auto &engine : engines_) engine->start();
+}
+
+void Device::stop_engines() {
+    for (auto &engine : engines_) engine->stop();
+}
+
+dp_status_t Device::add_address_space(const AddressSpace *space, uint32_t *pasid) {
+    for (uint32_t id = 1; id < kMaxAddressSpaces; ++id) {
+        const AddressSpace *expected = nullptr;
+        if (spaces_[id].compare_exchange_strong(expected, space, std::memory_order_release)) {
+            *pasid = id;
+            return DP_OK;
+        }
+    }
+    return DP_ERR_NOMEM;
+}
+
+void Device::remove_address_space(uint32_t pasid) {
+    if (pasid != kLocalPasid && pasid < kMaxAddressSpaces)
+        spaces_[pasid].store(nullptr, std::memory_order_release);
+}
+
+void Device::stats(dp_mover_stats_t *out) const {
+    dp_mover_stats_t s;
+    std::memset(&s, 0, sizeof(s));
+    s.size = sizeof(s);
+    for (const auto &wq : wqs_) {
+        s.submitted += wq->ring.submitted();
+        s.retries += wq->retries.load(std::memory_order_relaxed);
+    }
+    for (const auto &engine : engines_) {
+        const EngineCounters &c = engine->counters();
+        s.completed += c.completed.load(std::memory_order_relaxed);
+        s.failed += c.failed.load(std::memory_order_relaxed);
+        s.bytes += c.bytes.load(std::memory_order_relaxed);
+    }
+    s.num_engines = uint32_t(engines_.size());
+    s.num_wqs = uint32_t(wqs_.size());
+    *out = s;
+}
+
+}  // namespace deputy::mover

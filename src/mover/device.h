@@ -1,0 +1,73 @@
+// The mover device: work queues, groups and engines built from a validated
+// DeviceConfig. In-process users reach it through the C API (mover_api.cc);
+// the agent hosts one for its clients, each with its own address space.
+#pragma once
+
+#include <deputy/mover.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mover/address_space.h"
+#include "mover/config.h"
+#include "mover/engine.h"
+#include "mover/queue_group.h"
+
+namespace deputy::mover {
+
+class Device {
+public:
+    // Address space ids (PASIDs) available per device; 0 is the local process.
+    static constexpr uint32_t kMaxAddressSpaces = 1024;
+    static constexpr uint32_t kLocalPasid = 0;
+
+    static dp_status_t create(const DeviceConfig &config, std::unique_ptr<Device> *out,
+                              std::string *error);
+    ~Device();
+    Device(const Device &) = delete;
+    Device &operator=(const Device &) = delete;
+
+    // Queues a copy of desc on queue `wq` for address space `pasid`.
+    dp_status_t submit(uint32_t wq, const dp_desc_t &desc, uint32_t pasid = kLocalPasid) {
+        if (wq >= wqs_.size()) return DP_ERR_INVALID;
+        WqState &q = *wqs_[wq];
+        bool queued = q.config.mode == DP_WQ_DEDICATED ? q.ring.push_dedicated(desc, pasid)
+                                                       : q.ring.push_shared(desc, pasid);
+        if (!queued) {
+            q.retries.fetch_add(1, std::memory_order_relaxed);
+            return DP_ERR_RETRY;
+        }
+        q.group->ring_doorbell();
+        return DP_OK;
+    }
+
+    // Starts the engines (create() does, unless config.start_engines is false).
+    void start_engines();
+    // Finishes queued work and joins the engines. Idempotent.
+    void stop_engines();
+
+    // Registers an address space; returns its PASID or DP_ERR_NOMEM when full.
+    dp_status_t add_address_space(const AddressSpace *space, uint32_t *pasid);
+    // Forgets a PASID. The caller guarantees nothing of it is queued or running.
+    void remove_address_space(uint32_t pasid);
+
+    void stats(dp_mover_stats_t *out) const;
+    const DeviceConfig &config() const { return config_; }
+    uint32_t num_wqs() const { return uint32_t(wqs_.size()); }
+    uint64_t nt_threshold() const { return nt_threshold_; }
+
+private:
+    Device() = default;
+
+    DeviceConfig config_;
+    uint64_t nt_threshold_ = kDefaultNtThreshold;
+    std::vector<std::unique_ptr<WqState>> wqs_;
+    std::vector<std::unique_ptr<GroupState>> groups_;
+    std::vector<std::unique_ptr<Engine>> engines_;
+    SpaceTable spaces_{kMaxAddressSpaces};
+    LocalAddressSpace local_;
+    bool started_ = false;
+};
+
+}  // namespace deputy::mover

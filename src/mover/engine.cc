@@ -1,0 +1,157 @@
+#include "mover/engine.h"
+
+#include <immintrin.h>
+
+#include "common/affinity.h"
+#include "common/futex.h"
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::mover {
+namespace {
+
+// Counters have one writer (their engine): a plain add, published relaxed.
+void bump(std::atomic<uint64_t> &counter, uint64_t by) {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+// How long an idle engine sleeps before looking again even without a
+// doorbell: a safety net only, wake-ups come from the doorbell.
+constexpr int64_t kSleepCapNs = 100'000'000;
+
+}  // namespace
+
+void GroupState::wake_all() {
+    doorbell.fetch_add(1, std::memory_order_release);
+    futex_wake(reinterpret_cast<uint32_t *>(&doorbell), INT32_MAX);
+}
+
+Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns)
+    : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns) {}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() { thread_ = std::thread([this] { run(); }); }
+
+void Engine::stop() {
+    if (!thread_.joinable()) return;
+    stopping_.store(true, std::memory_order_release);
+    group_->wake_all();
+    thread_.join();
+}
+
+void Engine::run() {
+    if (cpu_ >= 0 && affinity::pin_current_thread(cpu_) != DP_OK)
+        DP_LOG_WARN("mover engine runs unpinned: CPU {} is not available", cpu_);
+    uint64_t idle_since = 0;
+    unsigned idle_polls = 0;
+    for (;;) {
+        if (serve_once()) {
+            idle_since = 0;
+            continue;
+        }
+        // Stop only once every queue is empty: close() finishes submitted work.
+        if (stopping_.load(std::memory_order_acquire)) {
+            if (!serve_once()) break;
+            continue;
+        }
+        _mm_pause();
+        // Reading the clock every poll would cost more than the poll itself.
+        if (++idle_polls % 64 != 0) continue;
+        uint64_t now = timing::now_ns();
+        if (idle_since == 0) {
+            idle_since = now;
+        } else if (now - idle_since >= idle_spin_ns_) {
+            sleep();
+            idle_since = 0;
+        }
+    }
+}
+
+bool Engine::serve_once() {
+    bool worked = false;
+    for (WqState *wq : group_->wqs) {
+        if (wq->draining.load(std::memory_order_relaxed) != 0) continue;
+        for (uint32_t turn = 0; turn < wq->config.priority; ++turn) {
+            dp_desc_t desc;
+            uint32_t pasid;
+            uint64_t position;
+            bool got = wq->ring.pop(
+                &desc, &pasid, &position,
+                [wq] { wq->inflight.fetch_add(1, std::memory_order_relaxed); },
+                [wq] { wq->inflight.fetch_sub(1, std::memory_order_relaxed); });
+            if (!got) break;
+            worked = true;
+            if (desc.opcode == DP_OP_DRAIN) {
+                // A drain does not wait for itself (nor for another drain).
+                wq->inflight.fetch_sub(1, std::memory_order_release);
+                process(wq, desc, pasid);
+            } else {
+                process(wq, desc, pasid);
+                // Release: this descriptor's writes happen before a DRAIN
+                // that sees the count drop.
+                wq->inflight.fetch_sub(1, std::memory_order_release);
+            }
+        }
+    }
+    return worked;
+}
+
+void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
+    const AddressSpace *space =
+        pasid < spaces_->size() ? (*spaces_)[pasid].load(std::memory_order_acquire) : nullptr;
+    if (space == nullptr) {
+        DP_LOG_ERROR("{}: descriptor from unknown address space {} dropped", wq->config.name, pasid);
+        bump(counters_.lost_completions, 1);
+        bump(counters_.failed, 1);
+        return;
+    }
+    bool record_ok = true;
+    dp_completion_t *record = resolve_completion(desc, *space, &record_ok);
+    if (!record_ok) {
+        // Like DSA's software error register: the descriptor cannot report,
+        // so it does not run.
+        DP_LOG_ERROR("{}: completion address {:#x} is misaligned or outside the submitter's memory; "
+                     "descriptor ({}) not executed",
+                     wq->config.name, desc.completion, dp_opcode_name(dp_opcode_t(desc.opcode)));
+        bump(counters_.lost_completions, 1);
+        bump(counters_.failed, 1);
+        return;
+    }
+    OpResult result;
+    if (desc.opcode == DP_OP_DRAIN) {
+        if (desc.flags & ~uint32_t(DP_FLAG_COMPLETION)) result.status = DP_COMP_INVALID_FLAGS;
+        else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
+                 desc.redop || desc.reserved)
+            result.status = DP_COMP_INVALID_FIELD;
+        else drain(wq);
+    } else {
+        result = execute(desc, *space, wq->limits);
+    }
+    bump(counters_.completed, 1 + result.members);
+    bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
+    bump(counters_.bytes, result.bytes);
+    if (record) publish_completion(record, result, desc.user);
+}
+
+void Engine::drain(WqState *wq) {
+    wq->draining.fetch_add(1, std::memory_order_relaxed);
+    // Every descriptor claimed before this drain counted itself in inflight
+    // before its claim (see WorkQueue::pop), so zero means all are done.
+    while (wq->inflight.load(std::memory_order_acquire) != 0) _mm_pause();
+    wq->draining.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Engine::sleep() {
+    uint32_t ticket = group_->doorbell.load(std::memory_order_acquire);
+    group_->sleepers.fetch_add(1, std::memory_order_relaxed);
+    // Pairs with GroupState::ring_doorbell(): after this fence either we see
+    // the descriptor a submitter pushed, or it sees us in `sleepers`.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool work = stopping_.load(std::memory_order_acquire);
+    for (WqState *wq : group_->wqs) work = work || wq->ring.maybe_nonempty();
+    if (!work) futex_wait(reinterpret_cast<uint32_t *>(&group_->doorbell), ticket, kSleepCapNs);
+    group_->sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace deputy::mover

@@ -1,0 +1,58 @@
+// An engine: one worker thread serving one group's queues, like a DSA
+// processing engine. It takes descriptors by weighted round-robin over the
+// group's queues (a queue's priority = descriptors per turn), executes them,
+// writes completion records, polls for idle_spin_us when out of work and then
+// sleeps on the group's doorbell.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "mover/address_space.h"
+#include "mover/queue_group.h"
+
+namespace deputy::mover {
+
+// Per-engine counters, written only by the engine (no shared cache line).
+struct alignas(64) EngineCounters {
+    std::atomic<uint64_t> completed{0};
+    std::atomic<uint64_t> failed{0};
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> lost_completions{0};  // record address refused
+};
+
+// Address spaces by PASID. Fixed size: engines read entries while the owner
+// adds new ones, without a lock.
+using SpaceTable = std::vector<std::atomic<const AddressSpace *>>;
+
+class Engine {
+public:
+    Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns);
+    ~Engine();
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    void start();
+    // Asks the thread to finish what is queued and exit; joins it.
+    void stop();
+    const EngineCounters &counters() const { return counters_; }
+
+private:
+    void run();
+    bool serve_once();
+    void process(WqState *wq, const dp_desc_t &desc, uint32_t pasid);
+    void drain(WqState *wq);
+    void sleep();
+
+    GroupState *group_;
+    const SpaceTable *spaces_;
+    int cpu_;
+    uint64_t idle_spin_ns_;
+    std::atomic<bool> stopping_{false};
+    std::thread thread_;
+    EngineCounters counters_;
+};
+
+}  // namespace deputy::mover

@@ -1,0 +1,70 @@
+// Name tables of the mover's enums: what tables, logs and JSON print.
+#include <deputy/mover.h>
+
+#include <array>
+
+namespace {
+
+struct OpcodeName {
+    dp_opcode_t op;
+    const char *name;
+};
+
+constexpr std::array<OpcodeName, 14> kOpcodeNames{{
+    {DP_OP_NOOP, "noop"},
+    {DP_OP_BATCH, "batch"},
+    {DP_OP_DRAIN, "drain"},
+    {DP_OP_MEMMOVE, "memmove"},
+    {DP_OP_FILL, "fill"},
+    {DP_OP_COMPARE, "compare"},
+    {DP_OP_COMPARE_PATTERN, "compare_pattern"},
+    {DP_OP_CREATE_DELTA, "create_delta"},
+    {DP_OP_APPLY_DELTA, "apply_delta"},
+    {DP_OP_DUALCAST, "dualcast"},
+    {DP_OP_CRC32C, "crc32c"},
+    {DP_OP_COPY_CRC32C, "copy_crc32c"},
+    {DP_OP_CACHE_FLUSH, "cache_flush"},
+    {DP_OP_REDUCE, "reduce"},
+}};
+
+constexpr std::array<const char *, DP_COMP_STATUS_COUNT> kCompStatusNames{{
+    "pending", "success", "false_predicate", "invalid_opcode", "invalid_size", "invalid_flags",
+    "invalid_field", "batch_failed", "overlap", "delta_overflow", "address_denied", "abandoned",
+    "invalid_batch",
+}};
+static_assert(DP_COMP_STATUS_COUNT == 13, "completion status names out of date");
+
+constexpr std::array<const char *, DP_DTYPE_COUNT> kDtypeNames{{
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "bfloat16", "float32", "float64",
+}};
+constexpr std::array<size_t, DP_DTYPE_COUNT> kDtypeSizes{{1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}};
+constexpr std::array<const char *, DP_OP_COUNT> kOpNames{{"sum", "prod", "min", "max"}};
+
+}  // namespace
+
+extern "C" const char *dp_opcode_name(dp_opcode_t op) {
+    for (const auto &row : kOpcodeNames)
+        if (row.op == op) return row.name;
+    return "unknown";
+}
+
+extern "C" const char *dp_comp_status_name(dp_comp_status_t status) {
+    unsigned index = unsigned(status);
+    return index < kCompStatusNames.size() ? kCompStatusNames[index] : "unknown";
+}
+
+extern "C" const char *dp_dtype_name(dp_dtype_t dtype) {
+    unsigned index = unsigned(dtype);
+    return index < kDtypeNames.size() ? kDtypeNames[index] : "unknown";
+}
+
+extern "C" const char *dp_op_name(dp_op_t op) {
+    unsigned index = unsigned(op);
+    return index < kOpNames.size() ? kOpNames[index] : "unknown";
+}
+
+extern "C" size_t dp_dtype_size(dp_dtype_t dtype) {
+    unsigned index = unsigned(dtype);
+    return index < kDtypeSizes.size() ? kDtypeSizes[index] : 0;
+}
