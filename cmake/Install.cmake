@@ -19,6 +19,9 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/deputyConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/deputyConfig.cmake ${CMAKE_BINARY_DIR}/deputyConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/deputy)
 
+# The .pc file finds its prefix from its own location, so an install moved
+# with `cmake --install --prefix` (or DESTDIR) still works.
+file(RELATIVE_PATH DEPUTY_PC_TO_PREFIX "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 configure_file(cmake/deputy.pc.in ${CMAKE_BINARY_DIR}/deputy.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/deputy.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(TARGETS deputy_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "bench/mover/bench_mover.h"
+#include "bench/rail/bench_rail.h"
 #include "common/log.h"
 
 int main(int argc, char **argv) {
@@ -13,9 +14,10 @@ int main(int argc, char **argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("deputy ") + DEPUTY_VERSION_STRING);
 
-    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover");
+    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, rail");
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
+    deputy::bench::register_rail(*bench);
 
     try {
         app.parse(argc, argv);

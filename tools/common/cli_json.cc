@@ -1,13 +1,19 @@
 #include "common/cli_json.h"
 
+#include <fstream>
 #include <nlohmann/json.hpp>
-
-#include <sstream>
 
 namespace deputy::cli {
 namespace {
 
 using nlohmann::json;
+
+// Why not CLI11's own config-file support: in CLI11 2.1 only the root app
+// reads its config file, and our flags live on subcommands (`deputy bench
+// mover --json f`). So `--json` is an option whose callback, run after the
+// command line was parsed, feeds the file's values to the options the
+// command line left unset, through the same add_result/run_callback path
+// CLI11 uses for config files (validators and conversions included).
 
 std::string describe(const json &value) {
     std::string dumped = value.dump();
@@ -22,103 +28,109 @@ std::string to_input(const json &value) {
     return value.dump();
 }
 
-class JsonConfig : public CLI::Config {
-public:
-    explicit JsonConfig(CLI::App *app) : app_(app) {}
+CLI::Option *find_option(CLI::App &app, const std::string &key) {
+    if (key.empty() || key == "json" || key == "help") return nullptr;
+    std::string dashed = key;
+    for (char &c : dashed)
+        if (c == '_') c = '-';
+    CLI::Option *option = app.get_option_no_throw("--" + dashed);
+    if (option == nullptr && key.size() == 1) option = app.get_option_no_throw("-" + key);
+    if (option != nullptr && !option->get_configurable()) return nullptr;
+    return option;
+}
 
-    std::string to_config(const CLI::App *, bool, bool, std::string) const override {
-        return {};
+std::string valid_keys(const CLI::App &app) {
+    std::string out;
+    for (const CLI::Option *option : app.get_options()) {
+        if (!option->get_configurable() || option->get_lnames().empty()) continue;
+        const std::string &name = option->get_lnames().front();
+        if (name == "json" || name == "help") continue;
+        if (!out.empty()) out += ", ";
+        out += name;
     }
+    return out;
+}
 
-    std::vector<CLI::ConfigItem> from_config(std::istream &input) const override {
-        json doc;
+void check_type(const std::string &key, const CLI::Option &option, const json &value) {
+    const std::string type = option.get_type_name();
+    auto fail = [&](const char *expected) {
+        throw CLI::ConfigError("--json: key '" + key + "' expects " + expected + ", got " +
+                               describe(value));
+    };
+    if (option.get_expected_min() == 0) {  // a flag
+        if (!value.is_boolean()) fail("true or false");
+        return;
+    }
+    if (value.is_array()) {
+        if (option.get_expected_max() <= 1) fail("a single value");
+        for (const json &element : value)
+            if (element.is_object() || element.is_array() || element.is_null())
+                fail("an array of scalars");
+        return;
+    }
+    if (value.is_object() || value.is_null()) fail("a value");
+    if (type.rfind("UINT", 0) == 0) {
+        if (!value.is_number_unsigned()) fail("a non-negative integer");
+    } else if (type.rfind("INT", 0) == 0) {
+        if (!value.is_number_integer()) fail("an integer");
+    } else if (type.rfind("FLOAT", 0) == 0) {
+        if (!value.is_number()) fail("a number");
+    } else if (value.is_boolean()) {
+        fail("a string or number");
+    }
+}
+
+void apply_json_file(CLI::App &app, const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw CLI::ConfigError("--json " + path + ": cannot read the file");
+    json doc;
+    try {
+        doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
+    } catch (const json::parse_error &e) {
+        throw CLI::ConfigError("--json " + path + ": not valid JSON: " + e.what());
+    }
+    if (!doc.is_object())
+        throw CLI::ConfigError("--json " + path + ": expected one JSON object {\"flag-name\": value}");
+    // Check every key before applying any, so a bad file changes nothing.
+    std::vector<std::pair<CLI::Option *, const json *>> updates;
+    for (const auto &[key, value] : doc.items()) {
+        CLI::Option *option = find_option(app, key);
+        if (option == nullptr)
+            throw CLI::ConfigError("--json: unknown key '" + key + "'; valid keys: " + valid_keys(app));
+        check_type(key, *option, value);
+        updates.emplace_back(option, &value);
+    }
+    for (auto [option, value] : updates) {
+        if (option->count() > 0) continue;  // the command line wins
+        const std::string key = option->get_lnames().empty() ? option->get_snames().front()
+                                                            : option->get_lnames().front();
         try {
-            doc = json::parse(input, nullptr, true, /*ignore_comments=*/true);
-        } catch (const json::parse_error &e) {
-            throw CLI::ConfigError(std::string("--json: not valid JSON: ") + e.what());
-        }
-        if (!doc.is_object())
-            throw CLI::ConfigError("--json: the file must hold one JSON object of flag: value");
-        std::vector<CLI::ConfigItem> items;
-        for (const auto &[key, value] : doc.items()) {
-            CLI::Option *option = find(key);
-            if (option == nullptr)
-                throw CLI::ConfigError("--json: unknown key '" + key + "'; valid keys: " +
-                                       valid_keys());
-            check_type(key, *option, value);
-            CLI::ConfigItem item;
-            item.name = option->get_lnames().empty() ? option->get_snames().front()
-                                                      : option->get_lnames().front();
-            if (value.is_array()) {
-                for (const auto &element : value) item.inputs.push_back(to_input(element));
+            if (option->get_expected_min() == 0) {
+                option->add_result(option->get_flag_value(key, to_input(*value)));
+            } else if (value->is_array()) {
+                std::vector<std::string> inputs;
+                for (const json &element : *value) inputs.push_back(to_input(element));
+                option->add_result(inputs);
             } else {
-                item.inputs.push_back(to_input(value));
+                option->add_result(to_input(*value));
             }
-            items.push_back(std::move(item));
-        }
-        return items;
-    }
-
-private:
-    CLI::Option *find(const std::string &key) const {
-        if (key == "json" || key.empty()) return nullptr;
-        std::string dashed = key;
-        for (char &c : dashed)
-            if (c == '_') c = '-';
-        CLI::Option *option = app_->get_option_no_throw("--" + dashed);
-        if (option == nullptr && key.size() == 1) option = app_->get_option_no_throw("-" + key);
-        if (option != nullptr && !option->get_configurable()) return nullptr;
-        return option;
-    }
-
-    std::string valid_keys() const {
-        std::string out;
-        for (const CLI::Option *option : app_->get_options()) {
-            if (!option->get_configurable() || option->get_lnames().empty()) continue;
-            const std::string &name = option->get_lnames().front();
-            if (name == "json" || name == "help") continue;
-            if (!out.empty()) out += ", ";
-            out += name;
-        }
-        return out;
-    }
-
-    static void check_type(const std::string &key, const CLI::Option &option, const json &value) {
-        const std::string type = option.get_type_name();
-        auto fail = [&](const char *expected) {
-            throw CLI::ConfigError("--json: key '" + key + "' expects " + expected + ", got " +
-                                   describe(value));
-        };
-        if (option.get_expected_min() == 0) {  // a flag
-            if (!value.is_boolean()) fail("true or false");
-            return;
-        }
-        if (value.is_array()) {
-            if (option.get_expected_max() <= 1) fail("a single value");
-            return;
-        }
-        if (value.is_object() || value.is_null()) fail("a value");
-        if (type.rfind("UINT", 0) == 0) {
-            if (!value.is_number_unsigned()) fail("a non-negative integer");
-        } else if (type.rfind("INT", 0) == 0) {
-            if (!value.is_number_integer()) fail("an integer");
-        } else if (type.rfind("FLOAT", 0) == 0) {
-            if (!value.is_number()) fail("a number");
-        } else if (value.is_boolean()) {
-            fail("a string or number");
+            option->run_callback();
+        } catch (const CLI::ConfigError &) {
+            throw;
+        } catch (const CLI::Error &e) {
+            throw CLI::ConfigError("--json: key '" + key + "': " + e.what());
         }
     }
-
-    CLI::App *app_;
-};
+}
 
 }  // namespace
 
 void add_json_config(CLI::App &app) {
-    app.set_config("--json", "", "read flags from a JSON object {\"flag-name\": value}; "
-                                 "command-line flags override it");
-    app.config_formatter(std::make_shared<JsonConfig>(&app));
-    app.allow_config_extras(CLI::config_extras_mode::error);
+    app.add_option_function<std::string>(
+           "--json", [&app](const std::string &path) { apply_json_file(app, path); },
+           "read flags from a JSON object {\"flag-name\": value}; command-line flags override it")
+        ->configurable(false)
+        ->type_name("FILE");
 }
 
 }  // namespace deputy::cli

@@ -1,7 +1,226 @@
 #include "bench/mover/bench_mover.h"
 
-namespace deputy::bench {
+#include <fmt/format.h>
 
-void register_mover(CLI::App &bench) { bench.add_subcommand("mover", "data mover benchmark"); }
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/mover/options.h"
+#include "bench/mover/report.h"
+#include "bench/mover/runner.h"
+#include "bench/mover/workload.h"
+#include "common/affinity.h"
+#include "common/cli_common.h"
+#include "common/cli_json.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "mover/config.h"
+#include "mover/kernels.h"
+
+namespace deputy::bench {
+namespace {
+
+struct Resolved {
+    dp_opcode_t opcode = DP_OP_MEMMOVE;
+    std::vector<uint64_t> sizes;
+    dp_wait_mode_t wait = DP_WAIT_SPIN;
+    dp_dtype_t dtype = DP_FLOAT32;
+    dp_op_t redop = DP_SUM;
+    int caller_cpu = 0;
+    std::vector<int> engine_cpus;
+    bool run_mover = true;
+    bool run_cpu = false;
+    std::string device_json;  // accel-config text for dp_mover_open_json
+};
+
+[[noreturn]] void usage_error(const std::string &message) {
+    throw CLI::ValidationError(message);
+}
+
+Resolved resolve(const MoverOptions &o) {
+    Resolved r;
+    if (!parse_opcode(o.op, &r.opcode)) usage_error("-o " + o.op + ": unknown operation (names: "
+        "noop memmove fill compare compare_pattern create_delta apply_delta dualcast crc32c "
+        "copy_crc32c cache_flush reduce, or DSA opcode numbers like 3)");
+    std::stringstream list(o.sizes);
+    for (std::string item; std::getline(list, item, ',');) {
+        auto size = units::parse_size(item);
+        if (!size) usage_error("-s " + item + ": not a size (examples: 64, 4k, 1m)");
+        r.sizes.push_back(*size);
+    }
+    if (r.sizes.empty()) usage_error("-s: no size given");
+    if (o.wait.size() == 1 && o.wait[0] >= '0' && o.wait[0] <= '3') r.wait = dp_wait_mode_t(o.wait[0] - '0');
+    else if (!mover::parse_wait_mode(o.wait, &r.wait))
+        usage_error("-x " + o.wait + ": not one of spin, pause, yield, block (or 0..3)");
+    if (!parse_dtype(o.dtype, &r.dtype)) usage_error("--dtype " + o.dtype + ": unknown type");
+    if (!parse_redop(o.redop, &r.redop)) usage_error("--redop " + o.redop + ": not sum, prod, min, max");
+    if (o.cached && o.nontemporal) usage_error("-f (cached stores) and --nt contradict each other");
+    if (!o.compare.empty() && o.compare != "cpu")
+        usage_error("--compare " + o.compare + ": the mover compares against 'cpu'");
+    r.run_mover = !o.cpu_mode;
+    r.run_cpu = o.cpu_mode || o.compare == "cpu";
+    std::string error;
+    std::vector<int> cpus;
+    if (affinity::parse_cpu_list(o.caller_cpus, &cpus, &error) != DP_OK) usage_error("-k: " + error);
+    r.caller_cpu = cpus.front();
+    const int ncpu = affinity::cpu_count();
+    if (r.caller_cpu >= ncpu)
+        usage_error(fmt::format("-k {}: this machine has CPUs 0..{}", r.caller_cpu, ncpu - 1));
+    if (!o.engine_cpus.empty()) {
+        if (affinity::parse_cpu_list(o.engine_cpus, &r.engine_cpus, &error) != DP_OK)
+            usage_error("--engine-cpus: " + error);
+        for (int cpu : r.engine_cpus)
+            if (cpu >= ncpu) usage_error(fmt::format("--engine-cpus {}: this machine has CPUs 0..{}", cpu, ncpu - 1));
+    } else {
+        // Engines start on the CPU after the caller's and wrap around, so one
+        // engine never shares the caller's core when a second core exists.
+        for (uint32_t e = 0; e < o.engines; ++e) r.engine_cpus.push_back(int((r.caller_cpu + 1 + e) % ncpu));
+    }
+    if (!o.placement.empty()) {
+        for (char c : o.placement)
+            if (c != 'F' && c != 'P' && c != 'D' && c != ',')
+                usage_error("-z " + o.placement + ": directives are F (flush), P, D, comma-separated");
+    }
+    if (!o.config_file.empty()) {
+        std::ifstream in(o.config_file);
+        if (!in) usage_error("--config " + o.config_file + ": cannot read the file");
+        std::stringstream text;
+        text << in.rdbuf();
+        r.device_json = text.str();
+    } else {
+        nlohmann::json wq = {{"dev", "wq0.0"},
+                             {"mode", o.shared_wq ? "shared" : "dedicated"},
+                             {"size", o.wq_size},
+                             {"priority", 10},
+                             {"max_batch_size", std::clamp<uint32_t>(o.batch, 64, mover::kMaxBatchSize)},
+                             {"max_transfer_size", 1ull << 31}};
+        nlohmann::json engines = nlohmann::json::array();
+        for (uint32_t e = 0; e < o.engines; ++e) engines.push_back({{"dev", fmt::format("engine0.{}", e)}});
+        std::string cpu_list;
+        for (int cpu : r.engine_cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(cpu);
+        nlohmann::json device = {{"dev", "dsa0"},
+                                 {"groups", {{{"dev", "group0.0"},
+                                              {"grouped_workqueues", {wq}},
+                                              {"grouped_engines", engines}}}},
+                                 {"cpu_list", cpu_list}};
+        r.device_json = device.dump();
+    }
+    return r;
+}
+
+int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
+    cli::apply_log_flags(log_flags);
+    Resolved r = resolve(o);
+    if (o.shared_wq != 0 && o.shared_wq != 1) usage_error("-w must be 0 (dedicated) or 1 (shared)");
+    if (o.verify != 0 && o.verify != 1) usage_error("-v must be 0 or 1");
+    if (o.engines < 1 || o.engines > DP_MOVER_MAX_ENGINES)
+        usage_error(fmt::format("-e {}: engines must be 1..{}", o.engines, DP_MOVER_MAX_ENGINES));
+    if (affinity::pin_current_thread(r.caller_cpu) != DP_OK)
+        log::app().warn("could not pin the calling thread to CPU {}", r.caller_cpu);
+
+    dp_mover_t *mover = nullptr;
+    if (r.run_mover) {
+        const char *error = nullptr;
+        if (dp_mover_open_json(r.device_json.c_str(), &mover, &error) != DP_OK) {
+            log::app().error("cannot open the mover: {}", error ? error : "unknown error");
+            return 2;
+        }
+    }
+    std::unique_ptr<dp_mover_t, dp_status_t (*)(dp_mover_t *)> closer(mover, dp_mover_close);
+
+    ReportHeader header = describe(o, r.opcode, r.wait, mover);
+    print_header(header);
+    RunPlan plan;
+    plan.queue_depth = o.queue_depth;
+    plan.wait = r.wait;
+    plan.iterations = o.iterations;
+    plan.repeats = std::max<uint32_t>(1, o.repeats);
+    plan.flush_before_repeat = o.placement.find('F') != std::string::npos;
+    plan.verify = o.verify == 1;
+
+    std::vector<MoverResult> results;
+    bool all_ok = true;
+    for (uint64_t size : r.sizes) {
+        WorkloadSpec spec;
+        spec.opcode = r.opcode;
+        spec.transfer_size = size;
+        spec.buffers = o.buffers;
+        spec.batch = o.batch;
+        spec.store_flags = o.cached ? DP_FLAG_CACHED : o.nontemporal ? DP_FLAG_NONTEMPORAL : 0;
+        spec.dtype = r.dtype;
+        spec.redop = r.redop;
+        std::unique_ptr<Workload> workload;
+        std::string error;
+        if (Workload::create(spec, &workload, &error) != DP_OK) {
+            log::app().error("{}", error);
+            return 2;
+        }
+        log::app().debug("size {}: {} unit(s) of {} op(s)", size, workload->units(), o.batch);
+        if (r.run_mover) results.push_back(run_on_mover(mover, *workload, plan));
+        if (r.run_cpu) results.push_back(run_on_cpu(*workload, plan));
+        for (size_t i = results.size() - (r.run_mover + r.run_cpu); i < results.size(); ++i) {
+            print_row(results[i], r.run_mover && r.run_cpu && results[i].mode == "mover"
+                                      ? &results[i + 1] : nullptr);
+            if (!results[i].verified) {
+                all_ok = false;
+                log::app().error("{} at {} bytes: {}", results[i].mode, size, results[i].verify_error);
+            }
+        }
+    }
+    print_gb_lines(results);
+    if (!o.out_file.empty() && !write_json(o.out_file, header, o, results)) return 2;
+    return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void register_mover(CLI::App &bench) {
+    auto options = std::make_shared<MoverOptions>();
+    auto log_flags = std::make_shared<cli::LogFlags>();
+    CLI::App *app = bench.add_subcommand(
+        "mover", "data mover throughput and latency, dsa_perf_micros-style, against the calling core");
+    app->add_option("-o,--op", options->op, "operation: name or DSA opcode number")->capture_default_str();
+    app->add_option("-s,--size", options->sizes, "transfer size(s), comma-separated, k/m/g suffixes")
+        ->capture_default_str();
+    app->add_option("-n,--buffers", options->buffers, "buffer count")->capture_default_str()
+        ->check(CLI::Range(1u, 1u << 20));
+    app->add_option("-i,--iterations", options->iterations,
+                    "passes over all buffers per repeat (0: auto, ~0.25 s)")->capture_default_str();
+    app->add_option("-b,--batch", options->batch, "descriptors per batch (1: no batch)")
+        ->capture_default_str()->check(CLI::Range(1u, mover::kMaxBatchSize));
+    app->add_option("-q,--queue-depth", options->queue_depth,
+                    "outstanding submissions (1: latency mode)")->capture_default_str()
+        ->check(CLI::Range(1u, 1u << 20));
+    app->add_option("-w,--wq-mode", options->shared_wq, "0 dedicated, 1 shared work queue")
+        ->capture_default_str();
+    app->add_option("-e,--engines", options->engines, "engines (worker threads)")->capture_default_str();
+    app->add_option("-x,--wait", options->wait, "completion wait: spin, pause, yield, block")
+        ->capture_default_str();
+    app->add_flag("-m,--cpu", options->cpu_mode, "run the operation on the calling core (baseline)");
+    app->add_option("-k,--cpus", options->caller_cpus, "CPU of the calling thread")->capture_default_str();
+    app->add_option("--engine-cpus", options->engine_cpus,
+                    "engine CPUs (default: the CPUs after -k's, wrapping)");
+    app->add_option("-v,--verify", options->verify, "check every destination after the run (0/1)")
+        ->capture_default_str();
+    app->add_option("--config", options->config_file, "accel-config JSON device configuration");
+    app->add_option("--wq-size", options->wq_size, "work queue size (power of two)")->capture_default_str();
+    app->add_flag("-f,--cached", options->cached, "destination writes stay in cache");
+    app->add_flag("--nt", options->nontemporal, "destination writes bypass the cache");
+    app->add_option("--compare", options->compare, "also run the baseline in the same run: cpu");
+    app->add_option("--reps", options->repeats, "timed repeats (medians reported)")->capture_default_str();
+    app->add_option("--dtype", options->dtype, "reduce: element type")->capture_default_str();
+    app->add_option("--redop", options->redop, "reduce: sum, prod, min, max")->capture_default_str();
+    app->add_option("-z,--placement", options->placement,
+                    "data placement: F flushes buffers to memory before each repeat");
+    app->add_flag("-c", options->soc_flag, "accepted for dsa_perf_micros scripts (no effect)");
+    app->add_option("--out", options->out_file, "write results as JSON to this file");
+    cli::add_log_flags(*app, log_flags.get());
+    cli::add_json_config(*app);
+    app->callback([options, log_flags] {
+        int rc = run(*options, *log_flags);
+        if (rc != 0) throw CLI::RuntimeError(rc);
+    });
+}
 
 }  // namespace deputy::bench

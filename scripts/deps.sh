@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Checks the Debian 12 packages deputy needs and installs the missing ones
+# when run as root; otherwise prints the exact apt-get line and fails.
+# Usage: scripts/deps.sh [build|test]   (test adds what only the tests need)
+set -euo pipefail
+
+build_packages=(
+  g++ make cmake ninja-build pkg-config
+  libhwloc-dev libisal-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libfabric-dev libfabric-bin
+)
+test_packages=(
+  libgtest-dev libgmock-dev
+  python3 python3-venv python3-pip python3-matplotlib python3-rich python3-pytest
+)
+
+packages=("${build_packages[@]}")
+if [[ "${1:-build}" == "test" ]]; then
+  packages+=("${test_packages[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+else
+  echo "deps: missing Debian packages. Run:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Every test deputy has, in the order that fails fastest:
+#   1. release build + ctest (all GoogleTest suites)
+#   2. install: a consumer built against the installed package (CMake + pkg-config)
+#   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest)
+#   4. ASan+UBSan build + ctest
+#   5. TSan build + the concurrency suites (rings, engines)
+# Exits non-zero if any step fails; prints a summary either way.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc)
+scripts/deps.sh test || exit 1
+
+declare -a summary
+failed=0
+step() {
+  local name=$1; shift
+  echo
+  echo "=== $name ==="
+  local start=$SECONDS
+  if "$@"; then
+    summary+=("PASS  $name ($((SECONDS - start)) s)")
+  else
+    summary+=("FAIL  $name ($((SECONDS - start)) s)")
+    failed=$((failed + 1))
+  fi
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > "$dir.configure.log" 2>&1 \
+    || { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+release() {
+  configure_and_build build && ctest --test-dir build -j "$jobs" --output-on-failure --timeout 300
+}
+
+install_test() { tests/install/run.sh build; }
+
+python_tests() {
+  local venv=$root/.venv
+  if [[ ! -x $venv/bin/python ]]; then
+    /usr/bin/python3 -m venv --system-site-packages "$venv" || return 1
+  fi
+  "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
+  DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q python/tests tests/bench
+}
+
+asan() {
+  # detect_leaks: every test must free what it allocates.
+  configure_and_build build-asan -DDEPUTY_SANITIZE=address,undefined &&
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 600
+}
+
+tsan() {
+  # Only the concurrency suites: a full TSan build would double CI time for
+  # code that runs on one thread.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEPUTY_SANITIZE=thread \
+    > build-tsan.configure.log 2>&1 || { cat build-tsan.configure.log; return 1; }
+  cmake --build build-tsan -j "$jobs" --target concurrency_tests &&
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan -L concurrency --output-on-failure --timeout 900
+}
+
+step "release build + unit tests" release
+step "install consumer" install_test
+step "python + CLI end-to-end" python_tests
+step "ASan+UBSan build + unit tests" asan
+step "TSan build + concurrency tests" tsan
+
+echo
+echo "=== summary ==="
+printf '%s\n' "${summary[@]}"
+passed=$(( ${#summary[@]} - failed ))
+echo "test steps: $passed passed, $failed failed"
+exit $(( failed > 0 ))

@@ -1,0 +1,58 @@
+// Options of `deputy bench mover`. Flag letters follow dsa_perf_micros so the
+// seed's sweep scripts port by changing the program name.
+#pragma once
+
+#include <deputy/mover.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deputy::bench {
+
+struct MoverOptions {
+    std::string op = "memmove";        // -o: name or DSA opcode number
+    std::string sizes = "4k";          // -s: comma list with k/m/g suffixes
+    uint32_t buffers = 32;             // -n: buffer count
+    uint64_t iterations = 0;           // -i: 0 = auto (~0.25 s per repeat)
+    uint32_t batch = 1;                // -b
+    uint32_t queue_depth = 32;         // -q: outstanding descriptors (1 = latency mode)
+    int shared_wq = 0;                 // -w: 0 dedicated, 1 shared
+    uint32_t engines = 1;              // -e
+    std::string wait = "spin";         // -x: spin|pause|yield|block
+    bool cpu_mode = false;             // -m: the calling core does the work
+    std::string caller_cpus = "0";     // -k: CPU of the calling thread
+    std::string engine_cpus;           // --engine-cpus: default: the CPUs after -k's
+    int verify = 1;                    // -v
+    std::string config_file;           // --config: accel-config JSON
+    uint32_t wq_size = 128;            // --wq-size
+    bool cached = false;               // -f: destination writes stay in cache
+    bool nontemporal = false;          // --nt: destination writes bypass the cache
+    std::string compare;               // --compare cpu
+    uint32_t repeats = 5;              // --reps: timed repeats; medians reported
+    std::string dtype = "float32";     // --dtype (reduce)
+    std::string redop = "sum";         // --redop (reduce)
+    std::string placement;             // -z: F (flush buffers before each repeat), P, D
+    bool soc_flag = false;             // -c: accepted for dsa_perf_micros scripts
+    std::string out_file;              // --out: results JSON
+};
+
+// One measured configuration: mover or CPU at one transfer size.
+struct MoverResult {
+    std::string mode;  // "mover" or "cpu"
+    uint64_t transfer_size = 0;
+    uint64_t ops = 0;           // operations per repeat (descriptors incl. batch members)
+    uint64_t bytes = 0;         // bytes per repeat
+    uint64_t iterations = 0;
+    std::vector<double> gbps_per_repeat;
+    double gbps = 0;            // median over repeats
+    double latency_ns = 0;      // median submit-to-completion (per unit), or wall/op for cpu
+    double latency_p99_ns = 0;
+    double cpu_share = 0;       // caller thread CPU time / wall time (median)
+    double kops = 0;            // thousand ops per second (median)
+    uint64_t retries = 0;       // DP_ERR_RETRY answers
+    bool verified = false;
+    std::string verify_error;   // first mismatch, when verification failed
+};
+
+}  // namespace deputy::bench

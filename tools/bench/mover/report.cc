@@ -1,0 +1,114 @@
+#include "bench/mover/report.h"
+
+#include <deputy/log.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/affinity.h"
+#include "common/host_info.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "mover/config.h"
+#include "mover/kernels.h"
+
+namespace deputy::bench {
+
+ReportHeader describe(const MoverOptions &o, dp_opcode_t op, dp_wait_mode_t wait, dp_mover_t *mover) {
+    ReportHeader h;
+    h.op = dp_opcode_name(op);
+    h.wait = mover::wait_mode_name(wait);
+    h.wq_mode = o.shared_wq ? "shared" : "dedicated";
+    h.engines = o.engines;
+    h.wq_size = o.wq_size;
+    h.nt_threshold = mover::kDefaultNtThreshold;
+    if (mover != nullptr) {
+        dp_mover_stats_t stats{};
+        stats.size = sizeof(stats);
+        dp_mover_get_stats(mover, &stats);
+        h.engines = stats.num_engines;
+    }
+    h.stores = o.cached ? "cached" : o.nontemporal ? "nontemporal" : "auto";
+    h.isa = mover::kernels::isa_name(mover::kernels::active_isa());
+    h.cpus = affinity::cpu_count();
+    // The caller is busy unless it sleeps; engines are busy while work flows.
+    h.busy_threads = o.cpu_mode ? 1 : int(h.engines) + (wait == DP_WAIT_BLOCK ? 0 : 1);
+    return h;
+}
+
+void print_header(const ReportHeader &h) {
+    std::printf("# deputy bench mover: op %s, %u engine(s), %s wq (size %u), wait %s, stores %s "
+                "(auto: non-temporal from %s), kernels %s\n",
+                h.op.c_str(), h.engines, h.wq_mode.c_str(), h.wq_size, h.wait.c_str(),
+                h.stores.c_str(), units::format_size(h.nt_threshold).c_str(), h.isa.c_str());
+    if (h.busy_threads > h.cpus)
+        std::printf("# note: %d busy threads on %d CPUs: figures are contention-bound\n",
+                    h.busy_threads, h.cpus);
+    std::printf("%8s %6s %9s %9s %12s %12s %6s %10s %7s %s\n", "size", "mode", "iters", "GB/s",
+                "lat_med(ns)", "lat_p99(ns)", "cpu%", "kops/s", "vs_cpu", "verified");
+    std::fflush(stdout);
+}
+
+void print_row(const MoverResult &row, const MoverResult *baseline) {
+    std::string ratio = baseline && baseline->gbps > 0 ? fmt::format("{:.2f}x", row.gbps / baseline->gbps)
+                                                       : "-";
+    std::printf("%8s %6s %9llu %9.3f %12.0f %12.0f %6.1f %10.1f %7s %s\n",
+                units::format_size(row.transfer_size).c_str(), row.mode.c_str(),
+                (unsigned long long)row.iterations, row.gbps, row.latency_ns, row.latency_p99_ns,
+                row.cpu_share * 100.0, row.kops, ratio.c_str(), row.verified ? "yes" : "NO");
+    std::fflush(stdout);
+}
+
+void print_gb_lines(const std::vector<MoverResult> &rows) {
+    for (const MoverResult &row : rows)
+        std::printf("GB per sec = %f latency(ns) = %f cpu %f kopsrate = %d\n", row.gbps, row.latency_ns,
+                    row.cpu_share, int(row.kops));
+    std::fflush(stdout);
+}
+
+bool write_json(const std::string &path, const ReportHeader &h, const MoverOptions &o,
+                const std::vector<MoverResult> &rows) {
+    nlohmann::json results = nlohmann::json::array();
+    for (const MoverResult &r : rows) {
+        results.push_back({{"mode", r.mode},
+                           {"transfer_size", r.transfer_size},
+                           {"iterations", r.iterations},
+                           {"ops_per_repeat", r.ops},
+                           {"bytes_per_repeat", r.bytes},
+                           {"gbps", r.gbps},
+                           {"gbps_per_repeat", r.gbps_per_repeat},
+                           {"latency_ns_median", r.latency_ns},
+                           {"latency_ns_p99", r.latency_p99_ns},
+                           {"cpu_share", r.cpu_share},
+                           {"kops", r.kops},
+                           {"retries", r.retries},
+                           {"verified", r.verified},
+                           {"verify_error", r.verify_error}});
+    }
+    nlohmann::json doc = {
+        {"benchmark", "mover"},
+        {"schema", 1},
+        {"config",
+         {{"op", h.op}, {"sizes", o.sizes}, {"buffers", o.buffers}, {"iterations", o.iterations},
+          {"batch", o.batch}, {"queue_depth", o.queue_depth}, {"wq_mode", h.wq_mode},
+          {"wq_size", o.wq_size}, {"engines", h.engines}, {"wait", h.wait}, {"cpu_mode", o.cpu_mode},
+          {"compare", o.compare}, {"caller_cpus", o.caller_cpus}, {"engine_cpus", o.engine_cpus},
+          {"stores", h.stores}, {"nt_threshold", h.nt_threshold}, {"repeats", o.repeats},
+          {"dtype", o.dtype}, {"redop", o.redop}, {"placement", o.placement},
+          {"config_file", o.config_file}, {"verify", o.verify}}},
+        {"versions", {{"deputy", dp_version()}, {"kernels_isa", h.isa}}},
+        {"host", host_info()},
+        {"busy_threads", h.busy_threads},
+        {"results", results}};
+    std::ofstream out(path);
+    out << doc.dump(2) << "\n";
+    if (!out) {
+        log::app().error("--out {}: cannot write the results file", path);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace deputy::bench
