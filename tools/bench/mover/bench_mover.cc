@@ -50,9 +50,17 @@ Resolved resolve(const MoverOptions &o) {
         r.sizes.push_back(*size);
     }
     if (r.sizes.empty()) usage_error("-s: no size given");
-    if (o.wait.size() == 1 && o.wait[0] >= '0' && o.wait[0] <= '3') r.wait = dp_wait_mode_t(o.wait[0] - '0');
-    else if (!mover::parse_wait_mode(o.wait, &r.wait))
-        usage_error("-x " + o.wait + ": not one of spin, pause, yield, block (or 0..3)");
+    if (o.wait.size() == 1 && o.wait[0] >= '0' && o.wait[0] <= '3') {
+        r.wait = dp_wait_mode_t(o.wait[0] - '0');
+    } else if (o.wait.rfind("0x", 0) == 0) {
+        // dsa_perf_micros' misc flags: bit 7 = pause, bit 8 = umwait while
+        // waiting for completions. umwait's nearest software form is sleeping.
+        unsigned long bits = std::strtoul(o.wait.c_str(), nullptr, 16);
+        r.wait = bits & 0x100 ? DP_WAIT_BLOCK : bits & 0x80 ? DP_WAIT_PAUSE : DP_WAIT_SPIN;
+    } else if (!mover::parse_wait_mode(o.wait, &r.wait)) {
+        usage_error("-x " + o.wait + ": not one of spin, pause, yield, block (or 0..3, or "
+                    "dsa_perf_micros hex flags: 0x80 pause, 0x100 umwait = block)");
+    }
     if (!parse_dtype(o.dtype, &r.dtype)) usage_error("--dtype " + o.dtype + ": unknown type");
     if (!parse_redop(o.redop, &r.redop)) usage_error("--redop " + o.redop + ": not sum, prod, min, max");
     if (o.cached && o.nontemporal) usage_error("-f (cached stores) and --nt contradict each other");
