@@ -1,0 +1,182 @@
+// The client role: exposes one zeroed buffer per device, registered on each
+// of the device's rails, asks the server to fill it, drives progress until
+// every rail's end-of-stream signal arrived, then checks every byte against
+// the seeded pattern.
+#include <memory>
+#include <thread>
+
+#include "bench/rail/buffer.h"
+#include "bench/rail/fabric.h"
+#include "bench/rail/handshake.h"
+#include "bench/rail/pattern.h"
+#include "bench/rail/rail_error.h"
+#include "bench/rail/reporter.h"
+#include "bench/rail/session.h"
+#include "bench/rail/summary.h"
+#include "bench/rail/target.h"
+#include "bench/rail/writer.h"
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::rail {
+namespace {
+
+inline constexpr size_t kMaxReportedMismatches = 16;
+
+Frame expect(Socket &conn, MsgType want, double timeout_s) {
+    Frame f = conn.receive(timeout_s, msg_name(want));
+    if (f.type == MsgType::kError)
+        throw RailError("the server reported: " + f.body.value("message", std::string("?")));
+    if (f.type != want)
+        throw RailError(conn.peer() + " sent " + msg_name(f.type) + " where " + msg_name(want) +
+                        " was expected");
+    return f;
+}
+
+struct DeviceWait {
+    std::unique_ptr<DeviceTarget> target;
+    std::string error;
+    std::thread thread;
+};
+
+int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutput &output) {
+    sockaddr_storage route = conn.local_address();
+    std::vector<const fi_info *> infos = catalog.pick(o.domain, &route, o.rails);
+    std::vector<std::unique_ptr<Rail>> rails;
+    for (int r = 0; r < o.rails; ++r) rails.push_back(std::make_unique<Rail>(infos[size_t(r)], "client", r));
+    std::vector<Buffer> buffers;  // zeroed and pre-faulted
+    for (int d = 0; d < o.devices; ++d) buffers.emplace_back(o.device_bytes());
+
+    const int rpd = o.rails_per_device();
+    std::vector<std::unique_ptr<Registration>> regs;
+    Hello hello;
+    hello.workload = o;
+    hello.provider = catalog.provider_name();
+    hello.cq_data = true;
+    for (int r = 0; r < o.rails; ++r) {
+        Rail &rail = *rails[size_t(r)];
+        regs.push_back(std::make_unique<Registration>(rail, buffers[size_t(r / rpd)].data(),
+                                                      o.device_bytes(), FI_REMOTE_WRITE, 1));
+        hello.rails.push_back({rail.address(), rail.domain_name(), regs.back()->remote_base(),
+                               regs.back()->key(), o.device_bytes()});
+        hello.cq_data = hello.cq_data && rail.remote_cq_data();
+    }
+    conn.send(MsgType::kHello, encode_hello(hello), o.timeout_s);
+    // The server fills its pages before READY: allow for that beyond --timeout.
+    double setup_budget = o.timeout_s + double(o.device_bytes() * uint64_t(o.devices)) / 100e6;
+    Ready ready = decode_ready(expect(conn, MsgType::kReady, setup_budget).body);
+    if (ready.rails.size() != size_t(o.rails))
+        throw RailError("READY lists " + std::to_string(ready.rails.size()) + " server rails, expected " +
+                        std::to_string(o.rails));
+    for (int r = 0; r < o.rails; ++r)
+        rails[size_t(r)]->insert_peer(ready.rails[size_t(r)].address, "server rail " + std::to_string(r));
+    bool signals = ready.signal == "remote_cq_data";
+
+    // One thread per device drives progress and waits for the signals.
+    TargetControl control;
+    std::vector<DeviceWait> waits(size_t(o.devices));
+    std::atomic<int> running{o.devices};
+    for (int d = 0; d < o.devices; ++d) {
+        std::vector<TargetRail> bindings;
+        for (int k = 0; k < rpd; ++k)
+            bindings.push_back({rails[size_t(d * rpd + k)].get(), end_signal(d * rpd + k)});
+        waits[size_t(d)].target = std::make_unique<DeviceTarget>(
+            std::move(bindings), signals, o.timeout_s,
+            rx_poll_us_for(catalog.provider_name(), o.rx_poll_us));
+    }
+    for (int d = 0; d < o.devices; ++d) {
+        DeviceWait &w = waits[size_t(d)];
+        w.thread = std::thread([&, d, &w = w] {
+            try {
+                pin_thread(o, output.cpu_offset + d, "client device thread");
+                w.target->run(control);
+            } catch (const std::exception &e) {
+                w.error = e.what();
+                control.cancel = true;
+            }
+            running.fetch_sub(1);
+        });
+    }
+    auto stop_threads = [&] {
+        control.cancel = true;
+        for (auto &w : waits)
+            if (w.thread.joinable()) w.thread.join();
+    };
+
+    RunResult result;
+    try {
+        conn.send(MsgType::kGo, nlohmann::json::object(), o.timeout_s);
+        LiveLine live(output.live, output.tty);
+        double quiet_since = double(timing::now_ns()) * 1e-9;
+        for (;;) {
+            if (control.cancel.load()) break;  // a device thread failed
+            auto f = conn.poll_frame(0.05, "PROGRESS or RESULT");
+            double now = double(timing::now_ns()) * 1e-9;
+            if (!f) {
+                if (now - quiet_since > o.timeout_s + (o.warmup ? o.timeout_s : 0))
+                    throw RailError("no word from " + conn.peer() + " for " +
+                                    std::to_string(int(now - quiet_since)) + " s during the run (--timeout)");
+                continue;
+            }
+            quiet_since = now;
+            if (f->type == MsgType::kProgress) {
+                live.show(Sample::from_json(f->body));
+            } else if (f->type == MsgType::kResult) {
+                result = RunResult::from_json(f->body);
+                break;
+            } else if (f->type == MsgType::kError) {
+                throw RailError("the server reported: " + f->body.value("message", std::string("?")));
+            } else {
+                throw RailError(conn.peer() + " sent " + msg_name(f->type) + " during the run");
+            }
+        }
+        live.finish();
+        control.server_done_ns = timing::now_ns();
+        control.server_done.store(true, std::memory_order_release);
+        for (auto &w : waits) w.thread.join();
+    } catch (...) {
+        stop_threads();
+        throw;
+    }
+    for (auto &w : waits)
+        if (!w.error.empty()) throw RailError(w.error);
+
+    VerifySummary verify;
+    verify.enabled = o.verify;
+    if (o.verify)
+        for (int d = 0; d < o.devices; ++d)
+            verify.report.merge(verify_pages(buffers[size_t(d)].data(), o.page_size, o.pages, o.seed,
+                                             uint32_t(d), kMaxReportedMismatches),
+                                kMaxReportedMismatches);
+    conn.send(MsgType::kVerdict, verify.to_json(), o.timeout_s);
+    if (output.summary) print_summary(stdout, o, result, verify);
+    if (output.write_out) write_results(o, result, verify);
+    if (verify.report.bad_pages != 0) {
+        log::app().error("verification failed: {} pages ({} bytes) differ; first: {}",
+                         verify.report.bad_pages, verify.report.bad_bytes,
+                         verify.report.first.front().describe());
+        return kExitMismatch;
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+int run_client(const RailOptions &o, const HostPort &server, const SessionOutput &output) {
+    // Resolve the provider first: a missing provider is reported before any
+    // connection is made.
+    Catalog catalog = Catalog::query(o.provider);
+    Socket conn = connect_to(server, o.timeout_s);
+    log::app().debug("client: connected to {}", conn.peer());
+    try {
+        return run(o, conn, catalog, output);
+    } catch (const RailError &e) {
+        try {
+            conn.send(MsgType::kError, {{"message", e.what()}}, 2.0);
+        } catch (const RailError &) {
+        }
+        throw;
+    }
+}
+
+}  // namespace deputy::rail

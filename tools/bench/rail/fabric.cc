@@ -1,0 +1,317 @@
+#include "bench/rail/fabric.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "bench/rail/rail_error.h"
+#include "common/log.h"
+#include "common/units.h"
+
+namespace deputy::rail {
+namespace {
+
+// What every rail asks for: reliable datagram endpoints with RMA writes, the
+// mr_mode bits this tool knows how to honour, one thread per domain.
+fi_info *make_hints(const std::string *provider) {
+    fi_info *hints = fi_allocinfo();
+    if (hints == nullptr) throw RailError("fi_allocinfo failed: out of memory");
+    hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (provider != nullptr) hints->fabric_attr->prov_name = strdup(provider->c_str());
+    return hints;
+}
+
+std::string list_available_providers() {
+    fi_info *hints = make_hints(nullptr);
+    fi_info *list = nullptr;
+    int ret = fi_getinfo(kFabricApi, nullptr, nullptr, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (ret != 0 || list == nullptr) return "none";
+    std::vector<std::string> names;
+    for (fi_info *i = list; i != nullptr; i = i->next) {
+        std::string name = i->fabric_attr->prov_name;
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    fi_freeinfo(list);
+    std::string out;
+    for (const auto &n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+// True when `info`'s source address is the IP in `route` (port ignored).
+bool same_ip(const fi_info *info, const sockaddr_storage &route) {
+    if (info->src_addr == nullptr) return false;
+    const auto *sa = static_cast<const sockaddr *>(info->src_addr);
+    if (sa->sa_family != route.ss_family) return false;
+    if (sa->sa_family == AF_INET && info->src_addrlen >= sizeof(sockaddr_in)) {
+        return std::memcmp(&reinterpret_cast<const sockaddr_in *>(sa)->sin_addr,
+                           &reinterpret_cast<const sockaddr_in *>(&route)->sin_addr,
+                           sizeof(in_addr)) == 0;
+    }
+    if (sa->sa_family == AF_INET6 && info->src_addrlen >= sizeof(sockaddr_in6)) {
+        return std::memcmp(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr,
+                           &reinterpret_cast<const sockaddr_in6 *>(&route)->sin6_addr,
+                           sizeof(in6_addr)) == 0;
+    }
+    return false;
+}
+
+bool socket_address_format(const fi_info *info) {
+    return info->addr_format == FI_SOCKADDR || info->addr_format == FI_SOCKADDR_IN ||
+           info->addr_format == FI_SOCKADDR_IN6;
+}
+
+}  // namespace
+
+std::string libfabric_version() {
+    uint32_t v = fi_version();
+    return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+}
+
+std::string fi_error_text(int ret) {
+    return std::string(fi_strerror(ret < 0 ? -ret : ret)) + " (" + std::to_string(ret) + ")";
+}
+
+std::string mr_mode_text(uint64_t mode) {
+    static constexpr std::pair<uint64_t, const char *> kBits[] = {
+        {FI_MR_LOCAL, "FI_MR_LOCAL"},         {FI_MR_RAW, "FI_MR_RAW"},
+        {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"}, {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
+        {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},   {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
+        {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"}, {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
+        {FI_MR_HMEM, "FI_MR_HMEM"},
+    };
+    std::string out;
+    for (auto [bit, name] : kBits)
+        if (mode & bit) out += (out.empty() ? "" : "|") + std::string(name);
+    return out.empty() ? "none" : out;
+}
+
+// ---------------------------------------------------------------- Catalog
+
+Catalog Catalog::query(const std::string &provider) {
+    fi_info *hints = make_hints(&provider);
+    fi_info *list = nullptr;
+    int ret = fi_getinfo(kFabricApi, nullptr, nullptr, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (ret != 0 || list == nullptr) {
+        if (list != nullptr) fi_freeinfo(list);
+        throw RailError("provider '" + provider + "' is not available: fi_getinfo returned " +
+                        fi_error_text(ret) +
+                        " for an RDM endpoint with RMA writes; providers that can: " +
+                        list_available_providers());
+    }
+    return Catalog(provider, list);
+}
+
+Catalog::~Catalog() {
+    if (list_ != nullptr) fi_freeinfo(list_);
+}
+
+Catalog::Catalog(Catalog &&other) noexcept
+    : requested_(std::move(other.requested_)), list_(std::exchange(other.list_, nullptr)) {}
+
+std::string Catalog::provider_name() const { return list_->fabric_attr->prov_name; }
+
+std::string Catalog::domain_names() const {
+    std::vector<std::string> names;
+    for (const fi_info *i = list_; i != nullptr; i = i->next) {
+        std::string name = i->domain_attr->name ? i->domain_attr->name : "?";
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    std::string out;
+    for (const auto &n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+const fi_info *Catalog::find_domain(const std::string &name, const sockaddr_storage *route) const {
+    const fi_info *first = nullptr, *family = nullptr;
+    for (const fi_info *i = list_; i != nullptr; i = i->next) {
+        if (!name.empty() && (i->domain_attr->name == nullptr || name != i->domain_attr->name))
+            continue;
+        if (route == nullptr || !socket_address_format(i)) return i;
+        if (same_ip(i, *route)) return i;
+        if (first == nullptr) first = i;
+        const auto *sa = static_cast<const sockaddr *>(i->src_addr);
+        if (family == nullptr && sa != nullptr && sa->sa_family == route->ss_family) family = i;
+    }
+    return family != nullptr ? family : first;
+}
+
+std::vector<const fi_info *> Catalog::pick(const std::string &spec, const sockaddr_storage *route,
+                                           int rails) const {
+    std::vector<const fi_info *> out;
+    if (spec == "all") {
+        std::vector<const fi_info *> distinct;
+        std::set<std::string> seen;
+        for (const fi_info *i = list_; i != nullptr; i = i->next)
+            if (seen.insert(i->domain_attr->name ? i->domain_attr->name : "").second)
+                distinct.push_back(find_domain(i->domain_attr->name ? i->domain_attr->name : "",
+                                               route));
+        for (int r = 0; r < rails; ++r) out.push_back(distinct[size_t(r) % distinct.size()]);
+        return out;
+    }
+    std::vector<std::string> names;
+    if (!spec.empty()) {
+        std::stringstream in(spec);
+        std::string item;
+        while (std::getline(in, item, ',')) names.push_back(item);
+    }
+    if (names.size() > 1 && names.size() != size_t(rails))
+        throw RailError("--domain lists " + std::to_string(names.size()) +
+                        " names but --rails is " + std::to_string(rails) +
+                        " (give one name, one name per rail, or 'all')");
+    for (int r = 0; r < rails; ++r) {
+        std::string name = names.empty() ? "" : names[names.size() == 1 ? 0 : size_t(r)];
+        const fi_info *info = find_domain(name, route);
+        if (info == nullptr)
+            throw RailError("provider '" + provider_name() + "' has no domain '" + name +
+                            "' (its domains: " + domain_names() + ")");
+        out.push_back(info);
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- Rail
+
+Rail::Rail(const fi_info *info, const std::string &role, int index) {
+    where_ = "provider '" + std::string(info->fabric_attr->prov_name) + "' domain '" +
+             std::string(info->domain_attr->name ? info->domain_attr->name : "?") + "' " + role +
+             " rail " + std::to_string(index);
+    try {
+        info_ = fi_dupinfo(info);
+        if (info_ == nullptr) throw RailError(where_ + ": fi_dupinfo failed: out of memory");
+        int ret = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
+        if (ret) fail("fi_fabric", ret);
+        ret = fi_domain(fabric_, info_, &domain_, nullptr);
+        if (ret) fail("fi_domain", ret);
+
+        fi_cq_attr cq_attr{};
+        cq_attr.format = FI_CQ_FORMAT_DATA;
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        cq_attr.size = std::max<size_t>(info_->tx_attr->size + info_->rx_attr->size, 256);
+        ret = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+        if (ret) fail("fi_cq_open", ret);
+
+        fi_av_attr av_attr{};
+        av_attr.type = info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type
+                                                                    : FI_AV_TABLE;
+        av_attr.count = 4;
+        ret = fi_av_open(domain_, &av_attr, &av_, nullptr);
+        if (ret) fail("fi_av_open", ret);
+
+        ret = fi_endpoint(domain_, info_, &ep_, nullptr);
+        if (ret) fail("fi_endpoint", ret);
+        ret = fi_ep_bind(ep_, &av_->fid, 0);
+        if (ret) fail("fi_ep_bind(av)", ret);
+        ret = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
+        if (ret) fail("fi_ep_bind(cq)", ret);
+        ret = fi_enable(ep_);
+        if (ret) fail("fi_enable", ret);
+    } catch (...) {
+        close_all();
+        throw;
+    }
+}
+
+Rail::~Rail() { close_all(); }
+
+void Rail::close_all() noexcept {
+    auto close = [this](fid_t fid, const char *what) {
+        if (fid == nullptr) return;
+        int ret = fi_close(fid);
+        if (ret) log::app().warn("{}: fi_close({}) failed: {}", where_, what, fi_error_text(ret));
+    };
+    close(ep_ ? &ep_->fid : nullptr, "endpoint");
+    close(av_ ? &av_->fid : nullptr, "av");
+    close(cq_ ? &cq_->fid : nullptr, "cq");
+    close(domain_ ? &domain_->fid : nullptr, "domain");
+    close(fabric_ ? &fabric_->fid : nullptr, "fabric");
+    ep_ = nullptr;
+    av_ = nullptr;
+    cq_ = nullptr;
+    domain_ = nullptr;
+    fabric_ = nullptr;
+    if (info_ != nullptr) fi_freeinfo(info_);
+    info_ = nullptr;
+}
+
+void Rail::fail(const std::string &call, int ret) const {
+    throw RailError(where_ + ": " + call + " failed: " + fi_error_text(ret));
+}
+
+std::vector<uint8_t> Rail::address() const {
+    size_t len = 0;
+    int ret = fi_getname(&ep_->fid, nullptr, &len);
+    if (ret != -FI_ETOOSMALL && ret != 0) fail("fi_getname", ret);
+    std::vector<uint8_t> addr(len);
+    ret = fi_getname(&ep_->fid, addr.data(), &len);
+    if (ret) fail("fi_getname", ret);
+    addr.resize(len);
+    return addr;
+}
+
+fi_addr_t Rail::insert_peer(const std::vector<uint8_t> &address, const std::string &peer) {
+    fi_addr_t fi_addr = FI_ADDR_UNSPEC;
+    int ret = fi_av_insert(av_, address.data(), 1, &fi_addr, 0, nullptr);
+    if (ret != 1)
+        throw RailError(where_ + ": fi_av_insert of " + peer + " address " +
+                        address_text(address) + " failed: " +
+                        (ret < 0 ? fi_error_text(ret) : "0 of 1 inserted"));
+    return fi_addr;
+}
+
+std::string Rail::address_text(const std::vector<uint8_t> &address) const {
+    char buf[256] = {};
+    size_t len = sizeof(buf);
+    fi_av_straddr(av_, address.data(), buf, &len);
+    buf[sizeof(buf) - 1] = '\0';
+    return buf;
+}
+
+// ---------------------------------------------------------------- Registration
+
+Registration::Registration(Rail &rail, void *buf, size_t len, uint64_t access,
+                           uint64_t requested_key) {
+    uint64_t mode = rail.mr_mode();
+    std::string what = "(" + units::format_size(len) + ", " +
+                       ((access & FI_REMOTE_WRITE) ? "FI_REMOTE_WRITE" : "FI_WRITE") +
+                       ", mr_mode " + mr_mode_text(mode) + ")";
+    int ret = fi_mr_reg(rail.domain(), buf, len, access, 0, requested_key, 0, &mr_, nullptr);
+    if (ret) rail.fail("fi_mr_reg" + what, ret);
+    if (mode & FI_MR_ENDPOINT) {
+        ret = fi_mr_bind(mr_, &rail.ep()->fid, 0);
+        if (ret == 0) ret = fi_mr_enable(mr_);
+        if (ret) {
+            fi_close(&mr_->fid);
+            mr_ = nullptr;
+            rail.fail("fi_mr_bind/fi_mr_enable" + what, ret);
+        }
+    }
+    desc_ = fi_mr_desc(mr_);
+    key_ = fi_mr_key(mr_);
+    if (key_ == FI_KEY_NOTAVAIL) {
+        fi_close(&mr_->fid);
+        mr_ = nullptr;
+        throw RailError(rail.where() + ": fi_mr_key returned FI_KEY_NOTAVAIL (raw keys, FI_MR_RAW, "
+                        "are not supported)");
+    }
+    remote_base_ = (mode & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(buf) : 0;
+}
+
+Registration::~Registration() {
+    if (mr_ != nullptr) {
+        int ret = fi_close(&mr_->fid);
+        if (ret) log::app().warn("fi_close(mr) failed: {}", fi_error_text(ret));
+    }
+}
+
+}  // namespace deputy::rail
