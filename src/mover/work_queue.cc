@@ -14,7 +14,7 @@ WorkQueue WorkQueue::format(void *memory, uint32_t size) {
                                                     sizeof(WorkQueueHeader));
     for (uint32_t i = 0; i < size; ++i) {
         auto *slot = new (&slots[i]) WorkQueueSlot;
-        slot->seq.store(i, std::memory_order_relaxed);
+        slot->seq.store(2 * uint64_t(i), std::memory_order_relaxed);  // free for position i
         slot->pasid = 0;
     }
     // Publishing the formatted ring to other threads is the caller's job

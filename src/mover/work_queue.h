@@ -3,9 +3,11 @@
 //
 // Layout is position-independent (indices and sequence numbers only) so the
 // same ring can live in a memfd segment shared with the agent. Each slot has a
-// sequence number (Vyukov's bounded MPMC queue): a slot at position p is free
-// for a producer when seq == p and holds a descriptor for a consumer when
-// seq == p + 1; the consumer frees it for the next lap with seq = p + size.
+// sequence number (Vyukov's bounded MPMC queue, counting in steps of two): a
+// slot at position p is free for a producer when seq == 2p and holds a
+// descriptor for a consumer when seq == 2p + 1; the consumer frees it for the
+// next lap with seq = 2(p + size). Steps of two keep "full at p" and "free at
+// p + 1" apart when size == 1 (with steps of one both would be p + 1).
 //  - dedicated queue: one producer thread, so submit is a load, a 64-byte copy
 //    and a release store (no read-modify-write);
 //  - shared queue: producers claim positions with a CAS on tail, lock-free; a
@@ -62,7 +64,7 @@ public:
         WorkQueueSlot &slot = slots_[pos & header_->mask];
         // Acquire pairs with the consumer's release in pop(): the slot's old
         // descriptor has been copied out before we overwrite it.
-        if (slot.seq.load(std::memory_order_acquire) != pos) return false;
+        if (slot.seq.load(std::memory_order_acquire) != 2 * pos) return false;
         fill(slot, desc, pasid, pos);
         header_->tail.store(pos + 1, std::memory_order_relaxed);
         return true;
@@ -74,7 +76,7 @@ public:
         for (;;) {
             WorkQueueSlot &slot = slots_[pos & header_->mask];
             uint64_t seq = slot.seq.load(std::memory_order_acquire);
-            int64_t lag = int64_t(seq - pos);
+            int64_t lag = int64_t(seq - 2 * pos);
             if (lag == 0) {
                 if (header_->tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed))
                     return fill(slot, desc, pasid, pos), true;
@@ -89,7 +91,7 @@ public:
     // True when a descriptor is probably waiting (a hint for engines' idle loop).
     bool maybe_nonempty() const {
         uint64_t pos = header_->head.load(std::memory_order_relaxed);
-        return slots_[pos & header_->mask].seq.load(std::memory_order_acquire) == pos + 1;
+        return slots_[pos & header_->mask].seq.load(std::memory_order_acquire) == 2 * pos + 1;
     }
 
     // Engines. On success copies the descriptor out, frees its slot and
@@ -105,7 +107,7 @@ public:
             // Acquire pairs with the producer's release in fill(): the
             // descriptor bytes are visible once seq says "full".
             uint64_t seq = slot.seq.load(std::memory_order_acquire);
-            int64_t lag = int64_t(seq - (pos + 1));
+            int64_t lag = int64_t(seq - (2 * pos + 1));
             if (lag < 0) return false;  // empty
             if (lag > 0) {
                 pos = header_->head.load(std::memory_order_relaxed);
@@ -120,7 +122,7 @@ public:
                 *pasid = slot.pasid;
                 *position = pos;
                 // Release: the copy-out above completes before a producer reuses the slot.
-                slot.seq.store(pos + header_->size, std::memory_order_release);
+                slot.seq.store(2 * (pos + header_->size), std::memory_order_release);
                 return true;
             }
             abort_claim();
@@ -135,7 +137,7 @@ private:
         std::memcpy(&slot.desc, &desc, sizeof(dp_desc_t));
         slot.pasid = pasid;
         // Release pairs with the engine's acquire in pop().
-        slot.seq.store(pos + 1, std::memory_order_release);
+        slot.seq.store(2 * pos + 1, std::memory_order_release);
     }
 
     WorkQueueHeader *header_;
