@@ -198,6 +198,8 @@ OpResult run(const dp_desc_t &d, const Buffers &b, const ExecLimits &limits) {
             if (record == SIZE_MAX) return fail(DP_COMP_DELTA_OVERFLOW);
             r.value = record;
             r.result = record != 0;
+            // mover.h: a non-empty delta is "success with false predicate".
+            if (record != 0) r.status = DP_COMP_FALSE_PREDICATE;
             break;
         }
         case DP_OP_APPLY_DELTA:
