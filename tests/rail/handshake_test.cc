@@ -131,7 +131,7 @@ TEST(RailSummary, ResultRoundTrip) {
     r.bytes = 1000000000;
     r.writes = 4000;
     r.peak_gbps = 17.5;
-    r.rails.push_back({0, 0, "shm", 4000, 1000000000, 3, 0.25});
+    r.rails.push_back({0, 0, "shm", "shm", 4000, 1000000000, 3, 0.25});
     RunResult back = RunResult::from_json(r.to_json());
     EXPECT_EQ(back.writes, 4000u);
     EXPECT_DOUBLE_EQ(back.avg_gbps(), 16.0);

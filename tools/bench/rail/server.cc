@@ -177,8 +177,9 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
         for (int k = 0; k < rpd; ++k) {
             const RailStats &rs = s.rails[size_t(k)];
             int r = d * rpd + k;
-            result.rails.push_back({r, d, rails[size_t(r)]->domain_name(), rs.writes, rs.bytes,
-                                    rs.eagain, double(rs.first_completion_ns) * 1e-6});
+            result.rails.push_back({r, d, rails[size_t(r)]->domain_name(), hello.rails[size_t(r)].domain,
+                                    rs.writes, rs.bytes, rs.eagain,
+                                    double(rs.first_completion_ns) * 1e-6});
             result.bytes += rs.bytes;
             result.writes += rs.writes;
         }
@@ -209,7 +210,9 @@ void pin_thread(const RailOptions &options, int index, const char *who) {
 int run_server(const RailOptions &options, Listener &listener, const std::atomic<bool> *cancel,
                const SessionOutput &output) {
     Socket conn = listener.accept(options.accept_timeout_s, cancel);
-    log::app().info("server: {} connected", conn.peer());
+    // Standalone servers announce the client; inside --loopback it is noise.
+    log::app().log(output.summary ? spdlog::level::info : spdlog::level::debug, "server: {} connected",
+                   conn.peer());
     try {
         return serve(options, conn, cancel, output);
     } catch (const RailError &e) {

@@ -21,6 +21,7 @@ nlohmann::json RunResult::to_json() const {
         rails_json.push_back({{"rail", r.rail},
                               {"device", r.device},
                               {"domain", r.domain},
+                              {"peer_domain", r.peer_domain},
                               {"writes", r.writes},
                               {"bytes", r.bytes},
                               {"eagain", r.eagain},
@@ -58,6 +59,7 @@ RunResult RunResult::from_json(const nlohmann::json &j) {
         rr.rail = field<int>(rj, m, "rail");
         rr.device = field<int>(rj, m, "device");
         rr.domain = field<std::string>(rj, m, "domain");
+        rr.peer_domain = field<std::string>(rj, m, "peer_domain");
         rr.writes = field<uint64_t>(rj, m, "writes");
         rr.bytes = field<uint64_t>(rj, m, "bytes");
         rr.eagain = field<uint64_t>(rj, m, "eagain");
@@ -123,10 +125,10 @@ void print_summary(std::FILE *out, const RailOptions &o, const RunResult &r,
                      ? "immediate data (FI_REMOTE_CQ_DATA) on each rail's last write"
                      : "delivery-complete last write, then a RESULT message");
     std::fputs(rule, out);
-    std::fprintf(out, " %-10s %-14s %-16s %-18s %-14s\n", "#bytes", "#iterations", "BW peak[Gb/s]",
+    std::fprintf(out, " %-10s %-14s %-16s %-18s %s\n", "#bytes", "#iterations", "BW peak[Gb/s]",
                  "BW average[Gb/s]", "MsgRate[Mpps]");
     double peak = std::max(r.peak_gbps, r.avg_gbps());
-    std::fprintf(out, " %-10llu %-14llu %-16.2f %-18.2f %-14.6f\n",
+    std::fprintf(out, " %-10llu %-14llu %-16.2f %-18.2f %.6f\n",
                  static_cast<unsigned long long>(o.page_size),
                  static_cast<unsigned long long>(r.writes), peak, r.avg_gbps(), r.mpps());
     std::fputs(rule, out);
@@ -134,13 +136,14 @@ void print_summary(std::FILE *out, const RailOptions &o, const RunResult &r,
     std::fprintf(out, "# %.6f s, %s written, %.1f%% of %g Gb/s (%g Gb/s x %d rails, --link-gbps)\n",
                  r.seconds, units::format_size(r.bytes).c_str(),
                  link > 0 ? 100.0 * r.avg_gbps() / link : 0.0, link, o.link_gbps, o.rails);
-    std::fprintf(out, "# %4s %6s  %-12s %12s %10s %7s %10s %14s\n", "rail", "device", "domain",
-                 "writes", "Gb/s", "share", "eagain", "first-compl-ms");
+    std::fprintf(out, "# %4s %6s  %-12s %-12s %12s %10s %7s %10s %14s\n", "rail", "device",
+                 "domain", "peer-domain", "writes", "Gb/s", "share", "eagain", "first-compl-ms");
     for (const auto &rail : r.rails) {
         double gbps = r.seconds > 0 ? double(rail.bytes) * 8 / r.seconds / 1e9 : 0;
         double share = r.bytes ? 100.0 * double(rail.bytes) / double(r.bytes) : 0;
-        std::fprintf(out, "# %4d %6d  %-12s %12llu %10.2f %6.1f%% %10llu %14.3f\n", rail.rail,
-                     rail.device, rail.domain.c_str(), static_cast<unsigned long long>(rail.writes),
+        std::fprintf(out, "# %4d %6d  %-12s %-12s %12llu %10.2f %6.1f%% %10llu %14.3f\n", rail.rail,
+                     rail.device, rail.domain.c_str(), rail.peer_domain.c_str(),
+                     static_cast<unsigned long long>(rail.writes),
                      gbps, share, static_cast<unsigned long long>(rail.eagain),
                      rail.first_completion_ms);
     }
@@ -168,6 +171,7 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
         rails.push_back({{"rail", rail.rail},
                          {"device", rail.device},
                          {"domain", rail.domain},
+                         {"peer_domain", rail.peer_domain},
                          {"writes", rail.writes},
                          {"bytes", rail.bytes},
                          {"gbps", gbps},

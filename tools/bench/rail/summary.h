@@ -17,7 +17,8 @@ namespace deputy::rail {
 struct RailResult {
     int rail = 0;
     int device = 0;
-    std::string domain;
+    std::string domain;       // the writing (server) side's domain
+    std::string peer_domain;  // the client's domain this rail writes into
     uint64_t writes = 0;
     uint64_t bytes = 0;
     uint64_t eagain = 0;

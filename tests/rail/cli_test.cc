@@ -1,0 +1,294 @@
+// `deputy bench rail` end to end, as a user runs it: the built binary as a
+// subprocess (always reaped, time-bounded), checking exit codes, the exact
+// error text, the summary table and the --out JSON.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "bench/rail/fabric.h"
+#include "bench/rail/oob.h"
+#include "common/units.h"
+#include "rail/subprocess.h"
+
+namespace deputy::test {
+namespace {
+
+const std::string kBin = DEPUTY_BIN;
+constexpr double kLimit = 120;  // seconds any one command may take
+const std::string kHeader =
+    " #bytes     #iterations    BW peak[Gb/s]    BW average[Gb/s]   MsgRate[Mpps]";
+
+std::vector<std::string> rail_cmd(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kBin, "bench", "rail"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+std::string temp_path(const std::string &name) {
+    return ::testing::TempDir() + "rail_" + std::to_string(getpid()) + "_" + name;
+}
+
+nlohmann::json read_json(const std::string &path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+// The numbers on the line after the perftest header.
+std::vector<double> summary_numbers(const std::string &out) {
+    size_t at = out.find(kHeader);
+    if (at == std::string::npos) return {};
+    std::istringstream line(out.substr(out.find('\n', at) + 1));
+    std::vector<double> v(5, -1);
+    line >> v[0] >> v[1] >> v[2] >> v[3] >> v[4];
+    return v;
+}
+
+uint16_t free_port() {
+    rail::Listener l("127.0.0.1", 0);
+    return l.port();
+}
+
+std::string describe(const ProcessResult &r) {
+    return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+           "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// ------------------------------------------------------------------ loopback matrix
+
+struct LoopCase {
+    const char *provider;
+    int rails;
+    int devices;
+};
+
+class RailLoopback : public ::testing::TestWithParam<LoopCase> {};
+
+TEST_P(RailLoopback, WritesAndVerifiesEveryByte) {
+    const LoopCase c = GetParam();
+    const uint64_t pages = 32, page_size = 16384, repeat = 3;
+    std::string out = temp_path(std::string(c.provider) + std::to_string(c.rails) + std::to_string(c.devices) + ".json");
+    ProcessResult r = run_command(
+        rail_cmd({"--loopback", "--provider", c.provider, "--rails", std::to_string(c.rails),
+                  "--devices", std::to_string(c.devices), "--pages", std::to_string(pages),
+                  "--page-size", "16k", "--repeat", std::to_string(repeat), "--out", out, "-q"}),
+        kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const uint64_t iterations = pages * repeat * uint64_t(c.devices);
+    auto nums = summary_numbers(r.out);
+    ASSERT_EQ(nums.size(), 5u) << r.out;
+    EXPECT_EQ(nums[0], double(page_size));
+    EXPECT_EQ(nums[1], double(iterations));
+    EXPECT_GT(nums[3], 0.0);
+    EXPECT_GE(nums[2], nums[3]);  // peak >= average
+    EXPECT_NE(r.out.find("# verify: " + units::format_size(pages * page_size * uint64_t(c.devices)) +
+                         " checked, 0 bad pages, 0 bad bytes"),
+              std::string::npos)
+        << r.out;
+
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["tool"], "deputy bench rail");
+    EXPECT_EQ(j["config"]["rails"], c.rails);
+    EXPECT_EQ(j["config"]["devices"], c.devices);
+    EXPECT_EQ(j["versions"]["libfabric"], rail::libfabric_version());
+    EXPECT_EQ(j["versions"]["provider"], std::string(c.provider) == "tcp" ? "tcp;ofi_rxm" : c.provider);
+    EXPECT_TRUE(j["host"].contains("hostname"));
+    EXPECT_EQ(j["results"]["iterations"], iterations);
+    EXPECT_EQ(j["results"]["bytes"], iterations * page_size);
+    EXPECT_EQ(j["results"]["signal"], "remote_cq_data");
+    EXPECT_EQ(j["results"]["warmup_writes"], c.rails);
+    EXPECT_EQ(j["verify"]["checked_bytes"], pages * page_size * uint64_t(c.devices));
+    EXPECT_EQ(j["verify"]["bad_pages"], 0);
+    ASSERT_EQ(j["rails"].size(), size_t(c.rails));
+    uint64_t writes = 0;
+    for (int k = 0; k < c.rails; ++k) {
+        const auto &rail = j["rails"][size_t(k)];
+        EXPECT_EQ(rail["rail"], k);
+        EXPECT_EQ(rail["device"], k / (c.rails / c.devices));
+        EXPECT_GT(rail["writes"].get<uint64_t>(), 0u) << "rail " << k << " wrote nothing";
+        writes += rail["writes"].get<uint64_t>();
+    }
+    EXPECT_EQ(writes, iterations);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, RailLoopback,
+    ::testing::Values(LoopCase{"tcp", 1, 1}, LoopCase{"tcp", 2, 1}, LoopCase{"tcp", 2, 2},
+                      LoopCase{"tcp", 4, 1}, LoopCase{"tcp", 4, 2}, LoopCase{"shm", 1, 1},
+                      LoopCase{"shm", 2, 1}, LoopCase{"shm", 2, 2}, LoopCase{"shm", 4, 1},
+                      LoopCase{"shm", 4, 2}),
+    [](const auto &info) {
+        return std::string(info.param.provider) + "_rails" + std::to_string(info.param.rails) +
+               "_devices" + std::to_string(info.param.devices);
+    });
+
+// ------------------------------------------------------------------ errors
+
+TEST(RailCli, MissingProviderIsAnExactError) {
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--provider", "nosuch", "-q"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    const std::string want =
+        "deputy bench rail: error: provider 'nosuch' is not available: fi_getinfo returned No data "
+        "available (-61) for an RDM endpoint with RMA writes; providers that can: ";
+    EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "");
+}
+
+TEST(RailCli, RefusedAddress) {
+    uint16_t port = free_port();
+    ProcessResult r = run_command(rail_cmd({"--connect", "127.0.0.1:" + std::to_string(port), "-q"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err, "deputy bench rail: error: cannot connect to server 127.0.0.1:" +
+                         std::to_string(port) + ": Connection refused\n");
+}
+
+TEST(RailCli, UnresolvableAddress) {
+    ProcessResult r = run_command(rail_cmd({"--connect", "no-such-host.invalid", "-q"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err.rfind("deputy bench rail: error: --connect no-such-host.invalid:47611: cannot "
+                          "resolve host 'no-such-host.invalid': ",
+                          0),
+              0u)
+        << r.err;
+}
+
+TEST(RailCli, MalformedAddress) {
+    ProcessResult r = run_command(rail_cmd({"--connect", "127.0.0.1:99999"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err, "deputy bench rail: error: --connect '127.0.0.1:99999': port '99999' is not a "
+                     "number in 1-65535\n");
+}
+
+TEST(RailCli, RailsMustDivideOverDevices) {
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--rails", "3", "--devices", "2"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err, "deputy bench rail: error: --rails 3 is not divisible by --devices 2 (each "
+                     "device gets the same number of rails)\n");
+}
+
+TEST(RailCli, ServerRejectsWorkloadFlags) {
+    ProcessResult r = run_command(rail_cmd({"--server", "--pages", "4"}), kLimit);
+    EXPECT_EQ(r.exit_code, 1) << describe(r);
+    EXPECT_EQ(r.err, "deputy bench rail: error: --pages is a client flag: the client's request sets "
+                     "the workload\n");
+}
+
+TEST(RailCli, ExactlyOneRole) {
+    ProcessResult r = run_command(rail_cmd({"--provider", "shm"}), kLimit);
+    EXPECT_NE(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.err.find("Exactly 1 option from [--server,--connect,--loopback] is required"),
+              std::string::npos)
+        << r.err;
+    r = run_command(rail_cmd({"--server", "--loopback"}), kLimit);
+    EXPECT_NE(r.exit_code, 0) << describe(r);
+}
+
+// ------------------------------------------------------------------ output
+
+TEST(RailCli, LiveLineOnlyWhenAsked) {
+    ProcessResult r = run_command(
+        rail_cmd({"--loopback", "--provider", "shm", "--pages", "16", "--duration", "0.8", "--progress"}),
+        kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    std::regex live(R"(\[ *[0-9.]+ s\] +[0-9.]+ Gbps +[0-9.]+% of link +[0-9.]+ Mpps  rails [0-9]+%)");
+    EXPECT_TRUE(std::regex_search(r.err, live)) << r.err;
+    // stderr is a pipe here: without --progress there is no live line.
+    r = run_command(rail_cmd({"--loopback", "--provider", "shm", "--pages", "16", "--duration", "0.6"}), kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_EQ(r.err.find("Gbps"), std::string::npos) << r.err;
+}
+
+TEST(RailCli, FlagsFromJson) {
+    std::string cfg = temp_path("cfg.json");
+    std::ofstream(cfg) << R"({"provider": "shm", "rails": 2, "pages": 8, "page-size": "4k", "repeat": 2, "quiet": true})";
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--json", cfg}), kLimit);
+    std::remove(cfg.c_str());
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    auto nums = summary_numbers(r.out);
+    ASSERT_EQ(nums.size(), 5u);
+    EXPECT_EQ(nums[0], 4096.0);
+    EXPECT_EQ(nums[1], 16.0);
+    EXPECT_NE(r.out.find("provider shm, 2 rails over 1 device"), std::string::npos) << r.out;
+}
+
+// ------------------------------------------------------------------ two processes
+
+// Starts `deputy bench rail --server --port 0 ...` and returns its port.
+int start_server(Child &server) {
+    if (!server.started()) return -1;
+    if (!server.wait_for_stderr(" (provider ", 30)) return -1;
+    std::smatch m;
+    std::string err = server.err();
+    if (!std::regex_search(err, m, std::regex(R"(listening on [^ ]*:([0-9]+) \(provider)"))) return -1;
+    return std::stoi(m[1]);
+}
+
+TEST(RailCli, ServerAndClientProcessesNoWarmup) {
+    Child server(rail_cmd({"--server", "--port", "0", "--bind", "127.0.0.1", "--provider", "tcp", "-q",
+                           "--accept-timeout", "60"}));
+    int port = start_server(server);
+    ASSERT_GT(port, 0) << server.err();
+    std::string out = temp_path("client.json");
+    ProcessResult c = run_command(rail_cmd({"--connect", "127.0.0.1:" + std::to_string(port),
+                                            "--provider", "tcp", "--rails", "2", "--pages", "16",
+                                            "--repeat", "2", "--no-warmup", "--out", out, "-q"}),
+                                  kLimit);
+    ProcessResult s = server.finish(kLimit);
+    ASSERT_EQ(c.exit_code, 0) << describe(c) << "\nserver: " << describe(s);
+    ASSERT_EQ(s.exit_code, 0) << describe(s);
+    // Both sides print the same measurement.
+    EXPECT_EQ(summary_numbers(c.out), summary_numbers(s.out));
+    EXPECT_NE(c.out.find("# warm-up: off (--no-warmup)"), std::string::npos) << c.out;
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["role"], "client");
+    EXPECT_FALSE(j["config"]["warmup"].get<bool>());
+    EXPECT_EQ(j["results"]["warmup_writes"], 0);
+    EXPECT_EQ(j["results"]["iterations"], 32);
+    EXPECT_TRUE(j["server_host"].contains("hostname"));
+}
+
+TEST(RailCli, TopologyMismatchFailsBothSides) {
+    Child server(rail_cmd({"--server", "--port", "0", "--bind", "127.0.0.1", "--rails", "2", "-q"}));
+    int port = start_server(server);
+    ASSERT_GT(port, 0) << server.err();
+    ProcessResult c = run_command(
+        rail_cmd({"--connect", "127.0.0.1:" + std::to_string(port), "--rails", "4", "-q"}), kLimit);
+    ProcessResult s = server.finish(kLimit);
+    const std::string why =
+        "topology mismatch: the server has --rails 2 --devices 1, the client asked for --rails 4 "
+        "--devices 1";
+    EXPECT_EQ(c.exit_code, 1) << describe(c);
+    EXPECT_EQ(c.err, "deputy bench rail: error: the server reported: " + why + "\n");
+    EXPECT_EQ(s.exit_code, 1) << describe(s);
+    EXPECT_NE(s.err.find("deputy bench rail: error: " + why + "\n"), std::string::npos) << s.err;
+}
+
+TEST(RailCli, ProviderMismatchFailsBothSides) {
+    Child server(rail_cmd({"--server", "--port", "0", "--bind", "127.0.0.1", "--provider", "shm", "-q"}));
+    int port = start_server(server);
+    ASSERT_GT(port, 0) << server.err();
+    ProcessResult c = run_command(
+        rail_cmd({"--connect", "127.0.0.1:" + std::to_string(port), "--provider", "tcp", "-q"}), kLimit);
+    ProcessResult s = server.finish(kLimit);
+    const std::string why =
+        "provider mismatch: the server uses 'shm' (--provider shm), the client 'tcp;ofi_rxm'";
+    EXPECT_EQ(c.exit_code, 1) << describe(c);
+    EXPECT_EQ(c.err, "deputy bench rail: error: the server reported: " + why + "\n");
+    EXPECT_EQ(s.exit_code, 1) << describe(s);
+}
+
+TEST(RailCli, ServerGivesUpWithoutAClient) {
+    ProcessResult s = run_command(
+        rail_cmd({"--server", "--port", "0", "--bind", "127.0.0.1", "--accept-timeout", "0.5", "-q"}), kLimit);
+    EXPECT_EQ(s.exit_code, 1) << describe(s);
+    std::regex want(R"(deputy bench rail: error: no client connected to port [0-9]+ within 0.5 s \(--accept-timeout\)\n$)");
+    EXPECT_TRUE(std::regex_search(s.err, want)) << s.err;
+}
+
+}  // namespace
+}  // namespace deputy::test
