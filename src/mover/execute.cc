@@ -216,7 +216,12 @@ OpResult run(const dp_desc_t &d, const Buffers &b, const ExecLimits &limits) {
             break;
         case DP_OP_REDUCE: {
             size_t count = d.size / dp_dtype_size(dp_dtype_t(d.dtype));
-            kernels::reduce(b.dst, b.src, b.src2, count, dp_dtype_t(d.dtype), dp_op_t(d.redop));
+            // ACCUMULATE is dst = dst op src: the order matters for min/max
+            // with NaN or signed zeros, so dst is the left operand.
+            if (d.flags & DP_FLAG_ACCUMULATE)
+                kernels::reduce(b.dst, b.dst, b.src, count, dp_dtype_t(d.dtype), dp_op_t(d.redop));
+            else
+                kernels::reduce(b.dst, b.src, b.src2, count, dp_dtype_t(d.dtype), dp_op_t(d.redop));
             break;
         }
     }
@@ -238,6 +243,7 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
     const void *array = space.translate(d.src, d.size * sizeof(dp_desc_t), Access::read);
     if (array == nullptr) return fail(DP_COMP_ADDRESS_DENIED);
     OpResult batch;
+    uint64_t abandoned = 0;
     for (uint64_t i = 0; i < d.size; ++i) {
         // Copy the member first: the submitter may rewrite its array while we
         // run (by mistake or on purpose); we act on one consistent snapshot.
@@ -248,21 +254,28 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
         OpResult r;
         if (!record_ok) {
             r = fail(DP_COMP_ADDRESS_DENIED);
+        } else if (abandoned != 0 ||
+                   ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0)) {
+            // mover.h, DP_FLAG_FENCE: after a failure neither the fenced
+            // member nor any later one runs (DSA abandons the rest of the batch).
+            r = fail(DP_COMP_ABANDONED);
+            ++abandoned;
         } else if (member.opcode == DP_OP_BATCH || member.opcode == DP_OP_DRAIN) {
             r = fail(DP_COMP_INVALID_OPCODE);
-        } else if ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0) {
-            r = fail(DP_COMP_ABANDONED);
         } else {
             r = execute_one(member, space, limits, /*in_batch=*/true);
-            ++batch.members;
-            batch.bytes += r.bytes;
+            batch.member_bytes += r.bytes;
         }
+        ++batch.members;
         if (!is_success(r.status)) ++batch.member_failures;
         if (record) publish_completion(record, r, member.user);
     }
     batch.status = batch.member_failures ? DP_COMP_BATCH_FAILED : DP_COMP_SUCCESS;
     batch.result = uint32_t(batch.member_failures);
-    batch.value = batch.members;
+    // mover.h: a batch's bytes_completed counts the members completed (all
+    // but the abandoned ones, like DSA's "descriptors completed"); the bytes
+    // they moved go to the device counters through member_bytes.
+    batch.bytes = batch.members - abandoned;
     return batch;
 }
 

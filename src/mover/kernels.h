@@ -70,7 +70,10 @@ void cache_flush(void *p, size_t n, bool keep);
 //  - float16/bfloat16 are widened to float32, combined, rounded back to
 //    nearest-even (bfloat16 NaN stays NaN);
 //  - min(a,b) = (a < b) ? a : b and max(a,b) = (a > b) ? a : b, for floats
-//    too (this is what MINPS/MAXPS compute, NaN handling included).
+//    too (this is what MINPS/MAXPS compute, NaN handling included);
+//  - a float sum or product with one NaN operand is that NaN made quiet; when
+//    both are NaN it is one of them made quiet (x86 returns the first, but
+//    compilers treat + and * as commutative, so which one is not promised).
 void reduce(void *dst, const void *a, const void *b, size_t count, dp_dtype_t dtype, dp_op_t op);
 
 }  // namespace deputy::mover::kernels
