@@ -130,7 +130,8 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
     }
     bump(counters_.completed, 1 + result.members);
     bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
-    bump(counters_.bytes, result.bytes);
+    // A batch's record counts members in bytes; its members' bytes are apart.
+    bump(counters_.bytes, desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes);
     if (record) publish_completion(record, result, desc.user);
 }
 

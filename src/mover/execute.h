@@ -16,8 +16,9 @@ struct OpResult {
     uint32_t result = 0;
     uint64_t bytes = 0;
     uint64_t value = 0;
-    uint64_t members = 0;  // BATCH: members executed (for counters)
+    uint64_t members = 0;  // BATCH: members given a status (for counters)
     uint64_t member_failures = 0;
+    uint64_t member_bytes = 0;  // BATCH: bytes its members processed (for counters)
 };
 
 struct ExecLimits {
