@@ -37,6 +37,12 @@ dp_status_t parse_cpu_list(std::string_view text, std::vector<int> *cpus, std::s
         *error = "empty CPU list";
         return DP_ERR_INVALID;
     }
+    // The loop below stops when the text runs out, so a trailing comma would
+    // otherwise pass unnoticed; "0,,1" already fails on its empty element.
+    if (text.back() == ',') {
+        *error = "bad CPU list element '' (expected N or N-M)";
+        return DP_ERR_INVALID;
+    }
     while (!text.empty()) {
         size_t comma = text.find(',');
         std::string_view item = text.substr(0, comma);
