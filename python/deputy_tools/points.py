@@ -1,0 +1,94 @@
+"""Sweep points: one combination of grid values, its command line and its file.
+
+Resumption rests on one rule: a point's result file name is a pure function
+of what the point runs. The name starts with the readable coordinates
+(``size-4k_mode-sync``) so a directory listing explains itself, and ends
+with a short hash of the benchmark's full argument list, so changing any
+fixed flag of a spec (or a profile) yields new names instead of silently
+reusing results measured under other settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from deputy_tools.spec import FlagValue, SweepSpec
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
+
+
+@dataclass(frozen=True)
+class Point:
+    """Coordinates (axis, label) in grid order and the merged flags they imply."""
+
+    coords: tuple[tuple[str, str], ...]
+    flags: Mapping[str, FlagValue]
+
+    def label(self) -> str:
+        """`size=4k mode=sync`: how messages and progress name the point."""
+        return " ".join(f"{axis}={value}" for axis, value in self.coords) or "(single point)"
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """Every combination of the axes, the first axis varying slowest."""
+    points = []
+    for combo in itertools.product(*(axis.values for axis in spec.axes)):
+        flags: dict[str, FlagValue] = dict(spec.flags)
+        for value in combo:
+            flags.update(value.flags)
+        coords = tuple((axis.name, value.label) for axis, value in zip(spec.axes, combo))
+        points.append(Point(coords=coords, flags=flags))
+    return points
+
+
+def flag_args(flags: Mapping[str, FlagValue]) -> list[str]:
+    """Command-line words for flags: `s` -> -s, `queue_depth` -> --queue-depth."""
+    args: list[str] = []
+    for name, value in flags.items():
+        if value is None or value is False:
+            continue
+        option = f"-{name}" if len(name) == 1 else "--" + name.replace("_", "-")
+        if value is True:
+            args.append(option)
+        elif isinstance(value, list):
+            args += [option, ",".join(str(v) for v in value)]
+        else:
+            args += [option, str(value)]
+    return args
+
+
+def bench_args(spec: SweepSpec, point: Point) -> list[str]:
+    """What follows the binary: `bench mover --size 4k ...` (no --out)."""
+    return ["bench", *spec.bench, *flag_args(point.flags)]
+
+
+def point_key(spec: SweepSpec, point: Point) -> str:
+    """The stable file stem of a point (see the module docstring)."""
+    readable = "_".join(f"{axis}-{_UNSAFE.sub('_', value)}" for axis, value in point.coords)
+    # The flags as a mapping: the order they are written in a spec is not a setting.
+    identity = json.dumps({"bench": list(spec.bench), "flags": dict(point.flags),
+                           "launcher": list(spec.launcher)}, sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    readable = readable[:120] or "point"
+    return f"{readable}.{digest}"
+
+
+def command(spec: SweepSpec, point: Point, deputy: str, out: Path) -> list[str]:
+    """The full argv of a point, launcher first, writing its JSON to `out`."""
+    values = {axis: value for axis, value in point.coords}
+    values.update({k: str(v) for k, v in point.flags.items() if not isinstance(v, (list, bool))})
+    try:
+        launcher = [word.format(**values) for word in spec.launcher]
+    except KeyError as e:
+        raise ValueError(f"launcher of {spec.name}: no axis or flag named {e}") from e
+    return [*launcher, deputy, *bench_args(spec, point), "--out", str(out)]
+
+
+def result_path(out_dir: Path, spec: SweepSpec, point: Point) -> Path:
+    return out_dir / f"{point_key(spec, point)}.json"

@@ -1,0 +1,236 @@
+"""Sweep specifications: which `deputy bench` to run, over which grid.
+
+A spec is a small JSON (or YAML) document rather than a shell loop so that
+an experiment can be reviewed, versioned next to the figures it produces,
+and re-run or resumed exactly. Shape::
+
+    {
+      "name": "mover_fig2",                    # names the output directory
+      "description": "what it reproduces",
+      "seed": "004, figure 2",                 # where the experiment comes from
+      "bench": "mover",                        # -> deputy bench mover
+      "flags": {"op": "memmove", "reps": 3},   # fixed flags of every point
+      "grid": {                                # one point per combination
+        "size": ["256", "4k", "64k"],          # scalar axis: --size 256 ...
+        "mode": {                              # variant axis: label -> flags
+          "cpu":  {"cpu": true},
+          "sync": {"wait": "spin"}
+        }
+      },
+      "figures": ["throughput_vs_size"],       # what `reproduce` plots
+      "timeout_s": 120,                        # per point
+      "launcher": ["mpirun", "-np", "{ranks}"],# optional command prefix
+      "profiles": {"small": {"flags": {...}, "grid": {...}}}
+    }
+
+Flag names are the benchmark's own (long names, or one letter for a short
+flag); `true` passes a bare flag, `false`/`null` leaves it out, a list is
+comma-joined. Later sources win: fixed flags, then each axis in order.
+A profile overrides flags (null removes one), replaces or adds axes, and
+may change the timeout, so one spec serves the full and the small run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+Scalar = Union[str, int, float, bool, None]
+FlagValue = Union[Scalar, list]
+
+_SPEC_KEYS = {"name", "description", "bench", "flags", "grid", "figures", "timeout_s",
+              "launcher", "profiles", "seed"}
+_PROFILE_KEYS = {"description", "flags", "grid", "timeout_s"}
+DEFAULT_TIMEOUT_S = 600.0
+
+
+class SpecError(ValueError):
+    """A spec that cannot be run; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class AxisValue:
+    """One value of an axis: the label used in point names and the flags it sets."""
+
+    label: str
+    flags: Mapping[str, FlagValue]
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[AxisValue, ...]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    bench: tuple[str, ...]
+    flags: Mapping[str, FlagValue]
+    axes: tuple[Axis, ...]
+    description: str = ""
+    figures: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    launcher: tuple[str, ...] = ()
+    profile: str | None = None
+    profiles: tuple[str, ...] = ()
+    source: Path | None = field(default=None, compare=False)
+
+
+def load_spec(path: Path, profile: str | None = None) -> SweepSpec:
+    """Reads a .json, .yaml or .yml spec and applies `profile` if given."""
+    raw = _read(path)
+    return parse_spec(raw, where=str(path), profile=profile, source=path)
+
+
+def parse_spec(raw: Any, where: str, profile: str | None = None,
+               source: Path | None = None) -> SweepSpec:
+    """Validates a decoded spec; every error names `where` and the offending key."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: a spec is an object with keys {sorted(_SPEC_KEYS)}")
+    _reject_unknown(raw, _SPEC_KEYS, where)
+    profiles = raw.get("profiles", {}) or {}
+    if not isinstance(profiles, dict):
+        raise SpecError(f"{where}: 'profiles' must be an object of name -> overrides")
+    if profile is not None:
+        if profile not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise SpecError(f"{where}: no profile '{profile}' (profiles: {known})")
+        raw = _apply_profile(raw, profiles[profile], f"{where}: profiles.{profile}")
+
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise SpecError(f"{where}: 'name' must be a non-empty string without '/'")
+    bench = raw.get("bench")
+    if isinstance(bench, str):
+        bench_words = tuple(bench.split())
+    elif isinstance(bench, list) and bench and all(isinstance(w, str) for w in bench):
+        bench_words = tuple(bench)
+    else:
+        raise SpecError(f"{where}: 'bench' must name the benchmark, e.g. \"mover\"")
+    flags = _flags(raw.get("flags", {}), f"{where}: flags")
+    axes = _axes(raw.get("grid", {}), f"{where}: grid")
+    figures = raw.get("figures", [])
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures):
+        raise SpecError(f"{where}: 'figures' must be a list of figure names")
+    timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise SpecError(f"{where}: 'timeout_s' must be a positive number of seconds")
+    launcher = raw.get("launcher", [])
+    if not isinstance(launcher, list) or not all(isinstance(w, str) for w in launcher):
+        raise SpecError(f"{where}: 'launcher' must be a list of strings")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise SpecError(f"{where}: 'description' must be a string")
+    return SweepSpec(name=name, bench=bench_words, flags=flags, axes=axes,
+                     description=description, figures=tuple(figures),
+                     timeout_s=float(timeout), launcher=tuple(launcher), profile=profile,
+                     profiles=tuple(sorted(profiles)), source=source)
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read the spec: {e.strerror}") from e
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml  # optional: Debian's python3-yaml
+        except ImportError as e:
+            raise SpecError(f"{path}: YAML specs need PyYAML (Debian: python3-yaml); "
+                            "or write the spec as JSON") from e
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SpecError(f"{path}: not valid YAML: {e}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{path}: not valid JSON: {e}") from e
+
+
+def _reject_unknown(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise SpecError(f"{where}: unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
+
+
+def _apply_profile(raw: dict, overrides: Any, where: str) -> dict:
+    if not isinstance(overrides, dict):
+        raise SpecError(f"{where}: a profile is an object with keys {sorted(_PROFILE_KEYS)}")
+    _reject_unknown(overrides, _PROFILE_KEYS, where)
+    merged = dict(raw)
+    flags = dict(raw.get("flags", {}) or {})
+    for key, value in (overrides.get("flags") or {}).items():
+        if value is None:
+            flags.pop(key, None)
+        else:
+            flags[key] = value
+    merged["flags"] = flags
+    grid = dict(raw.get("grid", {}) or {})
+    grid.update(overrides.get("grid") or {})  # replaced axes keep their position
+    merged["grid"] = grid
+    if "timeout_s" in overrides:
+        merged["timeout_s"] = overrides["timeout_s"]
+    return merged
+
+
+def _flag_value(value: Any, where: str) -> FlagValue:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                       for v in value):
+        return list(value)
+    raise SpecError(f"{where}: a flag value is a string, number, true/false, null "
+                    f"or a list of strings/numbers, got {json.dumps(value)[:60]}")
+
+
+def _flags(raw: Any, where: str) -> dict[str, FlagValue]:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: must be an object of flag-name -> value")
+    out: dict[str, FlagValue] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key or key.startswith("-"):
+            raise SpecError(f"{where}: flag name '{key}' must be given without dashes")
+        out[key] = _flag_value(value, f"{where}.{key}")
+    return out
+
+
+def _axes(raw: Any, where: str) -> tuple[Axis, ...]:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: must be an object of axis-name -> values")
+    axes = []
+    for name, values in raw.items():
+        here = f"{where}.{name}"
+        if isinstance(values, list):
+            if not values:
+                raise SpecError(f"{here}: an axis needs at least one value")
+            if name.startswith("-"):
+                raise SpecError(f"{here}: axis (flag) names are given without dashes")
+            items = []
+            for v in values:
+                value = _flag_value(v, here)
+                if isinstance(value, list) or value is None:
+                    raise SpecError(f"{here}: scalar axis values are strings, numbers or booleans")
+                items.append(AxisValue(label=_label(value), flags={name: value}))
+            axes.append(Axis(name=name, values=tuple(items)))
+        elif isinstance(values, dict):
+            if not values:
+                raise SpecError(f"{here}: an axis needs at least one value")
+            items = [AxisValue(label=str(label), flags=_flags(flags, f"{here}.{label}"))
+                     for label, flags in values.items()]
+            axes.append(Axis(name=name, values=tuple(items)))
+        else:
+            raise SpecError(f"{here}: an axis is a list of values or an object of label -> flags")
+        labels = [v.label for v in axes[-1].values]
+        if len(set(labels)) != len(labels):
+            raise SpecError(f"{here}: repeated value")
+    return tuple(axes)
+
+
+def _label(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

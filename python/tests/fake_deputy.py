@@ -1,0 +1,122 @@
+"""A stand-in for `deputy bench mover|rail --out FILE`, for sweep tests.
+
+It accepts the flags sweeps pass, writes a document of the real schema
+(tools/bench/mover/report.cc write_json, tools/bench/rail/summary.cc) with
+made-up numbers, and misbehaves on request so failure handling can be
+tested without a real benchmark failing:
+
+  FAKE_DEPUTY_CALLS=file   append one line per call (the size or rails)
+  FAKE_DEPUTY_FAIL=4k      exit 1 with an error on stderr for this size
+  FAKE_DEPUTY_USAGE=4k     exit 105 with a CLI11-style usage error for this size
+  FAKE_DEPUTY_HANG=4k      sleep for a minute for this size (timeouts)
+  FAKE_DEPUTY_NO_OUT=4k    exit 0 without writing --out for this size
+  FAKE_DEPUTY_BAD_JSON=4k  write a truncated --out for this size
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _size(text: str) -> int:
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1].lower(), 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def _mover(argv: list[str]) -> tuple[dict, str, str]:
+    p = argparse.ArgumentParser()
+    p.add_argument("-o", "--op", default="memmove")
+    p.add_argument("-s", "--size", default="4k")
+    p.add_argument("-n", "--buffers", type=int, default=32)
+    p.add_argument("-i", "--iterations", type=int, default=0)
+    p.add_argument("-b", "--batch", type=int, default=1)
+    p.add_argument("-q", "--queue-depth", type=int, default=32)
+    p.add_argument("-e", "--engines", type=int, default=1)
+    p.add_argument("-x", "--wait", default="spin")
+    p.add_argument("-m", "--cpu", action="store_true")
+    p.add_argument("--wq-size", type=int, default=128)
+    p.add_argument("--compare", default="")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--out", required=True)
+    args, _ = p.parse_known_args(argv)
+    rows = []
+    for text in args.size.split(","):
+        size = _size(text)
+        modes = ["cpu"] if args.cpu else ["mover"] + (["cpu"] if args.compare == "cpu" else [])
+        for mode in modes:
+            gbps = (8.0 if mode == "cpu" else 4.0) * args.batch * size / (size + 4096)
+            rows.append({"mode": mode, "transfer_size": size, "iterations": 10,
+                         "ops_per_repeat": 10,
+                         "bytes_per_repeat": 10 * size, "gbps": gbps, "gbps_per_repeat": [gbps],
+                         "latency_ns_median": size / gbps, "latency_ns_p99": 2 * size / gbps,
+                         "cpu_share": 1.0, "kops": gbps * 1e6 / size, "retries": 0,
+                         "verified": True, "verify_error": ""})
+    config = {"op": args.op, "sizes": args.size, "buffers": args.buffers,
+              "iterations": args.iterations, "batch": args.batch,
+              "queue_depth": args.queue_depth, "wq_mode": "dedicated", "wq_size": args.wq_size,
+              "engines": args.engines, "wait": args.wait, "cpu_mode": args.cpu,
+              "compare": args.compare, "stores": "auto", "repeats": args.reps,
+              "dtype": "float32", "redop": "sum"}
+    return {"benchmark": "mover", "schema": 1, "config": config,
+            "versions": {"deputy": "fake"}, "host": {"cpus": 2}, "busy_threads": 2,
+            "results": rows}, args.size, args.out
+
+
+def _rail(argv: list[str]) -> tuple[dict, str, str]:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rails", type=int, default=1)
+    p.add_argument("--page-size", default="64k")
+    p.add_argument("--out", required=True)
+    args, _ = p.parse_known_args(argv)
+    rails = [{"rail": r, "device": 0, "domain": "lo", "writes": 100, "bytes": 100 << 16,
+              "gbps": 2.0, "share": 1.0 / args.rails, "eagain": 0, "first_completion_ms": 0.1}
+             for r in range(args.rails)]
+    doc = {"tool": "deputy bench rail", "role": "client",
+           "config": {"provider": "tcp", "rails": args.rails, "devices": 1, "batch": 16,
+                      "tx_depth": 64},
+           "versions": {"provider": "tcp;ofi_rxm"},
+           "results": {"bytes_per_write": _size(args.page_size), "iterations": 100 * args.rails,
+                       "seconds": 1.0, "bytes": 100 * args.rails << 16,
+                       "bw_peak_gbps": 2.5 * args.rails, "bw_average_gbps": 2.0 * args.rails,
+                       "msg_rate_mpps": 0.001, "pct_of_link": 1.0, "sample_interval_s": 0.25,
+                       "samples_gbps": [2.0 * args.rails] * 4},
+           "rails": rails, "verify": {"enabled": True, "bad_bytes": 0}}
+    return doc, str(args.rails), args.out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] != "bench" or argv[1] not in ("mover", "rail"):
+        print(f"fake deputy: unsupported command {argv[:2]}", file=sys.stderr)
+        return 2
+    doc, key, out = (_mover if argv[1] == "mover" else _rail)(argv[2:])
+    calls = os.environ.get("FAKE_DEPUTY_CALLS")
+    if calls:
+        with open(calls, "a", encoding="utf-8") as f:
+            f.write(key + "\n")
+    print(f"# fake deputy bench {argv[1]} {key}")
+    if os.environ.get("FAKE_DEPUTY_USAGE") == key:
+        print(f"-s {key}: not a size (examples: 64, 4k, 1m)\nRun with --help for more information.",
+              file=sys.stderr)
+        return 105
+    if os.environ.get("FAKE_DEPUTY_HANG") == key:
+        time.sleep(60)
+    if os.environ.get("FAKE_DEPUTY_FAIL") == key:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        print(f"[app] [error] mover at {key}: verification failed at byte 17", file=sys.stderr)
+        return 1
+    if os.environ.get("FAKE_DEPUTY_NO_OUT") == key:
+        return 0
+    with open(out, "w", encoding="utf-8") as f:
+        text = json.dumps(doc, indent=2)
+        f.write(text[: len(text) // 2] if os.environ.get("FAKE_DEPUTY_BAD_JSON") == key else text)
+    print("GB per sec = 1.0 latency(ns) = 1.0 cpu 1.0 kopsrate = 1")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

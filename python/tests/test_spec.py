@@ -1,0 +1,123 @@
+"""Sweep specs: parsing, profiles, the errors that name the key, and the shipped specs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deputy_tools import points, registry
+from deputy_tools.catalog import resolve_spec, shipped_specs
+from deputy_tools.spec import SpecError, load_spec, parse_spec
+
+SPEC = {
+    "name": "demo",
+    "bench": "mover",
+    "flags": {"op": "memmove", "n": 8, "reps": 1},
+    "grid": {
+        "size": ["4k", "64k"],
+        "mode": {"cpu": {"cpu": True}, "sync": {"wait": "spin"}},
+    },
+    "profiles": {"small": {"flags": {"reps": None, "i": 5}, "grid": {"size": ["4k"]}}},
+}
+
+
+def write(tmp_path: Path, spec: dict, name: str = "spec.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_grid_expands_first_axis_slowest(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, SPEC))
+    got = [p.label() for p in points.expand(spec)]
+    assert got == ["size=4k mode=cpu", "size=4k mode=sync",
+                   "size=64k mode=cpu", "size=64k mode=sync"]
+
+
+def test_flags_become_the_benchmarks_command_line(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, SPEC))
+    first = points.expand(spec)[0]
+    assert points.bench_args(spec, first) == [
+        "bench", "mover", "--op", "memmove", "-n", "8", "--reps", "1", "--size", "4k", "--cpu"]
+
+
+def test_flag_rendering_rules() -> None:
+    assert points.flag_args({"cpu": True, "nt": False, "x": None, "queue_depth": 4,
+                             "size": ["4k", "64k"], "s": "1m"}) == [
+        "--cpu", "--queue-depth", "4", "--size", "4k,64k", "-s", "1m"]
+
+
+def test_profile_overrides_flags_and_axes(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, SPEC), profile="small")
+    assert spec.profile == "small"
+    assert [p.label() for p in points.expand(spec)] == ["size=4k mode=cpu", "size=4k mode=sync"]
+    flags = points.expand(spec)[0].flags
+    assert "reps" not in flags and flags["i"] == 5
+
+
+def test_unknown_profile_lists_the_available_ones(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"no profile 'huge' \(profiles: small\)"):
+        load_spec(write(tmp_path, SPEC), profile="huge")
+
+
+@pytest.mark.parametrize("mutation, message", [
+    ({"bogus": 1}, r"unknown key 'bogus'"),
+    ({"name": ""}, r"'name' must be"),
+    ({"bench": 3}, r"'bench' must name"),
+    ({"grid": {"size": []}}, r"grid.size: an axis needs at least one value"),
+    ({"grid": {"size": [{"a": 1}]}}, r"grid.size: a flag value"),
+    ({"flags": {"--op": "x"}}, r"flag name '--op' must be given without dashes"),
+    ({"timeout_s": -1}, r"'timeout_s' must be a positive number"),
+    ({"grid": {"size": ["4k", "4k"]}}, r"grid.size: repeated value"),
+])
+def test_errors_name_the_key(tmp_path: Path, mutation: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        load_spec(write(tmp_path, {**SPEC, **mutation}))
+
+
+def test_invalid_json_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("{")
+    with pytest.raises(SpecError, match="broken.json: not valid JSON"):
+        load_spec(path)
+
+
+def test_yaml_spec_reads_like_json(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(SPEC, sort_keys=False))
+    assert load_spec(path) == load_spec(write(tmp_path, SPEC))
+
+
+def test_every_shipped_spec_loads_with_and_without_small(tmp_path: Path) -> None:
+    names = {p.stem for p in shipped_specs()}
+    assert {"mover_fig2", "mover_fig3", "mover_fig4", "mover_fig6_latency", "mover_fig7"} <= names
+    for path in shipped_specs():
+        full, small = load_spec(path), load_spec(path, "small")
+        assert full.name == path.stem
+        assert 0 < len(points.expand(small)) < len(points.expand(full)), path.name
+        kind = registry.get(full.bench[0])
+        assert kind is not None, f"{path.name}: no plotter for {full.bench}"
+        for figure in full.figures:
+            assert kind.figure(figure) is not None, f"{path.name}: unknown figure {figure}"
+
+
+def test_small_profiles_stay_small() -> None:
+    """The reproduce --small promise: about a hundred points in all on 2 cores."""
+    total = sum(len(points.expand(load_spec(p, "small"))) for p in shipped_specs())
+    assert total <= 110
+
+
+def test_resolve_spec_by_name_or_path(tmp_path: Path) -> None:
+    assert resolve_spec("mover_fig2").name == "mover_fig2.json"
+    own = write(tmp_path, SPEC)
+    assert resolve_spec(str(own)) == own
+    with pytest.raises(SpecError, match="shipped: .*mover_fig2"):
+        resolve_spec("nope")
+
+
+def test_parse_rejects_a_non_object() -> None:
+    with pytest.raises(SpecError, match="a spec is an object"):
+        parse_spec([1, 2], where="inline")
