@@ -1,0 +1,150 @@
+"""End-to-end tests of the real `deputy bench mover` binary (DEPUTY_BIN).
+
+What users and deputy_tools rely on: the human table, one dsa_perf_micros
+`GB per sec` line per measured row, the --out JSON (every row verified),
+--json flag files with the command line winning, errors that name the flag
+or key, and every operation / wait mode / queue mode actually running and
+verifying. Each run is small and bounded by a timeout, so a hang fails the
+test instead of the CI job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+TIMEOUT_S = 120
+DEPUTY = os.environ.get("DEPUTY_BIN")
+
+pytestmark = pytest.mark.skipif(
+    not DEPUTY, reason="DEPUTY_BIN is not set: point it at a built deputy binary "
+                       "(e.g. DEPUTY_BIN=build/tools/deputy) to run the CLI end-to-end tests")
+
+GB_LINE = re.compile(r"^GB per sec = [0-9.]+ latency\(ns\) = [0-9.]+ cpu [0-9.]+ kopsrate = \d+$")
+QUICK = ["-n", "4", "-i", "20", "--reps", "1"]
+
+
+def mover(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([DEPUTY, "bench", "mover", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+
+
+def run_ok(tmp_path: Path, *args: str) -> dict:
+    """Runs with --out, asserts exit 0 and every row verified; returns the JSON."""
+    out = tmp_path / "result.json"
+    result = mover(*args, "--out", str(out))
+    assert result.returncode == 0, \
+        f"{args}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    doc = json.loads(out.read_text())
+    assert doc["results"], args
+    for row in doc["results"]:
+        assert row["verified"], \
+            f"{args}: {row['mode']} at {row['transfer_size']}: {row['verify_error']}"
+    return doc
+
+
+def fails_naming(expected: str, *args: str) -> str:
+    result = mover(*args)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, f"{args} should fail\n{text}"
+    assert expected in text, f"{args}: message does not name {expected!r}:\n{text}"
+    return text
+
+
+def test_quick_run_prints_table_gb_lines_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "f.json"
+    result = mover("-s", "4k,64k", *QUICK, "--compare", "cpu", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(l.split()[:4] == ["size", "mode", "iters", "GB/s"] for l in lines), result.stdout
+    doc = json.loads(out.read_text())
+    assert doc["benchmark"] == "mover" and doc["schema"] == 1
+    rows = doc["results"]
+    assert [(r["mode"], r["transfer_size"]) for r in rows] == [
+        ("mover", 4096), ("cpu", 4096), ("mover", 65536), ("cpu", 65536)]
+    assert all(r["verified"] for r in rows)
+    gb_lines = [l for l in lines if l.startswith("GB per sec")]
+    assert len(gb_lines) == len(rows)
+    assert all(GB_LINE.match(l) for l in gb_lines), gb_lines
+    for line, row in zip(gb_lines, rows):
+        assert float(line.split()[4]) == pytest.approx(row["gbps"], rel=1e-5)
+    for key in ("config", "versions", "host"):
+        assert doc[key], key
+
+
+def test_json_file_sets_flags_and_command_line_wins(tmp_path: Path) -> None:
+    flags = tmp_path / "flags.json"
+    flags.write_text(json.dumps({"size": "8k", "buffers": 4, "iterations": 10, "reps": 1,
+                                 "batch": 2, "wait": "pause"}))
+    doc = run_ok(tmp_path, "--json", str(flags))
+    config = doc["config"]
+    assert (config["sizes"], config["buffers"], config["batch"], config["wait"]) == \
+        ("8k", 4, 2, "pause")
+    doc = run_ok(tmp_path, "--json", str(flags), "-s", "2k", "-b", "1")
+    config = doc["config"]
+    assert (config["sizes"], config["batch"], config["wait"]) == ("2k", 1, "pause")
+    assert doc["results"][0]["transfer_size"] == 2048
+
+
+def test_json_unknown_key_is_named(tmp_path: Path) -> None:
+    flags = tmp_path / "flags.json"
+    flags.write_text('{"size": "4k", "bogus_key": 1}')
+    fails_naming("bogus_key", "--json", str(flags))
+
+
+def test_json_wrong_type_is_named(tmp_path: Path) -> None:
+    flags = tmp_path / "flags.json"
+    flags.write_text('{"buffers": "many"}')
+    text = fails_naming("buffers", "--json", str(flags))
+    assert "integer" in text
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["-o", "bogus"], "-o bogus"),
+    (["-s", "0"], "-s 0"),
+    (["-s", "4z"], "-s 4z"),
+])
+def test_bad_flags_are_named(args: list[str], flag: str) -> None:
+    fails_naming(flag, *args, *QUICK)
+
+
+OPS = ["memmove", "fill", "compare", "compare_pattern", "create_delta", "apply_delta", "dualcast",
+       "crc32c", "copy_crc32c", "cache_flush", "reduce", "noop"]
+
+
+@pytest.mark.parametrize("op", OPS + ["3"])
+def test_every_operation_runs_and_verifies(tmp_path: Path, op: str) -> None:
+    doc = run_ok(tmp_path, "-o", op, "-s", "4k", *QUICK, "--compare", "cpu")
+    assert doc["config"]["op"] == ("memmove" if op == "3" else op)
+    assert {r["mode"] for r in doc["results"]} == {"mover", "cpu"}
+
+
+@pytest.mark.parametrize("dtype, redop", [
+    ("float32", "sum"), ("float64", "max"), ("int32", "min"), ("uint8", "prod"),
+    ("bfloat16", "sum"), ("float16", "max"), ("int64", "sum"),
+])
+def test_reduce_types_and_operations(tmp_path: Path, dtype: str, redop: str) -> None:
+    doc = run_ok(tmp_path, "-o", "reduce", "--dtype", dtype, "--redop", redop, "-s", "4k", *QUICK,
+                 "--compare", "cpu")
+    assert (doc["config"]["dtype"], doc["config"]["redop"]) == (dtype, redop)
+
+
+@pytest.mark.parametrize("args, key, value", [
+    (["-b", "4"], "batch", 4),
+    (["-w", "1"], "wq_mode", "shared"),
+    (["-x", "block"], "wait", "block"),
+    (["-x", "pause"], "wait", "pause"),
+    (["-x", "yield"], "wait", "yield"),
+    (["-e", "2"], "engines", 2),
+    (["-m"], "cpu_mode", True),
+])
+def test_modes_run_and_verify(tmp_path: Path, args: list[str], key: str, value: object) -> None:
+    doc = run_ok(tmp_path, *args, "-s", "4k,64k", "-n", "8", "-i", "20", "--reps", "1")
+    assert doc["config"][key] == value
+    expected_mode = "cpu" if "-m" in args else "mover"
+    assert {r["mode"] for r in doc["results"]} == {expected_mode}
