@@ -109,8 +109,16 @@ MoverResult measure(const char *mode, Workload &w, const RunPlan &plan, Pass pas
     pass(1, false);  // warm-up: caches, branch predictors, engine wake-up
     uint64_t iterations = plan.iterations;
     if (iterations == 0) {
-        uint64_t one = std::max<uint64_t>(1, pass(1, false).wall_ns);
-        iterations = std::clamp<uint64_t>(kTargetRepeatNs / one, 1, 10'000'000);
+        // Calibrate with passes timed exactly like the measured ones (latency
+        // sampling included) and long enough (>= 20 ms) for the clock and
+        // start-up costs to vanish; double until then.
+        uint64_t probe = 1, wall = 0;
+        for (;;) {
+            wall = std::max<uint64_t>(1, pass(probe, true).wall_ns);
+            if (wall >= kTargetRepeatNs / 12 || probe >= (1u << 24)) break;
+            probe *= 2;
+        }
+        iterations = std::clamp<uint64_t>(probe * kTargetRepeatNs / wall, 1, 1u << 26);
     }
     result.iterations = iterations;
     result.ops = iterations * w.ops_per_pass();
