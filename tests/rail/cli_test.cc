@@ -126,6 +126,30 @@ INSTANTIATE_TEST_SUITE_P(
                "_devices" + std::to_string(info.param.devices);
     });
 
+// Without immediate data the last write is delivery-complete and the
+// client stops at the server's RESULT; the bytes must still all be there.
+class RailEndMessage : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RailEndMessage, FinalMessageInsteadOfImmediateData) {
+    std::string out = temp_path(std::string("endmsg_") + GetParam() + ".json");
+    ProcessResult r = run_command(
+        rail_cmd({"--loopback", "--provider", GetParam(), "--rails", "2", "--pages", "32",
+                  "--page-size", "32k", "--repeat", "4", "--end-signal", "message", "--out", out, "-q"}),
+        kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.out.find("# end of stream: delivery-complete last write, then a RESULT message"),
+              std::string::npos)
+        << r.out;
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["results"]["signal"], "delivery_complete");
+    EXPECT_EQ(j["results"]["iterations"], 128);
+    EXPECT_EQ(j["verify"]["checked_bytes"], 32 * 32768);
+    EXPECT_EQ(j["verify"]["bad_pages"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, RailEndMessage, ::testing::Values("tcp", "shm"));
+
 // ------------------------------------------------------------------ errors
 
 TEST(RailCli, MissingProviderIsAnExactError) {

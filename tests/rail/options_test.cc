@@ -50,6 +50,9 @@ TEST(RailOptions, RangesNameTheFlag) {
     o.link_gbps = 0;
     EXPECT_EQ(error_of(o), "--link-gbps must be a positive number of Gbit/s per rail");
     o = RailOptions();
+    o.end_signal = "smoke";
+    EXPECT_EQ(error_of(o), "--end-signal 'smoke' is not one of auto, data, message");
+    o = RailOptions();
     o.rx_poll_us = -2;
     EXPECT_EQ(error_of(o), "--rx-poll-us -2 is out of range (-1-1000000)");
 }

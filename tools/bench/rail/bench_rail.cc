@@ -33,7 +33,7 @@ struct Flags {
 // the server rejects them rather than silently ignoring them.
 constexpr const char *kClientFlags[] = {"--page-size", "--pages",     "--repeat",    "--duration",
                                         "--batch",     "--tx-depth",  "--link-gbps", "--no-warmup",
-                                        "--no-verify", "--seed",      "--rx-poll-us"};
+                                        "--no-verify", "--seed",      "--rx-poll-us", "--end-signal"};
 
 int run(CLI::App &app, Flags &f) {
     RailOptions &o = f.options;
@@ -136,6 +136,10 @@ void register_rail(CLI::App &bench) {
                     "client: microseconds to pause after an empty completion poll; 0 busy-polls; "
                     "-1: 100 on shm (the writer copies), 0 elsewhere (tcp moves data in the "
                     "receiver's progress)")
+        ->capture_default_str();
+    app->add_option("--end-signal", o.end_signal,
+                    "how a rail's end is signalled: auto, data (immediate data on the last write), "
+                    "message (delivery-complete last write, then the server's RESULT)")
         ->capture_default_str();
     app->add_flag("--no-warmup", flags->no_warmup,
                   "skip the untimed write through every rail (shows connection set-up in the numbers)");

@@ -10,8 +10,8 @@ namespace deputy::rail {
 class Buffer {
 public:
     Buffer() = default;
-    // Maps `bytes` (rounded up to the OS page), asks for huge pages and
-    // touches every page. Throws RailError if the mapping fails.
+    // Maps `bytes` (rounded up to 2 MiB, 2 MiB-aligned), asks for huge
+    // pages and touches every page. Throws RailError if the mapping fails.
     explicit Buffer(size_t bytes);
     ~Buffer();
     Buffer(Buffer &&other) noexcept;

@@ -60,7 +60,12 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
         hello.rails.push_back({rail.address(), rail.domain_name(), regs.back()->remote_base(),
                                regs.back()->key(), o.device_bytes()});
         hello.cq_data = hello.cq_data && rail.remote_cq_data();
+        if (o.end_signal == "data" && !rail.remote_cq_data())
+            throw RailError(rail.where() + ": --end-signal data, but the provider's cq_data_size is " +
+                            std::to_string(rail.info()->domain_attr->cq_data_size) +
+                            " (4 bytes needed)");
     }
+    if (o.end_signal == "message") hello.cq_data = false;
     conn.send(MsgType::kHello, encode_hello(hello), o.timeout_s);
     // The server fills its pages before READY: allow for that beyond --timeout.
     double setup_budget = o.timeout_s + double(o.device_bytes() * uint64_t(o.devices)) / 100e6;
@@ -71,6 +76,8 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
     for (int r = 0; r < o.rails; ++r)
         rails[size_t(r)]->insert_peer(ready.rails[size_t(r)].address, "server rail " + std::to_string(r));
     bool signals = ready.signal == "remote_cq_data";
+    if (o.end_signal == "data" && !signals)
+        throw RailError("--end-signal data, but the server's provider cannot send immediate data");
 
     // One thread per device drives progress and waits for the signals.
     TargetControl control;

@@ -68,6 +68,8 @@ void validate(RailOptions &o) {
     check_range("--tx-depth", o.tx_depth, 1, kMaxDepth);
     if (!(o.link_gbps > 0) || !std::isfinite(o.link_gbps))
         bad("--link-gbps must be a positive number of Gbit/s per rail");
+    if (o.end_signal != "auto" && o.end_signal != "data" && o.end_signal != "message")
+        bad("--end-signal '" + o.end_signal + "' is not one of auto, data, message");
     check_range("--rx-poll-us", o.rx_poll_us, -1, 1000000);
     if (!(o.timeout_s > 0) || o.timeout_s > 86400)
         bad("--timeout " + std::to_string(o.timeout_s) + " is out of range (0-86400 seconds, > 0)");

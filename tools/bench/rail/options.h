@@ -41,6 +41,10 @@ struct RailOptions {
     // picks per provider (rx_poll_us_for). Providers that move data in the
     // receiver's progress (tcp) need 0, busy polling.
     int rx_poll_us = -1;
+    // How the client learns a rail's stream ended: "auto" (immediate data
+    // where the provider has it, else a message), "data" (require immediate
+    // data), "message" (a delivery-complete last write, then RESULT).
+    std::string end_signal = "auto";
     bool warmup = true;
     bool verify = true;
     uint64_t seed = 1;
