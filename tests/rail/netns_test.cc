@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <regex>
 
 #include "rail/subprocess.h"
 
@@ -66,11 +65,10 @@ TEST(RailNetns, TcpAcrossNamespaces) {
                   "--provider", "tcp", "-q", "--accept-timeout", "60"});
     ASSERT_TRUE(server.started());
     ASSERT_TRUE(server.wait_for_stderr(" (provider ", 30)) << server.err();
-    std::smatch m;
-    std::string err = server.err();
-    ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(listening on [^ ]*:([0-9]+) \(provider)"))) << err;
+    int port = listening_port(server.err());
+    ASSERT_GT(port, 0) << server.err();
     ProcessResult c = run_command({"ip", "netns", "exec", ns.b(), kBin, "bench", "rail", "--connect",
-                                   "10.77.0.1:" + m[1].str(), "--provider", "tcp", "--rails", "2",
+                                   "10.77.0.1:" + std::to_string(port), "--provider", "tcp", "--rails", "2",
                                    "--pages", "16", "--repeat", "2", "-q"},
                                   120);
     ProcessResult s = server.finish(120);
@@ -79,11 +77,7 @@ TEST(RailNetns, TcpAcrossNamespaces) {
     EXPECT_NE(c.out.find("# verify: 1M checked, 0 bad pages, 0 bad bytes"), std::string::npos) << c.out;
     // Both ends chose their veth, not "lo" (which cannot reach the other namespace).
     std::string id = std::to_string(getpid());
-    std::regex rail_line("#    [01]      0  dpra" + id + " +dprb" + id + " +16 ");
-    EXPECT_EQ(std::distance(std::sregex_iterator(c.out.begin(), c.out.end(), rail_line),
-                            std::sregex_iterator()),
-              2)
-        << c.out;
+    EXPECT_EQ(count_lines_with(c.out, {"  dpra" + id + " ", " dprb" + id + " "}), 2) << c.out;
     EXPECT_EQ(s.out.find(" lo "), std::string::npos) << s.out;
 }
 

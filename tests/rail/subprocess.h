@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,32 @@ private:
     int err_fd_ = -1;
     ProcessResult result_;
 };
+
+// The port in the server's "listening on HOST:PORT (provider ...)" log line, or -1.
+inline int listening_port(const std::string &err) {
+    size_t at = err.find("listening on ");
+    if (at == std::string::npos) return -1;
+    size_t end = err.find(" (provider", at);
+    size_t colon = err.rfind(':', end);
+    if (end == std::string::npos || colon == std::string::npos || colon < at) return -1;
+    return std::atoi(err.substr(colon + 1, end - colon - 1).c_str());
+}
+
+// Lines of `text` that contain every one of `parts`.
+inline int count_lines_with(const std::string &text, const std::vector<std::string> &parts) {
+    int count = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(start, end - start);
+        bool all = true;
+        for (const auto &p : parts) all = all && line.find(p) != std::string::npos;
+        count += all ? 1 : 0;
+        start = end + 1;
+    }
+    return count;
+}
 
 inline ProcessResult run_command(const std::vector<std::string> &argv, double timeout_s) {
     Child child(argv);
