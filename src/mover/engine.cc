@@ -148,7 +148,7 @@ void Engine::sleep() {
     group_->sleepers.fetch_add(1, std::memory_order_relaxed);
     // Pairs with GroupState::ring_doorbell(): after this fence either we see
     // the descriptor a submitter pushed, or it sees us in `sleepers`.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    doorbell_fence();
     bool work = stopping_.load(std::memory_order_acquire);
     for (WqState *wq : group_->wqs) work = work || wq->ring.maybe_nonempty();
     if (!work) futex_wait(reinterpret_cast<uint32_t *>(&group_->doorbell), ticket, kSleepCapNs);

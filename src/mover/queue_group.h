@@ -16,6 +16,21 @@ namespace deputy::mover {
 
 struct GroupState;
 
+// The full fence of the doorbell's Dekker handshake (ring_doorbell() and
+// Engine::sleep()). GCC refuses std::atomic_thread_fence under
+// -fsanitize=thread (-Wtsan, an error with -Werror: TSan does not model
+// fences), so ThreadSanitizer builds issue the x86 instruction itself. The
+// fence only decides whether a sleeping engine is woken now or at its sleep
+// cap; descriptors are published by the ring's release/acquire pairs, which
+// TSan does see.
+inline void doorbell_fence() {
+#if defined(__SANITIZE_THREAD__)
+    asm volatile("mfence" ::: "memory");
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
 struct WqState {
     WqConfig config;
     ExecLimits limits;
@@ -41,7 +56,7 @@ struct GroupState {
     void ring_doorbell() {
         // Pairs with the fence in Engine::sleep(): either the engine sees the
         // new descriptor or we see it sleeping (a Dekker handshake).
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        doorbell_fence();
         if (sleepers.load(std::memory_order_relaxed) != 0) wake_all();
     }
     void wake_all();
