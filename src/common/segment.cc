@@ -1,0 +1,116 @@
+#include "common/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/check.h"
+
+namespace deputy {
+namespace {
+
+// Seals the receiver relies on: the size can neither change nor be unsealed.
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+size_t page_size() {
+    static const size_t size = size_t(sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+}  // namespace
+
+Segment::~Segment() {
+    reset();
+}
+
+Segment::Segment(Segment &&other) noexcept
+    : fd_(std::move(other.fd_)),
+      base_(std::exchange(other.base_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+Segment &Segment::operator=(Segment &&other) noexcept {
+    if (this != &other) {
+        reset();
+        fd_ = std::move(other.fd_);
+        base_ = std::exchange(other.base_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+void Segment::reset() {
+    if (base_ != nullptr) munmap(base_, size_);
+    base_ = nullptr;
+    size_ = 0;
+    fd_.reset();
+}
+
+dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out) {
+    if (bytes == 0) DP_FAIL(DP_ERR_INVALID, "segment '{}': size 0", name);
+    const size_t page = page_size();
+    if (bytes > SIZE_MAX - page) DP_FAIL(DP_ERR_TOO_LARGE, "segment '{}': {} bytes", name, bytes);
+    const size_t size = (bytes + page - 1) / page * page;
+
+    // CLOEXEC: a segment reaches a child only when we pass it on purpose.
+    UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!fd) DP_FAIL(DP_ERR_IO, "memfd_create('{}'): {}", name, std::strerror(errno));
+    if (ftruncate(fd.get(), off_t(size)) != 0) {
+        int err = errno;
+        DP_FAIL(err == ENOMEM || err == EFBIG || err == ENOSPC ? DP_ERR_NOMEM : DP_ERR_IO,
+                "segment '{}': ftruncate to {} bytes: {}", name, size, std::strerror(err));
+    }
+    if (fcntl(fd.get(), F_ADD_SEALS, kSizeSeals) != 0)
+        DP_FAIL(DP_ERR_IO, "segment '{}': F_ADD_SEALS: {}", name, std::strerror(errno));
+    // MAP_POPULATE allocates and maps every page now, outside any timed loop.
+    void *base =
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+    if (base == MAP_FAILED) {
+        int err = errno;
+        DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment '{}': mmap {} bytes: {}", name,
+                size, std::strerror(err));
+    }
+    out->reset();
+    out->fd_ = std::move(fd);
+    out->base_ = base;
+    out->size_ = size;
+    DP_LOG_DEBUG("segment '{}': {} bytes, memfd {}", name, size, out->fd_.get());
+    return DP_OK;
+}
+
+dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out) {
+    if (!fd) DP_FAIL(DP_ERR_INVALID, "segment map: no fd");
+    int seals = fcntl(fd.get(), F_GET_SEALS);
+    if (seals < 0)
+        DP_FAIL(DP_ERR_DENIED, "segment map: fd {} is not a sealable memfd ({})", fd.get(),
+                std::strerror(errno));
+    if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL))
+        DP_FAIL(DP_ERR_DENIED, "segment map: memfd {} can still shrink (seals 0x{:x})", fd.get(),
+                seals);
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0)
+        DP_FAIL(DP_ERR_IO, "segment map: fstat: {}", std::strerror(errno));
+    const size_t size = size_t(st.st_size);
+    if (size == 0) DP_FAIL(DP_ERR_INVALID, "segment map: the memfd is empty");
+    if (expected_bytes != 0 && size != expected_bytes)
+        DP_FAIL(DP_ERR_INVALID, "segment map: the memfd has {} bytes, the peer announced {}", size,
+                expected_bytes);
+    void *base =
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+    if (base == MAP_FAILED) {
+        int err = errno;  // logging may clobber errno before DP_FAIL returns
+        DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment map: mmap {} bytes: {}", size,
+                std::strerror(err));
+    }
+    out->reset();
+    out->fd_ = std::move(fd);
+    out->base_ = base;
+    out->size_ = size;
+    return DP_OK;
+}
+
+}  // namespace deputy

@@ -1,0 +1,58 @@
+// Shared-memory segments: anonymous memfd files mapped MAP_SHARED. They have
+// no name in /dev/shm (nothing to clean up after a crash, nothing another
+// user can open by guessing a path); a segment travels between processes
+// only as an fd passed over a Unix socket (SCM_RIGHTS), and lives until the
+// last mapping and fd are gone.
+#pragma once
+
+#include <deputy/status.h>
+
+#include <cstddef>
+#include <string>
+
+#include "common/fd.h"
+
+namespace deputy {
+
+class Segment {
+  public:
+    Segment() = default;
+    ~Segment();
+    Segment(Segment &&other) noexcept;
+    Segment &operator=(Segment &&other) noexcept;
+    Segment(const Segment &) = delete;
+    Segment &operator=(const Segment &) = delete;
+
+    // Creates a zero-filled segment of at least `bytes` (rounded up to the page
+    // size), maps it and pre-faults every page (first touch is slow, and a
+    // benchmark must not time it). The size is then sealed (F_SEAL_SHRINK,
+    // F_SEAL_GROW, F_SEAL_SEAL), so whoever maps the fd later can rely on it.
+    // `name` only labels the memfd in /proc/<pid>/fd. DP_ERR_NOMEM when the
+    // memory is not there, DP_ERR_IO for other syscall failures.
+    static dp_status_t create(const std::string &name, size_t bytes, Segment *out);
+
+    // Maps a segment received from another process, taking ownership of `fd`.
+    // Refuses with DP_ERR_DENIED an fd that is not a memfd sealed against
+    // shrinking: its owner could truncate it while we read it, turning our
+    // loads into SIGBUS. `expected_bytes` (0: any) must equal the file size
+    // when given, so a peer cannot hand over a smaller file than announced.
+    static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out);
+
+    bool valid() const { return base_ != nullptr; }
+    void *data() const { return base_; }
+    size_t size() const { return size_; }
+    // The memfd, to pass to another process (it stays owned by the segment).
+    int fd() const { return fd_.get(); }
+    // The byte at `offset`; offset must be < size() (not checked here).
+    std::byte *at(size_t offset) const { return static_cast<std::byte *>(base_) + offset; }
+
+    // Unmaps and closes now (the destructor does the same).
+    void reset();
+
+  private:
+    UniqueFd fd_;
+    void *base_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace deputy
