@@ -6,6 +6,7 @@ find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 
 # spdlog as compiled by Debian (with the system fmt); an interface target so
 # the rest of the build names one thing.

@@ -1,0 +1,58 @@
+#include "channel/message.h"
+
+#include <iterator>
+
+#include "common/check.h"
+
+namespace deputy::channel {
+namespace {
+
+// Indexed by MsgType; grows with the enum.
+constexpr const char *kMsgTypeNames[] = {
+    "INVALID",      "HELLO",         "DATA",        "END",       "ERROR",
+    "KEY_EXCHANGE", "STREAM_HEADER", "KEY_CONFIRM", "SHM_OFFER",
+};
+static_assert(std::size(kMsgTypeNames) == size_t(MsgType::kCount),
+              "every MsgType needs its name in kMsgTypeNames");
+
+}  // namespace
+
+const char *msg_type_name(MsgType type) {
+    size_t index = size_t(type);
+    return index < std::size(kMsgTypeNames) ? kMsgTypeNames[index] : "UNKNOWN";
+}
+
+bool msg_type_valid(uint8_t value) {
+    return value != uint8_t(MsgType::kInvalid) && value < uint8_t(MsgType::kCount);
+}
+
+dp_status_t decode_frame_header(const uint8_t in[kFrameHeaderBytes], size_t max_message,
+                                const char *where, FrameHeader *out) {
+    if (in[6] != kFrameMagic0 || in[7] != kFrameMagic1)
+        DP_FAIL(DP_ERR_INVALID,
+                "{}: not a deputy frame (magic bytes {:02x} {:02x}, expected 44 50): the peer "
+                "speaks another protocol or the stream lost its framing",
+                where, in[6], in[7]);
+    if (in[5] != 0) DP_FAIL(DP_ERR_INVALID, "{}: frame flags 0x{:02x} (must be 0)", where, in[5]);
+    if (!msg_type_valid(in[4]))
+        DP_FAIL(DP_ERR_INVALID, "{}: unknown message type {}", where, unsigned(in[4]));
+    const uint32_t length = get_u32(in);
+    if (length > max_message)
+        DP_FAIL(DP_ERR_TOO_LARGE,
+                "{}: the peer sent a {} message of {} bytes, above the limit of "
+                "{} bytes",
+                where, kMsgTypeNames[in[4]], length, max_message);
+    out->length = length;
+    out->type = MsgType(in[4]);
+    return DP_OK;
+}
+
+dp_status_t check_send_size(size_t length, size_t max_message, const char *where) {
+    if (length > max_message)
+        DP_FAIL(DP_ERR_TOO_LARGE,
+                "{}: message of {} bytes refused: the channel limit is {} bytes (nothing sent)",
+                where, length, max_message);
+    return DP_OK;
+}
+
+}  // namespace deputy::channel
