@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "bench/channel/bench_channel.h"
 #include "bench/mover/bench_mover.h"
 #include "bench/rail/bench_rail.h"
 #include "common/log.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
     deputy::bench::register_rail(*bench);
+    deputy::bench::register_channel(*bench);
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,144 @@
+#include "bench/channel/runner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench/channel/report.h"
+#include "bench/channel/session.h"
+#include "common/fd.h"
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::bench::channel {
+namespace {
+
+namespace ch = deputy::channel;
+
+// After its own side is done, the parent waits this long (beyond the plan's
+// timeout) for the child's result before killing it.
+constexpr int64_t kChildGraceNs = 5'000'000'000;
+
+int command_exit(const std::vector<SideResult> &sides) {
+    bool mismatch = false;
+    for (const SideResult &r : sides) {
+        if (r.exit_code() == kExitError) return kExitError;
+        if (r.exit_code() == kExitMismatch) mismatch = true;
+    }
+    return mismatch ? kExitMismatch : kExitOk;
+}
+
+// Reads everything the child writes until EOF or the deadline.
+bool read_child(int fd, int64_t timeout_ns, std::string *out) {
+    const uint64_t end = timing::now_ns() + uint64_t(timeout_ns);
+    char buffer[4096];
+    for (;;) {
+        int64_t left = int64_t(end) - int64_t(timing::now_ns());
+        if (left <= 0) return false;
+        pollfd p{fd, POLLIN, 0};
+        int rc = poll(&p, 1, int(left / 1000000) + 1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) continue;
+        ssize_t n = read(fd, buffer, sizeof(buffer));
+        if (n > 0) {
+            out->append(buffer, size_t(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        return n == 0;
+    }
+}
+
+SideResult lost_child(const Plan &plan, const std::string &why) {
+    SideResult r;
+    r.role = role_name(Role::kConnect);
+    r.transport = ch::transport_kind_name(plan.endpoint.kind);
+    r.msg_size = plan.msg_size;
+    r.status = DP_ERR_INTERNAL;
+    r.error = "the peer process " + why;
+    r.verdict = "no result";
+    return r;
+}
+
+std::vector<SideResult> run_loopback(const Plan &plan) {
+    std::unique_ptr<ch::EndpointListener> listener;
+    if (dp_status_t s = ch::EndpointListener::open(plan.endpoint, &listener); s != DP_OK) {
+        SideResult r = lost_child(plan, "was not started");
+        r.role = role_name(Role::kListen);
+        r.status = s;
+        r.error = "cannot listen on " + plan.endpoint.address;
+        return {r};
+    }
+    Plan child = plan;
+    child.endpoint.address = listener->address();  // tcp: the real port
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return {lost_child(plan, "could not be started (pipe)")};
+    UniqueFd from_child(fds[0]), to_parent(fds[1]);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    // fork without exec: no thread exists yet in this process, and the child
+    // runs the same code on a copy of the resolved plan.
+    pid_t pid = fork();
+    if (pid < 0) return {lost_child(plan, "could not be started (fork)")};
+    if (pid == 0) {
+        from_child.reset();
+        SideResult r = run_side(child, Role::kConnect, nullptr, plan.peer_cpus);
+        std::string text = to_json(r).dump();
+        size_t off = 0;
+        while (off < text.size()) {
+            ssize_t n = write(to_parent.get(), text.data() + off, text.size() - off);
+            if (n <= 0) break;
+            off += size_t(n);
+        }
+        // _exit: the parent's objects (listener, temp dir) are not ours to clean.
+        _exit(r.exit_code());
+    }
+    to_parent.reset();
+    std::vector<SideResult> sides;
+    sides.push_back(run_side(plan, Role::kListen, listener.get(), plan.cpus));
+    std::string text;
+    bool complete = read_child(from_child.get(), plan.timeout_ns + kChildGraceNs, &text);
+    if (!complete) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    try {
+        if (!complete) throw std::runtime_error("timeout");
+        sides.push_back(from_json(nlohmann::json::parse(text)));
+    } catch (const std::exception &) {
+        std::string why =
+            !complete ? "did not finish in time and was killed"
+            : WIFSIGNALED(status)
+                ? fmt::format("was killed by signal {}", WTERMSIG(status))
+                : fmt::format("exited with code {} without a result", WEXITSTATUS(status));
+        sides.push_back(lost_child(plan, why));
+        log::app().error("[connect] {}", sides.back().error);
+    }
+    return sides;
+}
+
+}  // namespace
+
+int run_command(const ChannelOptions &options, Plan &plan) {
+    std::vector<SideResult> sides;
+    if (plan.loopback) {
+        sides = run_loopback(plan);
+        if (!plan.temp_dir.empty()) rmdir(plan.temp_dir.c_str());
+    } else {
+        sides.push_back(run_side(plan, plan.role, nullptr, plan.cpus));
+    }
+    print_header(plan, sides);
+    print_rows(plan, sides);
+    int code = command_exit(sides);
+    if (!options.out_file.empty() && !write_json(options.out_file, options, plan, sides))
+        code = std::max(code, kExitError);
+    return code;
+}
+
+}  // namespace deputy::bench::channel
