@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/fd.h"
+#include "common/sys_error.h"
 
 namespace deputy::channel::secure {
 namespace {
@@ -38,10 +39,9 @@ const char *sodium_version() {
 dp_status_t load_key_file(const std::string &path, Key *out) {
     DP_CHECK(ensure_sodium());
     UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) DP_FAIL(DP_ERR_IO, "key file {}: {}", path, std::strerror(errno));
+    if (!fd) DP_FAIL_ERRNO(DP_ERR_IO, "key file {}", path);
     struct stat st {};
-    if (fstat(fd.get(), &st) != 0)
-        DP_FAIL(DP_ERR_IO, "key file {}: {}", path, std::strerror(errno));
+    if (fstat(fd.get(), &st) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "key file {}", path);
     if (!S_ISREG(st.st_mode)) DP_FAIL(DP_ERR_INVALID, "key file {}: not a regular file", path);
     if (st.st_mode & (S_IRWXG | S_IRWXO))
         DP_FAIL(DP_ERR_DENIED,
@@ -84,9 +84,7 @@ dp_status_t load_key_file(const std::string &path, Key *out) {
 dp_status_t generate_key_file(const std::string &path) {
     DP_CHECK(ensure_sodium());
     UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!fd)
-        DP_FAIL(DP_ERR_IO, "key file {}: {} (an existing key is never overwritten)", path,
-                std::strerror(errno));
+    if (!fd) DP_FAIL_ERRNO(DP_ERR_IO, "key file {} (an existing key is never overwritten)", path);
     Key key;
     randombytes_buf(key.bytes.data(), key.bytes.size());
     char hex[2 * kKeyBytes + 1];

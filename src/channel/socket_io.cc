@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/sys_error.h"
 
 namespace deputy::channel::sock {
 namespace {
@@ -37,7 +38,7 @@ dp_status_t status_from_errno(int err) {
 dp_status_t set_nonblocking(int fd, const char *where) {
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
-        DP_FAIL(DP_ERR_IO, "{}: O_NONBLOCK: {}", where, std::strerror(errno));
+        DP_FAIL_ERRNO(DP_ERR_IO, "{}: O_NONBLOCK", where);
     return DP_OK;
 }
 
@@ -51,7 +52,7 @@ dp_status_t wait_fd(int fd, short events, const Deadline &deadline, const char *
             continue;  // poll's millisecond rounding woke us a little early
         }
         if (errno == EINTR) continue;
-        DP_FAIL(DP_ERR_IO, "{}: poll: {}", where, std::strerror(errno));
+        DP_FAIL_ERRNO(DP_ERR_IO, "{}: poll", where);
     }
 }
 
@@ -187,7 +188,7 @@ dp_status_t peer_credentials(int fd, PeerCredentials *out) {
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-        DP_FAIL(DP_ERR_IO, "SO_PEERCRED: {}", std::strerror(errno));
+        DP_FAIL_ERRNO(DP_ERR_IO, "SO_PEERCRED");
     out->pid = cred.pid;
     out->uid = cred.uid;
     out->gid = cred.gid;
@@ -198,9 +199,11 @@ size_t set_buffer_sizes(int fd, size_t bytes, const char *where) {
     if (bytes > 0) {
         int value = int(std::min<size_t>(bytes, size_t(INT32_MAX / 2)));
         if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value)) != 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)) != 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)) != 0) {
+            const int err = errno;  // the logger may overwrite errno
             DP_LOG_WARN("{}: setting socket buffers to {} bytes: {}", where, bytes,
-                        std::strerror(errno));
+                        std::strerror(err));
+        }
     }
     int granted = 0;
     socklen_t len = sizeof(granted);

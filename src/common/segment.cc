@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/sys_error.h"
 
 namespace deputy {
 namespace {
@@ -58,14 +59,14 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out)
 
     // CLOEXEC: a segment reaches a child only when we pass it on purpose.
     UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd) DP_FAIL(DP_ERR_IO, "memfd_create('{}'): {}", name, std::strerror(errno));
+    if (!fd) DP_FAIL_ERRNO(DP_ERR_IO, "memfd_create('{}')", name);
     if (ftruncate(fd.get(), off_t(size)) != 0) {
         int err = errno;
         DP_FAIL(err == ENOMEM || err == EFBIG || err == ENOSPC ? DP_ERR_NOMEM : DP_ERR_IO,
                 "segment '{}': ftruncate to {} bytes: {}", name, size, std::strerror(err));
     }
     if (fcntl(fd.get(), F_ADD_SEALS, kSizeSeals) != 0)
-        DP_FAIL(DP_ERR_IO, "segment '{}': F_ADD_SEALS: {}", name, std::strerror(errno));
+        DP_FAIL_ERRNO(DP_ERR_IO, "segment '{}': F_ADD_SEALS", name);
     // MAP_POPULATE allocates and maps every page now, outside any timed loop.
     void *base =
         mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
@@ -86,14 +87,12 @@ dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out) {
     if (!fd) DP_FAIL(DP_ERR_INVALID, "segment map: no fd");
     int seals = fcntl(fd.get(), F_GET_SEALS);
     if (seals < 0)
-        DP_FAIL(DP_ERR_DENIED, "segment map: fd {} is not a sealable memfd ({})", fd.get(),
-                std::strerror(errno));
+        DP_FAIL_ERRNO(DP_ERR_DENIED, "segment map: fd {} is not a sealable memfd", fd.get());
     if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL))
         DP_FAIL(DP_ERR_DENIED, "segment map: memfd {} can still shrink (seals 0x{:x})", fd.get(),
                 seals);
     struct stat st {};
-    if (fstat(fd.get(), &st) != 0)
-        DP_FAIL(DP_ERR_IO, "segment map: fstat: {}", std::strerror(errno));
+    if (fstat(fd.get(), &st) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "segment map: fstat");
     const size_t size = size_t(st.st_size);
     if (size == 0) DP_FAIL(DP_ERR_INVALID, "segment map: the memfd is empty");
     if (expected_bytes != 0 && size != expected_bytes)

@@ -14,6 +14,7 @@
 #include "channel/socket_io.h"
 #include "channel/stream_transport.h"
 #include "common/check.h"
+#include "common/sys_error.h"
 
 namespace deputy::channel::tcp {
 namespace {
@@ -133,7 +134,7 @@ dp_status_t Listener::accept_fd(int64_t timeout_ns, UniqueFd *out, std::string *
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
-            DP_FAIL(DP_ERR_IO, "tcp {}: accept: {}", address_, std::strerror(errno));
+            DP_FAIL_ERRNO(DP_ERR_IO, "tcp {}: accept", address_);
         dp_status_t s = sock::wait_fd(fd_.get(), POLLIN, deadline, "tcp accept");
         if (s == DP_ERR_TIMEOUT) {
             DP_LOG_DEBUG("tcp {}: nobody connected in time", address_);

@@ -12,6 +12,7 @@
 
 #include "channel/stream_transport.h"
 #include "common/check.h"
+#include "common/sys_error.h"
 
 namespace deputy::channel::uds {
 namespace {
@@ -55,7 +56,7 @@ dp_status_t Listener::listen(const std::string &address, std::unique_ptr<Listene
     socklen_t len;
     DP_CHECK(make_address(address, &sa, &len));
     UniqueFd fd = new_socket();
-    if (!fd) DP_FAIL(DP_ERR_IO, "uds listen {}: socket: {}", address, std::strerror(errno));
+    if (!fd) DP_FAIL_ERRNO(DP_ERR_IO, "uds listen {}: socket", address);
     if (bind(fd.get(), reinterpret_cast<sockaddr *>(&sa), len) != 0) {
         int err = errno;
         if (err == EADDRINUSE && address[0] != '@' && !someone_listens(sa, len)) {
@@ -69,8 +70,7 @@ dp_status_t Listener::listen(const std::string &address, std::unique_ptr<Listene
         }
         if (err != 0) DP_FAIL(DP_ERR_IO, "uds listen {}: bind: {}", address, std::strerror(err));
     }
-    if (::listen(fd.get(), 64) != 0)
-        DP_FAIL(DP_ERR_IO, "uds listen {}: listen: {}", address, std::strerror(errno));
+    if (::listen(fd.get(), 64) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "uds listen {}: listen", address);
     auto listener = std::unique_ptr<Listener>(new Listener());
     listener->fd_ = std::move(fd);
     listener->address_ = address;
@@ -101,7 +101,7 @@ dp_status_t Listener::accept_fd(int64_t timeout_ns, UniqueFd *out) {
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
-            DP_FAIL(DP_ERR_IO, "uds {}: accept: {}", address_, std::strerror(errno));
+            DP_FAIL_ERRNO(DP_ERR_IO, "uds {}: accept", address_);
         dp_status_t s = sock::wait_fd(fd_.get(), POLLIN, deadline, "uds accept");
         if (s == DP_ERR_TIMEOUT) {
             DP_LOG_DEBUG("uds {}: nobody connected in time", address_);
@@ -133,7 +133,7 @@ dp_status_t connect_fd(const std::string &address, int64_t timeout_ns, UniqueFd 
         // Blocking connect: a Unix socket connect completes or fails at once
         // (EAGAIN only when the backlog is full), unlike TCP.
         UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (!fd) DP_FAIL(DP_ERR_IO, "uds connect {}: socket: {}", address, std::strerror(errno));
+        if (!fd) DP_FAIL_ERRNO(DP_ERR_IO, "uds connect {}: socket", address);
         if (::connect(fd.get(), reinterpret_cast<sockaddr *>(&sa), len) == 0) {
             DP_CHECK(sock::set_nonblocking(fd.get(), "uds connect"));
             *out = std::move(fd);
