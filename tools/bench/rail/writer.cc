@@ -267,9 +267,12 @@ void DeviceWriter::stream(DeviceStats &stats, const std::atomic<bool> &cancel) {
             }
         }
 
-        // 3. Completions, read in bursts.
+        // 3. Completions, read in bursts. A rail with nothing in flight is
+        //    still polled while it has work: reading the CQ is what drives
+        //    the provider's progress (e.g. ofi_rxm finishing a connection
+        //    after answering -FI_EAGAIN).
         for (auto &rs : s.rails) {
-            if (rs.inflight == 0) continue;
+            if (rs.finished) continue;
             ssize_t got = fi_cq_read(rs.binding.rail->cq(), entries, kCqBurst);
             if (got == -FI_EAGAIN) continue;
             if (got == -FI_EAVAIL) {
