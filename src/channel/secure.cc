@@ -156,14 +156,16 @@ dp_status_t SecureTransport::handshake(const Key &key, Role role, int64_t timeou
            pk_r, k_rx.bytes);
     derive(key, "deputy-secure-v1 confirm", nullptr, pk_i, pk_r, confirm.bytes);
 
+    // One frame in flight per direction at a time (send, then receive the
+    // peer's): both sides send before they read, so two frames queued at once
+    // could fill a small ring (64 bytes) on both sides and deadlock.
     uint8_t header[kHeaderBytes];
     crypto_secretstream_xchacha20poly1305_init_push(&tx_, header, k_tx.bytes);
     DP_CHECK(inner_->send(MsgType::kStreamHeader, header, sizeof(header), deadline.remaining_ns()));
-    DP_CHECK(send(MsgType::kKeyConfirm, confirm.bytes, kConfirmBytes, deadline.remaining_ns()));
-
     DP_CHECK(expect(MsgType::kStreamHeader, kHeaderBytes, deadline, "STREAM_HEADER"));
     if (crypto_secretstream_xchacha20poly1305_init_pull(&rx_, recv_buf_.data(), k_rx.bytes) != 0)
         DP_FAIL(DP_ERR_DENIED, "secure handshake: invalid stream header from the peer");
+    DP_CHECK(send(MsgType::kKeyConfirm, confirm.bytes, kConfirmBytes, deadline.remaining_ns()));
     Secret got;
     size_t got_len = 0;
     MsgType type;

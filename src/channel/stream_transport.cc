@@ -52,6 +52,9 @@ dp_status_t StreamTransport::break_channel(dp_status_t status) {
 }
 
 dp_status_t StreamTransport::closed_status(bool mid_message, const char *what) {
+    // The contract has no half-open channel: once the peer is gone for one
+    // direction, sends fail too (TCP would otherwise accept them silently).
+    peer_closed_.store(true, std::memory_order_relaxed);
     if (shut_down_.load()) {
         DP_LOG_DEBUG("{} {}: {} after local shutdown", kind_, peer_, what);
         return DP_ERR_AGENT_LOST;
@@ -71,7 +74,8 @@ dp_status_t StreamTransport::send(MsgType type, const void *payload, size_t leng
                                   int64_t timeout_ns) {
     if (int b = broken_.load(std::memory_order_relaxed); b != DP_OK) return dp_status_t(b);
     DP_CHECK(check_send_size(length, max_message_, kind_.c_str()));
-    if (shut_down_.load(std::memory_order_relaxed)) return closed_status(false, "send");
+    if (shut_down_.load(std::memory_order_relaxed) || peer_closed_.load(std::memory_order_relaxed))
+        return closed_status(false, "send");
     uint8_t header[kFrameHeaderBytes];
     encode_frame_header(header, type, uint32_t(length));
     iovec iov[2] = {{header, sizeof(header)}, {const_cast<void *>(payload), length}};

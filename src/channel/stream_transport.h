@@ -50,6 +50,7 @@ class StreamTransport final : public Transport {
     size_t max_message_;
     size_t buffer_bytes_ = 0;
     std::atomic<bool> shut_down_{false};
+    std::atomic<bool> peer_closed_{false};  // a receive saw EOF or a reset
     // Set once the framing is lost; every later call returns it.
     std::atomic<int> broken_{DP_OK};
 

@@ -336,6 +336,9 @@ void Side::pong() {
     }
     r_.send_end_ns = r_.recv_end_ns = timing::now_ns();
     r_.recv_cpu_ns = timing::thread_cpu_ns() - cpu0;
+    // The responder's plan is to echo every ping that comes; what it expected
+    // to receive (its -n) is checked on the receive side.
+    r_.planned_send = r_.received;
     log::app().info("[{}] RECV END TIME: {} ns", name_, r_.recv_end_ns);
 }
 
