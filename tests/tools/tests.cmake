@@ -1,0 +1,6 @@
+# The tools' shared command-line code is not part of deputy_core (the library
+# has no CLI11 dependency), so its test compiles the sources it exercises.
+target_sources(tools_tests PRIVATE
+  ${CMAKE_SOURCE_DIR}/tools/common/cli_json.cc
+  ${CMAKE_SOURCE_DIR}/tools/common/cli_common.cc)
+target_link_libraries(tools_tests PRIVATE CLI11::CLI11)
