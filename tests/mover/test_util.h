@@ -97,6 +97,13 @@ class Guarded {
     uint8_t *raw_;
 };
 
+// Offset of the first differing byte, or n when equal.
+inline size_t first_diff(const uint8_t *a, const uint8_t *b, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (a[i] != b[i]) return i;
+    return n;
+}
+
 // What a completion record said, copied out of the volatile record.
 struct Record {
     uint8_t status = DP_COMP_PENDING;
