@@ -224,6 +224,17 @@ TEST(RailCli, LiveLineOnlyWhenAsked) {
     EXPECT_EQ(r.err.find("Gbps"), std::string::npos) << r.err;
 }
 
+// A run longer than --timeout must not trip it: PROGRESS is the heartbeat.
+TEST(RailCli, RunLongerThanTimeout) {
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--provider", "shm", "--pages", "16",
+                                            "--duration", "2.5", "--timeout", "1", "-q"}),
+                                  kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    auto nums = summary_numbers(r.out);
+    ASSERT_EQ(nums.size(), 5u);
+    EXPECT_GT(nums[1], 0.0);
+}
+
 TEST(RailCli, FlagsFromJson) {
     std::string cfg = temp_path("cfg.json");
     std::ofstream(cfg) << R"({"provider": "shm", "rails": 2, "pages": 8, "page-size": "4k", "repeat": 2, "quiet": true})";

@@ -120,6 +120,7 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
             auto f = conn.poll_frame(0.05, "PROGRESS or RESULT");
             double now = double(timing::now_ns()) * 1e-9;
             if (!f) {
+                // The server sends PROGRESS every 250 ms while it writes.
                 if (now - quiet_since > o.timeout_s + (o.warmup ? o.timeout_s : 0))
                     throw RailError("no word from " + conn.peer() + " for " +
                                     std::to_string(int(now - quiet_since)) + " s during the run (--timeout)");

@@ -34,7 +34,6 @@ int run_loopback(const RailOptions &options) {
     server_out.tty = stderr_is_tty();
     server_out.summary = false;
     server_out.write_out = false;
-    server_out.forward_live = false;
     server_out.cpu_offset = 0;
     SessionOutput client_out;
     client_out.live = false;  // the server prints the live line

@@ -143,7 +143,9 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
         if (running.load() == 0) break;
         live.show(sample);
         try {
-            if (output.forward_live) conn.send(MsgType::kProgress, sample.to_json(), o.timeout_s);
+            // Always sent: besides the client's live line it is the
+            // heartbeat that tells the client the run is still going.
+            conn.send(MsgType::kProgress, sample.to_json(), o.timeout_s);
             if (auto f = conn.poll_frame(0, "ERROR")) {
                 peer_error = f->type == MsgType::kError
                                  ? "the client reported: " + f->body.value("message", std::string("?"))

@@ -15,7 +15,6 @@ struct SessionOutput {
     bool tty = false;      // ... overwriting one line
     bool summary = true;   // print the table on stdout
     bool write_out = true; // write --out
-    bool forward_live = true;  // server: send PROGRESS to the client
     int cpu_offset = 0;    // this role's threads take --pin CPUs from here
 };
 
