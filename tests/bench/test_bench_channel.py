@@ -114,6 +114,23 @@ def test_pingpong_latency_columns_and_json(tmp_path: Path) -> None:
     assert 0 < lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"]
 
 
+def test_compare_runs_the_baseline_in_the_same_command(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    r = channel("--loopback", "--mode", "pingpong", "-n", "2000", "--compare", "uds",
+                "--out", str(out))
+    assert r.returncode == 0, describe(r)
+    assert "# deputy bench channel: shm, pingpong" in r.stdout
+    assert "# deputy bench channel: uds, pingpong" in r.stdout
+    assert re.search(r"^# shm vs uds: one-way p50 [0-9.]+ vs [0-9.]+ usec \([0-9.]+x lower\)$",
+                     r.stdout, re.M), r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["compare"]["transport"] == "uds"
+    assert [s["transport"] for s in doc["compare"]["results"]] == ["uds", "uds"]
+    assert all(s["verdict"] == "OK" for s in doc["results"] + doc["compare"]["results"])
+    bad = channel("--peer", "listen", "@x", "--compare", "uds")
+    assert bad.returncode != 0 and "--compare needs --loopback" in bad.stderr
+
+
 def test_one_way_stream(tmp_path: Path) -> None:
     r = channel("--loopback", "--one-way", "-n", "5000", "-s", "64", "--buffer-size", "4k")
     assert r.returncode == 0, describe(r)

@@ -78,6 +78,9 @@ void register_channel(CLI::App &bench) {
     app->add_option("--cpus", o->cpus,
                     "pin threads: stream [send,recv], pingpong [main]; with "
                     "--loopback the first half is this process's, the rest the peer's");
+    app->add_option("--compare", o->compare,
+                    "with --loopback: run the same experiment over this transport right after "
+                    "(the baseline, e.g. uds) and compare");
     app->add_option("--out", o->out_file, "write results as JSON to this file");
     cli::add_log_flags(*app, log_flags.get());
     cli::add_json_config(*app);

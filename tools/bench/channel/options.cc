@@ -1,7 +1,6 @@
 #include "bench/channel/options.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include "channel/transport/shm/transport.h"
 #include "common/affinity.h"
@@ -101,7 +100,7 @@ bool resolve(const ChannelOptions &o, Plan *plan, std::string *error) {
     if (o.loopback) {
         p.loopback = true;
         p.role = Role::kListen;
-        // uds/shm: a placeholder until the private directory exists (below).
+        // uds/shm: a placeholder; the runner makes a private directory for it.
         e.address = e.kind == ch::TransportKind::kTcp ? "127.0.0.1:0" : "/pending";
         // The listener takes the first half of --cpus, the peer the rest.
         size_t half = (cpus.size() + 1) / 2;
@@ -115,13 +114,13 @@ bool resolve(const ChannelOptions &o, Plan *plan, std::string *error) {
         p.cpus = cpus;
     }
     if (ch::check_config(e) != DP_OK) return fail("the channel configuration is refused (above)");
-    if (p.loopback && e.kind != ch::TransportKind::kTcp) {
-        // Made last, once nothing can fail: a private (0700) directory, so
-        // nobody else can connect to or replace the socket during the run.
-        char dir[] = "/tmp/deputy-channel-XXXXXX";
-        if (mkdtemp(dir) == nullptr) return fail("--loopback: cannot create a temp directory");
-        p.temp_dir = dir;
-        e.address = p.temp_dir + "/channel.sock";
+    if (!o.compare.empty()) {
+        if (!p.loopback) return fail("--compare needs --loopback (both sides in one run)");
+        if (!ch::parse_transport_kind(o.compare, &p.compare_kind))
+            return fail("--compare " + o.compare + ": expected shm, uds or tcp");
+        if (p.compare_kind == ch::TransportKind::kTcp && !o.secure && !o.insecure_tcp)
+            return fail("--compare tcp without --secure needs --insecure-tcp");
+        p.compare = true;
     }
     *plan = std::move(p);
     return true;

@@ -31,6 +31,7 @@ struct ChannelOptions {
     double spin_us = 20;              // --spin-us: shm poll time before sleeping
     bool no_verify = false;           // --no-verify: skip the payload check
     std::string cpus;                 // --cpus: pin threads (see bench_channel.cc)
+    std::string compare;              // --compare shm|uds|tcp: loopback baseline in the same run
     std::string out_file;             // --out: results JSON
 };
 
@@ -54,13 +55,14 @@ struct Plan {
     deputy::channel::EndpointConfig endpoint;
     std::vector<int> cpus;       // this process's CPUs (loopback: split, see bench_channel.cc)
     std::vector<int> peer_cpus;  // loopback: the spawned peer's
-    std::string temp_dir;        // loopback: a 0700 directory made for the socket, removed after
+    bool compare = false;        // loopback: run again over compare_kind, same everything else
+    deputy::channel::TransportKind compare_kind = deputy::channel::TransportKind::kUds;
 };
 
 // Checks the options and fills a Plan. On error returns false with a message
 // naming the flag (and for a message above the limit: the size, the limit and
-// DP_ERR_TOO_LARGE). Loads the key file; for --loopback on uds/shm creates a
-// private directory for the socket (Plan::temp_dir).
+// DP_ERR_TOO_LARGE). Loads the key file. With --loopback the address is left
+// for the runner, which makes a private directory for the socket.
 bool resolve(const ChannelOptions &options, Plan *plan, std::string *error);
 
 // Busy threads a run keeps on this machine (both sides when loopback).

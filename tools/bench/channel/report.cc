@@ -188,9 +188,15 @@ SideResult from_json(const nlohmann::json &j) {
 }
 
 bool write_json(const std::string &path, const ChannelOptions &o, const Plan &plan,
-                const std::vector<SideResult> &sides) {
+                const std::vector<SideResult> &sides, const std::vector<SideResult> *baseline) {
     nlohmann::json results = nlohmann::json::array();
     for (const SideResult &r : sides) results.push_back(to_json(r));
+    nlohmann::json compare = nullptr;
+    if (baseline != nullptr) {
+        compare = {{"transport", deputy::channel::transport_kind_name(plan.compare_kind)},
+                   {"results", nlohmann::json::array()}};
+        for (const SideResult &r : *baseline) compare["results"].push_back(to_json(r));
+    }
     nlohmann::json doc = {
         {"benchmark", "channel"},
         {"schema", 1},
@@ -213,12 +219,13 @@ bool write_json(const std::string &path, const ChannelOptions &o, const Plan &pl
           {"spin_us", o.spin_us},
           {"verify", !o.no_verify},
           {"cpus", o.cpus},
-          {"address", plan.endpoint.address}}},
+          {"compare", o.compare}}},
         {"versions",
          {{"deputy", dp_version()}, {"libsodium", deputy::channel::secure::sodium_version()}}},
         {"host", host_info()},
         {"busy_threads", busy_threads(plan)},
-        {"results", results}};
+        {"results", results},
+        {"compare", compare}};
     std::ofstream out(path);
     out << doc.dump(2) << "\n";
     if (!out) {

@@ -28,7 +28,9 @@ void print_rows(const Plan &plan, const std::vector<SideResult> &sides);
 nlohmann::json to_json(const SideResult &r);
 SideResult from_json(const nlohmann::json &j);
 
+// `baseline`: the --compare run, written under "compare" when given.
 bool write_json(const std::string &path, const ChannelOptions &options, const Plan &plan,
-                const std::vector<SideResult> &sides);
+                const std::vector<SideResult> &sides,
+                const std::vector<SideResult> *baseline = nullptr);
 
 }  // namespace deputy::bench::channel

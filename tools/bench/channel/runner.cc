@@ -66,7 +66,7 @@ SideResult lost_child(const Plan &plan, const std::string &why) {
     return r;
 }
 
-std::vector<SideResult> run_loopback(const Plan &plan) {
+std::vector<SideResult> run_loopback_at(const Plan &plan) {
     std::unique_ptr<ch::EndpointListener> listener;
     if (dp_status_t s = ch::EndpointListener::open(plan.endpoint, &listener); s != DP_OK) {
         SideResult r = lost_child(plan, "was not started");
@@ -123,20 +123,81 @@ std::vector<SideResult> run_loopback(const Plan &plan) {
     return sides;
 }
 
+// Both sides of one experiment; uds and shm sockets live in a private (0700)
+// directory made for the run, so nobody else can connect to or replace them.
+std::vector<SideResult> run_loopback(Plan plan) {
+    if (plan.endpoint.kind == ch::TransportKind::kTcp) {
+        plan.endpoint.address = "127.0.0.1:0";
+        return run_loopback_at(plan);
+    }
+    char dir[] = "/tmp/deputy-channel-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+        SideResult r = lost_child(plan, "was not started");
+        r.role = role_name(Role::kListen);
+        r.status = DP_ERR_IO;
+        r.error = "cannot create a private directory under /tmp for the socket";
+        return {r};
+    }
+    plan.endpoint.address = std::string(dir) + "/channel.sock";
+    std::vector<SideResult> sides = run_loopback_at(plan);
+    rmdir(dir);
+    return sides;
+}
+
+const SideResult *find_role(const std::vector<SideResult> &sides, const char *role) {
+    for (const SideResult &r : sides)
+        if (r.role == role) return &r;
+    return nullptr;
+}
+
+// One line comparing the headline figure of the run and of its baseline.
+void print_comparison(const Plan &plan, const std::vector<SideResult> &run,
+                      const std::vector<SideResult> &base) {
+    if (plan.mode == Mode::kPingpong) {
+        const SideResult *a = find_role(run, "connect"), *b = find_role(base, "connect");
+        if (!a || !b || a->latency.p50 <= 0 || b->latency.p50 <= 0) return;
+        std::printf("# %s vs %s: one-way p50 %.3f vs %.3f usec (%.1fx lower)\n",
+                    a->transport.c_str(), b->transport.c_str(), a->latency.p50 / 1e3,
+                    b->latency.p50 / 1e3, b->latency.p50 / a->latency.p50);
+    } else {
+        const SideResult *a = find_role(run, "listen"), *b = find_role(base, "listen");
+        if (!a || !b) return;
+        const Rate ra = recv_rate(*a), rb = recv_rate(*b);
+        if (ra.mpps <= 0 || rb.mpps <= 0) return;
+        std::printf("# %s vs %s: listener receive %.4f vs %.4f Mpps, %.2f vs %.2f MB/sec (%.1fx)\n",
+                    a->transport.c_str(), b->transport.c_str(), ra.mpps, rb.mpps, ra.mb_per_s,
+                    rb.mb_per_s, ra.mpps / rb.mpps);
+    }
+    std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_command(const ChannelOptions &options, Plan &plan) {
-    std::vector<SideResult> sides;
+    std::vector<SideResult> sides, baseline;
     if (plan.loopback) {
         sides = run_loopback(plan);
-        if (!plan.temp_dir.empty()) rmdir(plan.temp_dir.c_str());
     } else {
         sides.push_back(run_side(plan, plan.role, nullptr, plan.cpus));
     }
     print_header(plan, sides);
     print_rows(plan, sides);
     int code = command_exit(sides);
-    if (!options.out_file.empty() && !write_json(options.out_file, options, plan, sides))
+    Plan base = plan;
+    if (plan.compare) {
+        // The same experiment over the baseline transport, right after, with
+        // that transport's default buffering.
+        base.endpoint.kind = plan.compare_kind;
+        base.endpoint.options.buffer_bytes = 0;
+        base.endpoint.allow_insecure_tcp = true;  // resolve() checked the consent
+        baseline = run_loopback(base);
+        print_header(base, baseline);
+        print_rows(base, baseline);
+        print_comparison(plan, sides, baseline);
+        code = std::max(code, command_exit(baseline));
+    }
+    if (!options.out_file.empty() &&
+        !write_json(options.out_file, options, plan, sides, plan.compare ? &baseline : nullptr))
         code = std::max(code, kExitError);
     return code;
 }
