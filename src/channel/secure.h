@@ -15,7 +15,9 @@
 //                 k_ri likewise with "r->i" and the other kx key
 //   both  STREAM_HEADER  secretstream header of its sending stream (24 bytes)
 //   both  KEY_CONFIRM    first sealed frame: BLAKE2b-256("deputy-secure-v1 confirm" | pk_i | pk_r)
-// A peer with another key fails KEY_CONFIRM: DP_ERR_DENIED "different key".
+// Each side sends one frame and reads the peer's before sending the next, so
+// the handshake never has two frames queued per direction (a 64-byte shm ring
+// holds one). A peer with another key fails KEY_CONFIRM: DP_ERR_DENIED.
 //
 // After the handshake every message is one sealed frame: the inner frame keeps
 // the message type in clear (it is bound to the frame as associated data, so
