@@ -212,7 +212,8 @@ TEST(BenchChannelSession, NobodyConnectsIsATimeout) {
 }
 
 TEST(BenchChannelSession, ResultSurvivesJson) {
-    Both b = run_both(plan_of(options("listen", "uds", 10)), plan_of(options("connect", "uds", 12)));
+    Both b =
+        run_both(plan_of(options("listen", "uds", 10)), plan_of(options("connect", "uds", 12)));
     SideResult back = from_json(to_json(b.connect));
     EXPECT_EQ(back.verdict, b.connect.verdict);
     EXPECT_EQ(back.received, 10u);

@@ -71,7 +71,8 @@ inline Pair connect_pair(EndpointConfig config) {
     EndpointConfig client = config;
     client.address = listener->address();
     dp_status_t connected = DP_ERR_INTERNAL;
-    std::thread t([&] { connected = connect_endpoint(client, kTestTimeoutNs, &pair.connect_side); });
+    std::thread t(
+        [&] { connected = connect_endpoint(client, kTestTimeoutNs, &pair.connect_side); });
     dp_status_t accepted = listener->accept(kTestTimeoutNs, &pair.listener_side);
     t.join();
     EXPECT_EQ(accepted, DP_OK);
@@ -98,7 +99,7 @@ inline Received receive(Transport &t, int64_t timeout_ns = kTestTimeoutNs) {
 // a test can read, alter, drop, duplicate or reorder them before the other
 // side receives them. close_write() makes the receiver see the peer close.
 class MemoryLink {
-public:
+  public:
     struct Frame {
         MsgType type;
         std::vector<uint8_t> bytes;
@@ -111,7 +112,7 @@ public:
     };
 
     class End final : public Transport {
-    public:
+      public:
         End(std::shared_ptr<Queue> in, std::shared_ptr<Queue> out, size_t max)
             : in_(std::move(in)), out_(std::move(out)), max_(max) {}
         ~End() override { shutdown(); }
@@ -128,7 +129,8 @@ public:
                          int64_t timeout_ns) override {
             std::unique_lock<std::mutex> lock(in_->mutex);
             auto has = [&] { return !in_->frames.empty() || in_->closed; };
-            if (timeout_ns < 0) in_->ready.wait(lock, has);
+            if (timeout_ns < 0)
+                in_->ready.wait(lock, has);
             else if (!in_->ready.wait_for(lock, std::chrono::nanoseconds(timeout_ns), has))
                 return DP_ERR_TIMEOUT;
             if (in_->frames.empty()) return DP_ERR_AGENT_LOST;
@@ -152,7 +154,7 @@ public:
         std::string peer() const override { return "test"; }
         size_t buffer_bytes() const override { return 0; }
 
-    private:
+      private:
         std::shared_ptr<Queue> in_, out_;
         size_t max_;
     };

@@ -1,12 +1,12 @@
 // Key files: generate and load, and every refusal (other users may read it,
 // malformed, missing, never overwritten) with its exact status.
+#include "channel/key_file.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
-
-#include "channel/key_file.h"
 
 namespace deputy::channel::secure {
 namespace {
@@ -32,7 +32,7 @@ TEST(KeyFile, GenerateThenLoad) {
     ASSERT_EQ(load_key_file(path, &a), DP_OK);
     ASSERT_EQ(load_key_file(path, &b), DP_OK);
     EXPECT_EQ(a.bytes, b.bytes);
-    EXPECT_NE(a.bytes, Key().bytes);  // not all zero
+    EXPECT_NE(a.bytes, Key().bytes);                // not all zero
     EXPECT_EQ(generate_key_file(path), DP_ERR_IO);  // never overwritten
     Key c;
     ASSERT_EQ(load_key_file(path, &c), DP_OK);

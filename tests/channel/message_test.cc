@@ -1,9 +1,10 @@
 // The wire format: message names, frame headers (every malformed field is
 // refused with its exact status), HELLO and the send-size check.
+#include "channel/message.h"
+
 #include <gtest/gtest.h>
 
 #include "channel/hello.h"
-#include "channel/message.h"
 
 namespace deputy::channel {
 namespace {

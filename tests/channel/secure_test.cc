@@ -3,12 +3,13 @@
 // peer, and every way to break a stream (tampered byte, tampered type,
 // replay, reorder, drop, truncation, frames after the end), each ending the
 // session with its exact status.
+#include "channel/secure.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "channel/hello.h"
-#include "channel/secure.h"
 #include "channel_test_util.h"
 
 namespace deputy::channel::test {
@@ -41,7 +42,7 @@ struct Session {
 };
 
 class SecureTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         key = key_from(7);
         s = std::make_unique<Session>(*key, *key);
@@ -202,9 +203,9 @@ TEST(SecureHandshake, SilentPeerTimesOut) {
     MemoryLink link;
     auto key = key_from(4);
     std::unique_ptr<Transport> secured;
-    EXPECT_EQ(secure::establish(std::move(link.a), *key, secure::Role::kInitiator, 20'000'000,
-                                &secured),
-              DP_ERR_TIMEOUT);
+    EXPECT_EQ(
+        secure::establish(std::move(link.a), *key, secure::Role::kInitiator, 20'000'000, &secured),
+        DP_ERR_TIMEOUT);
 }
 
 TEST(SecureHandshake, ReflectedKeyExchangeIsDenied) {

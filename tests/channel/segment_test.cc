@@ -1,6 +1,8 @@
 // memfd segments: creation, the seals a receiver relies on, mapping a
 // received fd (and refusing one that could shrink), SCM_RIGHTS passing, and
 // no fd left behind.
+#include "common/segment.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -8,7 +10,6 @@
 
 #include "channel/socket_io.h"
 #include "channel_test_util.h"
-#include "common/segment.h"
 
 namespace deputy {
 namespace {

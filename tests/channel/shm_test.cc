@@ -30,16 +30,18 @@ struct Local {
     explicit Local(size_t ring, TransportOptions options = {}) {
         EXPECT_EQ(Segment::create("test", region_bytes(ring), segment.get()), DP_OK);
         EXPECT_EQ(format_region(segment->data(), segment->size(), ring), DP_OK);
-        EXPECT_EQ(attach(segment, 0, region_bytes(ring), Side::kCreator, UniqueFd(), options,
-                         &creator),
-                  DP_OK);
-        EXPECT_EQ(attach(segment, 0, region_bytes(ring), Side::kAttacher, UniqueFd(), options,
-                         &attacher),
-                  DP_OK);
+        EXPECT_EQ(
+            attach(segment, 0, region_bytes(ring), Side::kCreator, UniqueFd(), options, &creator),
+            DP_OK);
+        EXPECT_EQ(
+            attach(segment, 0, region_bytes(ring), Side::kAttacher, UniqueFd(), options, &attacher),
+            DP_OK);
     }
     uint8_t *region() { return static_cast<uint8_t *>(segment->data()); }
     // Ring 0 (creator -> attacher) control words and data.
-    RingControl *control(int ring) { return reinterpret_cast<RingControl *>(region() + 256) + ring; }
+    RingControl *control(int ring) {
+        return reinterpret_cast<RingControl *>(region() + 256) + ring;
+    }
     uint8_t *data(int ring, size_t ring_bytes) { return region() + 4096 + ring * ring_bytes; }
 };
 

@@ -38,7 +38,9 @@ class DuplexTest : public ::testing::TestWithParam<Variant> {};
 
 constexpr uint32_t kMessages = 3000;
 
-size_t size_of(uint32_t i) { return i % 7 == 0 ? (i * 37) % 9000 : i % 300; }
+size_t size_of(uint32_t i) {
+    return i % 7 == 0 ? (i * 37) % 9000 : i % 300;
+}
 
 void sender(Transport &t, uint32_t seed) {
     for (uint32_t i = 0; i < kMessages; ++i) {
@@ -77,8 +79,8 @@ TEST_P(DuplexTest, ShutdownRacesBlockedCalls) {
     std::thread s([&] {
         std::vector<uint8_t> bytes(60000);
         for (;;) {
-            send_status = p.listener_side->send(MsgType::kData, bytes.data(), bytes.size(),
-                                                kTestTimeoutNs);
+            send_status =
+                p.listener_side->send(MsgType::kData, bytes.data(), bytes.size(), kTestTimeoutNs);
             if (send_status != DP_OK) break;
         }
     });

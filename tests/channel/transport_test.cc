@@ -2,7 +2,11 @@
 // ring that makes every message wrap and stream) against the Transport
 // contract: bit-exact messages of every size in both directions, the limit
 // refused with nothing sent, timeouts, an orderly close, and no fd leaked.
+#include "channel/transport/uds/transport.h"
+
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <thread>
 
@@ -41,8 +45,8 @@ class TransportTest : public ::testing::TestWithParam<Variant> {};
 // 0, 1, odd, around the frame padding and the ring size, around the stream
 // read buffer (64 KiB), and the limit itself.
 std::vector<size_t> interesting_sizes(size_t max) {
-    return {0,    1,     7,     8,     9,     63,      64,      65,      255,    4095,
-            4096, 4097,  32767, 65535, 65536, 65537, 100003, max - 1, max};
+    return {0,    1,    7,     8,     9,     63,    64,     65,      255, 4095,
+            4096, 4097, 32767, 65535, 65536, 65537, 100003, max - 1, max};
 }
 
 // Sends every size from one end while the other receives and compares.
@@ -218,6 +222,41 @@ TEST(Endpoint, AcceptTimesOut) {
     ASSERT_EQ(EndpointListener::open(c, &l), DP_OK);
     std::unique_ptr<Transport> t;
     EXPECT_EQ(l->accept(20'000'000, &t), DP_ERR_TIMEOUT);
+}
+
+TEST(Uds, AcceptReportsThePeersCredentials) {
+    std::unique_ptr<uds::Listener> listener;
+    ASSERT_EQ(uds::Listener::listen(unique_address(), &listener), DP_OK);
+    std::unique_ptr<Transport> client, server;
+    std::thread t(
+        [&] { EXPECT_EQ(uds::connect(listener->address(), {}, kTestTimeoutNs, &client), DP_OK); });
+    sock::PeerCredentials creds;
+    ASSERT_EQ(listener->accept({}, kTestTimeoutNs, &server, &creds), DP_OK);
+    t.join();
+    EXPECT_EQ(creds.pid, getpid());
+    EXPECT_EQ(creds.uid, getuid());
+    EXPECT_EQ(creds.gid, getgid());
+}
+
+TEST(Uds, StaleSocketFileIsReplacedAndOwnFileRemoved) {
+    const std::string path = ::testing::TempDir() + "deputy_uds_" + std::to_string(getpid());
+    unlink(path.c_str());
+    {
+        std::unique_ptr<uds::Listener> first;
+        ASSERT_EQ(uds::Listener::listen(path, &first), DP_OK);
+        std::unique_ptr<uds::Listener> second;
+        EXPECT_EQ(uds::Listener::listen(path, &second), DP_ERR_IO);  // someone listens
+    }
+    EXPECT_NE(access(path.c_str(), F_OK), 0);  // the listener removed its file
+    // A file left by a process that died (bound, never closed cleanly).
+    UniqueFd stale(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    ASSERT_EQ(bind(stale.get(), reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
+    stale.reset();
+    std::unique_ptr<uds::Listener> fresh;
+    EXPECT_EQ(uds::Listener::listen(path, &fresh), DP_OK);
 }
 
 TEST(Endpoint, TransportNames) {
