@@ -76,5 +76,5 @@ echo
 echo "=== summary ==="
 printf '%s\n' "${summary[@]}"
 passed=$(( ${#summary[@]} - failed ))
-echo "test steps: $passed passed, $failed failed"
+echo "steps: $passed passed, $failed failed"
 exit $(( failed > 0 ))
