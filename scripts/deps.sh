@@ -12,6 +12,7 @@ build_packages=(
 test_packages=(
   libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-matplotlib python3-rich python3-pytest python3-yaml
+  iproute2
 )
 
 packages=("${build_packages[@]}")
