@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "agent/agent_command.h"
 #include "bench/channel/bench_channel.h"
 #include "bench/mover/bench_mover.h"
 #include "bench/rail/bench_rail.h"
@@ -15,7 +16,9 @@ int main(int argc, char **argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("deputy ") + DEPUTY_VERSION_STRING);
 
-    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, rail");
+    deputy::tools::register_agent(app);
+    deputy::tools::register_info(app);
+    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail");
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
     deputy::bench::register_rail(*bench);

@@ -46,6 +46,14 @@ enum class MsgType : uint8_t {
     kStreamHeader = 6,  // secure: the sender's secretstream header
     kKeyConfirm = 7,    // secure: first sealed frame; proves both hold the same key
     kShmOffer = 8,      // shm setup over the Unix socket: segment size and region; memfd attached
+    kAttach = 9,        // client -> agent: first message of a control connection (control.h)
+    kAttached = 10,     // agent -> client: the client's segment; memfd and doorbell eventfd attached
+    kRegister = 11,     // client -> agent: a memory range (or where the segment is mapped)
+    kDeregister = 12,   // client -> agent: forget a registered range
+    kReply = 13,        // agent -> client: status and reason of a request
+    kStaged = 14,       // client -> agent: a mover descriptor with its source bytes
+    kStagedResult = 15, // agent -> client: its completion record and destination bytes
+    kInfoReply = 16,    // agent -> client: state and counters as JSON text
     kCount              // number of values; keep last
 };
 

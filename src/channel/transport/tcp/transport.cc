@@ -1,5 +1,7 @@
 #include "channel/transport/tcp/transport.h"
 
+#include <fmt/format.h>
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -33,7 +35,8 @@ std::string format_address(const sockaddr *sa) {
     auto *in6 = reinterpret_cast<const sockaddr_in6 *>(sa);
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
     port = ntohs(in6->sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    // fmt, not operator+: GCC 12 -O3 warns (-Wrestrict) on "[" + std::string.
+    return fmt::format("[{}]:{}", host, port);
 }
 
 struct AddrInfo {

@@ -1,0 +1,90 @@
+/* deputy — attaching to the agent: contexts, mapped memory, registration.
+ *
+ * dp_init connects to the node's agent (`deputy agent`) over its Unix socket
+ * and receives this process's segment: a ring for mover descriptors and a
+ * mapped memory pool. The agent hosts the mover device; this process posts
+ * descriptors and keeps computing.
+ *
+ * Memory the agent can reach, by mode:
+ *  - mapped: memory from dp_malloc lives in the shared segment; the agent's
+ *    engines read and write it in place (zero copies).
+ *  - direct: ordinary memory registered with dp_mem_register; the agent
+ *    copies with process_vm_readv/writev (one copy).
+ *  - staged (dp_config_t.memory_mode = DP_MEMORY_STAGED): every descriptor
+ *    travels with its source bytes over the socket and its results come
+ *    back (the baseline; the only mode for an agent on another host).
+ * Any other address in a descriptor fails with DP_COMP_ADDRESS_DENIED and
+ * nothing is read or written. Completion records must be in mapped memory
+ * (or, without waking block-mode waiters, in a registered range).
+ *
+ * If the agent dies or stops, every later and pending call returns
+ * DP_ERR_AGENT_LOST within lost_timeout_ms (default 1000). */
+#ifndef DEPUTY_CONTEXT_H
+#define DEPUTY_CONTEXT_H
+
+#include <deputy/export.h>
+#include <deputy/mover.h>
+#include <deputy/status.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dp_context dp_context_t;
+
+typedef enum dp_memory_mode {
+    DP_MEMORY_DIRECT = 0, /* mapped for dp_malloc memory, direct for registered ranges */
+    DP_MEMORY_STAGED = 1  /* bytes through the channel */
+} dp_memory_mode_t;
+
+typedef struct dp_config {
+    size_t size;                 /* sizeof(dp_config_t), for ABI growth */
+    const char *agent;           /* socket path; NULL: $DEPUTY_AGENT, else the default */
+    const char *token;           /* per-job token; NULL: $DEPUTY_TOKEN, else none */
+    uint64_t pool_bytes;         /* mapped pool; 0: the agent's default */
+    uint32_t ring_size;          /* descriptors in this process's ring; 0: agent default */
+    uint32_t memory_mode;        /* dp_memory_mode_t; $DEPUTY_MEMORY=staged also selects */
+    uint32_t wq_mode;            /* DP_WQ_DEDICATED: one submitting thread; SHARED: any */
+    uint32_t wait_mode;          /* dp_wait_mode_t for dp_mover_wait (DEFAULT: spin) */
+    uint32_t lost_timeout_ms;    /* bound on noticing a dead agent; 0: 1000 */
+    uint32_t connect_timeout_ms; /* how long dp_init waits for an agent; 0: 1000 */
+} dp_config_t;
+
+#define DP_CONFIG_INITIALIZER \
+    { sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, 0, 0 }
+
+/* Connects and attaches. NULL config = defaults and environment.
+ * DP_ERR_NO_AGENT: nobody answers at the address; DP_ERR_DENIED: the agent
+ * refused (another user, wrong or missing token; the reason is logged). */
+DP_API dp_status_t dp_init(const dp_config_t *config, dp_context_t **ctx);
+
+/* Detaches; the agent frees this process's ring, pool and registrations.
+ * Memory from dp_malloc is gone afterwards. Safe after DP_ERR_AGENT_LOST. */
+DP_API dp_status_t dp_finalize(dp_context_t *ctx);
+
+/* Mapped memory, 64-byte aligned, from the pool; NULL when it is exhausted. */
+DP_API void *dp_malloc(dp_context_t *ctx, size_t bytes);
+DP_API void dp_free(dp_context_t *ctx, void *ptr);
+
+/* Lets the agent read and write [addr, addr+bytes) (memory mode direct).
+ * DP_ERR_UNSUPPORTED when the kernel refuses cross-memory attach (use
+ * staged mode), DP_ERR_TOO_LARGE beyond the agent's max_registrations. */
+DP_API dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes);
+DP_API dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr);
+
+/* The mover device the agent hosts, as a dp_mover_t: dp_mover_submit,
+ * dp_mover_wait, dp_mover_get_stats and dp_mover_close work as for a local
+ * device (wq must be 0: each process has one ring). Close it before
+ * dp_finalize. */
+DP_API dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover);
+
+/* DP_OK while the agent serves this context, DP_ERR_AGENT_LOST otherwise. */
+DP_API dp_status_t dp_agent_check(dp_context_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEPUTY_CONTEXT_H */

@@ -1,0 +1,147 @@
+#include "agent/agent_config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/affinity.h"
+
+namespace deputy::agent {
+namespace {
+
+using nlohmann::json;
+
+struct KeyError {
+    std::string message;
+};
+
+uint64_t get_uint(const json &v, const std::string &path, uint64_t max) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        throw KeyError{fmt::format("{}: expected a non-negative integer, got {}", path,
+                                   v.type_name())};
+    uint64_t x = v.get<uint64_t>();
+    if (x > max) throw KeyError{fmt::format("{}: {} is above the limit {}", path, x, max)};
+    return x;
+}
+
+std::string get_string(const json &v, const std::string &path) {
+    if (!v.is_string())
+        throw KeyError{fmt::format("{}: expected a string, got {}", path, v.type_name())};
+    return v.get<std::string>();
+}
+
+void read_token_file(const std::string &path, std::string *token) {
+    std::ifstream in(path);
+    if (!in) throw KeyError{fmt::format("agent.token_file: cannot read '{}'", path)};
+    std::getline(in, *token);
+    if (token->empty()) throw KeyError{fmt::format("agent.token_file: '{}' is empty", path)};
+}
+
+void apply_agent_keys(const json &agent, AgentConfig *c) {
+    if (!agent.is_object())
+        throw KeyError{fmt::format("agent: expected an object, got {}", agent.type_name())};
+    for (const auto &[key, v] : agent.items()) {
+        const std::string path = "agent." + key;
+        if (key == "socket") c->socket_path = get_string(v, path);
+        else if (key == "token") c->token = get_string(v, path);
+        else if (key == "token_file") read_token_file(get_string(v, path), &c->token);
+        else if (key == "engines") c->engines = uint32_t(get_uint(v, path, DP_MOVER_MAX_ENGINES));
+        else if (key == "cpus") c->cpus = get_string(v, path);
+        else if (key == "pool_bytes") c->pool_bytes = get_uint(v, path, 1ull << 40);
+        else if (key == "max_pool_bytes") c->max_pool_bytes = get_uint(v, path, 1ull << 40);
+        else if (key == "ring_size") c->ring_size = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_ring_size") c->max_ring_size = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_clients") c->max_clients = uint32_t(get_uint(v, path, 1000));
+        else if (key == "max_registrations")
+            c->max_registrations = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
+        else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
+        else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
+        else if (key == "request_timeout_ms")
+            c->request_timeout_ms = uint32_t(get_uint(v, path, 600000));
+        else throw KeyError{fmt::format("{}: unknown key", path)};
+    }
+}
+
+bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+}  // namespace
+
+dp_status_t load_config_text(const std::string &text, AgentConfig *config, std::string *error) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::parse_error &e) {
+        *error = fmt::format("agent config: not valid JSON: {}", e.what());
+        return DP_ERR_INVALID;
+    }
+    try {
+        const json *device = nullptr;
+        if (doc.is_object() && (doc.contains("agent") || doc.contains("device"))) {
+            for (const auto &[key, v] : doc.items()) {
+                if (key == "agent") apply_agent_keys(v, config);
+                else if (key == "device") device = &v;
+                else throw KeyError{fmt::format("{}: unknown key (expected 'agent' or 'device')", key)};
+            }
+        } else {
+            device = &doc;
+        }
+        if (device) {
+            std::string device_error;
+            if (mover::config_from_json(device->dump(), &config->device, &device_error) != DP_OK)
+                throw KeyError{"device: " + device_error};
+            config->device_given = true;
+        }
+    } catch (const KeyError &e) {
+        *error = "agent config: " + e.message;
+        return DP_ERR_INVALID;
+    }
+    return DP_OK;
+}
+
+dp_status_t load_config_file(const std::string &path, AgentConfig *config, std::string *error) {
+    std::ifstream in(path);
+    if (!in) {
+        *error = fmt::format("agent config: cannot read '{}'", path);
+        return DP_ERR_IO;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return load_config_text(text.str(), config, error);
+}
+
+dp_status_t finalize_config(AgentConfig *c, std::string *error) {
+    auto bad = [&](std::string text) {
+        *error = "agent config: " + std::move(text);
+        return DP_ERR_INVALID;
+    };
+    if (!power_of_two(c->ring_size) || c->ring_size > c->max_ring_size)
+        return bad(fmt::format("ring_size {} must be a power of two <= max_ring_size {}",
+                               c->ring_size, c->max_ring_size));
+    if (c->pool_bytes > c->max_pool_bytes)
+        return bad(fmt::format("pool_bytes {} is above max_pool_bytes {}", c->pool_bytes,
+                               c->max_pool_bytes));
+    if (c->max_clients == 0) return bad("max_clients must be at least 1");
+    if (c->device_given) {
+        if (!c->cpus.empty()) {
+            std::vector<int> cpus;
+            if (affinity::parse_cpu_list(c->cpus, &cpus, error) != DP_OK) return bad("cpus: " + *error);
+            c->device.cpus = cpus;
+        }
+        return DP_OK;
+    }
+    if (c->engines == 0) return bad("engines must be at least 1");
+    dp_mover_config_t simple = DP_MOVER_CONFIG_INITIALIZER;
+    simple.num_engines = c->engines;
+    simple.num_wqs = 1;
+    simple.wq_size = 1024;
+    simple.cpu_list = c->cpus.empty() ? nullptr : c->cpus.c_str();
+    std::string device_error;
+    if (mover::config_from_struct(simple, &c->device, &device_error) != DP_OK)
+        return bad(device_error);
+    return DP_OK;
+}
+
+}  // namespace deputy::agent

@@ -1,0 +1,47 @@
+// The agent's configuration: the mover device it hosts (accel-config-shaped,
+// exactly what `deputy bench mover --config` reads) plus the agent's own keys.
+//
+// JSON file (`deputy agent --config FILE`):
+//   { "agent":  { "socket": "...", "engines": 2, "cpus": "0-1", ... },
+//     "device": { accel-config device object, optional } }
+// A bare accel-config document (object or array) is accepted as the device.
+// Unknown keys and wrong types are errors naming the key path.
+#pragma once
+
+#include <deputy/status.h>
+
+#include <cstdint>
+#include <string>
+
+#include "mover/config.h"
+
+namespace deputy::agent {
+
+struct AgentConfig {
+    std::string socket_path;  // empty: default_socket_path()
+    std::string token;        // per-job token clients must present; empty: none
+    mover::DeviceConfig device;
+    bool device_given = false;     // the device came from JSON (engines/cpus keys then refused)
+    uint32_t engines = 1;          // without a device: one group, one queue, this many engines
+    std::string cpus;              // engine pinning ("0-1"); empty: unpinned
+    uint64_t pool_bytes = 64ull << 20;       // a client's mapped pool unless it asks
+    uint64_t max_pool_bytes = 1ull << 30;    // the most a client may ask
+    uint32_t ring_size = 256;                // descriptors per client ring unless it asks
+    uint32_t max_ring_size = 4096;
+    uint32_t max_clients = 256;
+    uint32_t max_registrations = 256;        // direct ranges per client
+    uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
+    uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
+    uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps
+    uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
+};
+
+// Fills the device from the agent keys when no device was given. Call after
+// loading and after command-line overrides.
+dp_status_t finalize_config(AgentConfig *config, std::string *error);
+
+// Loads a JSON file into *config (keys absent keep their value).
+dp_status_t load_config_file(const std::string &path, AgentConfig *config, std::string *error);
+dp_status_t load_config_text(const std::string &text, AgentConfig *config, std::string *error);
+
+}  // namespace deputy::agent

@@ -1,0 +1,327 @@
+#include "channel/control.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "channel/socket_io.h"
+#include "channel/transport.h"
+#include "common/check.h"
+
+namespace deputy::channel::control {
+namespace {
+
+// Little-endian writer and a bounds-checked reader over a payload.
+struct Writer {
+    std::vector<uint8_t> *out;
+    void u8(uint8_t v) { out->push_back(v); }
+    void u16(uint16_t v) {
+        size_t at = grow(2);
+        put_u16(out->data() + at, v);
+    }
+    void u32(uint32_t v) {
+        size_t at = grow(4);
+        put_u32(out->data() + at, v);
+    }
+    void u64(uint64_t v) {
+        size_t at = grow(8);
+        put_u64(out->data() + at, v);
+    }
+    void bytes(const void *p, size_t n) {
+        size_t at = grow(n);
+        if (n) std::memcpy(out->data() + at, p, n);
+    }
+    size_t grow(size_t n) {
+        size_t at = out->size();
+        out->resize(at + n);
+        return at;
+    }
+};
+
+struct Reader {
+    const uint8_t *p;
+    size_t n;
+    size_t at = 0;
+    std::string *error;
+    const char *message;
+
+    bool need(size_t k, const char *field) {
+        if (n - at >= k) return true;
+        *error = fmt::format("{}: truncated at field '{}' (needs {} bytes, {} left)", message,
+                             field, k, n - at);
+        return false;
+    }
+    bool u8(uint8_t *v, const char *field) {
+        if (!need(1, field)) return false;
+        *v = p[at++];
+        return true;
+    }
+    bool u16(uint16_t *v, const char *field) {
+        if (!need(2, field)) return false;
+        *v = get_u16(p + at);
+        at += 2;
+        return true;
+    }
+    bool u32(uint32_t *v, const char *field) {
+        if (!need(4, field)) return false;
+        *v = get_u32(p + at);
+        at += 4;
+        return true;
+    }
+    bool u64(uint64_t *v, const char *field) {
+        if (!need(8, field)) return false;
+        *v = get_u64(p + at);
+        at += 8;
+        return true;
+    }
+    bool bytes(void *dst, size_t k, const char *field) {
+        if (!need(k, field)) return false;
+        if (k) std::memcpy(dst, p + at, k);
+        at += k;
+        return true;
+    }
+    bool done() {
+        if (at == n) return true;
+        *error = fmt::format("{}: {} unexpected trailing bytes", message, n - at);
+        return false;
+    }
+};
+
+dp_status_t invalid(std::string *error, std::string text) {
+    *error = std::move(text);
+    return DP_ERR_INVALID;
+}
+
+void write_ranges(Writer &w, const std::vector<StagedRange> &ranges) {
+    for (const StagedRange &r : ranges) {
+        w.u64(r.addr);
+        w.u64(r.bytes.size());
+        w.bytes(r.bytes.data(), r.bytes.size());
+    }
+}
+
+// Reads `count` ranges; their lengths must fit in what is left of the
+// message, so a forged length cannot make us allocate more than was sent.
+bool read_ranges(Reader &r, uint32_t count, std::vector<StagedRange> *out) {
+    if (count > kMaxStagedRanges) {
+        *r.error = fmt::format("{}: field 'ranges' = {} (at most {})", r.message, count,
+                               kMaxStagedRanges);
+        return false;
+    }
+    out->resize(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        uint64_t len = 0;
+        if (!r.u64(&(*out)[i].addr, "range.addr") || !r.u64(&len, "range.len")) return false;
+        if (len > r.n - r.at) {
+            *r.error = fmt::format("{}: range {} claims {} bytes, only {} were sent", r.message,
+                                   i, len, r.n - r.at);
+            return false;
+        }
+        if ((*out)[i].addr + len < (*out)[i].addr) {
+            *r.error = fmt::format("{}: range {} [0x{:x}, +{}) wraps around the address space",
+                                   r.message, i, (*out)[i].addr, len);
+            return false;
+        }
+        (*out)[i].bytes.resize(len);
+        r.bytes((*out)[i].bytes.data(), len, "range.bytes");
+    }
+    return true;
+}
+
+}  // namespace
+
+void encode(const Attach &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u16(m.version);
+    w.u8(uint8_t(m.purpose));
+    w.u8(0);
+    w.u32(m.ring_size);
+    w.u64(m.pool_bytes);
+    w.u32(uint32_t(m.token.size()));
+    w.bytes(m.token.data(), m.token.size());
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error) {
+    Reader r{p, n, 0, error, "ATTACH"};
+    uint8_t purpose = 0, reserved = 0;
+    uint32_t token_len = 0;
+    if (!r.u16(&out->version, "version") || !r.u8(&purpose, "purpose") ||
+        !r.u8(&reserved, "reserved") || !r.u32(&out->ring_size, "ring_size") ||
+        !r.u64(&out->pool_bytes, "pool_bytes") || !r.u32(&token_len, "token_len"))
+        return DP_ERR_INVALID;
+    if (purpose > uint8_t(Purpose::kInfo))
+        return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info)",
+                                          unsigned(purpose)));
+    if (reserved != 0) return invalid(error, "ATTACH: field 'reserved' must be 0");
+    if (token_len > kMaxTokenBytes) {
+        *error = fmt::format("ATTACH: field 'token_len' = {} (at most {})", token_len,
+                             kMaxTokenBytes);
+        return DP_ERR_TOO_LARGE;
+    }
+    out->purpose = Purpose(purpose);
+    out->token.resize(token_len);
+    if (!r.bytes(out->token.data(), token_len, "token") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const Attached &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(m.client_id);
+    w.u32(m.num_engines);
+    w.u64(m.agent_pid);
+    w.u64(m.segment_bytes);
+    w.u64(m.ring_offset);
+    w.u32(m.ring_size);
+    w.u32(0);
+    w.u64(m.pool_offset);
+    w.u64(m.pool_bytes);
+    w.u64(m.max_transfer);
+    w.u64(m.max_staged);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, Attached *out, std::string *error) {
+    Reader r{p, n, 0, error, "ATTACHED"};
+    uint32_t reserved = 0;
+    if (!r.u32(&out->client_id, "client_id") || !r.u32(&out->num_engines, "num_engines") ||
+        !r.u64(&out->agent_pid, "agent_pid") || !r.u64(&out->segment_bytes, "segment_bytes") ||
+        !r.u64(&out->ring_offset, "ring_offset") || !r.u32(&out->ring_size, "ring_size") ||
+        !r.u32(&reserved, "reserved") || !r.u64(&out->pool_offset, "pool_offset") ||
+        !r.u64(&out->pool_bytes, "pool_bytes") || !r.u64(&out->max_transfer, "max_transfer") ||
+        !r.u64(&out->max_staged, "max_staged") || !r.done())
+        return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const Register &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u64(m.addr);
+    w.u64(m.len);
+    w.u32(uint32_t(m.kind));
+    w.u32(0);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, Register *out, std::string *error) {
+    Reader r{p, n, 0, error, "REGISTER"};
+    uint32_t kind = 0, reserved = 0;
+    if (!r.u64(&out->addr, "addr") || !r.u64(&out->len, "len") || !r.u32(&kind, "kind") ||
+        !r.u32(&reserved, "reserved") || !r.done())
+        return DP_ERR_INVALID;
+    if (kind > uint32_t(RegionKind::kDirect))
+        return invalid(error, fmt::format("REGISTER: field 'kind' = {} (0 segment, 1 direct)", kind));
+    if (reserved != 0) return invalid(error, "REGISTER: field 'reserved' must be 0");
+    if (out->len == 0) return invalid(error, "REGISTER: field 'len' is 0");
+    if (out->addr == 0) return invalid(error, "REGISTER: field 'addr' is 0");
+    if (out->addr + out->len < out->addr)
+        return invalid(error, fmt::format("REGISTER: [0x{:x}, +{}) wraps around the address space",
+                                          out->addr, out->len));
+    out->kind = RegionKind(kind);
+    return DP_OK;
+}
+
+void encode_deregister(uint64_t addr, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u64(addr);
+}
+
+dp_status_t decode_deregister(const uint8_t *p, size_t n, uint64_t *addr, std::string *error) {
+    Reader r{p, n, 0, error, "DEREGISTER"};
+    if (!r.u64(addr, "addr") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const Reply &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(uint32_t(int32_t(m.status)));
+    size_t len = std::min(m.reason.size(), kMaxReasonBytes);
+    w.u32(uint32_t(len));
+    w.bytes(m.reason.data(), len);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, Reply *out, std::string *error) {
+    Reader r{p, n, 0, error, "REPLY"};
+    uint32_t status = 0, len = 0;
+    if (!r.u32(&status, "status") || !r.u32(&len, "reason_len")) return DP_ERR_INVALID;
+    if (len > kMaxReasonBytes)
+        return invalid(error, fmt::format("REPLY: field 'reason_len' = {} (at most {})", len,
+                                          kMaxReasonBytes));
+    out->status = dp_status_t(int32_t(status));
+    out->reason.resize(len);
+    if (!r.bytes(out->reason.data(), len, "reason") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const Staged &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.bytes(&m.desc, sizeof(m.desc));
+    w.u32(uint32_t(m.sources.size()));
+    w.u32(0);
+    write_ranges(w, m.sources);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, Staged *out, std::string *error) {
+    Reader r{p, n, 0, error, "STAGED"};
+    uint32_t count = 0, reserved = 0;
+    if (!r.bytes(&out->desc, sizeof(out->desc), "descriptor") || !r.u32(&count, "ranges") ||
+        !r.u32(&reserved, "reserved"))
+        return DP_ERR_INVALID;
+    if (reserved != 0) return invalid(error, "STAGED: field 'reserved' must be 0");
+    if (!read_ranges(r, count, &out->sources) || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const StagedResult &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(uint32_t(int32_t(m.status)));
+    w.u32(uint32_t(m.writes.size()));
+    w.bytes(&m.record, sizeof(m.record));
+    write_ranges(w, m.writes);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *error) {
+    Reader r{p, n, 0, error, "STAGED_RESULT"};
+    uint32_t status = 0, count = 0;
+    if (!r.u32(&status, "status") || !r.u32(&count, "ranges") ||
+        !r.bytes(&out->record, sizeof(out->record), "record"))
+        return DP_ERR_INVALID;
+    out->status = dp_status_t(int32_t(status));
+    if (!read_ranges(r, count, &out->writes) || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+dp_status_t send_message(int fd, MsgType type, const std::vector<uint8_t> &payload,
+                         const int *fds, size_t nfds, int64_t timeout_ns, const char *where) {
+    DP_CHECK(check_send_size(payload.size(), kMaxControlMessage, where));
+    // One buffer so header and payload leave in one sendmsg (the fds ride on
+    // the header's first byte).
+    std::vector<uint8_t> frame(kFrameHeaderBytes + payload.size());
+    encode_frame_header(frame.data(), type, uint32_t(payload.size()));
+    if (!payload.empty()) std::memcpy(frame.data() + kFrameHeaderBytes, payload.data(), payload.size());
+    return sock::send_with_fds(fd, frame.data(), frame.size(), fds, nfds, timeout_ns, where);
+}
+
+dp_status_t recv_message(int fd, size_t max_payload, MsgType *type, std::vector<uint8_t> *payload,
+                         UniqueFd *fds, size_t max_fds, size_t *nfds, int64_t timeout_ns,
+                         const char *where) {
+    Deadline deadline(timeout_ns);
+    uint8_t header[kFrameHeaderBytes];
+    size_t got_fds = 0;
+    DP_CHECK(sock::recv_with_fds(fd, header, sizeof(header), fds, max_fds, &got_fds, timeout_ns,
+                                 where));
+    if (nfds) *nfds = got_fds;
+    FrameHeader h;
+    DP_CHECK(decode_frame_header(header, max_payload, where, &h));
+    payload->resize(h.length);
+    if (h.length) {
+        // A message cut midway breaks the connection: the caller drops it.
+        int64_t left = deadline.remaining_ns();
+        size_t none = 0;
+        dp_status_t s = sock::recv_with_fds(fd, payload->data(), h.length, nullptr, 0, &none,
+                                            timeout_ns < 0 ? -1 : (left > 0 ? left : 1), where);
+        if (s == DP_ERR_TIMEOUT) s = DP_ERR_IO;
+        DP_CHECK(s);
+    }
+    *type = h.type;
+    return DP_OK;
+}
+
+}  // namespace deputy::channel::control

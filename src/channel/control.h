@@ -1,0 +1,129 @@
+// The control protocol between a client (src/client) and its agent
+// (src/agent): the messages of the Unix-socket control connection, their
+// encodings, and framed send/receive with fds attached. Defined once here so
+// that agent and client, which never include each other, speak the same bytes.
+//
+// A connection starts with ATTACH (the client's purpose, token and wishes).
+// The agent checks the peer (SO_PEERCRED uid, token) and answers:
+//   - purpose attach: ATTACHED with the client's segment (memfd) and the
+//     doorbell eventfd attached (SCM_RIGHTS), or REPLY with an error status;
+//   - purpose info: INFO_REPLY (JSON) and closes.
+// Then requests (REGISTER, DEREGISTER, STAGED) each get one answer (REPLY or
+// STAGED_RESULT), in order. Mover descriptors do not travel here: they go
+// through the ring in the segment. Closing the socket detaches.
+//
+// Every decoder is written for hostile input: it checks lengths before
+// reading, names the offending field in *error, and never trusts a count.
+// The agent runs every client byte through these functions (fuzzed by
+// tests/fuzz/control_fuzz.cc).
+#pragma once
+
+#include <deputy/mover.h>
+#include <deputy/status.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "channel/message.h"
+#include "common/fd.h"
+
+namespace deputy::channel::control {
+
+// Control messages are small except STAGED/STAGED_RESULT, which carry data.
+inline constexpr size_t kMaxControlMessage = (size_t(4) << 20) + 4096;
+inline constexpr size_t kMaxTokenBytes = 256;
+inline constexpr size_t kMaxReasonBytes = 1024;
+inline constexpr uint32_t kMaxStagedRanges = 8;
+
+enum class Purpose : uint8_t { kAttach = 0, kInfo = 1 };
+
+struct Attach {
+    uint16_t version = kProtocolVersion;
+    Purpose purpose = Purpose::kAttach;
+    uint32_t ring_size = 0;   // descriptors in the client's ring; 0 = agent default
+    uint64_t pool_bytes = 0;  // mapped pool; 0 = agent default
+    std::string token;        // per-job token; empty when none
+};
+
+// Where things are in the client's segment, as offsets (the two processes map
+// it at different addresses).
+struct Attached {
+    uint32_t client_id = 0;
+    uint32_t num_engines = 0;
+    uint64_t agent_pid = 0;
+    uint64_t segment_bytes = 0;
+    uint64_t ring_offset = 0;
+    uint32_t ring_size = 0;
+    uint64_t pool_offset = 0;
+    uint64_t pool_bytes = 0;
+    uint64_t max_transfer = 0;     // bytes per descriptor (mapped and direct)
+    uint64_t max_staged = 0;       // bytes per staged descriptor
+};
+
+enum class RegionKind : uint32_t {
+    kSegmentBase = 0,  // "my mapping of the segment starts at addr" (len = segment bytes)
+    kDirect = 1,       // a range of ordinary memory the agent may read and write
+};
+
+struct Register {
+    uint64_t addr = 0;
+    uint64_t len = 0;
+    RegionKind kind = RegionKind::kDirect;
+};
+
+struct Reply {
+    dp_status_t status = DP_OK;
+    std::string reason;  // empty on success
+};
+
+// A byte range of the client's memory with its contents (staged mode).
+struct StagedRange {
+    uint64_t addr = 0;
+    std::vector<uint8_t> bytes;
+};
+
+struct Staged {
+    dp_desc_t desc{};
+    std::vector<StagedRange> sources;  // every range the descriptor reads
+};
+
+struct StagedResult {
+    dp_status_t status = DP_OK;  // DP_OK: `record` and `writes` are the outcome
+    dp_completion_t record{};
+    std::vector<StagedRange> writes;  // every range the descriptor wrote
+};
+
+// Encoders append the payload (no frame header) to *out.
+void encode(const Attach &m, std::vector<uint8_t> *out);
+void encode(const Attached &m, std::vector<uint8_t> *out);
+void encode(const Register &m, std::vector<uint8_t> *out);
+void encode_deregister(uint64_t addr, std::vector<uint8_t> *out);
+void encode(const Reply &m, std::vector<uint8_t> *out);
+void encode(const Staged &m, std::vector<uint8_t> *out);
+void encode(const StagedResult &m, std::vector<uint8_t> *out);
+
+// Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
+// *error naming the field. Nothing is logged here: the caller decides
+// whether a bad message is the peer's fault (agent) or a bug (client).
+dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, Attached *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, Register *out, std::string *error);
+dp_status_t decode_deregister(const uint8_t *p, size_t n, uint64_t *addr, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, Reply *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, Staged *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *error);
+
+// One framed message on a raw Unix stream socket, fds attached to its first
+// byte. Bounded by timeout_ns (<0: forever).
+dp_status_t send_message(int fd, MsgType type, const std::vector<uint8_t> &payload,
+                         const int *fds, size_t nfds, int64_t timeout_ns, const char *where);
+
+// Receives one framed message of at most max_payload bytes with up to
+// max_fds fds. On DP_ERR_TIMEOUT before the first byte nothing was consumed.
+dp_status_t recv_message(int fd, size_t max_payload, MsgType *type, std::vector<uint8_t> *payload,
+                         UniqueFd *fds, size_t max_fds, size_t *nfds, int64_t timeout_ns,
+                         const char *where);
+
+}  // namespace deputy::channel::control

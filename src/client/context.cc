@@ -1,0 +1,233 @@
+#include "client/context.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "channel/agent_address.h"
+#include "channel/socket_io.h"
+#include "channel/transport/uds/transport.h"
+#include "common/check.h"
+#include "common/log.h"
+#include "mover/queue_group.h"
+
+namespace deputy::client {
+namespace {
+
+namespace control = channel::control;
+using channel::MsgType;
+
+// Slow liveness checks happen at most this often on the submit path.
+constexpr uint64_t kCheckPeriodNs = 5'000'000;
+
+uint64_t coarse_now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
+
+const char *env_or(const char *name, const char *fallback) {
+    const char *v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+}  // namespace
+
+dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
+    dp_config_t defaults = DP_CONFIG_INITIALIZER;
+    const dp_config_t &c = config ? *config : defaults;
+    if (c.size < sizeof(dp_config_t))
+        DP_FAIL(DP_ERR_INVALID, "dp_init: config.size {} (expected {}; use DP_CONFIG_INITIALIZER)",
+                c.size, sizeof(dp_config_t));
+    out->address = channel::resolve_agent_address(c.agent ? c.agent : "");
+    const char *token = c.token ? c.token : env_or("DEPUTY_TOKEN", "");
+    out->token = token;
+    if (out->token.size() > control::kMaxTokenBytes)
+        DP_FAIL(DP_ERR_TOO_LARGE, "dp_init: token of {} bytes (at most {})", out->token.size(),
+                control::kMaxTokenBytes);
+    out->pool_bytes = c.pool_bytes;
+    out->ring_size = c.ring_size;
+    std::string memory = env_or("DEPUTY_MEMORY", "");
+    if (c.memory_mode > DP_MEMORY_STAGED)
+        DP_FAIL(DP_ERR_INVALID, "dp_init: config.memory_mode {} (0 direct, 1 staged)",
+                c.memory_mode);
+    out->memory_mode = dp_memory_mode_t(c.memory_mode);
+    if (memory == "staged") out->memory_mode = DP_MEMORY_STAGED;
+    else if (!memory.empty() && memory != "direct" && memory != "mapped")
+        DP_FAIL(DP_ERR_INVALID, "DEPUTY_MEMORY={}: expected mapped, direct or staged", memory);
+    if (c.wq_mode > DP_WQ_SHARED)
+        DP_FAIL(DP_ERR_INVALID, "dp_init: config.wq_mode {} (0 dedicated, 1 shared)", c.wq_mode);
+    out->wq_mode = dp_wq_mode_t(c.wq_mode);
+    if (c.wait_mode != DP_WAIT_DEFAULT && c.wait_mode > DP_WAIT_BLOCK)
+        DP_FAIL(DP_ERR_INVALID, "dp_init: config.wait_mode {} (0..3 or DP_WAIT_DEFAULT)",
+                c.wait_mode);
+    out->wait_mode = c.wait_mode == DP_WAIT_DEFAULT ? DP_WAIT_SPIN : dp_wait_mode_t(c.wait_mode);
+    out->lost_timeout_ns = int64_t(c.lost_timeout_ms ? c.lost_timeout_ms : 1000) * 1'000'000;
+    out->connect_timeout_ns = int64_t(c.connect_timeout_ms ? c.connect_timeout_ms : 1000) * 1'000'000;
+    return DP_OK;
+}
+
+dp_status_t Context::open(const ClientOptions &options, std::unique_ptr<Context> *out) {
+    std::unique_ptr<Context> ctx(new Context());
+    ctx->options_ = options;
+    DP_CHECK(ctx->attach());
+    *out = std::move(ctx);
+    return DP_OK;
+}
+
+Context::~Context() = default;  // closing the socket detaches; the agent frees the rest
+
+dp_status_t Context::attach() {
+    DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket_));
+    channel::sock::PeerCredentials creds;
+    DP_CHECK(channel::sock::peer_credentials(socket_.get(), &creds));
+    agent_pid_ = creds.pid;
+    control::Attach hello;
+    hello.ring_size = options_.ring_size;
+    hello.pool_bytes = options_.pool_bytes;
+    hello.token = options_.token;
+    std::vector<uint8_t> payload;
+    control::encode(hello, &payload);
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    // An agent that refuses (another uid) answers and closes at once, so
+    // our ATTACH may meet a closed socket: read its answer all the same.
+    const dp_status_t sent = control::send_message(socket_.get(), MsgType::kAttach, payload,
+                                                   nullptr, 0, timeout, "dp_init");
+    MsgType type;
+    std::vector<uint8_t> answer;
+    UniqueFd fds[2];
+    size_t nfds = 0;
+    dp_status_t s = control::recv_message(socket_.get(), control::kMaxControlMessage, &type,
+                                          &answer, fds, 2, &nfds, timeout, "dp_init");
+    if (sent != DP_OK && (s != DP_OK || type != MsgType::kReply)) return sent;
+    if (s == DP_ERR_TIMEOUT)
+        DP_FAIL(DP_ERR_NO_AGENT, "dp_init: the agent at {} did not answer in {} ms",
+                options_.address, timeout / 1'000'000);
+    DP_CHECK(s);
+    std::string error;
+    if (type == MsgType::kReply) {
+        control::Reply reply;
+        if (control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
+            DP_FAIL(DP_ERR_INTERNAL, "dp_init: {}", error);
+        DP_FAIL(reply.status < 0 ? reply.status : DP_ERR_INTERNAL,
+                "dp_init: the agent at {} refused: {} ({})", options_.address, reply.reason,
+                dp_status_name(reply.status));
+    }
+    if (type != MsgType::kAttached || nfds != 2)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_init: expected ATTACHED with 2 fds, got {} with {}",
+                channel::msg_type_name(type), nfds);
+    if (control::decode(answer.data(), answer.size(), &attached_, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_init: {}", error);
+    if (attached_.agent_pid != uint64_t(agent_pid_))
+        DP_FAIL(DP_ERR_DENIED, "dp_init: the agent says it is pid {}, the kernel says {}",
+                attached_.agent_pid, agent_pid_);
+    DP_CHECK(Segment::map(std::move(fds[0]), attached_.segment_bytes, &segment_));
+    doorbell_ = std::move(fds[1]);
+    const uint64_t size = segment_.size();
+    if (attached_.ring_offset < channel::kClientHeaderBytes ||
+        attached_.ring_offset + mover::WorkQueue::bytes_for(attached_.ring_size) > size ||
+        attached_.pool_offset > size || attached_.pool_bytes > size - attached_.pool_offset)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_init: the agent's segment layout does not fit its {} bytes",
+                size);
+    header_ = reinterpret_cast<channel::ClientSegmentHeader *>(segment_.data());
+    if (header_->magic != channel::kClientSegmentMagic)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_init: the segment is not a deputy client segment");
+    ring_ = mover::WorkQueue(segment_.at(attached_.ring_offset));
+    pool_.reset(segment_.at(attached_.pool_offset), attached_.pool_bytes);
+    agent_pidfd_.reset(int(syscall(SYS_pidfd_open, agent_pid_, 0)));
+    if (!agent_pidfd_)
+        DP_LOG_DEBUG("dp_init: pidfd_open({}): {}; falling back to kill(pid, 0)", agent_pid_,
+                     std::strerror(errno));
+    // Where Yama restricts ptrace (scope 1), cross-memory attach from the
+    // agent needs this process's consent. Without Yama the call fails: fine.
+    prctl(PR_SET_PTRACER, agent_pid_, 0, 0, 0);
+    control::Register base{reinterpret_cast<uint64_t>(segment_.data()), segment_.size(),
+                           control::RegionKind::kSegmentBase};
+    payload.clear();
+    control::encode(base, &payload);
+    DP_CHECK(simple_request(MsgType::kRegister, payload, "dp_init: segment base"));
+    DP_LOG_DEBUG("dp_init: attached to agent pid {} at {} as client {}: ring {}, pool {} KiB",
+                 agent_pid_, options_.address, attached_.client_id, attached_.ring_size,
+                 attached_.pool_bytes >> 10);
+    return DP_OK;
+}
+
+dp_status_t Context::mark_lost(const char *why) {
+    if (!lost_.exchange(true))
+        DP_LOG_ERROR("deputy: lost the agent (pid {}) at {}: {}", agent_pid_, options_.address,
+                     why);
+    return DP_ERR_AGENT_LOST;
+}
+
+dp_status_t Context::check_alive_slow(bool force) {
+    if (lost_.load(std::memory_order_relaxed)) return DP_ERR_AGENT_LOST;
+    const uint64_t now = coarse_now_ns();
+    if (!force && now < next_check_ns_.load(std::memory_order_relaxed)) return DP_OK;
+    next_check_ns_.store(now + kCheckPeriodNs, std::memory_order_relaxed);
+    if (header_ && header_->agent_state.load(std::memory_order_acquire) != channel::kAgentServing)
+        return mark_lost("it is shutting down");
+    if (agent_pidfd_) {
+        pollfd p{agent_pidfd_.get(), POLLIN, 0};
+        if (poll(&p, 1, 0) > 0) return mark_lost("the agent process exited");
+    } else if (kill(agent_pid_, 0) != 0 && errno == ESRCH) {
+        return mark_lost("the agent process exited");
+    }
+    // Nothing arrives unasked on the control socket: a hang-up means the
+    // agent closed this connection (it dropped us).
+    pollfd p{socket_.get(), POLLRDHUP, 0};
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        return mark_lost("the agent closed the connection");
+    return DP_OK;
+}
+
+dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
+                             MsgType *answer_type, std::vector<uint8_t> *answer) {
+    DP_CHECK(check_alive());
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    dp_status_t s = control::send_message(socket_.get(), type, payload, nullptr, 0, timeout,
+                                          "deputy request");
+    if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
+    DP_CHECK(s);
+    s = control::recv_message(socket_.get(), control::kMaxControlMessage, answer_type, answer,
+                              nullptr, 0, nullptr, timeout, "deputy request");
+    if (s == DP_ERR_TIMEOUT) return mark_lost("no answer within the lost timeout");
+    if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
+    return s;
+}
+
+dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,
+                                    const char *what) {
+    MsgType answer_type;
+    std::vector<uint8_t> answer;
+    DP_CHECK(request(type, payload, &answer_type, &answer));
+    control::Reply reply;
+    std::string error;
+    if (answer_type != MsgType::kReply ||
+        control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
+                channel::msg_type_name(answer_type), error);
+    if (reply.status != DP_OK)
+        DP_LOG_ERROR("{}: the agent answered {}: {}", what, dp_status_name(reply.status),
+                     reply.reason);
+    return reply.status;
+}
+
+void Context::ring_doorbell_if_sleeping() {
+    // Pairs with the agent's fence between setting agent_sleeping and its
+    // last look at the rings (agent.cc): one of the two sees the other.
+    mover::doorbell_fence();
+    if (header_->agent_sleeping.load(std::memory_order_relaxed)) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(doorbell_.get(), &one, sizeof(one));
+    }
+}
+
+}  // namespace deputy::client

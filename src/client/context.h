@@ -1,0 +1,100 @@
+// The client's side of an attachment to the agent: the control socket, the
+// segment (ring + pool) the agent passed, the doorbell, and knowing whether
+// the agent is still there.
+//
+// Liveness without a thread: the agent's pid comes from SO_PEERCRED (the
+// kernel's word, not the agent's) and is held as a pidfd, which becomes
+// readable when that process exits, whatever killed it. Calls look at a flag
+// (one load); at most every few milliseconds they also poll the pidfd, the
+// segment's agent_state and the socket's hang-up, so a dead agent is noticed
+// within lost_timeout_ms by any call, including a wait already in progress.
+#pragma once
+
+#include <deputy/context.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "channel/client_segment.h"
+#include "channel/control.h"
+#include "client/pool_allocator.h"
+#include "common/fd.h"
+#include "common/segment.h"
+#include "mover/work_queue.h"
+
+namespace deputy::client {
+
+struct ClientOptions {
+    std::string address;
+    std::string token;
+    uint64_t pool_bytes = 0;
+    uint32_t ring_size = 0;
+    dp_memory_mode_t memory_mode = DP_MEMORY_DIRECT;
+    dp_wq_mode_t wq_mode = DP_WQ_DEDICATED;
+    dp_wait_mode_t wait_mode = DP_WAIT_SPIN;
+    int64_t lost_timeout_ns = 1'000'000'000;
+    int64_t connect_timeout_ns = 1'000'000'000;
+};
+
+// From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY.
+dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
+
+class Context {
+  public:
+    static dp_status_t open(const ClientOptions &options, std::unique_ptr<Context> *out);
+    ~Context();
+
+    // One load while all is well; a real check at most every kCheckPeriodNs.
+    dp_status_t check_alive() {
+        if (lost_.load(std::memory_order_relaxed)) return DP_ERR_AGENT_LOST;
+        return check_alive_slow(false);
+    }
+    // Checks now, whatever the period (waits call it between sleeps).
+    dp_status_t check_alive_now() { return check_alive_slow(true); }
+
+    // One request and its answer, serialised between threads.
+    dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
+                        channel::MsgType *answer_type, std::vector<uint8_t> *answer);
+    // A request answered by REPLY: its status (the reason is logged).
+    dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
+                               const char *what);
+
+    void ring_doorbell_if_sleeping();
+
+    const ClientOptions &options() const { return options_; }
+    const channel::control::Attached &attached() const { return attached_; }
+    mover::WorkQueue &ring() { return ring_; }
+    PoolAllocator &pool() { return pool_; }
+    pid_t agent_pid() const { return agent_pid_; }
+    std::atomic<uint64_t> &submitted() { return submitted_; }
+    std::atomic<int> &open_movers() { return open_movers_; }
+
+  private:
+    Context() = default;
+    dp_status_t attach();
+    dp_status_t check_alive_slow(bool force);
+    dp_status_t mark_lost(const char *why);
+
+    ClientOptions options_;
+    UniqueFd socket_;
+    UniqueFd doorbell_;
+    UniqueFd agent_pidfd_;
+    pid_t agent_pid_ = 0;
+    Segment segment_;
+    channel::ClientSegmentHeader *header_ = nullptr;
+    channel::control::Attached attached_;
+    mover::WorkQueue ring_;
+    PoolAllocator pool_;
+    std::mutex control_mutex_;
+    std::atomic<bool> lost_{false};
+    std::atomic<uint64_t> next_check_ns_{0};
+    std::atomic<uint64_t> submitted_{0};
+    std::atomic<int> open_movers_{0};
+};
+
+}  // namespace deputy::client

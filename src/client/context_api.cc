@@ -1,0 +1,77 @@
+// The C API of include/deputy/context.h: thin wrappers over client::Context.
+#include <deputy/context.h>
+
+#include "channel/control.h"
+#include "client/agent_mover.h"
+#include "client/context.h"
+#include "common/check.h"
+#include "common/log.h"
+
+struct dp_context {
+    std::unique_ptr<deputy::client::Context> impl;
+};
+
+namespace {
+namespace control = deputy::channel::control;
+using deputy::channel::MsgType;
+}  // namespace
+
+extern "C" dp_status_t dp_init(const dp_config_t *config, dp_context_t **ctx) {
+    if (ctx == nullptr) return DP_ERR_INVALID;
+    *ctx = nullptr;
+    deputy::client::ClientOptions options;
+    DP_CHECK(deputy::client::options_from_config(config, &options));
+    std::unique_ptr<deputy::client::Context> impl;
+    DP_CHECK(deputy::client::Context::open(options, &impl));
+    *ctx = new dp_context{std::move(impl)};
+    return DP_OK;
+}
+
+extern "C" dp_status_t dp_finalize(dp_context_t *ctx) {
+    if (ctx == nullptr) return DP_ERR_INVALID;
+    if (int open = ctx->impl->open_movers().load(); open != 0)
+        DP_FAIL(DP_ERR_INVALID, "dp_finalize: {} mover(s) from dp_mover_attach still open; "
+                "dp_mover_close them first", open);
+    delete ctx;
+    return DP_OK;
+}
+
+extern "C" void *dp_malloc(dp_context_t *ctx, size_t bytes) {
+    if (ctx == nullptr) return nullptr;
+    return ctx->impl->pool().allocate(bytes);
+}
+
+extern "C" void dp_free(dp_context_t *ctx, void *ptr) {
+    if (ctx == nullptr || ptr == nullptr) return;
+    if (!ctx->impl->pool().release(ptr))
+        DP_LOG_ERROR("dp_free: {} was not returned by dp_malloc on this context", ptr);
+}
+
+extern "C" dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes) {
+    if (ctx == nullptr || addr == nullptr || bytes == 0) return DP_ERR_INVALID;
+    control::Register m{reinterpret_cast<uint64_t>(addr), bytes, control::RegionKind::kDirect};
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    return ctx->impl->simple_request(MsgType::kRegister, payload, "dp_mem_register");
+}
+
+extern "C" dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr) {
+    if (ctx == nullptr || addr == nullptr) return DP_ERR_INVALID;
+    std::vector<uint8_t> payload;
+    control::encode_deregister(reinterpret_cast<uint64_t>(addr), &payload);
+    return ctx->impl->simple_request(MsgType::kDeregister, payload, "dp_mem_deregister");
+}
+
+extern "C" dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover) {
+    if (ctx == nullptr || mover == nullptr) return DP_ERR_INVALID;
+    *mover = nullptr;
+    DP_CHECK(ctx->impl->check_alive_now());
+    *mover = deputy::mover::make_remote_mover(
+        std::make_unique<deputy::client::AgentMover>(ctx->impl.get()));
+    return DP_OK;
+}
+
+extern "C" dp_status_t dp_agent_check(dp_context_t *ctx) {
+    if (ctx == nullptr) return DP_ERR_INVALID;
+    return ctx->impl->check_alive_now();
+}

@@ -1,0 +1,194 @@
+#include "agent/agent_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "agent/agent.h"
+#include "channel/agent_address.h"
+#include "common/cli_common.h"
+#include "common/cli_json.h"
+#include "common/log.h"
+
+namespace deputy::tools {
+namespace {
+
+struct AgentFlags {
+    std::string socket;
+    std::string config_file;
+    uint32_t engines = 0;  // 0: config or 1
+    std::string cpus;
+    std::string token_file;
+    std::string pool_size;
+    uint32_t max_clients = 0;
+    bool daemon = false;
+    std::string pidfile;
+    std::string log_file;
+    cli::LogFlags log;
+};
+
+agent::Agent *g_agent = nullptr;
+
+void on_signal(int) {
+    if (g_agent) g_agent->stop();
+}
+
+// Everything the agent needs before it may fork: flags over config over env.
+bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *error) {
+    if (!f.config_file.empty() && agent::load_config_file(f.config_file, config, error) != DP_OK)
+        return false;
+    config->socket_path = channel::resolve_agent_address(
+        !f.socket.empty() ? f.socket : config->socket_path);
+    if (!f.token_file.empty()) {
+        std::ifstream in(f.token_file);
+        if (!in || !std::getline(in, config->token) || config->token.empty()) {
+            *error = "--token-file " + f.token_file + ": cannot read a token from it";
+            return false;
+        }
+    } else if (config->token.empty()) {
+        if (const char *env = std::getenv("DEPUTY_TOKEN")) config->token = env;
+    }
+    if (f.engines) {
+        if (config->device_given) {
+            *error = "--engines: the --config file defines the device; set engines there";
+            return false;
+        }
+        config->engines = f.engines;
+    }
+    if (!f.cpus.empty()) config->cpus = f.cpus;
+    if (!f.pool_size.empty()) config->pool_bytes = cli::parse_size_or_die(f.pool_size);
+    if (f.max_clients) config->max_clients = f.max_clients;
+    return agent::finalize_config(config, error) == DP_OK;
+}
+
+std::string default_pidfile(const std::string &socket) {
+    if (!socket.empty() && socket[0] == '@') return "/tmp/deputy-agent-" + socket.substr(1) + ".pid";
+    return socket.substr(0, socket.rfind('/')) + "/agent.pid";
+}
+
+int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd) {
+    std::unique_ptr<agent::Agent> agent;
+    std::string error;
+    dp_status_t s = agent::Agent::create(std::move(config), &agent, &error);
+    if (s != DP_OK) {
+        log::app().error("deputy agent: {} ({})", error, dp_status_name(s));
+        if (ready_fd >= 0) {
+            std::string msg = "1" + error;
+            [[maybe_unused]] ssize_t n = ::write(ready_fd, msg.data(), msg.size());
+            close(ready_fd);
+        }
+        return 1;
+    }
+    if (!pidfile.empty()) {
+        std::ofstream out(pidfile, std::ios::trunc);
+        out << getpid() << "\n";
+        if (!out) log::app().warn("deputy agent: cannot write pidfile {}", pidfile);
+    }
+    g_agent = agent.get();
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    if (ready_fd >= 0) {
+        [[maybe_unused]] ssize_t n = ::write(ready_fd, "0", 1);
+        close(ready_fd);
+    }
+    s = agent->run();
+    g_agent = nullptr;
+    agent.reset();
+    if (!pidfile.empty()) unlink(pidfile.c_str());
+    return s == DP_OK ? 0 : 1;
+}
+
+int run_daemon(agent::AgentConfig config, const std::string &pidfile, const std::string &log_file) {
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        log::app().error("deputy agent --daemon: pipe: {}", std::strerror(errno));
+        return 1;
+    }
+    const std::string socket = config.socket_path;
+    pid_t pid = fork();
+    if (pid < 0) {
+        log::app().error("deputy agent --daemon: fork: {}", std::strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        setsid();
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int out = log_file.empty() ? null
+                                   : open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (out < 0) out = null;
+        dup2(null, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        dup2(out, STDERR_FILENO);
+        _exit(serve(std::move(config), pidfile, pipefd[1]));
+    }
+    close(pipefd[1]);
+    // Return only once the child listens (or failed), so scripts can use
+    // the agent as soon as this command ends.
+    char buf[1024];
+    ssize_t n = read(pipefd[0], buf, sizeof(buf));
+    close(pipefd[0]);
+    if (n >= 1 && buf[0] == '0') {
+        std::printf("deputy agent: pid %d listening on %s (pidfile %s)\n", int(pid), socket.c_str(),
+                    pidfile.c_str());
+        return 0;
+    }
+    std::string why = n > 1 ? std::string(buf + 1, size_t(n - 1)) : "it exited before listening";
+    log::app().error("deputy agent --daemon: the agent did not start: {}", why);
+    return 1;
+}
+
+}  // namespace
+
+void register_agent(CLI::App &app) {
+    auto f = std::make_shared<AgentFlags>();
+    CLI::App *cmd = app.add_subcommand(
+        "agent", "run the node's agent: hosts the mover for local processes (dp_init)");
+    cmd->add_option("--socket", f->socket,
+                    "Unix socket path (default: $DEPUTY_AGENT, else "
+                    "$XDG_RUNTIME_DIR/deputy/agent.sock or /tmp/deputy-$UID/agent.sock)");
+    cmd->add_option("--config", f->config_file,
+                    "JSON: {\"agent\": {...}, \"device\": accel-config} (docs/agent.md)");
+    cmd->add_option("--engines", f->engines, "engine threads (without a device in --config)")
+        ->check(CLI::Range(1, DP_MOVER_MAX_ENGINES));
+    cmd->add_option("--cpus", f->cpus, "pin engines on these CPUs (\"0-1\", \"2,3\")");
+    cmd->add_option("--token-file", f->token_file,
+                    "clients must present this file's first line (DEPUTY_TOKEN) to attach");
+    cmd->add_option("--pool-size", f->pool_size, "mapped pool per client (default 64m)")
+        ->check(cli::size_validator());
+    cmd->add_option("--max-clients", f->max_clients, "clients attached at once (default 256)");
+    cmd->add_flag("--daemon", f->daemon,
+                  "detach; return once the agent listens; write its pid to --pidfile");
+    cmd->add_option("--pidfile", f->pidfile, "pid file (default with --daemon: next to the socket)");
+    cmd->add_option("--log-file", f->log_file, "--daemon: append the agent's log here");
+    cli::add_log_flags(*cmd, &f->log);
+    cli::add_json_config(*cmd);
+    cmd->callback([f] {
+        cli::LogFlags levels = f->log;
+        // The agent's work is the library's (src/agent): -l sets both loggers
+        // unless --sdk-log-level says otherwise.
+        if (levels.sdk_log_level.empty()) levels.sdk_log_level = levels.log_level;
+        cli::apply_log_flags(levels);
+        agent::AgentConfig config;
+        std::string error;
+        if (!build_config(*f, &config, &error)) throw CLI::ValidationError(error);
+        std::string pidfile = f->pidfile;
+        if (f->daemon && pidfile.empty()) pidfile = default_pidfile(config.socket_path);
+        int rc = f->daemon ? run_daemon(std::move(config), pidfile, f->log_file)
+                           : serve(std::move(config), pidfile, -1);
+        if (rc != 0) throw CLI::RuntimeError(rc);
+    });
+}
+
+}  // namespace deputy::tools

@@ -1,0 +1,124 @@
+// `deputy info`: is an agent reachable, which version, engines, queues,
+// clients and counters. Exit 0 when an agent answered, 1 otherwise.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent_command.h"
+#include "channel/agent_address.h"
+#include "channel/control.h"
+#include "channel/socket_io.h"
+#include "channel/transport/uds/transport.h"
+#include "common/cli_common.h"
+#include "common/cli_json.h"
+#include "common/log.h"
+
+namespace deputy::tools {
+namespace {
+
+namespace control = channel::control;
+
+struct InfoFlags {
+    std::string socket;
+    std::string token_file;
+    std::string format = "text";
+    double timeout_s = 1.0;
+    cli::LogFlags log;
+};
+
+int ask(const InfoFlags &f) {
+    const std::string address = channel::resolve_agent_address(f.socket);
+    const int64_t timeout = int64_t(f.timeout_s * 1e9);
+    UniqueFd fd;
+    if (channel::uds::connect_fd(address, timeout, &fd) != DP_OK) {
+        std::printf("agent: not reachable at %s\n", address.c_str());
+        return 1;
+    }
+    control::Attach m;
+    m.purpose = control::Purpose::kInfo;
+    if (!f.token_file.empty()) {
+        std::ifstream in(f.token_file);
+        std::getline(in, m.token);
+    } else if (const char *env = std::getenv("DEPUTY_TOKEN")) {
+        m.token = env;
+    }
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    channel::MsgType type;
+    std::vector<uint8_t> answer;
+    if (control::send_message(fd.get(), channel::MsgType::kAttach, payload, nullptr, 0, timeout,
+                              "deputy info") != DP_OK ||
+        control::recv_message(fd.get(), control::kMaxControlMessage, &type, &answer, nullptr, 0,
+                              nullptr, timeout, "deputy info") != DP_OK) {
+        std::printf("agent: %s accepted the connection but did not answer\n", address.c_str());
+        return 1;
+    }
+    if (type == channel::MsgType::kReply) {
+        control::Reply reply;
+        std::string error;
+        control::decode(answer.data(), answer.size(), &reply, &error);
+        std::printf("agent: %s refused: %s (%s)\n", address.c_str(), reply.reason.c_str(),
+                    dp_status_name(reply.status));
+        return 1;
+    }
+    std::string text(answer.begin(), answer.end());
+    if (f.format == "json") {
+        std::printf("%s\n", text.c_str());
+        return 0;
+    }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+        std::printf("agent: %s sent unreadable info\n", address.c_str());
+        return 1;
+    }
+    std::printf("agent: reachable at %s\n", address.c_str());
+    std::printf("  version %s, pid %d, up %.1f s, token %s\n",
+                j["version"].get<std::string>().c_str(), j["pid"].get<int>(),
+                j["uptime_s"].get<double>(), j["token_required"].get<bool>() ? "required" : "not required");
+    std::printf("  engines %u, queues %u\n", j["engines"].get<unsigned>(), j["queues"].get<unsigned>());
+    const auto &clients = j["clients"];
+    std::printf("  clients %zu\n", clients.size());
+    if (!clients.empty())
+        std::printf("    %4s %8s %6s %10s %6s %8s %12s %8s %8s %7s\n", "id", "pid", "uid",
+                    "pool(KiB)", "ring", "ranges", "descriptors", "direct", "staged", "denied");
+    for (const auto &c : clients)
+        std::printf("    %4u %8d %6u %10llu %6u %8zu %12llu %8llu %8llu %7llu\n",
+                    c["id"].get<unsigned>(), c["pid"].get<int>(), c["uid"].get<unsigned>(),
+                    (unsigned long long)(c["pool_bytes"].get<uint64_t>() >> 10),
+                    c["ring_size"].get<unsigned>(), c["registered_ranges"].get<size_t>(),
+                    (unsigned long long)c["descriptors"].get<uint64_t>(),
+                    (unsigned long long)c["direct"].get<uint64_t>(),
+                    (unsigned long long)c["staged"].get<uint64_t>(),
+                    (unsigned long long)c["denied"].get<uint64_t>());
+    std::printf("  counters:");
+    for (const auto &[key, value] : j["counters"].items())
+        std::printf(" %s=%llu", key.c_str(), (unsigned long long)value.get<uint64_t>());
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace
+
+void register_info(CLI::App &app) {
+    auto f = std::make_shared<InfoFlags>();
+    CLI::App *cmd = app.add_subcommand("info", "is an agent reachable? version, engines, clients, counters");
+    cmd->add_option("--socket", f->socket, "the agent's socket (default as for `deputy agent`)");
+    cmd->add_option("--token-file", f->token_file, "token for an agent that requires one (or DEPUTY_TOKEN)");
+    cmd->add_option("--format", f->format, "text or json (the agent's answer as is)")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--timeout", f->timeout_s, "seconds to wait for the agent")->capture_default_str();
+    cli::add_log_flags(*cmd, &f->log);
+    cli::add_json_config(*cmd);
+    cmd->callback([f] {
+        cli::apply_log_flags(f->log);
+        // Not finding an agent is an answer here, not a library error.
+        if (f->log.sdk_log_level.empty()) log::set_sdk_level(*log::parse_level("20"));
+        int rc = ask(*f);
+        if (rc != 0) throw CLI::RuntimeError(rc);
+    });
+}
+
+}  // namespace deputy::tools
