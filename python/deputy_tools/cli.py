@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, default=Path("results"), metavar="DIR")
     p.add_argument("--small", action="store_true", help="the small profile: minutes on 2 cores")
     p.add_argument("--only", action="append", default=[], metavar="SPEC",
-                   help="only this shipped spec (repeatable)")
+                   help="only this spec, or a group: every shipped <SPEC>_* spec or every spec "
+                        "of benchmark SPEC (--only channel; repeatable)")
     _add_run_options(p)
 
     sub.add_parser("specs", help="list the shipped sweep specs")

@@ -63,9 +63,19 @@ def flag_args(flags: Mapping[str, FlagValue]) -> list[str]:
     return args
 
 
-def bench_args(spec: SweepSpec, point: Point) -> list[str]:
-    """What follows the binary: `bench mover --size 4k ...` (no --out)."""
-    return ["bench", *spec.bench, *flag_args(point.flags)]
+def bench_args(spec: SweepSpec, point: Point, out_dir: Path | None = None) -> list[str]:
+    """What follows the binary: `bench mover --size 4k ...` (no --out); `{out}` in a
+    string flag value becomes `out_dir` when given."""
+    flags = point.flags
+    if out_dir is not None:
+        flags = {k: with_out_dir(v, out_dir) if isinstance(v, str) else v
+                 for k, v in flags.items()}
+    return ["bench", *spec.bench, *flag_args(flags)]
+
+
+def with_out_dir(word: str, out_dir: Path) -> str:
+    """`{out}` -> the result directory (plain replace: other braces stay as written)."""
+    return word.replace("{out}", str(out_dir))
 
 
 def point_key(spec: SweepSpec, point: Point) -> str:
@@ -83,11 +93,12 @@ def command(spec: SweepSpec, point: Point, deputy: str, out: Path) -> list[str]:
     """The full argv of a point, launcher first, writing its JSON to `out`."""
     values = {axis: value for axis, value in point.coords}
     values.update({k: str(v) for k, v in point.flags.items() if not isinstance(v, (list, bool))})
+    values["out"] = str(out.parent)
     try:
         launcher = [word.format(**values) for word in spec.launcher]
     except KeyError as e:
         raise ValueError(f"launcher of {spec.name}: no axis or flag named {e}") from e
-    return [*launcher, deputy, *bench_args(spec, point), "--out", str(out)]
+    return [*launcher, deputy, *bench_args(spec, point, out.parent), "--out", str(out)]
 
 
 def result_path(out_dir: Path, spec: SweepSpec, point: Point) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from deputy_tools.catalog import resolve_spec, shipped_specs
+from deputy_tools.catalog import select_specs, shipped_specs
 from deputy_tools.plot import plot_results
 from deputy_tools.report import collect_tables
 from deputy_tools.results import load_results
@@ -29,7 +29,7 @@ def reproduce(out_root: Path, deputy: str, *, small: bool = False, only: Sequenc
               live: bool | None = None, echo: Callable[[str], None] = print,
               warn: Callable[[str], None] = print) -> int:
     """Returns 0 when every point of every spec is done, 1 otherwise."""
-    paths = [resolve_spec(name) for name in only] if only else shipped_specs()
+    paths = select_specs(list(only)) if only else shipped_specs()
     profile = SMALL if small else None
     status = 0
     sections: list[str] = []

@@ -62,6 +62,18 @@ def run_point(argv: Sequence[str], result: Path, timeout_s: float) -> Outcome:
     return Outcome(False, seconds, returncode, problem, log)
 
 
+def run_setup(argv: Sequence[str], creates: Path, log: Path, timeout_s: float) -> str | None:
+    """Runs a spec's setup step; None when it exited 0 and `creates` exists, else why not."""
+    start = time.monotonic()
+    stdout, stderr, returncode, problem = _execute(argv, timeout_s)
+    if problem is None and returncode != 0:
+        problem = f"exit status {returncode}" + _reason(stderr, stdout)
+    if problem is None and not creates.exists():
+        problem = f"exited 0 but did not create {creates}"
+    _write_log(log, argv, returncode, time.monotonic() - start, stdout, stderr, problem)
+    return problem
+
+
 def _execute(argv: Sequence[str], timeout_s: float) -> tuple[str, str, int | None, str | None]:
     try:
         # A session of its own, so a timeout can stop a launcher's children too.

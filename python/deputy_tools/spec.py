@@ -20,6 +20,8 @@ and re-run or resumed exactly. Shape::
       "figures": ["throughput_vs_size"],       # what `reproduce` plots
       "timeout_s": 120,                        # per point
       "launcher": ["mpirun", "-np", "{ranks}"],# optional command prefix
+      "setup": [{"creates": "channel.key",     # optional, once per result directory
+                 "run": ["{deputy}", "bench", "channel", "--keygen", "{out}/channel.key"]}],
       "profiles": {"small": {"flags": {...}, "grid": {...}}}
     }
 
@@ -28,6 +30,13 @@ flag); `true` passes a bare flag, `false`/`null` leaves it out, a list is
 comma-joined. Later sources win: fixed flags, then each axis in order.
 A profile overrides flags (null removes one), replaces or adds axes, and
 may change the timeout, so one spec serves the full and the small run.
+
+`{out}` in a string flag value (or a launcher word) is the result
+directory, substituted when the command is built, so a point's identity
+(points.point_key) does not depend on where results go. `setup` steps make
+files the points need and cannot ship in git, such as a 0600 key file for
+`--secure --key`: each runs once, before the first pending point, unless
+`<out>/<creates>` already exists; `{deputy}` is the binary being swept.
 """
 
 from __future__ import annotations
@@ -41,8 +50,9 @@ Scalar = Union[str, int, float, bool, None]
 FlagValue = Union[Scalar, list]
 
 _SPEC_KEYS = {"name", "description", "bench", "flags", "grid", "figures", "timeout_s",
-              "launcher", "profiles", "seed"}
+              "launcher", "profiles", "seed", "setup"}
 _PROFILE_KEYS = {"description", "flags", "grid", "timeout_s"}
+_SETUP_KEYS = {"creates", "run"}
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -65,6 +75,14 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class SetupStep:
+    """A command run once per result directory unless <out>/<creates> exists."""
+
+    creates: str
+    run: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     name: str
     bench: tuple[str, ...]
@@ -74,6 +92,7 @@ class SweepSpec:
     figures: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
     launcher: tuple[str, ...] = ()
+    setup: tuple[SetupStep, ...] = ()
     profile: str | None = None
     profiles: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)
@@ -124,10 +143,31 @@ def parse_spec(raw: Any, where: str, profile: str | None = None,
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise SpecError(f"{where}: 'description' must be a string")
+    setup = _setup(raw.get("setup", []), f"{where}: setup")
     return SweepSpec(name=name, bench=bench_words, flags=flags, axes=axes,
                      description=description, figures=tuple(figures),
-                     timeout_s=float(timeout), launcher=tuple(launcher), profile=profile,
-                     profiles=tuple(sorted(profiles)), source=source)
+                     timeout_s=float(timeout), launcher=tuple(launcher), setup=setup,
+                     profile=profile, profiles=tuple(sorted(profiles)), source=source)
+
+
+def _setup(raw: Any, where: str) -> tuple[SetupStep, ...]:
+    if not isinstance(raw, list):
+        raise SpecError(f"{where}: must be a list of {{\"creates\": FILE, \"run\": [WORDS]}}")
+    steps = []
+    for i, step in enumerate(raw):
+        here = f"{where}[{i}]"
+        if not isinstance(step, dict):
+            raise SpecError(f"{here}: a setup step is an object with keys {sorted(_SETUP_KEYS)}")
+        _reject_unknown(step, _SETUP_KEYS, here)
+        creates, run = step.get("creates"), step.get("run")
+        if (not isinstance(creates, str) or not creates or creates.startswith("/")
+                or ".." in Path(creates).parts):
+            raise SpecError(f"{here}: 'creates' must name a file inside the result directory")
+        if (not isinstance(run, list) or not run
+                or not all(isinstance(w, str) and w for w in run)):
+            raise SpecError(f"{here}: 'run' must be a non-empty list of strings")
+        steps.append(SetupStep(creates=creates, run=tuple(run)))
+    return tuple(steps)
 
 
 def _read(path: Path) -> Any:

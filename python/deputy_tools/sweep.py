@@ -17,8 +17,8 @@ from typing import Callable
 
 from deputy_tools import points as pts
 from deputy_tools.progress import SweepProgress, make_progress
-from deputy_tools.runner import Outcome, partial_path, run_point
-from deputy_tools.spec import SweepSpec
+from deputy_tools.runner import Outcome, partial_path, run_point, run_setup
+from deputy_tools.spec import SetupStep, SweepSpec
 
 
 @dataclass
@@ -39,10 +39,11 @@ class SweepReport:
     failed: list[Failure] = field(default_factory=list)
     stopped_early: bool = False
     stray: list[Path] = field(default_factory=list)  # results from other settings
+    setup_error: str = ""     # a setup step failed: no point was run
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.stopped_early
+        return not self.failed and not self.stopped_early and not self.setup_error
 
 
 def default_out_dir(root: Path, spec: SweepSpec) -> Path:
@@ -69,16 +70,27 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
     if out_dir.is_dir():
         report.stray = sorted(p for p in out_dir.glob("*.json") if p.name not in expected)
 
+    steps = [step for step in spec.setup if pending and not (out_dir / step.creates).exists()]
     if dry_run:
         if report.skipped:
             echo(f"# {spec.name}: {report.skipped} of {report.total} points already done "
                  f"in {out_dir}")
+        for step in steps:
+            echo(shlex.join(setup_command(step, deputy, out_dir)))
         for point, result in pending:
             echo(shlex.join(pts.command(spec, point, deputy, partial_path(result))))
         return report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     limit = timeout_s if timeout_s is not None else spec.timeout_s
+    for i, step in enumerate(steps):
+        problem = run_setup(setup_command(step, deputy, out_dir), out_dir / step.creates,
+                            out_dir / f"setup-{i}.log", limit)
+        if problem:
+            report.setup_error = (f"setup of {spec.name} failed: {problem} "
+                                  f"(log: {out_dir / f'setup-{i}.log'}); no point was run")
+            echo(f"error: {report.setup_error}")
+            return report
     title = spec.name if spec.profile is None else f"{spec.name} ({spec.profile})"
     bar = progress or make_progress(title, len(pending), live)
     with bar:
@@ -102,8 +114,14 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
     return report
 
 
+def setup_command(step: SetupStep, deputy: str, out_dir: Path) -> list[str]:
+    return [pts.with_out_dir(word.replace("{deputy}", deputy), out_dir) for word in step.run]
+
+
 def summary(spec: SweepSpec, report: SweepReport, out_dir: Path) -> str:
     """One line for the end of a sweep, plus the failed points again (they may have scrolled)."""
+    if report.setup_error:
+        return report.setup_error
     done = report.skipped + report.ran - len(report.failed)
     line = (f"{spec.name}: {done}/{report.total} points done ({report.ran} run now, "
             f"{report.skipped} already done), {len(report.failed)} failed -> {out_dir}")

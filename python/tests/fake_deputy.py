@@ -1,11 +1,15 @@
-"""A stand-in for `deputy bench mover|rail --out FILE`, for sweep tests.
+"""A stand-in for `deputy bench mover|rail|channel --out FILE`, for sweep tests.
 
 It accepts the flags sweeps pass, writes a document of the real schema
-(tools/bench/mover/report.cc write_json, tools/bench/rail/summary.cc) with
-made-up numbers, and misbehaves on request so failure handling can be
-tested without a real benchmark failing:
+(tools/bench/mover/report.cc write_json, tools/bench/rail/summary.cc,
+tools/bench/channel/report.cc) with made-up numbers, and misbehaves on
+request so failure handling can be tested without a real benchmark failing.
+`bench channel --keygen FILE` writes a key file (0600, refusing to
+overwrite) and `--secure` needs `--key` naming an existing one, as the real
+benchmark does.
 
-  FAKE_DEPUTY_CALLS=file   append one line per call (the size or rails)
+  FAKE_DEPUTY_CALLS=file   append one line per call (the size, rails, or
+                           channel's transport[+secure]:size:count:buffer)
   FAKE_DEPUTY_FAIL=4k      exit 1 with an error on stderr for this size
   FAKE_DEPUTY_USAGE=4k     exit 105 with a CLI11-style usage error for this size
   FAKE_DEPUTY_HANG=4k      sleep for a minute for this size (timeouts)
@@ -88,11 +92,87 @@ def _rail(argv: list[str]) -> tuple[dict, str, str]:
     return doc, str(args.rails), args.out
 
 
+def _channel_side(role: str, transport: str, size: int, sent: int, received: int,
+                  buffer: int, start: int) -> dict:
+    def rate(n: int, seconds: float) -> dict:
+        return {"seconds": seconds, "avg_us": seconds * 1e6 / n if n else 0.0,
+                "mb_per_s": n * size / seconds / 1e6 if n else 0.0,
+                "msg_rate_mpps": n / seconds / 1e6 if n else 0.0}
+    send_s, recv_s = 1e-6 * (sent + 1), 1e-6 * (received + 2)
+    return {"role": role, "transport": transport, "peer": "fake", "connected": True,
+            "buffer_bytes": buffer or 1048576, "max_message": 1048576, "msg_size": size,
+            "peer_msg_size": size, "planned_send": sent, "sent": sent, "expected": received,
+            "received": received, "peer_planned": received, "peer_sent": received, "wrong": 0,
+            "send_start_ns": start, "send_end_ns": start + int(send_s * 1e9),
+            "recv_start_ns": start + 1000, "recv_first_ns": start + 1500 if received else 0,
+            "recv_end_ns": start + 1000 + int(recv_s * 1e9), "send_cpu_ns": 1, "recv_cpu_ns": 1,
+            "send": rate(sent, send_s), "recv": rate(received, recv_s),
+            "latency_ns": {"samples": 0, "min": 0.0, "p50": 0.0, "avg": 0.0, "p99": 0.0,
+                           "max": 0.0},
+            "status": "DP_OK", "status_code": 0, "error": "", "verdict": "OK", "exit_code": 0}
+
+
+def _channel(argv: list[str]) -> tuple[dict, str, str]:
+    p = argparse.ArgumentParser()
+    p.add_argument("-s", "--msg-size", default="64")
+    p.add_argument("-n", "--num-msgs", type=int, default=100000)
+    p.add_argument("--transport", default="shm")
+    p.add_argument("--secure", action="store_true")
+    p.add_argument("--key", default="")
+    p.add_argument("--keygen", default="")
+    p.add_argument("--insecure-tcp", action="store_true")
+    p.add_argument("--buffer-size", default="0")
+    p.add_argument("--mode", default="stream")
+    p.add_argument("--one-way", action="store_true")
+    p.add_argument("--loopback", action="store_true")
+    p.add_argument("--cpus", default="")
+    p.add_argument("--out", default="")
+    args, _ = p.parse_known_args(argv)
+    if args.keygen:
+        if os.path.exists(args.keygen):
+            print(f"--keygen {args.keygen}: exists; not overwritten", file=sys.stderr)
+            raise SystemExit(1)
+        fd = os.open(args.keygen, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"deputy-psk-v1 " + b"ab" * 32 + b"\n")
+        os.close(fd)
+        raise SystemExit(0)
+    if args.secure and not os.path.isfile(args.key):
+        print(f"--key {args.key}: unusable key file", file=sys.stderr)
+        raise SystemExit(105)
+    if args.transport == "tcp" and not (args.secure or args.insecure_tcp):
+        print("--transport tcp without --secure would send every message in clear",
+              file=sys.stderr)
+        raise SystemExit(105)
+    if not args.out:
+        raise SystemExit(0)
+    size, buffer = _size(args.msg_size), _size(args.buffer_size)
+    transport = ("secure+" if args.secure else "") + args.transport
+    both = not args.one_way
+    listen = _channel_side("listen", transport, size, args.num_msgs if both else 0,
+                           args.num_msgs, buffer, 1_000_000)
+    connect = _channel_side("connect", transport, size, args.num_msgs,
+                            args.num_msgs if both else 0, buffer, 1_000_000)
+    config = {"msg_size": size, "num_msgs": args.num_msgs, "transport": args.transport,
+              "secure": args.secure, "key_file": args.key, "insecure_tcp": args.insecure_tcp,
+              "buffer_size": args.buffer_size, "buffer_bytes": buffer, "mode": args.mode,
+              "one_way": args.one_way, "loopback": True, "cpus": args.cpus, "peer": [],
+              "max_msg_size": 1048576, "timeout_s": 10.0, "warmup": 100, "spin_us": 20.0,
+              "verify": True, "compare": ""}
+    doc = {"benchmark": "channel", "schema": 1, "config": config,
+           "versions": {"deputy": "fake", "libsodium": "fake"}, "host": {"cpus": 2},
+           "busy_threads": 4 if both else 2, "compare": None, "results": [listen, connect]}
+    key = f"{transport}:{size}:{args.num_msgs}:{buffer}"
+    return doc, key, args.out
+
+
+BENCHES = {"mover": _mover, "rail": _rail, "channel": _channel}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] != "bench" or argv[1] not in ("mover", "rail"):
+    if len(argv) < 2 or argv[0] != "bench" or argv[1] not in BENCHES:
         print(f"fake deputy: unsupported command {argv[:2]}", file=sys.stderr)
         return 2
-    doc, key, out = (_mover if argv[1] == "mover" else _rail)(argv[2:])
+    doc, key, out = BENCHES[argv[1]](argv[2:])
     calls = os.environ.get("FAKE_DEPUTY_CALLS")
     if calls:
         with open(calls, "a", encoding="utf-8") as f:

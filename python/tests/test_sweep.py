@@ -173,3 +173,62 @@ def test_cli_finds_deputy_from_the_environment(tmp_path: Path, fake_deputy: Path
     assert main(["sweep", str(spec_file), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "DEPUTY_BIN" in err and "no such file" in err
+
+
+KEYED = {"name": "keyed", "bench": "channel",
+         "flags": {"loopback": True, "one-way": True, "num-msgs": 10},
+         "setup": [{"creates": "channel.key",
+                    "run": ["{deputy}", "bench", "channel", "--keygen", "{out}/channel.key"]}],
+         "grid": {"secure": {"off": {}, "on": {"secure": True, "key": "{out}/channel.key"}}},
+         "timeout_s": 30}
+
+
+def test_setup_runs_once_before_the_points_and_out_is_substituted(
+        tmp_path: Path, fake_deputy: Path, calls: Callable[[], list[str]]) -> None:
+    out = tmp_path / "out"
+    report = run_sweep(parse_spec(KEYED, where="test"), out, str(fake_deputy))
+    assert report.ok and report.ran == 2
+    key = out / "channel.key"
+    assert key.read_text().startswith("deputy-psk-v1 ") and key.stat().st_mode & 0o077 == 0
+    assert calls() == ["shm:64:10:0", "secure+shm:64:10:0"]  # --keygen writes no result
+    [secure] = [f for f in results(out) if f.name.startswith("secure-on")]
+    assert json.loads(secure.read_text())["config"]["key_file"] == f"{out}/channel.key"
+    assert (out / "setup-0.log").read_text().startswith(f"$ {fake_deputy} bench channel --keygen")
+
+    # The key exists: a resumed or extended sweep does not make a new one (the fake
+    # refuses to overwrite, so a second --keygen would fail the sweep).
+    (out / results(out)[0].name).unlink()
+    again = run_sweep(parse_spec(KEYED, where="test"), out, str(fake_deputy))
+    assert again.ok and again.ran == 1
+
+
+def test_point_names_do_not_depend_on_the_result_directory(tmp_path: Path) -> None:
+    s = parse_spec(KEYED, where="test")
+    on = points.expand(s)[1]
+    assert points.result_path(tmp_path / "a", s, on).name == \
+        points.result_path(tmp_path / "b", s, on).name
+    argv = points.command(s, on, "deputy", tmp_path / "a" / "x.json.partial")
+    assert argv[argv.index("--key") + 1] == f"{tmp_path / 'a'}/channel.key"
+
+
+def test_dry_run_prints_the_setup_first(tmp_path: Path, fake_deputy: Path) -> None:
+    printed: list[str] = []
+    out = tmp_path / "out"
+    run_sweep(parse_spec(KEYED, where="test"), out, str(fake_deputy), dry_run=True,
+              echo=printed.append)
+    assert printed[0] == f"{fake_deputy} bench channel --keygen {out}/channel.key"
+    assert len(printed) == 3 and not out.exists()
+
+
+def test_failed_setup_runs_no_point(tmp_path: Path, fake_deputy: Path,
+                                    calls: Callable[[], list[str]],
+                                    capsys: pytest.CaptureFixture) -> None:
+    broken = {**KEYED, "setup": [{"creates": "channel.key",
+                                  "run": ["{deputy}", "bench", "nonsense"]}]}
+    out = tmp_path / "out"
+    spec_file = tmp_path / "keyed.json"
+    spec_file.write_text(json.dumps(broken))
+    assert main(["sweep", str(spec_file), "-o", str(out), "--deputy", str(fake_deputy)]) == 1
+    err = capsys.readouterr().err
+    assert "setup of keyed failed: exit status 2: fake deputy: unsupported command" in err
+    assert "no point was run" in err and calls() == []
