@@ -418,6 +418,18 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
         drop_client(s.id, "info served", false);
         return DP_OK;
     }
+    if (m.purpose == control::Purpose::kService) {
+        if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
+        ++counters_.services;
+        reply(s, DP_OK, "");
+        // The socket leaves the agent's care: take it out of epoll, hand it over.
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.socket.get(), nullptr);
+        UniqueFd socket = std::move(s.socket);
+        const channel::sock::PeerCredentials peer = s.creds;
+        clients_.erase(s.id);
+        service_handler_(std::move(socket), peer);
+        return DP_OK;
+    }
     const uint32_t ring_size = m.ring_size ? m.ring_size : config_.ring_size;
     if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
         return refuse(DP_ERR_INVALID, fmt::format("ring_size {} must be a power of two <= {}",
@@ -675,6 +687,7 @@ std::string Agent::info_json() const {
                      {"attached", counters_.attached},
                      {"detached", counters_.detached},
                      {"info_requests", counters_.info_requests},
+                     {"services", counters_.services},
                      {"descriptors_forwarded", counters_.forwarded},
                      {"descriptors_direct", counters_.direct},
                      {"descriptors_staged", counters_.staged},

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -38,6 +39,7 @@ struct AgentCounters {
     uint64_t attached = 0;
     uint64_t detached = 0;   // left or died, cleaned up
     uint64_t info_requests = 0;
+    uint64_t services = 0;   // connections handed to the service handler
     uint64_t forwarded = 0;
     uint64_t direct = 0;
     uint64_t staged = 0;
@@ -58,6 +60,13 @@ class Agent {
     dp_status_t run();
     // Async-signal-safe: a SIGTERM handler may call it.
     void stop();
+
+    // Connections that ask for purpose "service" (after authentication) are
+    // handed to this function with their socket, on the service thread: it
+    // must return at once (start a thread). Without a handler they are refused.
+    using ServiceHandler =
+        std::function<void(UniqueFd socket, const channel::sock::PeerCredentials &peer)>;
+    void set_service_handler(ServiceHandler handler) { service_handler_ = std::move(handler); }
 
     const std::string &address() const { return address_; }
     const AgentConfig &config() const { return config_; }
@@ -97,6 +106,7 @@ class Agent {
     bool sleeping_ = false;
     uint64_t started_ns_ = 0;
     AgentCounters counters_;
+    ServiceHandler service_handler_;
 };
 
 }  // namespace deputy::agent

@@ -149,8 +149,8 @@ dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error) 
         !r.u8(&reserved, "reserved") || !r.u32(&out->ring_size, "ring_size") ||
         !r.u64(&out->pool_bytes, "pool_bytes") || !r.u32(&token_len, "token_len"))
         return DP_ERR_INVALID;
-    if (purpose > uint8_t(Purpose::kInfo))
-        return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info)",
+    if (purpose > uint8_t(Purpose::kService))
+        return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info, 2 service)",
                                           unsigned(purpose)));
     if (reserved != 0) return invalid(error, "ATTACH: field 'reserved' must be 0");
     if (token_len > kMaxTokenBytes) {

@@ -7,7 +7,8 @@
 // The agent checks the peer (SO_PEERCRED uid, token) and answers:
 //   - purpose attach: ATTACHED with the client's segment (memfd) and the
 //     doorbell eventfd attached (SCM_RIGHTS), or REPLY with an error status;
-//   - purpose info: INFO_REPLY (JSON) and closes.
+//   - purpose info: INFO_REPLY (JSON) and closes;
+//   - purpose service: REPLY, then the connection belongs to the service.
 // Then requests (REGISTER, DEREGISTER, STAGED) each get one answer (REPLY or
 // STAGED_RESULT), in order. Mover descriptors do not travel here: they go
 // through the ring in the segment. Closing the socket detaches.
@@ -37,7 +38,10 @@ inline constexpr size_t kMaxTokenBytes = 256;
 inline constexpr size_t kMaxReasonBytes = 1024;
 inline constexpr uint32_t kMaxStagedRanges = 8;
 
-enum class Purpose : uint8_t { kAttach = 0, kInfo = 1 };
+// kService: the connection is handed to a service the agent's host program
+// installed (Agent::set_service_handler), which speaks its own messages on
+// it from then on; the benchmark's channel peer is one.
+enum class Purpose : uint8_t { kAttach = 0, kInfo = 1, kService = 2 };
 
 struct Attach {
     uint16_t version = kProtocolVersion;

@@ -10,8 +10,12 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "agent/agent.h"
+#include "bench/channel/agent_peer.h"
 #include "channel/agent_address.h"
 #include "common/cli_common.h"
 #include "common/cli_json.h"
@@ -91,6 +95,17 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd) {
         out << getpid() << "\n";
         if (!out) log::app().warn("deputy agent: cannot write pidfile {}", pidfile);
     }
+    // Services the agent hands connections to; each runs on its own thread,
+    // joined when the agent stops.
+    std::mutex service_mutex;
+    std::vector<std::thread> service_threads;
+    const std::string address = agent->address();
+    agent->set_service_handler([&](UniqueFd socket, const channel::sock::PeerCredentials &) {
+        std::lock_guard<std::mutex> lock(service_mutex);
+        service_threads.emplace_back([address, fd = std::move(socket)]() mutable {
+            bench::channel::serve_agent_peer(std::move(fd), address);
+        });
+    });
     g_agent = agent.get();
     struct sigaction sa{};
     sa.sa_handler = on_signal;
@@ -104,6 +119,7 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd) {
     }
     s = agent->run();
     g_agent = nullptr;
+    for (std::thread &t : service_threads) t.join();
     agent.reset();
     if (!pidfile.empty()) unlink(pidfile.c_str());
     return s == DP_OK ? 0 : 1;

@@ -63,6 +63,11 @@ void register_channel(CLI::App &bench) {
         ->expected(2);
     app->add_flag("--loopback", o->loopback,
                   "listen here and fork the connecting peer: one command runs the experiment");
+    app->add_flag("--agent", o->agent,
+                  "the listening side runs inside a running `deputy agent` (its bench-channel "
+                  "service); this process connects");
+    app->add_option("--agent-socket", o->agent_socket,
+                    "the agent for --agent (default: $DEPUTY_AGENT, else the agent's default)");
     app->add_flag("--insecure-tcp", o->insecure_tcp, "allow --transport tcp without --secure");
     app->add_option("--max-msg-size", o->max_msg_size, "the channel's message limit (at most 64M)")
         ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "bench/channel/options.h"
 
+#include "channel/agent_address.h"
+
 #include <fmt/format.h>
 
 #include "channel/transport/shm/transport.h"
@@ -95,9 +97,16 @@ bool resolve(const ChannelOptions &o, Plan *plan, std::string *error) {
                                         affinity::cpu_count() - 1));
     }
 
-    if (o.loopback == !o.peer.empty())
-        return fail("give exactly one of --loopback or --peer listen|connect ADDR");
-    if (o.loopback) {
+    if (int(o.loopback) + int(!o.peer.empty()) + int(o.agent) != 1)
+        return fail("give exactly one of --loopback, --agent or --peer listen|connect ADDR");
+    if (o.agent) {
+        p.via_agent = true;
+        p.role = Role::kConnect;
+        p.agent_address = ch::resolve_agent_address(o.agent_socket);
+        // A placeholder: the agent answers with the address of its listener.
+        e.address = e.kind == ch::TransportKind::kTcp ? "127.0.0.1:0" : "/pending";
+        p.cpus = cpus;
+    } else if (o.loopback) {
         p.loopback = true;
         p.role = Role::kListen;
         // uds/shm: a placeholder; the runner makes a private directory for it.

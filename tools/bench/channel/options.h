@@ -33,6 +33,8 @@ struct ChannelOptions {
     std::string cpus;                 // --cpus: pin threads (see bench_channel.cc)
     std::string compare;              // --compare shm|uds|tcp: loopback baseline in the same run
     std::string out_file;             // --out: results JSON
+    bool agent = false;               // --agent: the listening side runs inside `deputy agent`
+    std::string agent_socket;         // --agent-socket: that agent (default: as dp_init finds it)
 };
 
 enum class Mode { kStream, kPingpong };
@@ -57,6 +59,8 @@ struct Plan {
     std::vector<int> peer_cpus;  // loopback: the spawned peer's
     bool compare = false;        // loopback: run again over compare_kind, same everything else
     deputy::channel::TransportKind compare_kind = deputy::channel::TransportKind::kUds;
+    bool via_agent = false;      // --agent: the agent listens, this process connects
+    std::string agent_address;   // the agent's control socket
 };
 
 // Checks the options and fills a Plan. On error returns false with a message

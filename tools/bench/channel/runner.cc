@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/channel/agent_peer.h"
 #include "bench/channel/report.h"
 #include "bench/channel/session.h"
 #include "common/fd.h"
@@ -177,6 +178,8 @@ int run_command(const ChannelOptions &options, Plan &plan) {
     std::vector<SideResult> sides, baseline;
     if (plan.loopback) {
         sides = run_loopback(plan);
+    } else if (plan.via_agent) {
+        sides = run_via_agent(plan, options);
     } else {
         sides.push_back(run_side(plan, plan.role, nullptr, plan.cpus));
     }
