@@ -29,6 +29,9 @@ class Param:
     prefix: str = ""                       # "BS" -> "BS 4"; "" -> the value alone
     fmt: Callable[[Any], str] = str
     order: Callable[[Any], Any] = _identity  # sort key of the values
+    # False: never folded into the x axis as a follower, even when each x has one value
+    # (channel runs of two modes at disjoint sizes are two lines, not one zigzag).
+    may_follow_x: bool = True
 
     def show(self, value: Any) -> str:
         text = self.fmt(value)
@@ -112,7 +115,8 @@ def group(records: Sequence[Record], x: Param | None, params: Sequence[Param]) -
             grouping.constants.append((p, values[0]))
         elif len(values) > 1:
             # Following x only means something when x itself varies.
-            leaders = ([x] if x is not None and len(grouping.xs) > 1 else []) + grouping.series
+            leaders = ([x] if x is not None and len(grouping.xs) > 1 and p.may_follow_x
+                       else []) + grouping.series
             leader = next((q for q in leaders
                            if follows(records, p, q) and (q is x or follows(records, q, p))), None)
             if leader is None:

@@ -6,6 +6,8 @@ it (Markdown: "4K", "19.011", "102.5") while CSV keeps the full value for
 programs (4096, 19.011371547922952, 1.025). In Markdown, columns that hold
 one value in every row move to a "Same in every row" note above the table
 and columns are padded, so the Markdown source reads as a table too.
+Optional columns (pingpong latency among stream rows) are left out of the
+Markdown when no row has a value.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Column:
     fmt: Callable[[Any], str] = str  # Markdown cell of a non-None value
     numeric: bool = False    # right-aligned in Markdown
     collapsible: bool = False  # may move to the note when constant
+    optional: bool = False   # left out of Markdown when no row has a value (CSV keeps it)
 
     def cell(self, value: Any) -> str:
         return "-" if value is None else self.fmt(value)
@@ -57,6 +60,8 @@ def _markdown(table: Table) -> str:
     keep, same = [], []
     for i, column in enumerate(table.columns):
         values = {repr(row[i]): row[i] for row in table.rows if row[i] is not None}
+        if column.optional and not values:
+            continue
         if column.collapsible and len(values) <= 1 and table.rows:
             if values:
                 same.append(f"{column.title} {column.cell(next(iter(values.values())))}")

@@ -22,7 +22,8 @@ def test_dry_run_lists_every_small_point(tmp_path: Path, fake_deputy: Path,
     argv = ["reproduce", "--small", "-o", str(out), "--dry-run", "--deputy", str(fake_deputy)]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    expected = sum(len(points.expand(load_spec(p, "small"))) for p in shipped_specs())
+    specs = [load_spec(p, "small") for p in shipped_specs()]
+    expected = sum(len(points.expand(s)) + len(s.setup) for s in specs)  # setup: key files
     assert len(lines) == expected
     assert all(line.startswith(f"{fake_deputy.resolve()} bench ") for line in lines)
     assert not out.exists() and calls() == []
