@@ -16,7 +16,7 @@ from typing import Sequence
 
 from deputy_tools import __version__, registry
 from deputy_tools.binary import DeputyNotFound, find_deputy
-from deputy_tools.catalog import resolve_spec, shipped_specs
+from deputy_tools.catalog import resolve_spec, select_specs, shipped_specs
 from deputy_tools.plot import PlotError, plot_results
 from deputy_tools.report import FORMATS, collect_tables, render
 from deputy_tools.reproduce import SMALL, reproduce
@@ -145,6 +145,7 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    select_specs(args.only)  # a misspelt --only is the error to report, not a missing binary
     return reproduce(args.out, _deputy(args), small=args.small, only=args.only,
                      dry_run=args.dry_run, fail_fast=args.fail_fast, timeout_s=args.timeout,
                      live=args.live, warn=_warn)

@@ -13,6 +13,7 @@ from typing import Callable
 import pytest
 from matplotlib.axes import Axes
 
+from deputy_tools import points
 from deputy_tools.catalog import select_specs
 from deputy_tools.cli import main
 from deputy_tools.kinds.channel import records, significant
@@ -192,7 +193,8 @@ def test_both_ways_table(data: Path) -> None:
 def test_size_table_rows_in_channel_then_size_order(data: Path) -> None:
     files = sorted(channel_dir(data, "size").glob("*.json"), reverse=True)
     lines = table_text(files).splitlines()
-    rows = [line.split("|")[1:4] for line in lines if line.startswith("| ") and "transport" not in line]
+    rows = [line.split("|")[1:4] for line in lines
+            if line.startswith("| ") and "transport" not in line]
     assert [(t.strip(), s.strip(), z.strip()) for t, s, z in rows] == [
         (t, sec, z) for t in ("shm", "uds", "tcp") for sec in ("no", "yes") for z in ("256", "4K")]
     assert "Same in every row: mode stream one-way, direction connect -> listen, count 2,000, " \
@@ -297,7 +299,7 @@ def test_reproduce_small_only_channel(tmp_path: Path, fake_deputy: Path,
     assert main(argv) == 0
     printed = capsys.readouterr().out.split()
     specs = [load_spec(p, "small") for p in select_specs(["channel"])]
-    assert len(calls()) == sum(len(points) for points in map(_points, specs))
+    assert len(calls()) == sum(len(points.expand(spec)) for spec in specs)
     for spec in specs:
         assert (out / f"{spec.name}.small" / "channel.key").exists()
         [figure] = spec.figures
@@ -308,11 +310,6 @@ def test_reproduce_small_only_channel(tmp_path: Path, fake_deputy: Path,
         "## channel_buffer", "## channel_count", "## channel_size"]
     assert "| tcp       | yes    |" in tables
     assert not any("mover" in c for c in calls())
-
-
-def _points(spec):
-    from deputy_tools import points
-    return points.expand(spec)
 
 
 def test_cli_sweep_channel_size_spec_file(tmp_path: Path, fake_deputy: Path,
@@ -327,3 +324,8 @@ def test_cli_sweep_channel_size_spec_file(tmp_path: Path, fake_deputy: Path,
     assert "channel_size: 24/24 points done (24 run now, 0 already done), 0 failed" in err
     assert calls()[:2] == ["shm:128:10000:0", "shm:1024:10000:0"]
     assert calls()[-1] == "secure+tcp:65536:10000:0"
+
+
+def test_misspelt_only_is_reported_before_the_binary(capsys: pytest.CaptureFixture) -> None:
+    assert main(["reproduce", "--small", "--only", "chanel"]) == 2
+    assert "--only chanel: no such spec file, shipped spec, nor group" in capsys.readouterr().err
