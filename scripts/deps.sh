@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Debian 12 packages deputy needs and installs the missing ones
 # when run as root; otherwise prints the exact apt-get line and fails.
-# Usage: scripts/deps.sh [build|test]   (test adds what only the tests need)
+# Usage: scripts/deps.sh [build|test|--fuzz]   (test adds what only the tests
+# need; --fuzz adds clang and libFuzzer for scripts/fuzz.sh)
 set -euo pipefail
 
 build_packages=(
@@ -14,16 +15,31 @@ test_packages=(
   python3 python3-venv python3-pip python3-matplotlib python3-rich python3-pytest python3-yaml
   iproute2
 )
+# The fuzz step of scripts/test.sh (libFuzzer lives in libclang-rt-14-dev).
+# Optional for `test`: installed when root, only suggested otherwise, since
+# test.sh skips the step without clang.
+fuzz_packages=(clang libclang-rt-14-dev)
 
 packages=("${build_packages[@]}")
-if [[ "${1:-build}" == "test" ]]; then
-  packages+=("${test_packages[@]}")
-fi
+optional=()
+case "${1:-build}" in
+  test) packages+=("${test_packages[@]}"); optional=("${fuzz_packages[@]}") ;;
+  fuzz|--fuzz) packages+=("${fuzz_packages[@]}") ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
+  fi
+done
+for p in "${optional[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    if [[ $(id -u) -eq 0 ]]; then
+      missing+=("$p")
+    else
+      echo "deps: optional, for the fuzz step of scripts/test.sh: sudo apt-get install -y $p" >&2
+    fi
   fi
 done
 

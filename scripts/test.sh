@@ -5,6 +5,8 @@
 #   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest)
 #   4. ASan+UBSan build + ctest
 #   5. TSan build + the concurrency suites (rings, engines)
+#   6. 20 s of libFuzzer on the control-protocol decoders (scripts/fuzz.sh;
+#      skipped, not failed, when clang is not installed)
 # Exits non-zero if any step fails; prints a summary either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,12 @@ step "install consumer" install_test
 step "python + CLI end-to-end" python_tests
 step "ASan+UBSan build + unit tests" asan
 step "TSan build + concurrency tests" tsan
+if scripts/fuzz.sh --check; then
+  step "fuzz: control protocol (20 s)" scripts/fuzz.sh 20
+else
+  echo
+  echo "fuzz: skipped (clang not installed; bash scripts/deps.sh --fuzz installs it)"
+fi
 
 echo
 echo "=== summary ==="
