@@ -1,0 +1,77 @@
+// What one rank asks for: the collective, its team, its count and types.
+//
+// Counts are in elements of `dtype`, as in MPI, and mean per collective:
+//
+//   collective      count is                  source bytes   destination bytes
+//   allreduce       the whole vector          n              n
+//   reduce_scatter  each rank's result block  P * n          n   (P * n in place)
+//   allgather       each rank's contribution  n              P * n
+//   alltoall        each block to one peer    P * n          P * n
+//   bcast           the whole message         0              n   (root's data is there)
+//   barrier         ignored                   0              0
+//
+// with n = count * dp_dtype_size(dtype). In place (MPI_IN_PLACE) the source
+// buffer does not exist and the input is read from the destination: for
+// allgather each rank's block already sits at its slot of the destination;
+// for reduce_scatter the P blocks are in the destination and the result goes
+// to its first block; allreduce and alltoall read and overwrite the
+// destination. bcast and barrier have no in-place form (the flag is ignored).
+#pragma once
+
+#include <deputy/mover.h>
+#include <deputy/status.h>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace deputy::coll {
+
+enum class Collective : uint8_t {
+    allreduce = 0,
+    reduce_scatter,
+    allgather,
+    alltoall,
+    bcast,
+    barrier,
+};
+inline constexpr int kCollectiveCount = 6;
+
+const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
+std::optional<Collective> collective_from_name(std::string_view name);
+
+struct CollectiveArgs {
+    Collective collective = Collective::allreduce;
+    int rank = 0;  // this rank's index in the team, 0 <= rank < size
+    int size = 1;  // team size P
+    size_t count = 0;
+    dp_dtype_t dtype = DP_UINT8;
+    dp_op_t op = DP_SUM;  // allreduce and reduce_scatter only
+    int root = 0;         // bcast only
+    bool in_place = false;
+    // Messages (and the reductions that follow them) are split into pieces of
+    // at most this many bytes, rounded down to whole elements (at least one),
+    // so that a receiver can reduce or forward piece k while piece k+1 is on
+    // the wire. 0: one piece per message.
+    size_t chunk_bytes = 0;
+};
+
+// DP_OK, or DP_ERR_INVALID for a rank, size, root, dtype or op out of its
+// domain, or DP_ERR_TOO_LARGE when a buffer size would overflow size_t.
+dp_status_t check_args(const CollectiveArgs &args);
+
+// Bytes of the source and destination buffers the schedule for `args` may
+// touch (see the table above). Only meaningful for arguments check_args accepts.
+size_t source_bytes(const CollectiveArgs &args);
+size_t destination_bytes(const CollectiveArgs &args);
+
+// Whether a collective reduces (and so uses dtype's arithmetic and op).
+inline bool reduces(Collective c) {
+    return c == Collective::allreduce || c == Collective::reduce_scatter;
+}
+// Whether MPI defines an in-place form of the collective.
+inline bool has_in_place(Collective c) {
+    return c != Collective::bcast && c != Collective::barrier;
+}
+
+}  // namespace deputy::coll
