@@ -87,6 +87,13 @@ struct Reader {
     }
 };
 
+// A status on the wire must be one the enum defines: converting any other
+// 32-bit value to dp_status_t is undefined, and a caller could not act on it.
+bool status_defined(uint32_t wire) {
+    const int32_t v = int32_t(wire);
+    return v >= int32_t(DP_ERR_IO) && v <= int32_t(DP_INPROGRESS);
+}
+
 dp_status_t invalid(std::string *error, std::string text) {
     *error = std::move(text);
     return DP_ERR_INVALID;
@@ -189,6 +196,7 @@ dp_status_t decode(const uint8_t *p, size_t n, Attached *out, std::string *error
         !r.u64(&out->pool_bytes, "pool_bytes") || !r.u64(&out->max_transfer, "max_transfer") ||
         !r.u64(&out->max_staged, "max_staged") || !r.done())
         return DP_ERR_INVALID;
+    if (reserved != 0) return invalid(error, "ATTACHED: field 'reserved' must be 0");
     return DP_OK;
 }
 
@@ -241,6 +249,9 @@ dp_status_t decode(const uint8_t *p, size_t n, Reply *out, std::string *error) {
     Reader r{p, n, 0, error, "REPLY"};
     uint32_t status = 0, len = 0;
     if (!r.u32(&status, "status") || !r.u32(&len, "reason_len")) return DP_ERR_INVALID;
+    if (!status_defined(status))
+        return invalid(error, fmt::format("REPLY: field 'status' = {} is not a dp_status_t",
+                                          int32_t(status)));
     if (len > kMaxReasonBytes)
         return invalid(error, fmt::format("REPLY: field 'reason_len' = {} (at most {})", len,
                                           kMaxReasonBytes));
@@ -283,6 +294,9 @@ dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *e
     if (!r.u32(&status, "status") || !r.u32(&count, "ranges") ||
         !r.bytes(&out->record, sizeof(out->record), "record"))
         return DP_ERR_INVALID;
+    if (!status_defined(status))
+        return invalid(error, fmt::format("STAGED_RESULT: field 'status' = {} is not a dp_status_t",
+                                          int32_t(status)));
     out->status = dp_status_t(int32_t(status));
     if (!read_ranges(r, count, &out->writes) || !r.done()) return DP_ERR_INVALID;
     return DP_OK;
