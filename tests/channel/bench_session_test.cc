@@ -95,7 +95,7 @@ TEST(BenchChannelOptions, RefusalsNameTheFlagAndTheLimit) {
               "--one-way applies to --mode stream (pingpong is two-way by nature)");
     o = options("listen", "uds", 10);
     o.loopback = true;
-    EXPECT_EQ(resolve_error(o), "give exactly one of --loopback or --peer listen|connect ADDR");
+    EXPECT_EQ(resolve_error(o), "give exactly one of --loopback, --agent or --peer listen|connect ADDR");
     o = options("serve", "uds", 10);
     EXPECT_EQ(resolve_error(o), "--peer expects 'listen ADDR' or 'connect ADDR'");
     o = options("listen", "rdma", 10);
