@@ -3,6 +3,7 @@
 #define DEPUTY_DEPUTY_H
 
 #include <deputy/export.h>
+#include <deputy/coll.h>
 #include <deputy/context.h>
 #include <deputy/log.h>
 #include <deputy/mover.h>

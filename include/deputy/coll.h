@@ -1,0 +1,94 @@
+/* deputy — teams and offloaded collectives.
+ *
+ * A team is a set of processes attached to the same agent (any processes:
+ * MPI ranks, threads' contexts, launched programs). Each member calls
+ * dp_team_create with the same key and size and its own rank; creation
+ * completes when all `size` members joined.
+ *
+ * A collective is posted as one 64-byte descriptor into the caller's ring;
+ * the call returns at once. The agent waits until every member posted the
+ * same operation (in the team's posting order), checks that they agree, and
+ * moves and reduces the bytes itself — reading sources and writing results
+ * directly in the members' memory (mapped: dp_malloc; direct: registered
+ * with dp_mem_register), reductions on the mover's engines — then sets each
+ * member's completion flag. dp_test is one load of that flag; the host never
+ * calls anything for data to move.
+ *
+ * Errors of an operation (reported by dp_test/dp_wait):
+ *   DP_ERR_MISMATCH    members disagree on op, count, dtype, reduction or root
+ *   DP_ERR_AGENT_LOST  a member left or died (the team is then broken), or the agent died
+ *   DP_ERR_DENIED      a buffer is outside what its member owns or registered
+ *   DP_ERR_TOO_LARGE   bytes above the agent's limit per operation */
+#ifndef DEPUTY_COLL_H
+#define DEPUTY_COLL_H
+
+#include <deputy/context.h>
+#include <deputy/export.h>
+#include <deputy/mover.h>
+#include <deputy/status.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dp_team dp_team_t;
+typedef struct dp_request dp_request_t;
+
+/* Joins team `key` as `rank` of `size` (1..DP_TEAM_MAX_SIZE). Blocks until
+ * all members joined or timeout_ms passes (0: 30000): DP_ERR_TIMEOUT naming
+ * the missing ranks; DP_ERR_MISMATCH if members disagree on size;
+ * DP_ERR_INVALID for a rank outside 0..size-1 or taken twice. */
+#define DP_TEAM_MAX_SIZE 64
+#define DP_TEAM_MAX_OUTSTANDING 64 /* posted, not yet completed, operations per member */
+DP_API dp_status_t dp_team_create(dp_context_t *ctx, const char *key, int rank, int size,
+                                  dp_team_t **team);
+DP_API dp_status_t dp_team_create_timeout(dp_context_t *ctx, const char *key, int rank, int size,
+                                          unsigned timeout_ms, dp_team_t **team);
+/* Leaves the team. Outstanding requests must be completed and freed first. */
+DP_API dp_status_t dp_team_destroy(dp_team_t *team);
+DP_API int dp_team_rank(const dp_team_t *team);
+DP_API int dp_team_size(const dp_team_t *team);
+
+/* Non-blocking collectives. `count` is in elements of `dtype`. src may
+ * equal dst (in place) for allreduce, allgather (src = dst + rank*count
+ * elements) and alltoall. Buffers must stay untouched until completion. */
+DP_API dp_status_t dp_iallreduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                 dp_op_t op, dp_team_t *team, dp_request_t **req);
+/* src holds size*count elements; member r receives block r reduced. */
+DP_API dp_status_t dp_ireduce_scatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                      dp_op_t op, dp_team_t *team, dp_request_t **req);
+/* dst holds size*count elements: block m is member m's src. */
+DP_API dp_status_t dp_iallgather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                 dp_team_t *team, dp_request_t **req);
+/* src and dst hold size*count elements: dst block m of member r = src block r of member m. */
+DP_API dp_status_t dp_ialltoall(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                dp_team_t *team, dp_request_t **req);
+DP_API dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype, int root, dp_team_t *team,
+                             dp_request_t **req);
+DP_API dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **req);
+
+/* *done = 1 once complete; the return value is then the operation's status.
+ * While not complete: DP_OK with *done = 0 (or DP_ERR_AGENT_LOST). */
+DP_API dp_status_t dp_test(dp_request_t *req, int *done);
+/* Waits (the context's wait mode) and returns the operation's status. */
+DP_API dp_status_t dp_wait(dp_request_t *req);
+DP_API void dp_request_free(dp_request_t *req);
+
+/* Blocking forms: post + wait + free. */
+DP_API dp_status_t dp_allreduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                dp_op_t op, dp_team_t *team);
+DP_API dp_status_t dp_reduce_scatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                     dp_op_t op, dp_team_t *team);
+DP_API dp_status_t dp_allgather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                dp_team_t *team);
+DP_API dp_status_t dp_alltoall(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                               dp_team_t *team);
+DP_API dp_status_t dp_bcast(void *buf, size_t count, dp_dtype_t dtype, int root, dp_team_t *team);
+DP_API dp_status_t dp_barrier(dp_team_t *team);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEPUTY_COLL_H */
