@@ -33,6 +33,9 @@ std::string check_step(const Schedule &s, StepId id) {
     for (const Region &r : regions) {
         if (!inside(s, r)) return "a region lies outside its buffer";
     }
+    if (step.kind != StepKind::send && step.dst.buffer == BufferId::source && !step.dst.empty()) {
+        return "writes the caller's source buffer";
+    }
     for (StepId d : s.dependencies(id)) {
         if (d >= id) return fmt::format("depends on step {}, which is not earlier", d);
     }

@@ -1,8 +1,8 @@
 // Checks of a schedule on its own, without running it: for tests, for debug
 // builds of the runtime, and for anyone writing a new algorithm.
 //
-// check_schedule: every region inside its buffer, peers valid, reduce and
-// copy operands well formed, dependencies pointing backwards, and messages
+// check_schedule: every region inside its buffer, the source never written,
+// peers valid, reduce and copy operands well formed, dependencies pointing backwards, and messages
 // with the same peer and tag ordered (so their matching is well defined).
 // Linear in the number of steps and dependencies.
 //
