@@ -22,8 +22,8 @@ Schedule build_allgather_recursive_doubling(const CollectiveArgs &args) {
     const int p = args.size;
     const int r = args.rank;
     const size_t nb = args.count * b.element_bytes();
-    const Region own_input = args.in_place ? destination_region(static_cast<size_t>(r) * nb, nb)
-                                           : source_region(0, nb);
+    const Region own_input =
+        args.in_place ? destination_region(static_cast<size_t>(r) * nb, nb) : source_region(0, nb);
     const Region everything = destination_region(0, static_cast<size_t>(p) * nb);
     const Fold fold(r, p);
     if (fold.sits_out()) {
@@ -31,7 +31,8 @@ Schedule build_allgather_recursive_doubling(const CollectiveArgs &args) {
         b.recv_pieces(fold.pair_partner(), everything);
         return b.finish();
     }
-    if (!args.in_place) b.copy_pieces(destination_region(static_cast<size_t>(r) * nb, nb), own_input);
+    if (!args.in_place)
+        b.copy_pieces(destination_region(static_cast<size_t>(r) * nb, nb), own_input);
     if (fold.in_pair()) {
         b.recv_pieces(fold.pair_partner(),
                       destination_region(static_cast<size_t>(fold.pair_partner()) * nb, nb));

@@ -37,8 +37,8 @@ Schedule build_allreduce_rabenseifner(const CollectiveArgs &args) {
     const Fold fold(r, args.size);
     const BlockPartition blocks(args.count, static_cast<size_t>(fold.p2), b.element_bytes());
     const auto window = [&](int first, int last) {
-        return blocks.region(current.buffer, static_cast<size_t>(first),
-                             static_cast<size_t>(last), 0);
+        return blocks.region(current.buffer, static_cast<size_t>(first), static_cast<size_t>(last),
+                             0);
     };
 
     if (fold.sits_out()) {

@@ -45,8 +45,8 @@ Schedule build_allreduce_ring(const CollectiveArgs &args) {
         // Step 0 sends this rank's own input; later steps send the partial
         // sum they reduced one step before.
         b.send_pieces(next, blocks.region(s == 0 ? in : BufferId::destination, out));
-        b.recv_reduce_pieces(prev, blocks.region(BufferId::destination, got), blocks.region(in, got),
-                             scratch_region(0, blocks.bytes(got)));
+        b.recv_reduce_pieces(prev, blocks.region(BufferId::destination, got),
+                             blocks.region(in, got), scratch_region(0, blocks.bytes(got)));
     }
     for (int s = 0; s < p - 1; ++s) {
         b.send_pieces(next, blocks.region(BufferId::destination, block(r + 1 - s)));

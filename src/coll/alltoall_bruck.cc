@@ -53,8 +53,9 @@ Schedule build_alltoall_bruck(const CollectiveArgs &args) {
         }
     }
     for (int i = 0; i < p; ++i) {
-        b.copy(block(Region{BufferId::destination, 0, pz * nb}, static_cast<size_t>((r - i + p) % p)),
-               block(work, static_cast<size_t>(i)));
+        b.copy(
+            block(Region{BufferId::destination, 0, pz * nb}, static_cast<size_t>((r - i + p) % p)),
+            block(work, static_cast<size_t>(i)));
     }
     return b.finish();
 }

@@ -40,7 +40,8 @@ Schedule build_alltoall_pairwise(const CollectiveArgs &args) {
         const int from = (r + p - s) % p;
         const StepId sent = b.send(to, slot(in, to), previous_round);
         if (!args.in_place || 2 * s > p) {
-            previous_round = {sent, b.recv(from, slot(BufferId::destination, from), previous_round)};
+            previous_round = {sent,
+                              b.recv(from, slot(BufferId::destination, from), previous_round)};
         } else {
             const Region landing = scratch_region(static_cast<size_t>(s - 1) * nb, nb);
             previous_round = {sent, b.recv(from, landing, previous_round)};

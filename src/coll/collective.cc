@@ -19,24 +19,31 @@ static_assert(std::size(kBufferNames) == kBufferCount);
 size_t source_blocks(const CollectiveArgs &a) {
     if (a.in_place) return 0;
     switch (a.collective) {
-    case Collective::allreduce:
-    case Collective::allgather: return 1;
-    case Collective::reduce_scatter:
-    case Collective::alltoall: return static_cast<size_t>(a.size);
-    case Collective::bcast:
-    case Collective::barrier: return 0;
+        case Collective::allreduce:
+        case Collective::allgather:
+            return 1;
+        case Collective::reduce_scatter:
+        case Collective::alltoall:
+            return static_cast<size_t>(a.size);
+        case Collective::bcast:
+        case Collective::barrier:
+            return 0;
     }
     return 0;
 }
 
 size_t destination_blocks(const CollectiveArgs &a) {
     switch (a.collective) {
-    case Collective::allreduce:
-    case Collective::bcast: return 1;
-    case Collective::reduce_scatter: return a.in_place ? static_cast<size_t>(a.size) : 1;
-    case Collective::allgather:
-    case Collective::alltoall: return static_cast<size_t>(a.size);
-    case Collective::barrier: return 0;
+        case Collective::allreduce:
+        case Collective::bcast:
+            return 1;
+        case Collective::reduce_scatter:
+            return a.in_place ? static_cast<size_t>(a.size) : 1;
+        case Collective::allgather:
+        case Collective::alltoall:
+            return static_cast<size_t>(a.size);
+        case Collective::barrier:
+            return 0;
     }
     return 0;
 }

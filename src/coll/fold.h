@@ -27,8 +27,8 @@ struct Fold {
         }
     }
 
-    bool sits_out() const { return new_rank < 0; }      // the even rank of a pair
-    bool in_pair() const { return rank < 2 * rem; }      // either rank of a pair
+    bool sits_out() const { return new_rank < 0; }   // the even rank of a pair
+    bool in_pair() const { return rank < 2 * rem; }  // either rank of a pair
     int pair_partner() const { return rank % 2 == 0 ? rank + 1 : rank - 1; }
     // The rank that takes part as new rank i.
     int member(int i) const { return i < rem ? 2 * i + 1 : i + rem; }

@@ -43,7 +43,8 @@ Schedule build_reduce_scatter_ring(const CollectiveArgs &args) {
         // Never the scratch the send above reads: with rendezvous sends,
         // receiving into it would wait for a send that completes only once
         // the next rank receives, which waits the same way: a ring deadlock.
-        const Region landing = scratch_region(args.in_place ? 0 : static_cast<size_t>(s % 2) * nb, nb);
+        const Region landing =
+            scratch_region(args.in_place ? 0 : static_cast<size_t>(s % 2) * nb, nb);
         if (s == p - 2) {
             b.recv_reduce_pieces(prev, result, mine, landing);
         } else if (args.in_place) {

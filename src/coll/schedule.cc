@@ -40,19 +40,19 @@ std::string describe(const Schedule &schedule, StepId id) {
     const Step &s = schedule.steps[id];
     std::string text = fmt::format("#{} {}", id, step_kind_name(s.kind));
     switch (s.kind) {
-    case StepKind::send:
-        text += fmt::format(" peer={} tag={} src={}", s.peer, s.tag, region_text(s.src));
-        break;
-    case StepKind::recv:
-        text += fmt::format(" peer={} tag={} dst={}", s.peer, s.tag, region_text(s.dst));
-        break;
-    case StepKind::reduce:
-        text += fmt::format(" {} {} dst={} a={} b={}", dp_dtype_name(s.dtype), dp_op_name(s.op),
-                            region_text(s.dst), region_text(s.src), region_text(s.src2));
-        break;
-    case StepKind::copy:
-        text += fmt::format(" dst={} src={}", region_text(s.dst), region_text(s.src));
-        break;
+        case StepKind::send:
+            text += fmt::format(" peer={} tag={} src={}", s.peer, s.tag, region_text(s.src));
+            break;
+        case StepKind::recv:
+            text += fmt::format(" peer={} tag={} dst={}", s.peer, s.tag, region_text(s.dst));
+            break;
+        case StepKind::reduce:
+            text += fmt::format(" {} {} dst={} a={} b={}", dp_dtype_name(s.dtype), dp_op_name(s.op),
+                                region_text(s.dst), region_text(s.src), region_text(s.src2));
+            break;
+        case StepKind::copy:
+            text += fmt::format(" dst={} src={}", region_text(s.dst), region_text(s.src));
+            break;
     }
     const auto deps = schedule.dependencies(id);
     if (!deps.empty()) text += fmt::format(" after {}", fmt::join(deps, ","));
@@ -60,11 +60,11 @@ std::string describe(const Schedule &schedule, StepId id) {
 }
 
 std::string describe(const Schedule &schedule) {
-    std::string text = fmt::format("{} rank {}/{}: {} steps, buffers source={} destination={} "
-                                   "scratch={}\n",
-                                   schedule.algorithm, schedule.rank, schedule.size,
-                                   schedule.steps.size(), schedule.buffer_bytes[0],
-                                   schedule.buffer_bytes[1], schedule.buffer_bytes[2]);
+    std::string text = fmt::format(
+        "{} rank {}/{}: {} steps, buffers source={} destination={} "
+        "scratch={}\n",
+        schedule.algorithm, schedule.rank, schedule.size, schedule.steps.size(),
+        schedule.buffer_bytes[0], schedule.buffer_bytes[1], schedule.buffer_bytes[2]);
     for (StepId i = 0; i < schedule.steps.size(); ++i) text += describe(schedule, i) + "\n";
     return text;
 }

@@ -43,13 +43,13 @@ const char *step_kind_name(StepKind kind);  // "send", "recv", "reduce", "copy"
 
 struct Step {
     StepKind kind = StepKind::copy;
-    dp_dtype_t dtype = DP_UINT8;  // reduce
-    dp_op_t op = DP_SUM;          // reduce
-    int peer = -1;                // send, recv: the other rank
-    uint32_t tag = 0;             // send, recv
-    Region dst{};                 // recv, reduce, copy: the bytes written
-    Region src{};                 // send, copy: the bytes read; reduce: operand a
-    Region src2{};                // reduce: operand b
+    dp_dtype_t dtype = DP_UINT8;    // reduce
+    dp_op_t op = DP_SUM;            // reduce
+    int peer = -1;                  // send, recv: the other rank
+    uint32_t tag = 0;               // send, recv
+    Region dst{};                   // recv, reduce, copy: the bytes written
+    Region src{};                   // send, copy: the bytes read; reduce: operand a
+    Region src2{};                  // reduce: operand b
     uint32_t first_dependency = 0;  // into Schedule::dependency_list
     uint32_t dependency_count = 0;
 

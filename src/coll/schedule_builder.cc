@@ -28,17 +28,21 @@ StepId ScheduleBuilder::add(Step step, std::span<const StepId> after) {
     Region writes[1];
     size_t write_count = 0;
     switch (step.kind) {
-    case StepKind::send: reads[read_count++] = step.src; break;
-    case StepKind::recv: writes[write_count++] = step.dst; break;
-    case StepKind::reduce:
-        reads[read_count++] = step.src;
-        reads[read_count++] = step.src2;
-        writes[write_count++] = step.dst;
-        break;
-    case StepKind::copy:
-        reads[read_count++] = step.src;
-        writes[write_count++] = step.dst;
-        break;
+        case StepKind::send:
+            reads[read_count++] = step.src;
+            break;
+        case StepKind::recv:
+            writes[write_count++] = step.dst;
+            break;
+        case StepKind::reduce:
+            reads[read_count++] = step.src;
+            reads[read_count++] = step.src2;
+            writes[write_count++] = step.dst;
+            break;
+        case StepKind::copy:
+            reads[read_count++] = step.src;
+            writes[write_count++] = step.dst;
+            break;
     }
     deps_.assign(after.begin(), after.end());
     tracker_.access(id, {reads, read_count}, {writes, write_count}, deps_);

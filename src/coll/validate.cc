@@ -40,28 +40,28 @@ std::string check_step(const Schedule &s, StepId id) {
         if (d >= id) return fmt::format("depends on step {}, which is not earlier", d);
     }
     switch (step.kind) {
-    case StepKind::send:
-    case StepKind::recv:
-        if (step.peer < 0 || step.peer >= s.size) return "peer outside the team";
-        if (step.peer == s.rank) return "a message to itself (use copy)";
-        break;
-    case StepKind::reduce: {
-        if (step.dtype < 0 || step.dtype >= DP_DTYPE_COUNT) return "unknown dtype";
-        if (step.op < 0 || step.op >= DP_OP_COUNT) return "unknown op";
-        const size_t element = dp_dtype_size(step.dtype);
-        if (step.src.bytes != step.dst.bytes || step.src2.bytes != step.dst.bytes) {
-            return "operands of different lengths";
+        case StepKind::send:
+        case StepKind::recv:
+            if (step.peer < 0 || step.peer >= s.size) return "peer outside the team";
+            if (step.peer == s.rank) return "a message to itself (use copy)";
+            break;
+        case StepKind::reduce: {
+            if (step.dtype < 0 || step.dtype >= DP_DTYPE_COUNT) return "unknown dtype";
+            if (step.op < 0 || step.op >= DP_OP_COUNT) return "unknown op";
+            const size_t element = dp_dtype_size(step.dtype);
+            if (step.src.bytes != step.dst.bytes || step.src2.bytes != step.dst.bytes) {
+                return "operands of different lengths";
+            }
+            if (step.dst.bytes % element != 0) return "length not a whole number of elements";
+            if (!equal_or_disjoint(step.dst, step.src) || !equal_or_disjoint(step.dst, step.src2)) {
+                return "the result partly overlaps an operand";
+            }
+            break;
         }
-        if (step.dst.bytes % element != 0) return "length not a whole number of elements";
-        if (!equal_or_disjoint(step.dst, step.src) || !equal_or_disjoint(step.dst, step.src2)) {
-            return "the result partly overlaps an operand";
-        }
-        break;
-    }
-    case StepKind::copy:
-        if (step.src.bytes != step.dst.bytes) return "source and destination lengths differ";
-        if (overlaps(step.src, step.dst)) return "source and destination overlap";
-        break;
+        case StepKind::copy:
+            if (step.src.bytes != step.dst.bytes) return "source and destination lengths differ";
+            if (overlaps(step.src, step.dst)) return "source and destination overlap";
+            break;
     }
     return {};
 }
@@ -136,22 +136,27 @@ dp_status_t check_races(const Schedule &s, std::string *error) {
     for (StepId i = 0; i < s.steps.size(); ++i) {
         const Step &step = s.steps[i];
         switch (step.kind) {
-        case StepKind::send: accesses.push_back({step.src, i, false}); break;
-        case StepKind::recv: accesses.push_back({step.dst, i, true}); break;
-        case StepKind::reduce:
-            accesses.push_back({step.src, i, false});
-            accesses.push_back({step.src2, i, false});
-            accesses.push_back({step.dst, i, true});
-            break;
-        case StepKind::copy:
-            accesses.push_back({step.src, i, false});
-            accesses.push_back({step.dst, i, true});
-            break;
+            case StepKind::send:
+                accesses.push_back({step.src, i, false});
+                break;
+            case StepKind::recv:
+                accesses.push_back({step.dst, i, true});
+                break;
+            case StepKind::reduce:
+                accesses.push_back({step.src, i, false});
+                accesses.push_back({step.src2, i, false});
+                accesses.push_back({step.dst, i, true});
+                break;
+            case StepKind::copy:
+                accesses.push_back({step.src, i, false});
+                accesses.push_back({step.dst, i, true});
+                break;
         }
     }
     std::erase_if(accesses, [](const Access &a) { return a.region.empty(); });
     std::sort(accesses.begin(), accesses.end(), [](const Access &a, const Access &b) {
-        return std::tie(a.region.buffer, a.region.offset) < std::tie(b.region.buffer, b.region.offset);
+        return std::tie(a.region.buffer, a.region.offset) <
+               std::tie(b.region.buffer, b.region.offset);
     });
     const Reachability reach(s);
     // Sweep: an access can only overlap later-sorted accesses that start

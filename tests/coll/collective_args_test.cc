@@ -52,11 +52,11 @@ TEST(CollectiveArgsTest, BufferSizes) {
         size_t source, destination, in_place_destination;
     };
     const size_t n = 80;  // 10 float64
-    for (const Row &row : {Row{Collective::allreduce, n, n, n},
-                           Row{Collective::reduce_scatter, 4 * n, n, 4 * n},
-                           Row{Collective::allgather, n, 4 * n, 4 * n},
-                           Row{Collective::alltoall, 4 * n, 4 * n, 4 * n},
-                           Row{Collective::bcast, 0, n, n}, Row{Collective::barrier, 0, 0, 0}}) {
+    for (const Row &row :
+         {Row{Collective::allreduce, n, n, n}, Row{Collective::reduce_scatter, 4 * n, n, 4 * n},
+          Row{Collective::allgather, n, 4 * n, 4 * n},
+          Row{Collective::alltoall, 4 * n, 4 * n, 4 * n}, Row{Collective::bcast, 0, n, n},
+          Row{Collective::barrier, 0, 0, 0}}) {
         CollectiveArgs a = args(row.c);
         EXPECT_EQ(source_bytes(a), row.source) << collective_name(row.c);
         EXPECT_EQ(destination_bytes(a), row.destination) << collective_name(row.c);
@@ -81,7 +81,8 @@ TEST(AlgorithmTableTest, NamesAreUniqueAndFindable) {
     int per_collective[kCollectiveCount] = {};
     for (const Algorithm &a : all_algorithms()) {
         EXPECT_TRUE(full.insert(a.full_name).second) << a.full_name;
-        EXPECT_EQ(std::string(a.full_name), std::string(collective_name(a.collective)) + "_" + a.name);
+        EXPECT_EQ(std::string(a.full_name),
+                  std::string(collective_name(a.collective)) + "_" + a.name);
         EXPECT_EQ(find_algorithm(a.collective, a.name), &a);
         EXPECT_EQ(find_algorithm(a.collective, a.full_name), &a);
         ++per_collective[static_cast<int>(a.collective)];

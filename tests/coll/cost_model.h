@@ -77,7 +77,8 @@ inline double makespan(const std::vector<coll::Schedule> &team, const CostModel 
                 continue;
             }
             const bool sending = step.kind == coll::StepKind::send;
-            const Channel key = sending ? Channel{r, step.peer, step.tag} : Channel{step.peer, r, step.tag};
+            const Channel key =
+                sending ? Channel{r, step.peer, step.tag} : Channel{step.peer, r, step.tag};
             auto &[sends, recvs] = posted[key];
             (sending ? sends : recvs).push_back(i);
             if (!sends.empty() && !recvs.empty()) {

@@ -29,19 +29,19 @@ using Ids = std::vector<StepId>;
 
 TEST(DependencyTrackerTest, ReadAfterWriteWaitsForTheLastWriter) {
     Tracked t;
-    EXPECT_EQ(t.add({}, {scratch_region(0, 16)}), Ids{});         // 0 writes
-    EXPECT_EQ(t.add({}, {scratch_region(0, 16)}), Ids{0});        // 1 rewrites (WAW)
-    EXPECT_EQ(t.add({scratch_region(4, 4)}, {}), Ids{1});         // 2 reads: the last writer only
+    EXPECT_EQ(t.add({}, {scratch_region(0, 16)}), Ids{});   // 0 writes
+    EXPECT_EQ(t.add({}, {scratch_region(0, 16)}), Ids{0});  // 1 rewrites (WAW)
+    EXPECT_EQ(t.add({scratch_region(4, 4)}, {}), Ids{1});   // 2 reads: the last writer only
 }
 
 TEST(DependencyTrackerTest, WriteAfterReadWaitsForEveryReaderSinceTheWrite) {
     Tracked t;
-    t.add({}, {destination_region(0, 8)});                                  // 0
-    t.add({destination_region(0, 4)}, {});                                  // 1
-    t.add({destination_region(4, 4)}, {});                                  // 2
-    t.add({destination_region(6, 2)}, {});                                  // 3
-    EXPECT_EQ(t.add({}, {destination_region(2, 4)}), (Ids{0, 1, 2}));       // 4: 3 is disjoint
-    EXPECT_EQ(t.add({destination_region(0, 8)}, {}), (Ids{0, 4}));         // 5: writers of each byte
+    t.add({}, {destination_region(0, 8)});                             // 0
+    t.add({destination_region(0, 4)}, {});                             // 1
+    t.add({destination_region(4, 4)}, {});                             // 2
+    t.add({destination_region(6, 2)}, {});                             // 3
+    EXPECT_EQ(t.add({}, {destination_region(2, 4)}), (Ids{0, 1, 2}));  // 4: 3 is disjoint
+    EXPECT_EQ(t.add({destination_region(0, 8)}, {}), (Ids{0, 4}));     // 5: writers of each byte
 }
 
 TEST(DependencyTrackerTest, DisjointRangesAndBuffersStayIndependent) {
@@ -55,9 +55,9 @@ TEST(DependencyTrackerTest, DisjointRangesAndBuffersStayIndependent) {
 
 TEST(DependencyTrackerTest, InPlaceUpdateDoesNotWaitForItself) {
     Tracked t;
-    t.add({}, {scratch_region(0, 8)});                                            // 0
+    t.add({}, {scratch_region(0, 8)});  // 0
     EXPECT_EQ(t.add({scratch_region(0, 8), source_region(0, 8)}, {scratch_region(0, 8)}),
-              Ids{0});                                                            // 1
+              Ids{0});                                     // 1
     EXPECT_EQ(t.add({}, {scratch_region(0, 8)}), Ids{1});  // its read is covered by its write
 }
 

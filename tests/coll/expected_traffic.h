@@ -24,7 +24,9 @@ inline std::vector<size_t> expected_message_sizes(std::string_view algorithm,
     const size_t n = a.count * e;  // the collective's n (see collective.h)
     const auto mod = [p](int i) { return static_cast<size_t>(((i % p) + p) % p); };
     std::vector<size_t> sizes;
-    const auto repeat = [&](size_t times, size_t bytes) { sizes.insert(sizes.end(), times, bytes); };
+    const auto repeat = [&](size_t times, size_t bytes) {
+        sizes.insert(sizes.end(), times, bytes);
+    };
     if (p == 1) return sizes;
 
     if (algorithm == "allreduce_ring") {
@@ -46,11 +48,13 @@ inline std::vector<size_t> expected_message_sizes(std::string_view algorithm,
         const BlockPartition blocks(a.count, static_cast<size_t>(f.p2), e);
         for (int m = f.p2 / 2; m >= 1; m /= 2) {
             const int first = (f.new_rank ^ m) & ~(m - 1);
-            sizes.push_back(blocks.bytes(static_cast<size_t>(first), static_cast<size_t>(first + m)));
+            sizes.push_back(
+                blocks.bytes(static_cast<size_t>(first), static_cast<size_t>(first + m)));
         }
         for (int m = 1; m < f.p2; m *= 2) {
             const int first = f.new_rank & ~(m - 1);
-            sizes.push_back(blocks.bytes(static_cast<size_t>(first), static_cast<size_t>(first + m)));
+            sizes.push_back(
+                blocks.bytes(static_cast<size_t>(first), static_cast<size_t>(first + m)));
         }
         if (f.in_pair()) sizes.push_back(n);
     } else if (algorithm == "reduce_scatter_ring" || algorithm == "allgather_ring" ||
@@ -61,7 +65,8 @@ inline std::vector<size_t> expected_message_sizes(std::string_view algorithm,
         if (f.sits_out()) return {n};
         for (int m = 1; m < f.p2; m *= 2) {
             const int first = f.new_rank & ~(m - 1);
-            sizes.push_back(static_cast<size_t>(f.first_covered(first + m) - f.first_covered(first)) * n);
+            sizes.push_back(
+                static_cast<size_t>(f.first_covered(first + m) - f.first_covered(first)) * n);
         }
         if (f.in_pair()) sizes.push_back(static_cast<size_t>(p) * n);
     } else if (algorithm == "alltoall_bruck") {
@@ -95,9 +100,8 @@ inline size_t expected_messages(std::string_view algorithm, bool pipelines,
         if (algorithm == "barrier_dissemination") {
             ++messages;
         } else if (bytes > 0) {
-            const size_t piece = pipelines && a.chunk_bytes > 0
-                                     ? std::max(e, a.chunk_bytes / e * e)
-                                     : bytes;
+            const size_t piece =
+                pipelines && a.chunk_bytes > 0 ? std::max(e, a.chunk_bytes / e * e) : bytes;
             messages += (bytes + piece - 1) / piece;
         }
     }

@@ -34,8 +34,8 @@ struct Case {
 
     std::string text() const {
         return fmt::format("{} P={} count={} {} {}{} chunk={} root={} seed={}",
-                           algorithm->full_name, size, count, dp_dtype_name(dtype),
-                           dp_op_name(op), in_place ? " in-place" : "", chunk_bytes, root, seed);
+                           algorithm->full_name, size, count, dp_dtype_name(dtype), dp_op_name(op),
+                           in_place ? " in-place" : "", chunk_bytes, root, seed);
     }
 
     coll::CollectiveArgs args(int rank) const {
@@ -110,7 +110,8 @@ inline testing::AssertionResult run_case(const Case &c) {
         } else if (!in_place) {
             std::copy(in.begin(), in.end(), src.begin());
         } else if (shape.collective == coll::Collective::allgather) {
-            std::copy(in.begin(), in.end(), dst.begin() + static_cast<long>(static_cast<size_t>(r) * n));
+            std::copy(in.begin(), in.end(),
+                      dst.begin() + static_cast<long>(static_cast<size_t>(r) * n));
         } else {
             std::copy(in.begin(), in.end(), dst.begin());
         }
@@ -139,7 +140,8 @@ inline testing::AssertionResult run_case(const Case &c) {
         const auto sizes = expected_message_sizes(c.algorithm->full_name, a);
         size_t bytes = 0;
         for (size_t s : sizes) bytes += s;
-        const size_t messages = expected_messages(c.algorithm->full_name, c.algorithm->pipelines, a);
+        const size_t messages =
+            expected_messages(c.algorithm->full_name, c.algorithm->pipelines, a);
         const coll::Schedule &s = team[ru];
         if (s.bytes_sent() != bytes || run.bytes_sent[ru] != bytes ||
             s.messages_sent() != messages || run.messages_sent[ru] != messages) {

@@ -41,7 +41,7 @@ namespace deputy::test {
 
 struct Execution {
     bool ok = false;
-    std::string error;                // deadlock or mismatch, when !ok
+    std::string error;                  // deadlock or mismatch, when !ok
     std::vector<size_t> bytes_sent;     // per rank, counted as messages matched
     std::vector<size_t> messages_sent;  // per rank
     std::vector<uint64_t> heard_from;   // per rank, bit i = rank i (P <= 64)
@@ -56,9 +56,9 @@ class MemoryExecutor {
         : schedules_(std::move(schedules)), reducer_(reducer), memory_(schedules_.size()) {
         for (size_t r = 0; r < schedules_.size(); ++r) {
             for (int b = 0; b < coll::kBufferCount; ++b) {
-                memory_[r][b].assign(schedules_[r].buffer_bytes[b],
-                                     b == static_cast<int>(coll::BufferId::scratch) ? scratch_fill
-                                                                                   : 0);
+                memory_[r][b].assign(
+                    schedules_[r].buffer_bytes[b],
+                    b == static_cast<int>(coll::BufferId::scratch) ? scratch_fill : 0);
             }
         }
     }
@@ -132,8 +132,8 @@ class MemoryExecutor {
                 }
                 posted[r][i] = 1;
                 const bool sending = step.kind == coll::StepKind::send;
-                const Channel key = sending ? Channel{r, step.peer, step.tag}
-                                            : Channel{step.peer, r, step.tag};
+                const Channel key =
+                    sending ? Channel{r, step.peer, step.tag} : Channel{step.peer, r, step.tag};
                 Queues &q = channels[key];
                 (sending ? q.sends : q.recvs).push_back(i);
                 if (!q.sends.empty() && !q.recvs.empty() && !q.listed) {

@@ -39,19 +39,32 @@ inline void encode(dp_dtype_t dtype, double v, unsigned char *out) {
     const auto store = [out](auto x) { std::memcpy(out, &x, sizeof x); };
     const auto i = static_cast<int64_t>(v);
     switch (dtype) {
-    case DP_INT8: return store(static_cast<int8_t>(i));
-    case DP_INT16: return store(static_cast<int16_t>(i));
-    case DP_INT32: return store(static_cast<int32_t>(i));
-    case DP_INT64: return store(i);
-    case DP_UINT8: return store(static_cast<uint8_t>(i));
-    case DP_UINT16: return store(static_cast<uint16_t>(i));
-    case DP_UINT32: return store(static_cast<uint32_t>(i));
-    case DP_UINT64: return store(static_cast<uint64_t>(i));
-    case DP_FLOAT16: return store(ref_float_to_half(static_cast<float>(v)));
-    case DP_BFLOAT16: return store(ref_float_to_bfloat(static_cast<float>(v)));
-    case DP_FLOAT32: return store(static_cast<float>(v));
-    case DP_FLOAT64: return store(v);
-    default: return;
+        case DP_INT8:
+            return store(static_cast<int8_t>(i));
+        case DP_INT16:
+            return store(static_cast<int16_t>(i));
+        case DP_INT32:
+            return store(static_cast<int32_t>(i));
+        case DP_INT64:
+            return store(i);
+        case DP_UINT8:
+            return store(static_cast<uint8_t>(i));
+        case DP_UINT16:
+            return store(static_cast<uint16_t>(i));
+        case DP_UINT32:
+            return store(static_cast<uint32_t>(i));
+        case DP_UINT64:
+            return store(static_cast<uint64_t>(i));
+        case DP_FLOAT16:
+            return store(ref_float_to_half(static_cast<float>(v)));
+        case DP_BFLOAT16:
+            return store(ref_float_to_bfloat(static_cast<float>(v)));
+        case DP_FLOAT32:
+            return store(static_cast<float>(v));
+        case DP_FLOAT64:
+            return store(v);
+        default:
+            return;
     }
 }
 
@@ -65,12 +78,14 @@ inline double exact_value(dp_dtype_t dtype, dp_op_t op, std::mt19937_64 &random)
         return static_cast<double>(std::uniform_int_distribution<int>(lo, hi)(random));
     };
     switch (op) {
-    case DP_SUM: return unsign ? between(0, 16) : between(-8, 8);
-    case DP_PROD: {
-        static constexpr double kFactors[] = {1, 2, -1, -2};
-        return kFactors[std::uniform_int_distribution<int>(0, unsign ? 1 : 3)(random)];
-    }
-    default: return unsign ? between(0, 200) : between(-100, 100);
+        case DP_SUM:
+            return unsign ? between(0, 16) : between(-8, 8);
+        case DP_PROD: {
+            static constexpr double kFactors[] = {1, 2, -1, -2};
+            return kFactors[std::uniform_int_distribution<int>(0, unsign ? 1 : 3)(random)];
+        }
+        default:
+            return unsign ? between(0, 200) : between(-100, 100);
     }
 }
 
@@ -92,10 +107,13 @@ inline Bytes random_bytes(size_t n, std::mt19937_64 &random) {
 inline size_t input_bytes(const coll::CollectiveArgs &a) {
     const size_t n = a.count * dp_dtype_size(a.dtype);
     switch (a.collective) {
-    case coll::Collective::reduce_scatter:
-    case coll::Collective::alltoall: return static_cast<size_t>(a.size) * n;
-    case coll::Collective::barrier: return 0;
-    default: return n;
+        case coll::Collective::reduce_scatter:
+        case coll::Collective::alltoall:
+            return static_cast<size_t>(a.size) * n;
+        case coll::Collective::barrier:
+            return 0;
+        default:
+            return n;
     }
 }
 
@@ -116,31 +134,32 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
         return acc;
     };
     switch (a.collective) {
-    case coll::Collective::allreduce: {
-        const Bytes all = reduced(0);
-        for (auto &o : out) o = all;
-        break;
-    }
-    case coll::Collective::reduce_scatter:
-        for (size_t r = 0; r < p; ++r) out[r] = reduced(r * n);
-        break;
-    case coll::Collective::allgather:
-        for (auto &o : out) {
-            for (const Bytes &in : inputs) o.insert(o.end(), in.begin(), in.end());
+        case coll::Collective::allreduce: {
+            const Bytes all = reduced(0);
+            for (auto &o : out) o = all;
+            break;
         }
-        break;
-    case coll::Collective::alltoall:
-        for (size_t r = 0; r < p; ++r) {
-            for (size_t from = 0; from < p; ++from) {
-                const auto first = inputs[from].begin() + static_cast<long>(r * n);
-                out[r].insert(out[r].end(), first, first + static_cast<long>(n));
+        case coll::Collective::reduce_scatter:
+            for (size_t r = 0; r < p; ++r) out[r] = reduced(r * n);
+            break;
+        case coll::Collective::allgather:
+            for (auto &o : out) {
+                for (const Bytes &in : inputs) o.insert(o.end(), in.begin(), in.end());
             }
-        }
-        break;
-    case coll::Collective::bcast:
-        for (auto &o : out) o = inputs[static_cast<size_t>(a.root)];
-        break;
-    case coll::Collective::barrier: break;
+            break;
+        case coll::Collective::alltoall:
+            for (size_t r = 0; r < p; ++r) {
+                for (size_t from = 0; from < p; ++from) {
+                    const auto first = inputs[from].begin() + static_cast<long>(r * n);
+                    out[r].insert(out[r].end(), first, first + static_cast<long>(n));
+                }
+            }
+            break;
+        case coll::Collective::bcast:
+            for (auto &o : out) o = inputs[static_cast<size_t>(a.root)];
+            break;
+        case coll::Collective::barrier:
+            break;
     }
     return out;
 }

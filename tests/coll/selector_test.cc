@@ -35,7 +35,8 @@ TEST(SelectorTest, AllreduceBySizeAndTeamShape) {
 
 TEST(SelectorTest, OtherCollectives) {
     const SelectorTunables t;
-    EXPECT_EQ(pick(Collective::allgather, 4, t.allgather_small_bytes / 4 - 1), "recursive_doubling");
+    EXPECT_EQ(pick(Collective::allgather, 4, t.allgather_small_bytes / 4 - 1),
+              "recursive_doubling");
     EXPECT_EQ(pick(Collective::allgather, 4, t.allgather_small_bytes / 4), "ring");
     EXPECT_EQ(pick(Collective::alltoall, 8, t.alltoall_bruck_bytes), "bruck");
     EXPECT_EQ(pick(Collective::alltoall, 8, t.alltoall_bruck_bytes + 1), "pairwise");
@@ -88,8 +89,9 @@ TEST(SelectorTest, TunablesByName) {
     EXPECT_EQ(pick(Collective::allreduce, 8, 0, config), "rabenseifner");
     ASSERT_EQ(set_tunable(config.tunables, "chunk_bytes", 4096), DP_OK);
     EXPECT_EQ(config.tunables.chunk_bytes, 4096u);
-    for (const char *name : {"allreduce_ring_bytes", "allgather_small_bytes", "alltoall_bruck_bytes",
-                             "alltoall_bruck_min_team", "bcast_chain_bytes"}) {
+    for (const char *name :
+         {"allreduce_ring_bytes", "allgather_small_bytes", "alltoall_bruck_bytes",
+          "alltoall_bruck_min_team", "bcast_chain_bytes"}) {
         EXPECT_EQ(set_tunable(config.tunables, name, 1), DP_OK) << name;
     }
     EXPECT_EQ(set_tunable(config.tunables, "chunk", 1), DP_ERR_INVALID);

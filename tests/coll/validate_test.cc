@@ -106,8 +106,8 @@ TEST(ValidateTest, BadReduceOperands) {
     elements.add(reduce(scratch_region(0, 6), source_region(0, 6), source_region(8, 6)));
     EXPECT_NE(elements.problem().find("whole number of elements"), std::string::npos);
     Raw dtype;
-    dtype.add(reduce(scratch_region(0, 8), source_region(0, 8), source_region(8, 8),
-                     DP_DTYPE_COUNT));
+    dtype.add(
+        reduce(scratch_region(0, 8), source_region(0, 8), source_region(8, 8), DP_DTYPE_COUNT));
     EXPECT_NE(dtype.problem().find("unknown dtype"), std::string::npos);
 }
 
@@ -169,7 +169,8 @@ TEST(ValidateTest, BuilderOutputHasNoRaces) {
     b.need_scratch(64);
     b.recv_pieces(1, scratch_region(0, 64));
     b.send_pieces(2, scratch_region(8, 40));
-    b.recv_reduce_pieces(2, destination_region(0, 32), source_region(0, 32), scratch_region(16, 32));
+    b.recv_reduce_pieces(2, destination_region(0, 32), source_region(0, 32),
+                         scratch_region(16, 32));
     b.copy_pieces(scratch_region(0, 16), destination_region(16, 16));
     b.send_pieces(1, scratch_region(0, 64));
     const Schedule s = b.finish();
