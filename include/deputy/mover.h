@@ -98,6 +98,8 @@ typedef enum dp_comp_status {
     DP_COMP_ADDRESS_DENIED = 10, /* a range is outside the submitter's address space */
     DP_COMP_ABANDONED = 11,      /* batch member skipped after a fence saw a failure */
     DP_COMP_INVALID_BATCH = 12,  /* batch: count 0 or above max_batch_size, nested batch */
+    DP_COMP_MISMATCH = 13,       /* collective: members disagree (op, count, dtype, op, root) */
+    DP_COMP_MEMBER_LOST = 14,    /* collective: a member of the team left or died */
     DP_COMP_STATUS_COUNT
 } dp_comp_status_t;
 

@@ -16,6 +16,7 @@
 #include "agent/bounce_space.h"
 #include "agent/process_memory.h"
 #include "agent/socket_dir.h"
+#include "channel/coll_desc.h"
 #include "channel/message.h"
 #include "common/check.h"
 #include "common/log.h"
@@ -84,6 +85,20 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     }
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->listener_->fd(), tag(kListen)));
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->stop_event_.get(), tag(kStop)));
+    Agent *self = agent.get();
+    TeamEngine::Hooks hooks;
+    hooks.find_client = [self](uint32_t id) -> ClientSession * {
+        auto it = self->clients_.find(id);
+        return it == self->clients_.end() ? nullptr : it->second.get();
+    };
+    hooks.send_ready = [self](ClientSession &s, const control::TeamReady &m) {
+        std::vector<uint8_t> out;
+        control::encode(m, &out);
+        control::send_message(s.socket.get(), MsgType::kTeamReady, out, nullptr, 0,
+                              int64_t(self->config_.request_timeout_ms) * 1'000'000, "agent team");
+    };
+    agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->limits_,
+                                                 agent->config_, std::move(hooks));
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;
@@ -114,7 +129,8 @@ dp_status_t Agent::run() {
     epoll_event events[64];
     while (!stopping_.load(std::memory_order_relaxed)) {
         int timeout = 0;
-        if (poll_rings()) {
+        const bool rings = poll_rings();
+        if (teams_->progress() || rings) {
             idle_since = timing::now_ns();
             if (++turns % 64) continue;  // look at the sockets now and then while busy
         } else if (timing::now_ns() - idle_since < idle_spin_ns) {
@@ -132,7 +148,9 @@ dp_status_t Agent::run() {
             }
             bool pending = false;
             for (ClientSession *s : attached_) pending |= s->pending.has_value();
-            timeout = pending ? 1 : -1;  // a full device queue frees up without a doorbell
+            // A full device queue frees up without a doorbell; a forming
+            // team has a deadline.
+            timeout = pending ? 1 : teams_->busy() ? 10 : -1;
         }
         int n = epoll_wait(epoll_.get(), events, 64, timeout);
         if (timeout != 0) {
@@ -203,6 +221,11 @@ bool Agent::poll_rings() {
             if (s->pending) d = *s->pending;
             else if (!s->ring.pop(&d)) break;
             worked = true;
+            if (channel::is_coll_opcode(d.opcode)) {
+                s->pending.reset();
+                teams_->post(*s, d);
+                continue;
+            }
             if (needs_direct(*s, d)) {
                 s->pending.reset();
                 run_direct(*s, d);
@@ -369,6 +392,8 @@ void Agent::on_client_event(uint32_t id) {
             case MsgType::kRegister: st = handle_register(s, payload); break;
             case MsgType::kDeregister: st = handle_deregister(s, payload); break;
             case MsgType::kStaged: st = handle_staged(s, payload); break;
+            case MsgType::kTeamJoin: st = handle_team_join(s, payload); break;
+            case MsgType::kTeamLeave: st = handle_team_leave(s, payload); break;
             default:
                 reply(s, DP_ERR_INVALID,
                       fmt::format("unexpected message {}", channel::msg_type_name(type)));
@@ -602,6 +627,28 @@ dp_status_t Agent::handle_staged(ClientSession &s, const std::vector<uint8_t> &p
                                  int64_t(config_.request_timeout_ms) * 1'000'000, "agent staged");
 }
 
+dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload) {
+    control::TeamJoin m;
+    std::string error;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    if (st != DP_OK) {
+        std::vector<uint8_t> out;
+        control::encode(control::TeamReady{st, 0, error}, &out);
+        return control::send_message(s.socket.get(), MsgType::kTeamReady, out, nullptr, 0,
+                                     int64_t(config_.request_timeout_ms) * 1'000'000, "agent team");
+    }
+    teams_->join(s, m);  // answered now (refusal) or when the team is complete
+    return DP_OK;
+}
+
+dp_status_t Agent::handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload) {
+    uint32_t team_id = 0;
+    std::string error;
+    dp_status_t st = control::decode_team_leave(payload.data(), payload.size(), &team_id, &error);
+    if (st == DP_OK) st = teams_->leave(s, team_id, &error);
+    return reply(s, st, st == DP_OK ? "" : error);
+}
+
 void Agent::drain_queue(uint32_t wq) {
     dp_completion_t record{};
     dp_desc_t drain{};
@@ -626,6 +673,7 @@ void Agent::drop_client(uint32_t id, const std::string &why, bool error) {
     ClientSession &s = *it->second;
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.socket.get(), nullptr);
     if (s.doorbell) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.doorbell.get(), nullptr);
+    teams_->client_gone(s);
     if (s.has_pasid) {
         // Descriptors of this client may still be with the engines: wait
         // them out before its pool is unmapped and its PASID reused.
@@ -679,6 +727,7 @@ std::string Agent::info_json() const {
                            {"denied", s->counters.denied}});
     }
     j["clients"] = clients;
+    teams_->info(&j);
     dp_mover_stats_t stats{};
     stats.size = sizeof(stats);
     device_->stats(&stats);

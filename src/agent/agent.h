@@ -26,6 +26,7 @@
 
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
+#include "agent/team_engine.h"
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
 #include "common/fd.h"
@@ -84,6 +85,8 @@ class Agent {
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
+    dp_status_t handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload);
+    dp_status_t handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t reply(ClientSession &s, dp_status_t status, const std::string &reason);
     bool needs_direct(const ClientSession &s, const dp_desc_t &d) const;
     void run_direct(ClientSession &s, const dp_desc_t &d);
@@ -107,6 +110,7 @@ class Agent {
     uint64_t started_ns_ = 0;
     AgentCounters counters_;
     ServiceHandler service_handler_;
+    std::unique_ptr<TeamEngine> teams_;
 };
 
 }  // namespace deputy::agent

@@ -302,6 +302,67 @@ dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *e
     return DP_OK;
 }
 
+void encode(const TeamJoin &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(m.rank);
+    w.u32(m.size);
+    w.u32(m.timeout_ms);
+    w.u32(uint32_t(m.key.size()));
+    w.bytes(m.key.data(), m.key.size());
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error) {
+    Reader r{p, n, 0, error, "TEAM_JOIN"};
+    uint32_t key_len = 0;
+    if (!r.u32(&out->rank, "rank") || !r.u32(&out->size, "size") ||
+        !r.u32(&out->timeout_ms, "timeout_ms") || !r.u32(&key_len, "key_len"))
+        return DP_ERR_INVALID;
+    if (key_len == 0 || key_len > kMaxTokenBytes)
+        return invalid(error, fmt::format("TEAM_JOIN: field 'key_len' = {} (1..{})", key_len,
+                                          kMaxTokenBytes));
+    out->key.resize(key_len);
+    if (!r.bytes(out->key.data(), key_len, "key") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const TeamReady &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(uint32_t(int32_t(m.status)));
+    w.u32(m.team_id);
+    size_t len = std::min(m.reason.size(), kMaxReasonBytes);
+    w.u32(uint32_t(len));
+    w.bytes(m.reason.data(), len);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error) {
+    Reader r{p, n, 0, error, "TEAM_READY"};
+    uint32_t status = 0, len = 0;
+    if (!r.u32(&status, "status") || !r.u32(&out->team_id, "team_id") ||
+        !r.u32(&len, "reason_len"))
+        return DP_ERR_INVALID;
+    if (!status_defined(status))
+        return invalid(error, fmt::format("TEAM_READY: field 'status' = {} is not a dp_status_t",
+                                          int32_t(status)));
+    if (len > kMaxReasonBytes)
+        return invalid(error, fmt::format("TEAM_READY: field 'reason_len' = {} (at most {})", len,
+                                          kMaxReasonBytes));
+    out->status = dp_status_t(int32_t(status));
+    out->reason.resize(len);
+    if (!r.bytes(out->reason.data(), len, "reason") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(team_id);
+}
+
+dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std::string *error) {
+    Reader r{p, n, 0, error, "TEAM_LEAVE"};
+    if (!r.u32(team_id, "team_id") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
 dp_status_t send_message(int fd, MsgType type, const std::vector<uint8_t> &payload,
                          const int *fds, size_t nfds, int64_t timeout_ns, const char *where) {
     DP_CHECK(check_send_size(payload.size(), kMaxControlMessage, where));

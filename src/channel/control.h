@@ -99,6 +99,19 @@ struct StagedResult {
     std::vector<StagedRange> writes;  // every range the descriptor wrote
 };
 
+struct TeamJoin {
+    std::string key;  // at most kMaxTokenBytes
+    uint32_t rank = 0;
+    uint32_t size = 0;
+    uint32_t timeout_ms = 0;
+};
+
+struct TeamReady {
+    dp_status_t status = DP_OK;
+    uint32_t team_id = 0;
+    std::string reason;
+};
+
 // Encoders append the payload (no frame header) to *out.
 void encode(const Attach &m, std::vector<uint8_t> *out);
 void encode(const Attached &m, std::vector<uint8_t> *out);
@@ -107,6 +120,9 @@ void encode_deregister(uint64_t addr, std::vector<uint8_t> *out);
 void encode(const Reply &m, std::vector<uint8_t> *out);
 void encode(const Staged &m, std::vector<uint8_t> *out);
 void encode(const StagedResult &m, std::vector<uint8_t> *out);
+void encode(const TeamJoin &m, std::vector<uint8_t> *out);
+void encode(const TeamReady &m, std::vector<uint8_t> *out);
+void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out);
 
 // Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
 // *error naming the field. Nothing is logged here: the caller decides
@@ -118,6 +134,9 @@ dp_status_t decode_deregister(const uint8_t *p, size_t n, uint64_t *addr, std::s
 dp_status_t decode(const uint8_t *p, size_t n, Reply *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, Staged *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error);
+dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std::string *error);
 
 // One framed message on a raw Unix stream socket, fds attached to its first
 // byte. Bounded by timeout_ns (<0: forever).

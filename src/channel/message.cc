@@ -12,7 +12,8 @@ constexpr const char *kMsgTypeNames[] = {
     "INVALID",      "HELLO",         "DATA",        "END",       "ERROR",
     "KEY_EXCHANGE", "STREAM_HEADER", "KEY_CONFIRM", "SHM_OFFER",
     "ATTACH",       "ATTACHED",      "REGISTER",    "DEREGISTER", "REPLY",
-    "STAGED",       "STAGED_RESULT", "INFO_REPLY",
+    "STAGED",       "STAGED_RESULT", "INFO_REPLY",  "TEAM_JOIN",  "TEAM_READY",
+    "TEAM_LEAVE",
 };
 static_assert(std::size(kMsgTypeNames) == size_t(MsgType::kCount),
               "every MsgType needs its name in kMsgTypeNames");

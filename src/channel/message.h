@@ -54,6 +54,9 @@ enum class MsgType : uint8_t {
     kStaged = 14,       // client -> agent: a mover descriptor with its source bytes
     kStagedResult = 15, // agent -> client: its completion record and destination bytes
     kInfoReply = 16,    // agent -> client: state and counters as JSON text
+    kTeamJoin = 17,     // client -> agent: join team `key` as rank r of n (answered when complete)
+    kTeamReady = 18,    // agent -> client: the team formed (its id) or why not
+    kTeamLeave = 19,    // client -> agent: leave a team (answered by REPLY)
     kCount              // number of values; keep last
 };
 

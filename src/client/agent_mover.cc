@@ -25,16 +25,12 @@ dp_status_t AgentMover::submit(uint32_t wq, const dp_desc_t &desc) {
     if (wq != 0) DP_FAIL(DP_ERR_INVALID, "dp_mover_submit: wq {} (an attached mover has wq 0 only)", wq);
     DP_CHECK(ctx_->check_alive());
     if (ctx_->options().memory_mode == DP_MEMORY_STAGED) return submit_staged(desc);
-    mover::WorkQueue &ring = ctx_->ring();
-    const bool queued = ctx_->options().wq_mode == DP_WQ_SHARED ? ring.push_shared(desc, 0)
-                                                                 : ring.push_dedicated(desc, 0);
-    if (!queued) {
-        retries_.fetch_add(1, std::memory_order_relaxed);
-        return DP_ERR_RETRY;
-    }
-    ctx_->submitted().fetch_add(1, std::memory_order_relaxed);
-    ctx_->ring_doorbell_if_sleeping();
-    return DP_OK;
+    if (desc.opcode >= 0x80)
+        DP_FAIL(DP_ERR_INVALID, "dp_mover_submit: opcode 0x{:x} is not a mover operation",
+                desc.opcode);
+    dp_status_t s = ctx_->push(desc, false);
+    if (s == DP_ERR_RETRY) retries_.fetch_add(1, std::memory_order_relaxed);
+    return s;
 }
 
 dp_status_t AgentMover::submit_staged(const dp_desc_t &desc) {
@@ -101,22 +97,7 @@ dp_status_t AgentMover::submit_staged(const dp_desc_t &desc) {
 }
 
 dp_status_t AgentMover::wait(dp_completion_t *comp, dp_wait_mode_t mode, int64_t timeout_ns) {
-    if (mode == DP_WAIT_DEFAULT) mode = ctx_->options().wait_mode;
-    if (mode > DP_WAIT_BLOCK) return DP_ERR_INVALID;
-    // Sleep in slices of a quarter of the lost timeout, checking the agent
-    // between them: a record the dead agent will never write cannot hang us.
-    const int64_t slice = std::max<int64_t>(ctx_->options().lost_timeout_ns / 4, 1'000'000);
-    const uint64_t start = timing::now_ns();
-    for (;;) {
-        int64_t left = slice;
-        if (timeout_ns >= 0) {
-            int64_t remaining = timeout_ns - int64_t(timing::now_ns() - start);
-            if (remaining <= 0) return dp_mover_poll(comp) ? DP_OK : DP_ERR_TIMEOUT;
-            left = std::min(left, remaining);
-        }
-        if (mover::wait_completion(comp, mode, left) == DP_OK) return DP_OK;
-        DP_CHECK(ctx_->check_alive_now());
-    }
+    return ctx_->wait_record(comp, mode, timeout_ns);
 }
 
 void AgentMover::stats(dp_mover_stats_t *out) const {

@@ -1,6 +1,7 @@
 #include "client/context.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -16,7 +17,9 @@
 #include "channel/transport/uds/transport.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "common/timing.h"
 #include "mover/queue_group.h"
+#include "mover/wait.h"
 
 namespace deputy::client {
 namespace {
@@ -188,10 +191,13 @@ dp_status_t Context::check_alive_slow(bool force) {
 }
 
 dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
-                             MsgType *answer_type, std::vector<uint8_t> *answer) {
+                             MsgType *answer_type, std::vector<uint8_t> *answer,
+                             int64_t answer_timeout_ns) {
     DP_CHECK(check_alive());
     std::lock_guard<std::mutex> lock(control_mutex_);
-    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    const int64_t timeout = answer_timeout_ns > 0
+                                ? answer_timeout_ns
+                                : std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
     dp_status_t s = control::send_message(socket_.get(), type, payload, nullptr, 0, timeout,
                                           "deputy request");
     if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
@@ -218,6 +224,41 @@ dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &pa
         DP_LOG_ERROR("{}: the agent answered {}: {}", what, dp_status_name(reply.status),
                      reply.reason);
     return reply.status;
+}
+
+dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
+    DP_CHECK(check_alive());
+    for (;;) {
+        const bool queued = options_.wq_mode == DP_WQ_SHARED ? ring_.push_shared(desc, 0)
+                                                              : ring_.push_dedicated(desc, 0);
+        if (queued) break;
+        if (!retry_when_full) return DP_ERR_RETRY;
+        ring_doorbell_if_sleeping();
+        DP_CHECK(check_alive());
+        sched_yield();
+    }
+    submitted_.fetch_add(1, std::memory_order_relaxed);
+    ring_doorbell_if_sleeping();
+    return DP_OK;
+}
+
+dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns) {
+    if (mode == DP_WAIT_DEFAULT) mode = options_.wait_mode;
+    if (mode > DP_WAIT_BLOCK) return DP_ERR_INVALID;
+    // Sleep in slices of a quarter of the lost timeout, checking the agent
+    // between them: a record the dead agent will never write cannot hang us.
+    const int64_t slice = std::max<int64_t>(options_.lost_timeout_ns / 4, 1'000'000);
+    const uint64_t start = timing::now_ns();
+    for (;;) {
+        int64_t left = slice;
+        if (timeout_ns >= 0) {
+            int64_t remaining = timeout_ns - int64_t(timing::now_ns() - start);
+            if (remaining <= 0) return dp_mover_poll(record) ? DP_OK : DP_ERR_TIMEOUT;
+            left = std::min(left, remaining);
+        }
+        if (mover::wait_completion(record, mode, left) == DP_OK) return DP_OK;
+        DP_CHECK(check_alive_now());
+    }
 }
 
 void Context::ring_doorbell_if_sleeping() {

@@ -57,9 +57,18 @@ class Context {
     // Checks now, whatever the period (waits call it between sleeps).
     dp_status_t check_alive_now() { return check_alive_slow(true); }
 
-    // One request and its answer, serialised between threads.
+    // One request and its answer, serialised between threads. The answer
+    // must come within max(lost timeout, 1 s) unless answer_timeout_ns says
+    // otherwise (a team join waits for the other members).
     dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
-                        channel::MsgType *answer_type, std::vector<uint8_t> *answer);
+                        channel::MsgType *answer_type, std::vector<uint8_t> *answer,
+                        int64_t answer_timeout_ns = 0);
+    // Pushes a descriptor into this process's ring and rings the doorbell if
+    // the agent sleeps. retry_when_full: wait for room (the agent drains the
+    // ring) instead of returning DP_ERR_RETRY.
+    dp_status_t push(const dp_desc_t &desc, bool retry_when_full);
+    // Waits for a record the agent completes, in slices, noticing a dead agent.
+    dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns);
     // A request answered by REPLY: its status (the reason is logged).
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
                                const char *what);

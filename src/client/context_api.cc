@@ -4,12 +4,10 @@
 #include "channel/control.h"
 #include "client/agent_mover.h"
 #include "client/context.h"
+#include "client/handles.h"
 #include "common/check.h"
 #include "common/log.h"
 
-struct dp_context {
-    std::unique_ptr<deputy::client::Context> impl;
-};
 
 namespace {
 namespace control = deputy::channel::control;

@@ -1,0 +1,614 @@
+#include "agent/team_engine.h"
+
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "agent/process_memory.h"
+#include "channel/coll_desc.h"
+#include "common/log.h"
+#include "common/timing.h"
+#include "mover/kernels.h"
+
+namespace deputy::agent {
+namespace {
+
+namespace ch = channel;
+
+// Bytes per chunk: a batch's worth of work for one engine. Small enough that
+// a 1 MiB allreduce spreads over 4 batches (both engines busy), large enough
+// that per-batch overhead stays small next to the copy.
+constexpr uint64_t kChunkBytes = 256 << 10;
+// Copy-only operations pack this many independent moves per batch.
+constexpr size_t kMovesPerBatch = 16;
+// A member may not queue more posts than this (the client keeps under it).
+constexpr size_t kMaxQueued = DP_TEAM_MAX_OUTSTANDING;
+constexpr uint64_t kMaxCollBytes = 1ull << 36;
+constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
+
+dp_desc_t move_desc(void *dst, const void *src, uint64_t len) {
+    dp_desc_t d{};
+    d.opcode = DP_OP_MEMMOVE;
+    d.dst = reinterpret_cast<uint64_t>(dst);
+    d.src = reinterpret_cast<uint64_t>(src);
+    d.size = len;
+    return d;
+}
+
+dp_desc_t reduce_desc(void *dst, const void *a, const void *b, uint64_t len, uint8_t dtype,
+                      uint8_t op) {
+    dp_desc_t d{};
+    d.opcode = DP_OP_REDUCE;
+    d.dtype = dtype;
+    d.redop = op;
+    d.dst = reinterpret_cast<uint64_t>(dst);
+    d.src = reinterpret_cast<uint64_t>(a);
+    if (b) {
+        d.src2 = reinterpret_cast<uint64_t>(b);
+    } else {
+        d.flags = DP_FLAG_ACCUMULATE;  // dst = dst op a
+    }
+    d.size = len;
+    return d;
+}
+
+struct Lengths {
+    uint64_t src = 0, dst = 0;
+};
+
+Lengths lengths(uint8_t opcode, uint64_t count, uint64_t esize, uint64_t p) {
+    const uint64_t n = count * esize;
+    switch (opcode) {
+        case ch::kCollAllreduce: return {n, n};
+        case ch::kCollReduceScatter: return {p * n, n};
+        case ch::kCollAllgather: return {n, p * n};
+        case ch::kCollAlltoall: return {p * n, p * n};
+        case ch::kCollBcast: return {n, n};
+        default: return {0, 0};
+    }
+}
+
+uint8_t* ptr(void *p) { return static_cast<uint8_t *>(p); }
+
+}  // namespace
+
+struct TeamEngine::Execution {
+    std::vector<dp_desc_t> heads;
+    std::vector<std::vector<dp_desc_t>> batches;
+    std::unique_ptr<dp_completion_t[]> records;
+    size_t submitted = 0;
+    uint64_t bytes = 0;
+};
+
+struct TeamEngine::Team {
+    uint32_t id = 0;
+    std::string key;
+    uint32_t size = 0;
+    std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
+    std::vector<std::deque<dp_desc_t>> queues;
+    bool ready = false;
+    bool broken = false;
+    std::string broken_reason;
+    uint64_t deadline_ns = 0;
+    uint32_t timeout_ms = 0;
+    std::unique_ptr<Execution> running;
+    uint64_t ops = 0;
+};
+
+TeamEngine::TeamEngine(mover::Device *device, const mover::ExecLimits &limits,
+                       const AgentConfig &config, Hooks hooks)
+    : device_(device), limits_(limits), config_(config), hooks_(std::move(hooks)) {}
+
+TeamEngine::~TeamEngine() = default;
+
+void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
+    auto answer = [&](dp_status_t status, std::string why) {
+        if (status != DP_OK) DP_LOG_WARN("agent: team join from pid {} refused: {}", s.creds.pid, why);
+        hooks_.send_ready(s, {status, 0, std::move(why)});
+    };
+    if (m.size == 0 || m.size > DP_TEAM_MAX_SIZE)
+        return answer(DP_ERR_INVALID, fmt::format("team '{}': size {} (1..{})", m.key, m.size,
+                                                  DP_TEAM_MAX_SIZE));
+    if (m.rank >= m.size)
+        return answer(DP_ERR_INVALID,
+                      fmt::format("team '{}': rank {} is not in 0..{}", m.key, m.rank, m.size - 1));
+    Team *t = nullptr;
+    if (auto it = forming_.find(m.key); it != forming_.end()) {
+        t = teams_.at(it->second).get();
+    } else {
+        auto team = std::make_unique<Team>();
+        team->id = next_team_id_++;
+        team->key = m.key;
+        team->size = m.size;
+        team->members.assign(m.size, 0);
+        team->queues.resize(m.size);
+        team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
+        team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
+        t = team.get();
+        forming_[m.key] = team->id;
+        teams_[team->id] = std::move(team);
+    }
+    if (t->size != m.size)
+        return answer(DP_ERR_MISMATCH, fmt::format("team '{}' has size {}; this member says {}",
+                                                   m.key, t->size, m.size));
+    if (t->members[m.rank] != 0)
+        return answer(DP_ERR_INVALID,
+                      fmt::format("team '{}': rank {} joined already", m.key, m.rank));
+    t->members[m.rank] = s.id;
+    if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
+    forming_.erase(t->key);
+    t->ready = true;
+    DP_LOG_INFO("agent: team {} '{}' formed: {} member(s)", t->id, t->key, t->size);
+    for (uint32_t id : t->members)
+        if (ClientSession *c = hooks_.find_client(id)) hooks_.send_ready(*c, {DP_OK, t->id, ""});
+}
+
+void TeamEngine::form_timeouts() {
+    if (forming_.empty()) return;
+    const uint64_t now = timing::now_ns();
+    for (auto it = forming_.begin(); it != forming_.end();) {
+        Team &t = *teams_.at(it->second);
+        if (now < t.deadline_ns) {
+            ++it;
+            continue;
+        }
+        std::string missing;
+        uint32_t joined = 0;
+        for (uint32_t r = 0; r < t.size; ++r) {
+            if (t.members[r]) ++joined;
+            else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+        std::string why = fmt::format("team '{}': {} of {} members joined within {} ms; missing "
+                                      "rank(s) {}",
+                                      t.key, joined, t.size, t.timeout_ms, missing);
+        DP_LOG_WARN("agent: {}", why);
+        for (uint32_t id : t.members)
+            if (ClientSession *c = id ? hooks_.find_client(id) : nullptr)
+                hooks_.send_ready(*c, {DP_ERR_TIMEOUT, 0, why});
+        const uint32_t team_id = t.id;
+        it = forming_.erase(it);
+        teams_.erase(team_id);
+    }
+}
+
+TeamEngine::Team *TeamEngine::find_member_team(const ClientSession &s, uint32_t team_id,
+                                               uint32_t *rank) {
+    auto it = teams_.find(team_id);
+    if (it == teams_.end() || !it->second->ready) return nullptr;
+    Team &t = *it->second;
+    for (uint32_t r = 0; r < t.size; ++r)
+        if (t.members[r] == s.id) {
+            *rank = r;
+            return &t;
+        }
+    return nullptr;
+}
+
+dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *reason) {
+    uint32_t rank = 0;
+    Team *t = find_member_team(s, team_id, &rank);
+    if (!t) {
+        *reason = fmt::format("not a member of team {}", team_id);
+        return DP_ERR_INVALID;
+    }
+    while (t->running) advance(*t);
+    break_team(*t, fmt::format("rank {} left team '{}'", rank, t->key));
+    t->members[rank] = 0;
+    if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) teams_.erase(team_id);
+    return DP_OK;
+}
+
+void TeamEngine::break_team(Team &t, const std::string &why) {
+    if (!t.broken) {
+        t.broken = true;
+        t.broken_reason = why;
+    }
+    for (uint32_t r = 0; r < t.size; ++r) {
+        for (const dp_desc_t &d : t.queues[r]) {
+            publish(t.members[r], d.completion, DP_COMP_MEMBER_LOST, 0, d.user);
+            ++failed_ops_;
+        }
+        t.queues[r].clear();
+    }
+}
+
+void TeamEngine::client_gone(ClientSession &s) {
+    std::vector<uint32_t> emptied;
+    for (auto &[id, team] : teams_) {
+        Team &t = *team;
+        auto at = std::find(t.members.begin(), t.members.end(), s.id);
+        if (at == t.members.end()) continue;
+        const uint32_t rank = uint32_t(at - t.members.begin());
+        if (!t.ready) {  // still forming: the others keep waiting for a new rank `rank`
+            *at = 0;
+            if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
+            continue;
+        }
+        // The running operation may read or write this client's pool: let
+        // the engines finish it before the pool is unmapped.
+        const uint64_t start = timing::now_ns();
+        while (t.running && timing::now_ns() - start < 10'000'000'000ull) {
+            if (!advance(t)) sched_yield();
+        }
+        *at = 0;
+        break_team(t, fmt::format("rank {} (pid {}) of team '{}' left or died", rank, s.creds.pid,
+                                  t.key));
+        DP_LOG_WARN("agent: {}", t.broken_reason);
+        if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
+    }
+    for (uint32_t id : emptied) {
+        if (!teams_.at(id)->ready) forming_.erase(teams_.at(id)->key);
+        teams_.erase(id);
+    }
+}
+
+void TeamEngine::post(ClientSession &s, const dp_desc_t &d) {
+    uint32_t rank = 0;
+    Team *t = find_member_team(s, uint32_t(d.src2), &rank);
+    if (!t) {
+        DP_LOG_WARN("client {}: {} for team {}, of which it is not a member", s.id,
+                    ch::coll_opcode_name(d.opcode), uint32_t(d.src2));
+        publish(s.id, d.completion, DP_COMP_INVALID_FIELD, 0, d.user);
+        return;
+    }
+    if (t->broken) {
+        publish(s.id, d.completion, DP_COMP_MEMBER_LOST, 0, d.user);
+        return;
+    }
+    if (t->queues[rank].size() >= kMaxQueued) {
+        publish(s.id, d.completion, DP_COMP_INVALID_BATCH, 0, d.user);
+        return;
+    }
+    t->queues[rank].push_back(d);
+    try_start(*t);
+}
+
+void TeamEngine::try_start(Team &t) {
+    while (!t.running && !t.broken) {
+        for (const auto &q : t.queues)
+            if (q.empty()) return;
+        std::vector<dp_desc_t> heads(t.size);
+        for (uint32_t r = 0; r < t.size; ++r) {
+            heads[r] = t.queues[r].front();
+            t.queues[r].pop_front();
+        }
+        start(t, std::move(heads));
+    }
+}
+
+void TeamEngine::fail_all(const std::vector<dp_desc_t> &heads, Team &t, uint8_t status) {
+    for (uint32_t r = 0; r < t.size; ++r)
+        publish(t.members[r], heads[r].completion, status, 0, heads[r].user);
+    ++failed_ops_;
+}
+
+void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
+    const dp_desc_t &h0 = heads[0];
+    const uint32_t p = t.size;
+    // The members must agree; name the first difference.
+    for (uint32_t r = 1; r < p; ++r) {
+        const dp_desc_t &h = heads[r];
+        std::string diff;
+        if (h.opcode != h0.opcode)
+            diff = fmt::format("operation {} vs {}", ch::coll_opcode_name(h0.opcode),
+                               ch::coll_opcode_name(h.opcode));
+        else if (h.size != h0.size) diff = fmt::format("count {} vs {}", h0.size, h.size);
+        else if (h.dtype != h0.dtype) diff = fmt::format("dtype {} vs {}", h0.dtype, h.dtype);
+        else if (ch::coll_reduces(h0.opcode) && h.redop != h0.redop)
+            diff = fmt::format("reduction {} vs {}", h0.redop, h.redop);
+        else if (h0.opcode == ch::kCollBcast && h.aux != h0.aux)
+            diff = fmt::format("root {} vs {}", h0.aux, h.aux);
+        if (!diff.empty()) {
+            DP_LOG_WARN("agent: team '{}' operation {}: rank 0 and rank {} disagree: {}", t.key,
+                        t.ops, r, diff);
+            ++t.ops;
+            return fail_all(heads, t, DP_COMP_MISMATCH);
+        }
+    }
+    ++t.ops;
+    const uint8_t op = h0.opcode;
+    const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
+    if (op < ch::kCollFirst || op > ch::kCollLast)
+        return fail_all(heads, t, DP_COMP_INVALID_OPCODE);
+    if (op != ch::kCollBarrier &&
+        (esize == 0 || (ch::coll_reduces(op) && h0.redop >= DP_OP_COUNT) ||
+         (op == ch::kCollBcast && h0.aux >= p)))
+        return fail_all(heads, t, DP_COMP_INVALID_FIELD);
+    if (h0.size > kMaxCollBytes / std::max<uint64_t>(esize, 1) / p)
+        return fail_all(heads, t, DP_COMP_INVALID_SIZE);
+    if (op == ch::kCollBarrier || h0.size == 0) {
+        t.running = std::make_unique<Execution>();
+        t.running->heads = std::move(heads);
+        return finish(t, DP_COMP_SUCCESS);
+    }
+    const Lengths len = lengths(op, h0.size, esize, p);
+    // Where every buffer is: all in the pools -> engines; else bounce.
+    std::vector<uint8_t *> src(p), dst(p);
+    bool all_mapped = true;
+    for (uint32_t r = 0; r < p; ++r) {
+        ClientSession *c = hooks_.find_client(t.members[r]);
+        if (!c) return fail_all(heads, t, DP_COMP_MEMBER_LOST);
+        src[r] = ptr(c->pool->translate(heads[r].src, len.src, mover::Access::read));
+        dst[r] = ptr(c->pool->translate(heads[r].dst, len.dst, mover::Access::write));
+        if (!src[r] || !dst[r]) {
+            const bool src_ok = src[r] || c->direct_allows(heads[r].src, len.src);
+            const bool dst_ok = dst[r] || c->direct_allows(heads[r].dst, len.dst);
+            if (!src_ok || !dst_ok) {
+                DP_LOG_WARN("agent: team '{}' {}: rank {}'s {} [0x{:x}, +{}) is outside its pool "
+                            "and registered memory",
+                            t.key, ch::coll_opcode_name(op), r, src_ok ? "destination" : "source",
+                            src_ok ? heads[r].dst : heads[r].src, src_ok ? len.dst : len.src);
+                return fail_all(heads, t, DP_COMP_ADDRESS_DENIED);
+            }
+            all_mapped = false;
+        }
+    }
+    bool in_place_alltoall = false;
+    if (op == ch::kCollAlltoall)
+        for (uint32_t r = 0; r < p; ++r) in_place_alltoall |= heads[r].src == heads[r].dst;
+    if (!all_mapped || in_place_alltoall) {
+        std::string why;
+        const bool ok = run_bounced(t, heads, &why);
+        if (!ok) DP_LOG_WARN("agent: team '{}' {}: {}", t.key, ch::coll_opcode_name(op), why);
+        t.running = std::make_unique<Execution>();
+        t.running->heads = std::move(heads);
+        t.running->bytes = len.dst;
+        return finish(t, ok ? DP_COMP_SUCCESS : DP_COMP_ADDRESS_DENIED);
+    }
+
+    auto ex = std::make_unique<Execution>();
+    ex->bytes = len.dst;
+    const uint64_t n = h0.size * esize;
+    const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
+    const uint8_t dt = h0.dtype, rop = h0.redop;
+    std::vector<dp_desc_t> moves;  // packed copy-only work
+    auto add_move = [&](void *d, const void *s, uint64_t l) {
+        if (d == s) return;
+        for (uint64_t off = 0; off < l; off += chunk) {
+            moves.push_back(move_desc(ptr(d) + off, static_cast<const uint8_t *>(s) + off,
+                                      std::min(chunk, l - off)));
+            if (moves.size() == kMovesPerBatch) ex->batches.push_back(std::move(moves)), moves = {};
+        }
+    };
+    // One block reduced across members into `out`: out = b0 op b1 op ... (rank order).
+    auto reduce_block = [&](uint8_t *out, const std::vector<const uint8_t *> &blocks, uint64_t l,
+                            std::vector<uint8_t *> copies) {
+        for (uint64_t off = 0; off < l; off += chunk) {
+            const uint64_t c = std::min(chunk, l - off);
+            std::vector<dp_desc_t> b;
+            if (p == 1) {
+                if (out != blocks[0]) b.push_back(move_desc(out + off, blocks[0] + off, c));
+            } else {
+                if (out == blocks[0]) b.push_back(reduce_desc(out + off, blocks[1] + off, nullptr, c, dt, rop));
+                else b.push_back(reduce_desc(out + off, blocks[0] + off, blocks[1] + off, c, dt, rop));
+                for (uint32_t m = 2; m < p; ++m)
+                    b.push_back(reduce_desc(out + off, blocks[m] + off, nullptr, c, dt, rop));
+            }
+            for (uint8_t *copy : copies)
+                if (copy != out) b.push_back(move_desc(copy + off, out + off, c));
+            if (!b.empty()) ex->batches.push_back(std::move(b));
+        }
+    };
+    switch (op) {
+        case ch::kCollAllreduce: {
+            std::vector<const uint8_t *> blocks(src.begin(), src.end());
+            reduce_block(dst[0], blocks, n, std::vector<uint8_t *>(dst.begin() + 1, dst.end()));
+            break;
+        }
+        case ch::kCollReduceScatter:
+            for (uint32_t r = 0; r < p; ++r) {
+                std::vector<const uint8_t *> blocks(p);
+                for (uint32_t m = 0; m < p; ++m) blocks[m] = src[m] + r * n;
+                reduce_block(dst[r], blocks, n, {});
+            }
+            break;
+        case ch::kCollAllgather:
+            for (uint32_t r = 0; r < p; ++r)
+                for (uint32_t m = 0; m < p; ++m) add_move(dst[r] + m * n, src[m], n);
+            break;
+        case ch::kCollAlltoall:
+            for (uint32_t r = 0; r < p; ++r)
+                for (uint32_t m = 0; m < p; ++m) add_move(dst[r] + m * n, src[m] + r * n, n);
+            break;
+        case ch::kCollBcast: {
+            const uint32_t root = uint32_t(h0.aux);
+            for (uint32_t r = 0; r < p; ++r)
+                if (r != root) add_move(dst[r], src[root], n);
+            break;
+        }
+    }
+    if (!moves.empty()) ex->batches.push_back(std::move(moves));
+    ex->records.reset(new dp_completion_t[ex->batches.size() ? ex->batches.size() : 1]());
+    ex->heads = std::move(heads);
+    t.running = std::move(ex);
+    if (t.running->batches.empty()) return finish(t, DP_COMP_SUCCESS);
+    advance(t);
+}
+
+bool TeamEngine::advance(Team &t) {
+    Execution &ex = *t.running;
+    while (ex.submitted < ex.batches.size()) {
+        dp_desc_t batch{};
+        batch.opcode = DP_OP_BATCH;
+        batch.flags = DP_FLAG_COMPLETION;
+        batch.completion = reinterpret_cast<uint64_t>(&ex.records[ex.submitted]);
+        batch.src = reinterpret_cast<uint64_t>(ex.batches[ex.submitted].data());
+        batch.size = ex.batches[ex.submitted].size();
+        if (device_->submit(0, batch) != DP_OK) break;  // full: the rest next turn
+        ++ex.submitted;
+    }
+    uint8_t status = DP_COMP_SUCCESS;
+    for (size_t i = 0; i < ex.submitted; ++i) {
+        uint8_t st = __atomic_load_n(&ex.records[i].status, __ATOMIC_ACQUIRE);
+        if (st == DP_COMP_PENDING) return false;
+        if (st != DP_COMP_SUCCESS && status == DP_COMP_SUCCESS) status = st;
+    }
+    if (ex.submitted < ex.batches.size()) return false;
+    finish(t, status);
+    return true;
+}
+
+void TeamEngine::finish(Team &t, uint8_t status) {
+    std::unique_ptr<Execution> ex = std::move(t.running);
+    for (uint32_t r = 0; r < t.size; ++r)
+        publish(t.members[r], ex->heads[r].completion, status, ex->bytes, ex->heads[r].user);
+    if (status == DP_COMP_SUCCESS) {
+        ++completed_ops_;
+        bytes_ += ex->bytes;
+    } else {
+        ++failed_ops_;
+        DP_LOG_WARN("agent: team '{}' {} failed: {}", t.key,
+                    ch::coll_opcode_name(ex->heads[0].opcode),
+                    dp_comp_status_name(dp_comp_status_t(status)));
+    }
+    try_start(t);
+}
+
+void TeamEngine::publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes,
+                         uint64_t user) {
+    ClientSession *c = client_id ? hooks_.find_client(client_id) : nullptr;
+    if (!c) return;
+    mover::OpResult result;
+    result.status = status;
+    result.bytes = bytes;
+    if (record % 32 == 0) {
+        if (auto *rec = static_cast<dp_completion_t *>(
+                c->pool->translate(record, sizeof(dp_completion_t), mover::Access::write))) {
+            mover::publish_completion(rec, result, user);
+            return;
+        }
+        if (c->direct_allows(record, sizeof(dp_completion_t))) {
+            dp_completion_t local{};
+            mover::publish_completion(&local, result, user);
+            auto *b = reinterpret_cast<const uint8_t *>(&local);
+            std::string error;
+            if (!write_process_memory(c->creds.pid, record + 1, b + 1, sizeof(local) - 1, &error) ||
+                !write_process_memory(c->creds.pid, record, b, 1, &error))
+                DP_LOG_WARN("client {}: collective record write failed: {}", c->id, error);
+            return;
+        }
+    }
+    DP_LOG_WARN("client {}: collective completion record 0x{:x} is misaligned or outside its pool "
+                "and registered memory; the result cannot be reported",
+                c->id, record);
+}
+
+bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why) {
+    const uint32_t p = t.size;
+    const dp_desc_t &h0 = heads[0];
+    const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
+    const uint64_t n = h0.size * esize;
+    std::vector<ClientSession *> c(p);
+    for (uint32_t r = 0; r < p; ++r) c[r] = hooks_.find_client(t.members[r]);
+    auto read = [&](uint32_t r, uint64_t addr, void *out, uint64_t len) {
+        if (void *q = c[r]->pool->translate(addr, len, mover::Access::read))
+            return std::memcpy(out, q, len), true;
+        return read_process_memory(c[r]->creds.pid, addr, out, len, why);
+    };
+    auto write = [&](uint32_t r, uint64_t addr, const void *in, uint64_t len) {
+        if (void *q = c[r]->pool->translate(addr, len, mover::Access::write))
+            return std::memcpy(q, in, len), true;
+        return write_process_memory(c[r]->creds.pid, addr, in, len, why);
+    };
+    const uint64_t chunk = std::max<uint64_t>(esize, (1ull << 20) / esize * esize);
+    std::vector<uint8_t> acc(chunk), tmp(chunk);
+    const auto dt = dp_dtype_t(h0.dtype);
+    const auto rop = dp_op_t(h0.redop);
+    // Reduce block at byte offset `base` of every member's src into acc, in rank order.
+    auto reduce_into = [&](uint64_t base, uint64_t off, uint64_t len) {
+        if (!read(0, heads[0].src + base + off, acc.data(), len)) return false;
+        for (uint32_t m = 1; m < p; ++m) {
+            if (!read(m, heads[m].src + base + off, tmp.data(), len)) return false;
+            mover::kernels::reduce(acc.data(), acc.data(), tmp.data(), len / esize, dt, rop);
+        }
+        return true;
+    };
+    switch (h0.opcode) {
+        case ch::kCollAllreduce:
+            for (uint64_t off = 0; off < n; off += chunk) {
+                const uint64_t len = std::min(chunk, n - off);
+                if (!reduce_into(0, off, len)) return false;
+                for (uint32_t r = 0; r < p; ++r)
+                    if (!write(r, heads[r].dst + off, acc.data(), len)) return false;
+            }
+            return true;
+        case ch::kCollReduceScatter:
+            for (uint32_t r = 0; r < p; ++r)
+                for (uint64_t off = 0; off < n; off += chunk) {
+                    const uint64_t len = std::min(chunk, n - off);
+                    if (!reduce_into(r * n, off, len) || !write(r, heads[r].dst + off, acc.data(), len))
+                        return false;
+                }
+            return true;
+        case ch::kCollAllgather:
+            for (uint32_t m = 0; m < p; ++m)
+                for (uint64_t off = 0; off < n; off += chunk) {
+                    const uint64_t len = std::min(chunk, n - off);
+                    if (!read(m, heads[m].src + off, tmp.data(), len)) return false;
+                    for (uint32_t r = 0; r < p; ++r) {
+                        if (r == m && heads[r].dst + m * n == heads[m].src) continue;  // in place
+                        if (!write(r, heads[r].dst + m * n + off, tmp.data(), len)) return false;
+                    }
+                }
+            return true;
+        case ch::kCollAlltoall: {
+            // Everything is read before anything is written: in place works.
+            if (uint64_t(p) * p * n > config_.max_direct_bytes) {
+                *why = fmt::format("alltoall through bounce buffers needs {} bytes, above "
+                                   "max_direct_bytes {}",
+                                   uint64_t(p) * p * n, config_.max_direct_bytes);
+                return false;
+            }
+            std::vector<uint8_t> all(size_t(p) * p * n);
+            for (uint32_t m = 0; m < p; ++m)
+                if (!read(m, heads[m].src, all.data() + size_t(m) * p * n, p * n)) return false;
+            for (uint32_t r = 0; r < p; ++r)
+                for (uint32_t m = 0; m < p; ++m)
+                    if (!write(r, heads[r].dst + m * n, all.data() + (size_t(m) * p + r) * n, n))
+                        return false;
+            return true;
+        }
+        case ch::kCollBcast: {
+            const uint32_t root = uint32_t(h0.aux);
+            for (uint64_t off = 0; off < n; off += chunk) {
+                const uint64_t len = std::min(chunk, n - off);
+                if (!read(root, heads[root].src + off, tmp.data(), len)) return false;
+                for (uint32_t r = 0; r < p; ++r)
+                    if (r != root && !write(r, heads[r].dst + off, tmp.data(), len)) return false;
+            }
+            return true;
+        }
+    }
+    return true;
+}
+
+bool TeamEngine::progress() {
+    form_timeouts();
+    bool worked = false;
+    for (auto &[id, t] : teams_) {
+        if (!t->running) continue;
+        advance(*t);
+        worked = true;  // in flight: keep the service thread polling
+    }
+    return worked;
+}
+
+bool TeamEngine::busy() const { return !forming_.empty(); }
+
+void TeamEngine::info(nlohmann::json *out) const {
+    nlohmann::json teams = nlohmann::json::array();
+    for (const auto &[id, t] : teams_)
+        teams.push_back({{"id", id},
+                         {"key", t->key},
+                         {"size", t->size},
+                         {"ready", t->ready},
+                         {"broken", t->broken},
+                         {"operations", t->ops}});
+    (*out)["teams"] = teams;
+    (*out)["collectives"] = {
+        {"completed", completed_ops_}, {"failed", failed_ops_}, {"bytes", bytes_}};
+}
+
+}  // namespace deputy::agent

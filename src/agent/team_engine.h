@@ -1,0 +1,94 @@
+// Teams and the collectives the agent runs for them (single node).
+//
+// Forming: members send TEAM_JOIN (key, rank, size); the team is ready when
+// all `size` ranks joined, and every member is answered then (or at the
+// first joiner's timeout, naming the missing ranks).
+//
+// Running: members post collective descriptors into their rings
+// (channel/coll_desc.h). Each member's posts queue in order; when every
+// member has a head, the heads must agree (op, count, dtype, reduction,
+// root) or all get DP_COMP_MISMATCH. Then the agent moves the bytes itself,
+// with direct access to every member's buffers:
+//  - all buffers in the members' pools (mapped): the operation becomes
+//    batches of mover descriptors on agent pointers, one batch per chunk, so
+//    the engines share the work and chunks pipeline across them. Allreduce
+//    is the single-pass reduce for one node: rank 0's destination chunk =
+//    src0 op src1, then += src2 ... += src(P-1), then copied to every other
+//    destination — (P-1) reads and P writes per chunk, no scratch;
+//  - any buffer in registered (direct) memory: the same order of work on the
+//    service thread through bounce buffers (process_vm_readv/writev).
+// The reduction order is fixed (rank 0, 1, 2, ...), so results are
+// bit-exact and the same on every member, floats included.
+// Operations of one team run one at a time in posting order.
+#pragma once
+
+#include <deputy/coll.h>
+#include <deputy/mover.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "agent/client_session.h"
+#include "channel/control.h"
+#include "mover/device.h"
+#include "mover/execute.h"
+
+namespace deputy::agent {
+
+class TeamEngine {
+  public:
+    struct Hooks {
+        std::function<ClientSession *(uint32_t client_id)> find_client;
+        std::function<void(ClientSession &, const channel::control::TeamReady &)> send_ready;
+    };
+
+    TeamEngine(mover::Device *device, const mover::ExecLimits &limits, const AgentConfig &config,
+               Hooks hooks);
+    ~TeamEngine();
+
+    void join(ClientSession &s, const channel::control::TeamJoin &m);
+    dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
+    void post(ClientSession &s, const dp_desc_t &d);
+    // Before a client's segment goes away: waits out any operation using its
+    // buffers, fails what its teams have queued, breaks its teams.
+    void client_gone(ClientSession &s);
+    // Timeouts and operations in flight; true when it did something.
+    bool progress();
+    // True while something needs the service thread soon (an operation in
+    // flight or a team forming): it must not sleep without a timeout.
+    bool busy() const;
+    void info(nlohmann::json *out) const;
+
+  private:
+    struct Team;
+    struct Execution;
+
+    Team *find_member_team(const ClientSession &s, uint32_t team_id, uint32_t *rank);
+    void try_start(Team &t);
+    void start(Team &t, std::vector<dp_desc_t> heads);
+    bool advance(Team &t);  // submits/polls the running execution; true when it finished
+    void finish(Team &t, uint8_t status);
+    void fail_all(const std::vector<dp_desc_t> &heads, Team &t, uint8_t status);
+    void publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes, uint64_t user);
+    bool run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why);
+    void form_timeouts();
+    void break_team(Team &t, const std::string &why);
+
+    mover::Device *device_;
+    mover::ExecLimits limits_;
+    const AgentConfig &config_;
+    Hooks hooks_;
+    uint32_t next_team_id_ = 1;
+    std::map<uint32_t, std::unique_ptr<Team>> teams_;
+    std::map<std::string, uint32_t> forming_;  // key -> team id while members join
+    uint64_t completed_ops_ = 0, failed_ops_ = 0, bytes_ = 0;
+};
+
+}  // namespace deputy::agent

@@ -1,0 +1,134 @@
+#include "client/team.h"
+
+#include <cstring>
+
+#include "channel/coll_desc.h"
+#include "channel/control.h"
+#include "common/check.h"
+#include "common/log.h"
+
+namespace deputy::client {
+namespace {
+namespace control = channel::control;
+using channel::MsgType;
+}  // namespace
+
+dp_status_t coll_status(uint8_t status) {
+    switch (status) {
+        case DP_COMP_SUCCESS: return DP_OK;
+        case DP_COMP_MISMATCH: return DP_ERR_MISMATCH;
+        case DP_COMP_MEMBER_LOST: return DP_ERR_AGENT_LOST;
+        case DP_COMP_ADDRESS_DENIED: return DP_ERR_DENIED;
+        case DP_COMP_INVALID_SIZE: return DP_ERR_TOO_LARGE;
+        case DP_COMP_INVALID_OPCODE:
+        case DP_COMP_INVALID_FIELD:
+        case DP_COMP_INVALID_FLAGS:
+        case DP_COMP_INVALID_BATCH:
+        case DP_COMP_OVERLAP: return DP_ERR_INVALID;
+        default: return DP_ERR_INTERNAL;
+    }
+}
+
+dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
+                       unsigned timeout_ms, Team **out) {
+    if (key.empty() || key.size() > control::kMaxTokenBytes)
+        DP_FAIL(DP_ERR_INVALID, "dp_team_create: key of {} bytes (1..{})", key.size(),
+                control::kMaxTokenBytes);
+    if (size < 1 || size > DP_TEAM_MAX_SIZE || rank < 0 || rank >= size)
+        DP_FAIL(DP_ERR_INVALID, "dp_team_create: rank {} of size {} (size 1..{}, rank 0..size-1)",
+                rank, size, DP_TEAM_MAX_SIZE);
+    if (ctx->options().memory_mode == DP_MEMORY_STAGED)
+        DP_FAIL(DP_ERR_UNSUPPORTED,
+                "dp_team_create: collectives need the agent to reach this process's memory "
+                "(mapped or direct); staged memory mode is not supported for them yet");
+    std::unique_ptr<Team> t(new Team());
+    t->ctx_ = ctx;
+    t->rank_ = rank;
+    t->size_ = size;
+    t->records_ = static_cast<dp_completion_t *>(
+        ctx->pool().allocate(sizeof(dp_completion_t) * DP_TEAM_MAX_OUTSTANDING));
+    if (!t->records_)
+        DP_FAIL(DP_ERR_NOMEM, "dp_team_create: no room for {} completion records in the pool",
+                DP_TEAM_MAX_OUTSTANDING);
+    t->slots_.resize(DP_TEAM_MAX_OUTSTANDING);
+    for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i) {
+        t->slots_[i] = {t.get(), &t->records_[i], i};
+        t->free_.push_back(DP_TEAM_MAX_OUTSTANDING - 1 - i);
+    }
+    control::TeamJoin m{key, uint32_t(rank), uint32_t(size), timeout_ms};
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    MsgType type;
+    std::vector<uint8_t> answer;
+    const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
+    DP_CHECK(ctx->request(MsgType::kTeamJoin, payload, &type, &answer, wait_ns));
+    control::TeamReady ready;
+    std::string error;
+    if (type != MsgType::kTeamReady ||
+        control::decode(answer.data(), answer.size(), &ready, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_team_create: unexpected answer {} {}",
+                channel::msg_type_name(type), error);
+    if (ready.status != DP_OK)
+        DP_FAIL(ready.status, "dp_team_create: {} ({})", ready.reason, dp_status_name(ready.status));
+    t->id_ = ready.team_id;
+    *out = t.release();
+    return DP_OK;
+}
+
+Team::~Team() {
+    if (records_) ctx_->pool().release(records_);
+}
+
+dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t count,
+                       dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req) {
+    if (req == nullptr) return DP_ERR_INVALID;
+    *req = nullptr;
+    uint32_t slot;
+    uint64_t sequence;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (free_.empty())
+            DP_FAIL(DP_ERR_TOO_LARGE,
+                    "deputy collective: {} requests outstanding on this team (the limit); "
+                    "complete and free some first",
+                    DP_TEAM_MAX_OUTSTANDING);
+        slot = free_.back();
+        free_.pop_back();
+        sequence = sequence_++;
+    }
+    Request &r = slots_[slot];
+    std::memset(r.record, 0, sizeof(dp_completion_t));
+    dp_desc_t d{};
+    d.opcode = opcode;
+    d.dtype = uint8_t(dtype);
+    d.redop = uint8_t(op);
+    d.completion = reinterpret_cast<uint64_t>(r.record);
+    d.src = reinterpret_cast<uint64_t>(src);
+    d.dst = reinterpret_cast<uint64_t>(dst);
+    d.src2 = id_;
+    d.size = count;
+    d.aux = root;
+    d.user = sequence;
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
+    dp_status_t s = ctx_->push(d, true);
+    if (s != DP_OK) {
+        release(&r);
+        return s;
+    }
+    *req = &r;
+    return DP_OK;
+}
+
+void Team::release(Request *req) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(req->slot);
+    outstanding_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+dp_status_t Team::leave() {
+    std::vector<uint8_t> payload;
+    control::encode_team_leave(id_, &payload);
+    return ctx_->simple_request(MsgType::kTeamLeave, payload, "dp_team_destroy");
+}
+
+}  // namespace deputy::client

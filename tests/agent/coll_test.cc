@@ -1,0 +1,361 @@
+// Collectives run by a real agent for teams of clients. Each member is its
+// own dp_init context (a separate client of the agent; the agent cannot
+// tell them from separate processes), posting non-blocking operations from
+// one thread so a whole team fits in one test. Results are compared
+// byte for byte with a reference reduced in the same (rank) order with the
+// mover's scalar-checked kernels.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "agent_test_util.h"
+#include "mover/kernels.h"
+
+namespace {
+
+using deputy::testing::AgentProcess;
+
+struct Member {
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+};
+
+class Team {
+  public:
+    Team(const AgentProcess &agent, int size, const std::string &key, bool direct = false)
+        : members_(size), direct_(direct) {
+        dp_config_t config = agent.config();
+        config.pool_bytes = 16 << 20;
+        for (auto &m : members_) EXPECT_EQ(dp_init(&config, &m.ctx), DP_OK);
+        // Joining blocks until all joined: post every join but the last
+        // from helper threads.
+        std::vector<std::thread> joiners;
+        for (int r = 0; r < size; ++r)
+            joiners.emplace_back([&, r] {
+                EXPECT_EQ(dp_team_create(members_[r].ctx, key.c_str(), r, size, &members_[r].team),
+                          DP_OK);
+            });
+        for (auto &t : joiners) t.join();
+    }
+    ~Team() {
+        for (auto &m : members_) {
+            if (m.team) dp_team_destroy(m.team);
+            if (m.ctx) dp_finalize(m.ctx);
+        }
+        for (void *p : owned_) free(p);
+    }
+    int size() const { return int(members_.size()); }
+    Member &operator[](int r) { return members_[r]; }
+    // A buffer the agent can reach: mapped (dp_malloc) or direct (registered).
+    uint8_t *buffer(int r, size_t bytes) {
+        bytes = std::max<size_t>(bytes, 64);
+        if (!direct_) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        owned_.push_back(p);
+        EXPECT_EQ(dp_mem_register(members_[r].ctx, p, bytes), DP_OK);
+        return static_cast<uint8_t *>(p);
+    }
+    // Posts one op per member (post(r, &req)) and waits for all.
+    template <typename Post>
+    std::vector<dp_status_t> run(Post post) {
+        std::vector<dp_request_t *> reqs(members_.size());
+        for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[r]), DP_OK);
+        std::vector<dp_status_t> out;
+        for (auto *req : reqs) {
+            out.push_back(req ? dp_wait(req) : DP_ERR_INTERNAL);
+            dp_request_free(req);
+        }
+        return out;
+    }
+
+  private:
+    std::vector<Member> members_;
+    bool direct_;
+    std::vector<void *> owned_;
+};
+
+void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(rng());
+    // Keep floats finite and small: NaN payloads would make "bit-exact"
+    // depend on which operand x86 returns (see kernels.h).
+    const size_t e = dp_dtype_size(dt);
+    for (size_t i = 0; i < n / e; ++i) {
+        if (dt == DP_FLOAT32) reinterpret_cast<float *>(p)[i] = float(int(rng() % 2001) - 1000) / 8;
+        if (dt == DP_FLOAT64) reinterpret_cast<double *>(p)[i] = double(int(rng() % 2001) - 1000) / 8;
+        if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
+    }
+}
+
+// Reference: rank-order reduction of `count` elements of every src block.
+std::vector<uint8_t> reduce_ref(const std::vector<const uint8_t *> &srcs, size_t count,
+                                dp_dtype_t dt, dp_op_t op) {
+    const size_t n = count * dp_dtype_size(dt);
+    std::vector<uint8_t> acc(srcs[0], srcs[0] + n);
+    for (size_t m = 1; m < srcs.size(); ++m)
+        deputy::mover::kernels::reduce(acc.data(), acc.data(), srcs[m], count, dt, op);
+    return acc;
+}
+
+class CollTest : public ::testing::Test {
+  protected:
+    AgentProcess agent{{"--engines", "2"}};
+    int next_key = 0;
+    std::string key() { return "t" + std::to_string(next_key++); }
+};
+
+TEST_F(CollTest, AllreduceEveryDtypeAndOpAcrossTeamSizes) {
+    for (int p : {1, 2, 3, 5, 8}) {
+        Team team(agent, p, key());
+        for (int dti = 0; dti < DP_DTYPE_COUNT; ++dti) {
+            for (int opi = 0; opi < DP_OP_COUNT; ++opi) {
+                const auto dt = dp_dtype_t(dti);
+                const auto op = dp_op_t(opi);
+                const size_t count = 1001;  // odd, not a multiple of any team size here
+                const size_t n = count * dp_dtype_size(dt);
+                std::vector<uint8_t *> src(p), dst(p);
+                for (int r = 0; r < p; ++r) {
+                    src[r] = team.buffer(r, n);
+                    dst[r] = team.buffer(r, n);
+                    fill(src[r], n, uint32_t(r * 131 + dti * 7 + opi), dt);
+                }
+                auto st = team.run([&](int r, dp_request_t **q) {
+                    return dp_iallreduce(src[r], dst[r], count, dt, op, team[r].team, q);
+                });
+                auto ref = reduce_ref({src.begin(), src.end()}, count, dt, op);
+                for (int r = 0; r < p; ++r) {
+                    ASSERT_EQ(st[r], DP_OK) << "p=" << p << " " << dp_dtype_name(dt);
+                    ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
+                        << "p=" << p << " rank " << r << " " << dp_dtype_name(dt) << " "
+                        << dp_op_name(op);
+                }
+                for (int r = 0; r < p; ++r) dp_free(team[r].ctx, src[r]), dp_free(team[r].ctx, dst[r]);
+            }
+        }
+    }
+}
+
+TEST_F(CollTest, AllreduceSizesInPlaceAndDirectMemory) {
+    for (bool direct : {false, true}) {
+        Team team(agent, 3, key(), direct);
+        for (size_t count : {0ul, 1ul, 7ul, 65536ul, 300001ul}) {
+            for (bool in_place : {false, true}) {
+                const size_t n = count * 4;
+                std::vector<uint8_t *> src(3), dst(3);
+                std::vector<std::vector<uint8_t>> orig(3);
+                for (int r = 0; r < 3; ++r) {
+                    src[r] = team.buffer(r, n);
+                    fill(src[r], n, uint32_t(r + count), DP_INT32);
+                    orig[r].assign(src[r], src[r] + n);
+                    dst[r] = in_place ? src[r] : team.buffer(r, n);
+                }
+                auto st = team.run([&](int r, dp_request_t **q) {
+                    return dp_iallreduce(src[r], dst[r], count, DP_INT32, DP_SUM, team[r].team, q);
+                });
+                std::vector<const uint8_t *> o = {orig[0].data(), orig[1].data(), orig[2].data()};
+                auto ref = count ? reduce_ref(o, count, DP_INT32, DP_SUM) : std::vector<uint8_t>();
+                for (int r = 0; r < 3; ++r) {
+                    ASSERT_EQ(st[r], DP_OK);
+                    ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
+                        << "count " << count << " in_place " << in_place << " direct " << direct;
+                }
+            }
+        }
+    }
+}
+
+TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
+    for (bool direct : {false, true}) {
+        const int p = 4;
+        Team team(agent, p, key(), direct);
+        const size_t count = 999;
+        const size_t n = count * 8;
+        std::vector<uint8_t *> src(p), dst(p);
+        for (int r = 0; r < p; ++r) {
+            src[r] = team.buffer(r, p * n);
+            dst[r] = team.buffer(r, p * n);
+            fill(src[r], p * n, uint32_t(100 + r), DP_FLOAT64);
+        }
+        // reduce_scatter: rank r gets block r reduced.
+        auto st = team.run([&](int r, dp_request_t **q) {
+            return dp_ireduce_scatter(src[r], dst[r], count, DP_FLOAT64, DP_SUM, team[r].team, q);
+        });
+        for (int r = 0; r < p; ++r) {
+            ASSERT_EQ(st[r], DP_OK);
+            std::vector<const uint8_t *> blocks;
+            for (int m = 0; m < p; ++m) blocks.push_back(src[m] + r * n);
+            auto ref = reduce_ref(blocks, count, DP_FLOAT64, DP_SUM);
+            ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0) << "reduce_scatter rank " << r;
+        }
+        // allgather: dst block m = src of m.
+        st = team.run([&](int r, dp_request_t **q) {
+            return dp_iallgather(src[r], dst[r], count, DP_FLOAT64, team[r].team, q);
+        });
+        for (int r = 0; r < p; ++r)
+            for (int m = 0; m < p; ++m)
+                ASSERT_EQ(std::memcmp(dst[r] + m * n, src[m], n), 0) << "allgather " << r << "," << m;
+        // alltoall: dst block m of r = src block r of m.
+        st = team.run([&](int r, dp_request_t **q) {
+            return dp_ialltoall(src[r], dst[r], count, DP_FLOAT64, team[r].team, q);
+        });
+        for (int r = 0; r < p; ++r)
+            for (int m = 0; m < p; ++m)
+                ASSERT_EQ(std::memcmp(dst[r] + m * n, src[m] + r * n, n), 0)
+                    << "alltoall " << r << "," << m;
+        // alltoall in place.
+        std::vector<std::vector<uint8_t>> before(p);
+        for (int r = 0; r < p; ++r) before[r].assign(src[r], src[r] + p * n);
+        st = team.run([&](int r, dp_request_t **q) {
+            return dp_ialltoall(src[r], src[r], count, DP_FLOAT64, team[r].team, q);
+        });
+        for (int r = 0; r < p; ++r)
+            for (int m = 0; m < p; ++m)
+                ASSERT_EQ(std::memcmp(src[r] + m * n, before[m].data() + r * n, n), 0)
+                    << "in-place alltoall " << r << "," << m;
+        // bcast from every root.
+        for (int root = 0; root < p; ++root) {
+            for (int r = 0; r < p; ++r) fill(dst[r], n, uint32_t(root * 10 + r), DP_UINT8);
+            std::vector<uint8_t> want(dst[root], dst[root] + n);
+            st = team.run([&](int r, dp_request_t **q) {
+                return dp_ibcast(dst[r], count, DP_FLOAT64, root, team[r].team, q);
+            });
+            for (int r = 0; r < p; ++r) {
+                ASSERT_EQ(st[r], DP_OK);
+                ASSERT_EQ(std::memcmp(dst[r], want.data(), n), 0) << "bcast root " << root;
+            }
+        }
+        st = team.run([&](int r, dp_request_t **q) { return dp_ibarrier(team[r].team, q); });
+        for (auto s : st) ASSERT_EQ(s, DP_OK);
+    }
+}
+
+TEST_F(CollTest, SixteenOutstandingCompleteInOrderAndTeamsRunSideBySide) {
+    Team a(agent, 2, key()), b(agent, 3, key());
+    const int kOps = 16;
+    const size_t count = 4096;
+    std::vector<std::vector<int64_t *>> buf(kOps, std::vector<int64_t *>(2));
+    std::vector<std::vector<dp_request_t *>> reqs(kOps, std::vector<dp_request_t *>(2));
+    for (int k = 0; k < kOps; ++k)
+        for (int r = 0; r < 2; ++r) {
+            buf[k][r] = reinterpret_cast<int64_t *>(a.buffer(r, count * 8));
+            for (size_t i = 0; i < count; ++i) buf[k][r][i] = int64_t(k * 1000 + r + i);
+        }
+    // Every member posts all 16 before anyone waits (rank 1 first, on purpose).
+    for (int r : {1, 0})
+        for (int k = 0; k < kOps; ++k)
+            ASSERT_EQ(dp_iallreduce(buf[k][r], buf[k][r], count, DP_INT64, DP_SUM, a[r].team,
+                                    &reqs[k][r]),
+                      DP_OK);
+    // Meanwhile team b does a barrier.
+    auto st = b.run([&](int r, dp_request_t **q) { return dp_ibarrier(b[r].team, q); });
+    for (auto s : st) EXPECT_EQ(s, DP_OK);
+    for (int k = 0; k < kOps; ++k)
+        for (int r = 0; r < 2; ++r) {
+            ASSERT_EQ(dp_wait(reqs[k][r]), DP_OK);
+            dp_request_free(reqs[k][r]);
+            for (size_t i = 0; i < count; i += 511)
+                ASSERT_EQ(buf[k][r][i], int64_t(2 * (k * 1000 + i) + 1)) << "op " << k;
+        }
+}
+
+TEST_F(CollTest, MismatchedArgumentsFailOnEveryRank) {
+    Team team(agent, 3, key());
+    std::vector<uint8_t *> buf(3);
+    for (int r = 0; r < 3; ++r) buf[r] = team.buffer(r, 4096);
+    auto st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(buf[r], buf[r], r == 2 ? 100 : 101, DP_INT32, DP_SUM, team[r].team, q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_MISMATCH);
+    st = team.run([&](int r, dp_request_t **q) {
+        return dp_ibcast(buf[r], 10, DP_INT32, r == 0 ? 1 : 0, team[r].team, q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_MISMATCH);
+    st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(buf[r], buf[r], 10, DP_INT32, r == 1 ? DP_MAX : DP_SUM, team[r].team, q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_MISMATCH);
+    // The team still works afterwards.
+    st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(buf[r], buf[r], 10, DP_INT32, DP_SUM, team[r].team, q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_OK);
+}
+
+TEST_F(CollTest, BuffersOutsideTheMemberAreDenied) {
+    Team team(agent, 2, key());
+    std::vector<uint8_t> plain(4096, 7);
+    uint8_t *mine = team.buffer(0, 4096);
+    auto st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(r == 0 ? mine : plain.data(), r == 0 ? mine : plain.data(), 1024,
+                             DP_INT32, DP_SUM, team[r].team, q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_DENIED);
+    EXPECT_EQ(plain, std::vector<uint8_t>(4096, 7));
+}
+
+TEST_F(CollTest, IncompleteTeamTimesOutNamingTheMissingRanks) {
+    dp_config_t config = agent.config();
+    dp_context_t *ctx = nullptr;
+    ASSERT_EQ(dp_init(&config, &ctx), DP_OK);
+    dp_team_t *team = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(dp_team_create_timeout(ctx, "lonely", 1, 3, 300, &team), DP_ERR_TIMEOUT);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(ms, 250);
+    EXPECT_LE(ms, 2000);
+    EXPECT_EQ(team, nullptr);
+    EXPECT_EQ(dp_team_create(ctx, "bad", 3, 3, &team), DP_ERR_INVALID);
+    dp_finalize(ctx);
+}
+
+TEST_F(CollTest, MemberThatDiesFailsTheOthersWithinTheBound) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        dp_config_t config = agent.config();
+        dp_context_t *ctx = nullptr;
+        dp_team_t *team = nullptr;
+        if (dp_init(&config, &ctx) != DP_OK || dp_team_create(ctx, "doomed", 1, 2, &team) != DP_OK)
+            _exit(2);
+        char c = 1;
+        [[maybe_unused]] ssize_t n = write(ready[1], &c, 1);
+        pause();  // never posts; killed by the parent
+        _exit(0);
+    }
+    dp_config_t config = agent.config();
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+    ASSERT_EQ(dp_init(&config, &ctx), DP_OK);
+    ASSERT_EQ(dp_team_create(ctx, "doomed", 0, 2, &team), DP_OK);
+    char c;
+    ASSERT_EQ(read(ready[0], &c, 1), 1);
+    auto *buf = static_cast<int32_t *>(dp_malloc(ctx, 4096));
+    dp_request_t *req = nullptr;
+    ASSERT_EQ(dp_iallreduce(buf, buf, 1024, DP_INT32, DP_SUM, team, &req), DP_OK);
+    int done = 0;
+    EXPECT_EQ(dp_test(req, &done), DP_OK);
+    EXPECT_EQ(done, 0);
+    auto start = std::chrono::steady_clock::now();
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    EXPECT_EQ(dp_wait(req), DP_ERR_AGENT_LOST);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start).count();
+    EXPECT_LE(ms, 1000);
+    dp_request_free(req);
+    // Later posts on the broken team fail at once.
+    ASSERT_EQ(dp_iallreduce(buf, buf, 1024, DP_INT32, DP_SUM, team, &req), DP_OK);
+    EXPECT_EQ(dp_wait(req), DP_ERR_AGENT_LOST);
+    dp_request_free(req);
+    EXPECT_EQ(dp_team_destroy(team), DP_OK);
+    dp_finalize(ctx);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+}  // namespace
