@@ -136,6 +136,11 @@ dp_status_t Agent::run() {
         } else if (timing::now_ns() - idle_since < idle_spin_ns) {
             _mm_pause();
             if (++turns % 64) continue;
+        } else if (teams_->in_flight()) {
+            // The engines are busy with a collective: sleep on its next
+            // batch record (they wake us) rather than poll their cores away,
+            // looking at rings and sockets at least every 100 us.
+            teams_->wait_for_progress(100'000);
         } else {
             // Sleep, but only after telling the clients to ring (then
             // looking once more: a descriptor pushed before they saw the

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/kernels.h"
+#include "mover/wait.h"
 
 namespace deputy::agent {
 namespace {
@@ -587,12 +588,27 @@ bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::
 bool TeamEngine::progress() {
     form_timeouts();
     bool worked = false;
+    for (auto &[id, t] : teams_)
+        if (t->running) worked |= advance(*t);
+    return worked;
+}
+
+bool TeamEngine::in_flight() const {
+    for (const auto &[id, t] : teams_)
+        if (t->running) return true;
+    return false;
+}
+
+void TeamEngine::wait_for_progress(int64_t timeout_ns) {
     for (auto &[id, t] : teams_) {
         if (!t->running) continue;
-        advance(*t);
-        worked = true;  // in flight: keep the service thread polling
+        Execution &ex = *t->running;
+        for (size_t i = 0; i < ex.submitted; ++i)
+            if (!dp_mover_poll(&ex.records[i])) {
+                mover::wait_completion(&ex.records[i], DP_WAIT_BLOCK, timeout_ns);
+                return;
+            }
     }
-    return worked;
 }
 
 bool TeamEngine::busy() const { return !forming_.empty(); }

@@ -59,8 +59,15 @@ class TeamEngine {
     // Before a client's segment goes away: waits out any operation using its
     // buffers, fails what its teams have queued, breaks its teams.
     void client_gone(ClientSession &s);
-    // Timeouts and operations in flight; true when it did something.
+    // Timeouts and operations in flight; true when an operation finished or
+    // started (real progress, not just "still running").
     bool progress();
+    // True while the engines work on an operation.
+    bool in_flight() const;
+    // Sleeps until the engines finish a batch of an operation in flight or
+    // timeout_ns passes: frees the service thread's core for the engines
+    // (this machine has two) instead of polling.
+    void wait_for_progress(int64_t timeout_ns);
     // True while something needs the service thread soon (an operation in
     // flight or a team forming): it must not sleep without a timeout.
     bool busy() const;
