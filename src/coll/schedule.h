@@ -18,6 +18,9 @@
 //    such send and the k-th such recv (by step index; steps with the same peer
 //    and tag are ordered by dependencies, so issue order equals step order).
 //    Builders give every message of a pair of ranks its own tag, so k is 1.
+//    Tags restart at 0 in every schedule: a runtime with several
+//    collectives of one team in flight must qualify them (by the
+//    collective's sequence number, say) so their messages cannot meet.
 //    The two regions have the same length; a zero-length message still
 //    matches and synchronises (a barrier's token).
 //  - reduce(dst, a, b, dtype, op): dst[i] = a[i] op b[i], elementwise (see
