@@ -1,0 +1,127 @@
+#include "launch/spawn.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+extern char **environ;
+
+namespace deputy::launch {
+namespace {
+
+std::vector<char *> pointers(const std::vector<std::string> &strings) {
+    std::vector<char *> out;
+    out.reserve(strings.size() + 1);
+    for (const std::string &s : strings) out.push_back(const_cast<char *>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+// Runs in the child between fork and execve: async-signal-safe calls only.
+[[noreturn]] void exec_child(const SpawnSpec &spec, char *const *argv, char *const *envp,
+                             pid_t parent, int report_fd) {
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);  // the launcher ignores it; exec keeps ignored signals ignored
+    if (spec.parent_death_signal) {
+        prctl(PR_SET_PDEATHSIG, spec.parent_death_signal);
+        if (getppid() != parent) _exit(127);  // the launcher died before prctl
+    }
+    int err = 0;
+    if (spec.stdin_fd >= 0 && dup2(spec.stdin_fd, STDIN_FILENO) < 0) err = errno;
+    if (!err && spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) err = errno;
+    if (!err && spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) err = errno;
+    if (!err) {
+        execve(spec.path.c_str(), argv, envp);
+        err = errno;
+    }
+    [[maybe_unused]] ssize_t n = write(report_fd, &err, sizeof err);
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+pid_t spawn(const SpawnSpec &spec, std::string *error, int *exit_code) {
+    // Everything that allocates happens before fork.
+    std::vector<char *> argv = pointers(spec.argv);
+    std::vector<char *> envp = pointers(spec.env);
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        *error = std::string("pipe: ") + std::strerror(errno);
+        *exit_code = 1;
+        return -1;
+    }
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        *error = std::string("fork: ") + std::strerror(errno);
+        *exit_code = 1;
+        close(report[0]);
+        close(report[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(report[0]);
+        exec_child(spec, argv.data(), envp.data(), parent, report[1]);
+    }
+    close(report[1]);
+    setpgid(pid, pid);  // also here: no window in which a forwarded signal misses the child
+    int child_errno = 0;
+    ssize_t n;
+    do {
+        n = read(report[0], &child_errno, sizeof child_errno);
+    } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n <= 0) return pid;  // the pipe closed on exec: the program runs
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    *error = "cannot execute '" + spec.path + "': " + std::strerror(child_errno);
+    *exit_code = child_errno == ENOENT ? 127 : 126;
+    return -1;
+}
+
+std::string find_program(const std::string &name) {
+    if (name.empty()) return {};
+    if (name.find('/') != std::string::npos) return name;
+    const char *path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    for (;;) {
+        size_t end = dirs.find(':', start);
+        std::string dir =
+            dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (dir.empty()) dir = ".";
+        std::string candidate = dir + "/" + name;
+        struct stat st;
+        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        if (end == std::string::npos) return {};
+        start = end + 1;
+    }
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string> &overrides) {
+    std::vector<std::string> env;
+    for (char **e = environ; *e; ++e) {
+        std::string entry(*e);
+        std::string name = entry.substr(0, entry.find('='));
+        bool replaced = false;
+        for (const std::string &o : overrides)
+            if (o.compare(0, name.size() + 1, name + "=") == 0) replaced = true;
+        if (!replaced) env.push_back(std::move(entry));
+    }
+    env.insert(env.end(), overrides.begin(), overrides.end());
+    return env;
+}
+
+}  // namespace deputy::launch
