@@ -10,6 +10,7 @@
 #include "bench/mover/bench_mover.h"
 #include "bench/rail/bench_rail.h"
 #include "common/log.h"
+#include "launch/launch_command.h"
 
 int main(int argc, char **argv) {
     CLI::App app{"deputy: communication-offload runtime (agent, data mover, benchmarks)", "deputy"};
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
 
     deputy::tools::register_agent(app);
     deputy::tools::register_info(app);
+    deputy::tools::register_launch(app);
     CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail");
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
