@@ -1,0 +1,102 @@
+#include "bench_coll/pattern.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace deputy::bench::coll {
+namespace {
+
+// splitmix64's finaliser over (a, b): neighbours get unrelated values, so a
+// block landing at the wrong offset or from the wrong rank is caught.
+uint64_t mix(uint64_t a, uint64_t b) {
+    uint64_t z = a * 0x9e3779b97f4a7c15ull + b * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    z *= 0xd6e8feb86659fd93ull;
+    z ^= z >> 32;
+    return z;
+}
+
+int64_t data_value(const Dtype &t, int rank, size_t i) {
+    int64_t v = int64_t(mix(uint64_t(rank) + 1, i) % uint64_t(t.exact_span));
+    return t.is_signed ? v - t.exact_span / 2 : v;
+}
+
+// The value rank `rank` contributes at element i of a reduction's input.
+int64_t input_value(const Pattern &p, int rank, size_t i) {
+    const Dtype &t = *p.dtype;
+    switch (p.redop) {
+        case DP_SUM: return int64_t(mix(uint64_t(rank) + 7, i) % 4) - (t.is_signed ? 1 : 0);
+        case DP_PROD: {
+            int64_t magnitude = mix(0, i) % uint64_t(p.ranks) == uint64_t(rank) ? 2 : 1;
+            bool negative = t.is_signed && mix(uint64_t(rank) + 3, i) % 3 == 0;
+            return negative ? -magnitude : magnitude;
+        }
+        default: return data_value(t, rank, i);
+    }
+}
+
+int64_t reduce_all(const Pattern &p, size_t i) {
+    int64_t acc = input_value(p, 0, i);
+    for (int q = 1; q < p.ranks; ++q) {
+        int64_t v = input_value(p, q, i);
+        switch (p.redop) {
+            case DP_SUM: acc += v; break;
+            case DP_PROD: acc *= v; break;
+            case DP_MIN: acc = std::min(acc, v); break;
+            default: acc = std::max(acc, v); break;
+        }
+    }
+    return acc;
+}
+
+// What element j of `rank`'s receive buffer must be.
+int64_t expected(const Pattern &p, int rank, size_t j) {
+    const size_t c = p.count;
+    switch (p.coll) {
+        case Coll::allreduce: return reduce_all(p, j);
+        case Coll::reduce_scatter: return reduce_all(p, size_t(rank) * c + j);
+        case Coll::allgather: return data_value(*p.dtype, int(j / c), j % c);
+        case Coll::alltoall: return data_value(*p.dtype, int(j / c), size_t(rank) * c + j % c);
+        case Coll::bcast: return data_value(*p.dtype, p.root, j);
+        case Coll::barrier: return 0;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void fill_send(const Pattern &p, int rank, void *send) {
+    const size_t n = send_elems(p.coll, p.count, p.ranks);
+    if (p.coll == Coll::bcast && rank != p.root) {
+        std::memset(send, kSentinel, n * p.dtype->bytes);
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        int64_t v = reduces(p.coll) ? input_value(p, rank, i) : data_value(*p.dtype, rank, i);
+        store(*p.dtype, send, i, v);
+    }
+}
+
+void reset_recv(const Pattern &p, int rank, void *recv) {
+    const size_t n = recv_elems(p.coll, p.count, p.ranks);
+    if (p.coll == Coll::bcast && rank == p.root) {
+        for (size_t i = 0; i < n; ++i) store(*p.dtype, recv, i, data_value(*p.dtype, rank, i));
+        return;
+    }
+    std::memset(recv, kSentinel, n * p.dtype->bytes);
+}
+
+uint64_t count_wrong(const Pattern &p, int rank, const void *recv) {
+    const size_t n = recv_elems(p.coll, p.count, p.ranks);
+    const size_t eb = p.dtype->bytes;
+    const auto *bytes = static_cast<const unsigned char *>(recv);
+    uint64_t wrong = 0;
+    unsigned char want[8];
+    for (size_t j = 0; j < n; ++j) {
+        store(*p.dtype, want, 0, expected(p, rank, j));
+        if (std::memcmp(want, bytes + j * eb, eb) != 0) ++wrong;
+    }
+    return wrong;
+}
+
+}  // namespace deputy::bench::coll
