@@ -1,0 +1,87 @@
+// deputy's collectives: the call posts a descriptor and returns; the agent
+// moves and reduces the bytes; dp_test is a load of the completion flag.
+#include <fmt/format.h>
+
+#include "bench_coll/deputy_api.h"
+#include "bench_coll/impl.h"
+
+namespace deputy::bench::coll {
+namespace {
+
+class DeputyImpl final : public Impl {
+public:
+    explicit DeputyImpl(dp_team_t *team) : team_(team) {}
+    ~DeputyImpl() override {
+        if (req_ != nullptr) dp_request_free(req_);
+    }
+    const char *name() const override { return "deputy"; }
+
+    std::string unsupported(Coll, bool, const CallArgs &) const override { return {}; }
+
+    bool run(Coll coll, const CallArgs &a) override {
+        switch (coll) {
+            case Coll::allreduce:
+                return ok(dp_allreduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
+            case Coll::reduce_scatter:
+                return ok(dp_reduce_scatter(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
+            case Coll::allgather: return ok(dp_allgather(a.send, a.recv, a.count, a.dtype->dp, team_));
+            case Coll::alltoall: return ok(dp_alltoall(a.send, a.recv, a.count, a.dtype->dp, team_));
+            case Coll::bcast: return ok(dp_bcast(a.recv, a.count, a.dtype->dp, a.root, team_));
+            case Coll::barrier: return ok(dp_barrier(team_));
+        }
+        return false;
+    }
+
+    bool post(Coll coll, const CallArgs &a) override {
+        switch (coll) {
+            case Coll::allreduce:
+                return ok(dp_iallreduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+            case Coll::reduce_scatter:
+                return ok(dp_ireduce_scatter(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+            case Coll::allgather:
+                return ok(dp_iallgather(a.send, a.recv, a.count, a.dtype->dp, team_, &req_));
+            case Coll::alltoall:
+                return ok(dp_ialltoall(a.send, a.recv, a.count, a.dtype->dp, team_, &req_));
+            case Coll::bcast: return ok(dp_ibcast(a.recv, a.count, a.dtype->dp, a.root, team_, &req_));
+            case Coll::barrier: return ok(dp_ibarrier(team_, &req_));
+        }
+        return false;
+    }
+
+    bool test(bool *done) override {
+        if (req_ == nullptr) return *done = true, true;  // completed by an earlier test
+        int flag = 0;
+        dp_status_t s = dp_test(req_, &flag);
+        *done = flag != 0;
+        if (*done) release();
+        return ok(s);
+    }
+
+    bool wait() override {
+        if (req_ == nullptr) return true;
+        dp_status_t s = dp_wait(req_);
+        release();
+        return ok(s);
+    }
+
+private:
+    void release() {
+        dp_request_free(req_);
+        req_ = nullptr;
+    }
+
+    bool ok(dp_status_t s) {
+        if (s == DP_OK) return true;
+        error_ = dp_strerror(s);
+        return false;
+    }
+
+    dp_team_t *team_;
+    dp_request_t *req_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Impl> make_deputy_impl(dp_team_t *team) { return std::make_unique<DeputyImpl>(team); }
+
+}  // namespace deputy::bench::coll

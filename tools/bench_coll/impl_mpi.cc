@@ -1,0 +1,84 @@
+// MPI's own collectives on the benchmark's buffers.
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "bench_coll/impl.h"
+
+namespace deputy::bench::coll {
+namespace {
+
+class MpiImpl final : public Impl {
+public:
+    explicit MpiImpl(MPI_Comm comm) : comm_(comm) {}
+    const char *name() const override { return "mpi"; }
+
+    std::string unsupported(Coll coll, bool, const CallArgs &a) const override {
+        if (coll == Coll::barrier) return {};
+        if (mpi_type(*a.dtype) == MPI_DATATYPE_NULL)
+            return fmt::format("MPI has no {} datatype", a.dtype->name);
+        if (a.count > size_t(INT_MAX))
+            return fmt::format("count {} is above MPI's int counts", a.count);
+        return {};
+    }
+
+    bool run(Coll coll, const CallArgs &a) override {
+        const MPI_Datatype t = mpi_type(*a.dtype);
+        const int n = int(a.count);
+        switch (coll) {
+            case Coll::allreduce:
+                return ok(MPI_Allreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+            case Coll::reduce_scatter:
+                return ok(MPI_Reduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+            case Coll::allgather: return ok(MPI_Allgather(a.send, n, t, a.recv, n, t, comm_));
+            case Coll::alltoall: return ok(MPI_Alltoall(a.send, n, t, a.recv, n, t, comm_));
+            case Coll::bcast: return ok(MPI_Bcast(a.recv, n, t, a.root, comm_));
+            case Coll::barrier: return ok(MPI_Barrier(comm_));
+        }
+        return false;
+    }
+
+    bool post(Coll coll, const CallArgs &a) override {
+        const MPI_Datatype t = mpi_type(*a.dtype);
+        const int n = int(a.count);
+        switch (coll) {
+            case Coll::allreduce:
+                return ok(MPI_Iallreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+            case Coll::reduce_scatter:
+                return ok(MPI_Ireduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+            case Coll::allgather: return ok(MPI_Iallgather(a.send, n, t, a.recv, n, t, comm_, &req_));
+            case Coll::alltoall: return ok(MPI_Ialltoall(a.send, n, t, a.recv, n, t, comm_, &req_));
+            case Coll::bcast: return ok(MPI_Ibcast(a.recv, n, t, a.root, comm_, &req_));
+            case Coll::barrier: return ok(MPI_Ibarrier(comm_, &req_));
+        }
+        return false;
+    }
+
+    bool test(bool *done) override {
+        int flag = 0;
+        bool good = ok(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
+        *done = flag != 0;
+        return good;
+    }
+
+    bool wait() override { return ok(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
+
+private:
+    bool ok(int rc) {
+        if (rc == MPI_SUCCESS) return true;
+        char text[MPI_MAX_ERROR_STRING];
+        int n = 0;
+        MPI_Error_string(rc, text, &n);
+        error_ = std::string(text, size_t(n));
+        return false;
+    }
+
+    MPI_Comm comm_;
+    MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<Impl> make_mpi_impl(MPI_Comm comm) { return std::make_unique<MpiImpl>(comm); }
+
+}  // namespace deputy::bench::coll

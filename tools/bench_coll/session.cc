@@ -1,0 +1,132 @@
+#include "bench_coll/session.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "bench_coll/deputy_api.h"
+#include "common/log.h"
+#include "common/units.h"
+
+namespace deputy::bench::coll {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kAgentDefaultPool = 64ull << 20;  // docs/agent.md: pool_bytes default
+
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+std::string random_key() {
+    std::random_device rd;
+    return fmt::format("bench-coll-{:08x}{:08x}", rd(), rd());
+}
+
+}  // namespace
+
+uint64_t pool_bytes_for(uint64_t send_bytes, uint64_t recv_bytes) {
+    return round_up(send_bytes + recv_bytes, 1ull << 20) + (2ull << 20);
+}
+
+bool DeputySession::open(const World &world, Memory memory, const std::string &agent_socket,
+                         uint64_t pool_bytes) {
+    if (const char *missing = missing_coll_symbol()) {
+        if (world.rank() == 0)
+            log::app().error("this deputy build has no collectives yet ({} is missing); "
+                             "run the MPI baselines with --no-deputy --compare mpi", missing);
+        return false;
+    }
+    dp_config_t config = DP_CONFIG_INITIALIZER;
+    config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
+    config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
+    if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) config.pool_bytes = pool_bytes;
+    dp_status_t s = dp_init(&config, &ctx_);
+    if (s != DP_OK) {
+        log::app().error("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
+                         s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
+                                                "DEPUTY_AGENT / --agent-socket; or --no-deputy)"
+                         : config.pool_bytes != 0
+                             ? fmt::format(" (asked for a {} pool for --memory mapped: raise the "
+                                           "agent's max_pool_bytes or use --memory direct)",
+                                           units::format_size(config.pool_bytes))
+                             : "");
+        ctx_ = nullptr;
+    }
+    if (!world.all(ctx_ != nullptr)) return false;
+
+    key_ = world.broadcast(world.rank() == 0 ? random_key() : std::string());
+    s = dp_team_create(ctx_, key_.c_str(), world.rank(), world.size(), &team_);
+    if (s != DP_OK) {
+        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}): {}", world.rank(), key_,
+                         world.rank(), world.size(), dp_strerror(s));
+        team_ = nullptr;
+    }
+    return world.all(team_ != nullptr);
+}
+
+void DeputySession::close() {
+    if (team_ != nullptr) dp_team_destroy(team_);
+    team_ = nullptr;
+    if (ctx_ != nullptr) dp_finalize(ctx_);
+    ctx_ = nullptr;
+}
+
+void *Buffers::get(uint64_t bytes, std::string *error, const char *what) {
+    bytes = std::max<uint64_t>(bytes, 64);
+    void *p = nullptr;
+    if (memory_ == Memory::mapped) {
+        p = dp_malloc(ctx_, bytes);
+        if (p == nullptr) {
+            *error = fmt::format("dp_malloc of the {} buffer ({} B) failed: the agent's pool is too "
+                                 "small (raise its pool_bytes/max_pool_bytes, or --memory direct)",
+                                 what, bytes);
+            return nullptr;
+        }
+    } else {
+        p = std::aligned_alloc(kPage, round_up(bytes, kPage));
+        if (p == nullptr) {
+            *error = fmt::format("cannot allocate the {} buffer ({} B)", what, bytes);
+            return nullptr;
+        }
+    }
+    std::memset(p, 0, bytes);  // pre-fault every page
+    if (memory_ == Memory::direct) {
+        dp_status_t s = dp_mem_register(ctx_, p, bytes);
+        if (s != DP_OK) {
+            *error = fmt::format("dp_mem_register of the {} buffer ({} B): {}", what, bytes, dp_strerror(s));
+            std::free(p);
+            return nullptr;
+        }
+    }
+    return p;
+}
+
+void Buffers::put(void *p) {
+    if (p == nullptr) return;
+    if (memory_ == Memory::mapped) {
+        dp_free(ctx_, p);
+        return;
+    }
+    if (memory_ == Memory::direct) dp_mem_deregister(ctx_, p);
+    std::free(p);
+}
+
+bool Buffers::allocate(Memory memory, dp_context_t *ctx, uint64_t send_bytes, uint64_t recv_bytes,
+                       std::string *error) {
+    release();
+    memory_ = memory;
+    ctx_ = ctx;
+    send_ = get(send_bytes, error, "send");
+    if (send_ == nullptr) return false;
+    recv_ = get(recv_bytes, error, "receive");
+    return recv_ != nullptr;
+}
+
+void Buffers::release() {
+    put(send_);
+    put(recv_);
+    send_ = recv_ = nullptr;
+}
+
+}  // namespace deputy::bench::coll
