@@ -1,0 +1,244 @@
+// deputy-bench-coll: the MPI program behind `deputy bench coll`.
+//
+//   mpirun -np 2 deputy bench coll --op iallreduce -m 8:1m --compare mpi
+//
+// Ranks and size come from MPI; the deputy team is keyed by a random key of
+// rank 0's, broadcast with MPI_Bcast. Every rank parses the same flags, so
+// a usage error stops every rank with the same message (printed once).
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_coll/compute.h"
+#include "bench_coll/impl.h"
+#include "bench_coll/options.h"
+#include "bench_coll/pattern.h"
+#include "bench_coll/print_buffers.h"
+#include "bench_coll/report.h"
+#include "bench_coll/runner.h"
+#include "bench_coll/seed_table.h"
+#include "bench_coll/session.h"
+#include "bench_coll/world.h"
+#include "common/affinity.h"
+#include "common/cli_json.h"
+#include "common/log.h"
+#include "common/units.h"
+
+namespace deputy::bench::coll {
+namespace {
+
+// The rank before MPI_Init, from the launcher's environment: only rank 0
+// prints usage errors and help.
+int launcher_rank() {
+    for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+        if (const char *v = std::getenv(name)) return std::atoi(v);
+    return 0;
+}
+
+uint64_t mem_available_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kb = 0;
+    std::string unit;
+    while (in >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024;
+    return 0;
+}
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30)); }
+
+struct SizePoint {
+    uint64_t size;
+    size_t count;
+};
+
+int run(const CollOptions &o, CLI::App &app) {
+    World world;
+    const bool root_rank = world.rank() == 0;
+    cli::apply_log_flags(o.log);
+    // Under `deputy launch -n N` each process is an MPI singleton: the ranks
+    // would run N separate one-rank benchmarks. Say so instead.
+    if (const char *launched = std::getenv("DEPUTY_SIZE"); launched && world.size() == 1 &&
+                                                           std::atoi(launched) > 1) {
+        log::app().error("started as one of {} deputy launch ranks, but MPI sees 1 rank: deputy bench "
+                         "coll times and synchronises with MPI; run it under mpirun -np {}",
+                         launched, launched);
+        return 2;
+    }
+    Plan plan;
+    try {
+        if (app.count("--max") > 0 && !o.seed_table)
+            throw CLI::ValidationError("--max applies to --seed-table (use -m MIN:MAX for sizes)");
+        plan = resolve(o, world.size());
+    } catch (const CLI::Error &e) {
+        return root_rank ? app.exit(e) : e.get_exit_code();
+    }
+    const OpInfo &op = *plan.op;
+    const Dtype &dt = *plan.dtype;
+    const int n = world.size();
+
+    // Counts per size; sizes too small for one element (or block) are dropped.
+    std::vector<SizePoint> points;
+    std::vector<uint64_t> dropped;
+    for (uint64_t s : plan.sizes) {
+        size_t count = o.seed_table ? size_t(s / dt.bytes) : count_for_size(op.coll, s, dt.bytes, n);
+        uint64_t eff = o.seed_table ? s : size_of(op.coll, count, dt.bytes, n);
+        if (op.coll != Coll::barrier && count == 0) {
+            dropped.push_back(s);
+            continue;
+        }
+        if (!points.empty() && points.back().count == count && op.coll != Coll::barrier) continue;
+        points.push_back({eff, count});
+    }
+    if (points.empty()) {
+        if (root_rank)
+            log::app().error("-m {}: no size holds one {} element{} per rank", o.sizes, dt.name,
+                             op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block");
+        return 2;
+    }
+    uint64_t send_max = 0, recv_max = 0;
+    for (const SizePoint &p : points) {
+        send_max = std::max<uint64_t>(send_max, send_elems(op.coll, p.count, n) * dt.bytes);
+        recv_max = std::max<uint64_t>(recv_max, recv_elems(op.coll, p.count, n) * dt.bytes);
+    }
+    const bool ring = plan.compare_mpi && op.coll == Coll::allreduce && !op.nonblocking;
+    const uint64_t ring_bytes = ring ? (points.back().count / size_t(n) + 1) * dt.bytes : 0;
+
+    // Refuse before allocating what this node does not have.
+    const uint64_t per_rank = send_max + recv_max + ring_bytes;
+    const uint64_t need = per_rank * uint64_t(world.local_size());
+    bool fits = true;
+    if (root_rank) {
+        const uint64_t avail = mem_available_bytes();
+        if (avail != 0 && need > avail / 10 * 9) {
+            log::app().error("{} needs {} on this node ({} ranks x (send {} + receive {}{})) but "
+                             "MemAvailable is {}: lower {}",
+                             o.seed_table ? "--seed-table --max " + o.max : "-m " + o.sizes, gib(need),
+                             world.local_size(), units::format_size(send_max),
+                             units::format_size(recv_max),
+                             ring ? " + ring segment " + units::format_size(ring_bytes) : "", gib(avail),
+                             o.seed_table ? "--max" : "-m MAX");
+            fits = false;
+        }
+    }
+    if (!world.all(fits)) return 2;
+
+    DeputySession deputy;
+    if (plan.run_deputy &&
+        !deputy.open(world, plan.memory, o.agent_socket, pool_bytes_for(send_max, recv_max)))
+        return 2;
+    Buffers buffers;
+    std::string error;
+    bool allocated = buffers.allocate(plan.memory, deputy.context(), send_max, recv_max, &error);
+    if (!allocated) log::app().error("rank {}: {}", world.rank(), error);
+    if (!world.all(allocated)) return 2;
+
+    std::vector<std::unique_ptr<Impl>> impls;
+    if (plan.run_deputy) impls.push_back(make_deputy_impl(deputy.team()));
+    if (plan.compare_mpi) impls.push_back(make_mpi_impl(world.comm()));
+    if (ring) impls.push_back(make_ring_impl(world.comm()));
+
+    RunInfo info;
+    info.plan = &plan;
+    info.options = &o;
+    info.ranks = n;
+    info.local_ranks = world.local_size();
+    info.cpus = affinity::cpu_count();
+    for (const auto &impl : impls) info.impls.push_back(impl->name());
+    info.mpi_version = World::library_version();
+    info.cpu_clock_cost_ns = calibrate_cpu_clock();
+
+    nlohmann::json results = nlohmann::json::array();
+    uint64_t wrong = 0;
+    if (root_rank) {
+        print_banner(info);
+        if (!dropped.empty())
+            std::printf("# sizes below one %s element%s: %zu size(s) from %llu B skipped\n", dt.name,
+                        op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block and rank",
+                        dropped.size(), (unsigned long long)dropped.front());
+        if (plan.compare_mpi && mpi_type(dt) == MPI_DATATYPE_NULL)
+            std::printf("# note: MPI has no %s datatype: the MPI comparison is skipped for it\n", dt.name);
+    }
+
+    if (o.seed_table) {
+        wrong = run_seed_table(world, info, buffers, *impls[plan.run_deputy ? 1 : 0],
+                               *impls[plan.run_deputy ? 2 : 1], plan.run_deputy ? impls[0].get() : nullptr,
+                               &results);
+    } else {
+        if (root_rank) print_table_header(info);
+        Compute compute(plan.compute_idle);
+        std::vector<Row> all_rows;
+        for (const SizePoint &point : points) {
+            SizeJob job;
+            job.world = &world;
+            job.pattern = Pattern{op.coll, &dt, plan.redop, n, o.root, point.count};
+            job.args = CallArgs{buffers.send(), buffers.recv(), point.count, &dt, plan.redop, o.root};
+            job.size = point.size;
+            job.iterations = plan.iterations_for(point.size);
+            job.warmup = plan.warmup_for(point.size);
+            job.check_every = o.check;
+            job.test_calls = o.test_calls;
+            job.compute = &compute;
+            fill_send(job.pattern, world.rank(), buffers.send());
+            std::vector<Row> rows;
+            for (auto &impl : impls) {
+                rows.push_back(measure(*impl, job, op.nonblocking));
+                if (o.print_buffers && rows.back().skipped.empty())
+                    print_buffers(world, job.pattern, buffers.send(), buffers.recv(),
+                                  fmt::format("buffers after {} {}, {} B ({} {} per {})", impl->name(),
+                                              op.name, point.size, point.count, dt.name,
+                                              send_elems(op.coll, 1, n) > 1 || recv_elems(op.coll, 1, n) > 1
+                                                  ? "block" : "rank"));
+            }
+            const Row *mpi = nullptr;
+            for (const Row &r : rows)
+                if (r.impl == "mpi" && r.skipped.empty()) mpi = &r;
+            for (const Row &r : rows) {
+                wrong += r.wrong;
+                if (root_rank) results.push_back(row_json(info, r, mpi));
+            }
+            if (root_rank) print_size_rows(info, rows);
+            all_rows.insert(all_rows.end(), rows.begin(), rows.end());
+        }
+        if (root_rank) print_skip_notes(all_rows);
+    }
+
+    int rc = 0;
+    if (root_rank) {
+        if (wrong != 0) std::printf("# validation FAILED: %llu wrong element(s)\n", (unsigned long long)wrong);
+        else std::printf("# validation: every checked result is correct\n");
+        std::fflush(stdout);
+        if (!o.out_file.empty() && !write_json(o.out_file, results_document(info, results))) rc = 2;
+    }
+    if (wrong != 0) rc = 1;
+    return rc;
+}
+
+}  // namespace
+}  // namespace deputy::bench::coll
+
+int main(int argc, char **argv) {
+    using namespace deputy::bench::coll;
+    CollOptions options;
+    CLI::App app{"deputy bench coll: offloaded collectives against MPI's, with the OSU overlap "
+                 "method and nccl-tests bandwidths. An MPI program: mpirun -np N deputy bench coll ...",
+                 "deputy bench coll"};
+    add_options(app, &options);
+    deputy::cli::add_json_config(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Error &e) {
+        // Before MPI_Init: --help and usage errors print once, from rank 0.
+        return launcher_rank() == 0 ? app.exit(e) : e.get_exit_code();
+    }
+    MPI_Init(&argc, &argv);
+    int rc = run(options, app);
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,180 @@
+#include "bench_coll/runner.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::bench::coll {
+namespace {
+
+uint64_t g_cpu_clock_cost_ns = 0;
+
+[[noreturn]] void failed(const Impl &impl, const SizeJob &job, const char *what) {
+    log::app().critical("rank {}: {} {} of {} B failed in {}: {}", job.world->rank(), impl.name(),
+                        coll_name(job.pattern.coll), job.size, what, impl.error());
+    job.world->abort(3);
+}
+
+void finish_row(Row &row, const SizeJob &job) {
+    if (row.time_us > 0) {
+        row.algbw = double(job.size) / (row.time_us * 1e3);
+        row.busbw = row.algbw * bus_factor(job.pattern.coll, job.pattern.ranks);
+    }
+}
+
+Row measure_blocking(Impl &impl, const SizeJob &job, Row row) {
+    const World &w = *job.world;
+    void *recv = job.args.recv;
+    const int rank = w.rank();
+    reset_recv(job.pattern, rank, recv);
+    for (uint64_t i = 0; i < job.warmup; ++i)
+        if (!impl.run(job.pattern.coll, job.args)) failed(impl, job, "a warm-up call");
+    w.barrier();
+    uint64_t total_ns = 0, wrong = 0;
+    for (uint64_t i = 0; i < job.iterations; ++i) {
+        if (job.check_every) reset_recv(job.pattern, rank, recv);
+        const uint64_t t0 = timing::now_ns();
+        if (!impl.run(job.pattern.coll, job.args)) failed(impl, job, "a timed call");
+        total_ns += timing::now_ns() - t0;
+        if (job.check_every) wrong += count_wrong(job.pattern, rank, recv);
+        w.barrier();
+    }
+    if (!job.check_every) wrong = count_wrong(job.pattern, rank, recv);
+    const double mine_us = double(total_ns) / double(job.iterations) / 1e3;
+    row.time_us = w.average({mine_us})[0];
+    row.time_max_us = w.maximum({mine_us})[0];
+    row.wrong = w.sum(wrong);
+    finish_row(row, job);
+    return row;
+}
+
+Row measure_nonblocking(Impl &impl, const SizeJob &job, Row row) {
+    const World &w = *job.world;
+    const Coll coll = job.pattern.coll;
+    void *recv = job.args.recv;
+    const int rank = w.rank();
+    auto post = [&] {
+        if (!impl.post(coll, job.args)) failed(impl, job, "the post");
+    };
+    auto wait = [&] {
+        if (!impl.wait()) failed(impl, job, "the wait");
+    };
+    auto test = [&] {
+        bool done = false;
+        if (!impl.test(&done)) failed(impl, job, "a test");
+    };
+
+    reset_recv(job.pattern, rank, recv);
+    for (uint64_t i = 0; i < job.warmup; ++i) post(), wait();
+    w.barrier();
+
+    // 1. Pure communication time.
+    uint64_t wrong = 0, pure_ns = 0;
+    for (uint64_t i = 0; i < job.iterations; ++i) {
+        if (job.check_every) reset_recv(job.pattern, rank, recv);
+        const uint64_t t0 = timing::now_ns();
+        post();
+        wait();
+        pure_ns += timing::now_ns() - t0;
+        if (job.check_every) wrong += count_wrong(job.pattern, rank, recv);
+    }
+    const uint64_t latency_ns = pure_ns / job.iterations;  // this rank's own, as OSU
+    w.barrier();
+
+    // 2. Overlap with compute as long as the pure communication.
+    uint64_t overall = 0, comp = 0, tests = 0, init = 0, waits = 0;
+    for (uint64_t i = 0; i < job.warmup + job.iterations; ++i) {
+        if (job.check_every) reset_recv(job.pattern, rank, recv);
+        uint64_t test_ns = 0;
+        const uint64_t start = timing::now_ns();
+        post();
+        const uint64_t posted = timing::now_ns();
+        job.compute->run(latency_ns, job.test_calls, [&] {
+            const uint64_t t = timing::now_ns();
+            test();
+            test_ns += timing::now_ns() - t;
+        });
+        const uint64_t computed = timing::now_ns();
+        wait();
+        const uint64_t stop = timing::now_ns();
+        if (i >= job.warmup) {
+            overall += stop - start;
+            init += posted - start;
+            comp += computed - posted;
+            tests += test_ns;
+            waits += stop - computed;
+        }
+        if (job.check_every) wrong += count_wrong(job.pattern, rank, recv);
+        w.barrier();
+    }
+
+    // 3. Host CPU time inside the calls (a pass of its own: the clock is slow).
+    uint64_t cpu_ns = 0;
+    for (uint64_t i = 0; i < job.iterations; ++i) {
+        uint64_t c = timing::thread_cpu_ns();
+        post();
+        cpu_ns += timing::thread_cpu_ns() - c;
+        job.compute->run(latency_ns, job.test_calls, [&] {
+            const uint64_t t = timing::thread_cpu_ns();
+            test();
+            cpu_ns += timing::thread_cpu_ns() - t;
+        });
+        c = timing::thread_cpu_ns();
+        wait();
+        cpu_ns += timing::thread_cpu_ns() - c;
+        w.barrier();
+    }
+    if (!job.check_every) wrong = count_wrong(job.pattern, rank, recv);
+
+    const double n = double(job.iterations) * 1e3;  // ns totals -> us per iteration
+    const double calls = 2.0 + job.test_calls;
+    const double cpu_us =
+        std::max(0.0, double(cpu_ns) / n - calls * double(g_cpu_clock_cost_ns) / 1e3);
+    const std::vector<double> avg = w.average({double(overall) / n, double(comp) / n,
+                                               double(tests) / n, double(init) / n,
+                                               double(waits) / n, double(pure_ns) / n, cpu_us});
+    row.overall_us = avg[0];
+    row.test_us = avg[2];
+    row.compute_us = avg[1] - avg[2];  // OSU: the test calls are overhead, not compute
+    row.init_us = avg[3];
+    row.wait_us = avg[4];
+    row.time_us = avg[5];
+    row.time_max_us = w.maximum({double(pure_ns) / n})[0];
+    row.host_cpu_us = avg[6];
+    row.overlap_pct =
+        row.time_us > 0 ? std::max(0.0, 100.0 - 100.0 * (row.overall_us - row.compute_us) / row.time_us)
+                        : 0.0;
+    row.wrong = w.sum(wrong);
+    finish_row(row, job);
+    return row;
+}
+
+}  // namespace
+
+uint64_t calibrate_cpu_clock() {
+    constexpr int kReps = 2000;
+    uint64_t total = 0;
+    for (int i = 0; i < kReps; ++i) {
+        const uint64_t a = timing::thread_cpu_ns();
+        total += timing::thread_cpu_ns() - a;
+    }
+    g_cpu_clock_cost_ns = total / kReps;
+    return g_cpu_clock_cost_ns;
+}
+
+Row measure(Impl &impl, const SizeJob &job, bool nonblocking) {
+    Row row;
+    row.impl = impl.name();
+    row.size = job.size;
+    row.count = job.args.count;
+    row.iterations = job.iterations;
+    row.warmup = job.warmup;
+    row.nonblocking = nonblocking;
+    row.skipped = impl.unsupported(job.pattern.coll, nonblocking, job.args);
+    if (!row.skipped.empty()) return row;
+    return nonblocking ? measure_nonblocking(impl, job, row) : measure_blocking(impl, job, row);
+}
+
+}  // namespace deputy::bench::coll
