@@ -8,7 +8,7 @@ set -euo pipefail
 build_packages=(
   g++ make cmake ninja-build pkg-config
   libhwloc-dev libisal-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libfabric-dev libfabric-bin libsodium-dev
+  libfabric-dev libfabric-bin libsodium-dev openmpi-bin libopenmpi-dev
 )
 test_packages=(
   libgtest-dev libgmock-dev

@@ -9,6 +9,7 @@
 #include "bench/channel/bench_channel.h"
 #include "bench/mover/bench_mover.h"
 #include "bench/rail/bench_rail.h"
+#include "bench_coll/launcher.h"
 #include "common/log.h"
 #include "launch/launch_command.h"
 
@@ -25,6 +26,7 @@ int main(int argc, char **argv) {
     deputy::bench::register_mover(*bench);
     deputy::bench::register_rail(*bench);
     deputy::bench::register_channel(*bench);
+    deputy::bench::register_coll(*bench);
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,29 @@
+# `deputy bench coll`: collectives through the agent against MPI's own.
+#
+# It is an MPI program, but the `deputy` binary must not link MPI (users run
+# it without any). So the benchmark is its own executable,
+# deputy-bench-coll, built beside `deputy` when CMake finds MPI, and
+# `deputy bench coll ...` execs it (launcher.cc) with the same arguments:
+#   mpirun -np 2 build/tools/deputy bench coll --op iallreduce
+set(DEPUTY_BENCH_COLL_DIR ${CMAKE_CURRENT_SOURCE_DIR}/bench_coll)
+target_sources(deputy_cli PRIVATE ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
+
+find_package(MPI COMPONENTS C)
+if(MPI_C_FOUND)
+  file(GLOB DEPUTY_BENCH_COLL_SOURCES CONFIGURE_DEPENDS ${DEPUTY_BENCH_COLL_DIR}/*.cc)
+  list(REMOVE_ITEM DEPUTY_BENCH_COLL_SOURCES ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
+  add_executable(deputy_bench_coll ${DEPUTY_BENCH_COLL_SOURCES}
+    ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc)
+  set_target_properties(deputy_bench_coll PROPERTIES OUTPUT_NAME deputy-bench-coll)
+  target_include_directories(deputy_bench_coll PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  # The C API only: mpi.h would otherwise pull in the deprecated C++ bindings.
+  target_compile_definitions(deputy_bench_coll PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+  # The whole core, so that coll.h functions referenced weakly (deputy_api.h)
+  # are found whichever object file defines them.
+  target_link_libraries(deputy_bench_coll PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,deputy_core>"
+    CLI11::CLI11 MPI::MPI_C)
+  add_dependencies(deputy_cli deputy_bench_coll)
+else()
+  message(STATUS "MPI not found: deputy-bench-coll (deputy bench coll) is not built; "
+                 "Debian: apt-get install openmpi-bin libopenmpi-dev")
+endif()
