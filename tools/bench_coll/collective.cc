@@ -4,12 +4,18 @@ namespace deputy::bench::coll {
 namespace {
 
 const OpInfo kOps[] = {
-    {"allreduce", Coll::allreduce, false},           {"iallreduce", Coll::allreduce, true},
-    {"reduce_scatter", Coll::reduce_scatter, false}, {"ireduce_scatter", Coll::reduce_scatter, true},
-    {"allgather", Coll::allgather, false},           {"iallgather", Coll::allgather, true},
-    {"alltoall", Coll::alltoall, false},             {"ialltoall", Coll::alltoall, true},
-    {"bcast", Coll::bcast, false},                   {"ibcast", Coll::bcast, true},
-    {"barrier", Coll::barrier, false},               {"ibarrier", Coll::barrier, true},
+    {"allreduce", Coll::allreduce, false},
+    {"iallreduce", Coll::allreduce, true},
+    {"reduce_scatter", Coll::reduce_scatter, false},
+    {"ireduce_scatter", Coll::reduce_scatter, true},
+    {"allgather", Coll::allgather, false},
+    {"iallgather", Coll::allgather, true},
+    {"alltoall", Coll::alltoall, false},
+    {"ialltoall", Coll::alltoall, true},
+    {"bcast", Coll::bcast, false},
+    {"ibcast", Coll::bcast, true},
+    {"barrier", Coll::barrier, false},
+    {"ibarrier", Coll::barrier, true},
 };
 
 bool blocked(Coll c) {
@@ -32,33 +38,47 @@ std::string op_names() {
 
 const char *coll_name(Coll c) {
     switch (c) {
-        case Coll::allreduce: return "allreduce";
-        case Coll::reduce_scatter: return "reduce_scatter";
-        case Coll::allgather: return "allgather";
-        case Coll::alltoall: return "alltoall";
-        case Coll::bcast: return "bcast";
-        case Coll::barrier: return "barrier";
+        case Coll::allreduce:
+            return "allreduce";
+        case Coll::reduce_scatter:
+            return "reduce_scatter";
+        case Coll::allgather:
+            return "allgather";
+        case Coll::alltoall:
+            return "alltoall";
+        case Coll::bcast:
+            return "bcast";
+        case Coll::barrier:
+            return "barrier";
     }
     return "?";
 }
 
-bool reduces(Coll c) { return c == Coll::allreduce || c == Coll::reduce_scatter; }
+bool reduces(Coll c) {
+    return c == Coll::allreduce || c == Coll::reduce_scatter;
+}
 
 size_t send_elems(Coll c, size_t count, int ranks) {
     switch (c) {
         case Coll::reduce_scatter:
-        case Coll::alltoall: return count * size_t(ranks);
-        case Coll::barrier: return 0;
-        default: return count;
+        case Coll::alltoall:
+            return count * size_t(ranks);
+        case Coll::barrier:
+            return 0;
+        default:
+            return count;
     }
 }
 
 size_t recv_elems(Coll c, size_t count, int ranks) {
     switch (c) {
         case Coll::allgather:
-        case Coll::alltoall: return count * size_t(ranks);
-        case Coll::barrier: return 0;
-        default: return count;
+        case Coll::alltoall:
+            return count * size_t(ranks);
+        case Coll::barrier:
+            return 0;
+        default:
+            return count;
     }
 }
 
@@ -76,12 +96,16 @@ uint64_t size_of(Coll c, size_t count, size_t elem_bytes, int ranks) {
 double bus_factor(Coll c, int ranks) {
     const double n = ranks;
     switch (c) {
-        case Coll::allreduce: return 2.0 * (n - 1) / n;
+        case Coll::allreduce:
+            return 2.0 * (n - 1) / n;
         case Coll::reduce_scatter:
         case Coll::allgather:
-        case Coll::alltoall: return (n - 1) / n;
-        case Coll::bcast: return 1.0;
-        case Coll::barrier: return 0.0;
+        case Coll::alltoall:
+            return (n - 1) / n;
+        case Coll::bcast:
+            return 1.0;
+        case Coll::barrier:
+            return 0.0;
     }
     return 0.0;
 }

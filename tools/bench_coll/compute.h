@@ -19,7 +19,7 @@
 namespace deputy::bench::coll {
 
 class Compute {
-public:
+  public:
     explicit Compute(bool idle);
 
     template <typename Between>
@@ -37,7 +37,7 @@ public:
 
     bool idle() const { return idle_; }
 
-private:
+  private:
     void spend(uint64_t ns);
     void kernel();
 

@@ -10,18 +10,13 @@ namespace deputy::bench::coll {
 namespace {
 
 const Dtype kTypes[] = {
-    {DP_INT8, "int8", 1, false, true, 100},
-    {DP_INT16, "int16", 2, false, true, 10000},
-    {DP_INT32, "int32", 4, false, true, 10000},
-    {DP_INT64, "int64", 8, false, true, 10000},
-    {DP_UINT8, "uint8", 1, false, false, 200},
-    {DP_UINT16, "uint16", 2, false, false, 10000},
-    {DP_UINT32, "uint32", 4, false, false, 10000},
-    {DP_UINT64, "uint64", 8, false, false, 10000},
-    {DP_FLOAT16, "float16", 2, true, true, 2048},  // 11-bit significand
-    {DP_BFLOAT16, "bfloat16", 2, true, true, 256}, // 8-bit significand
-    {DP_FLOAT32, "float32", 4, true, true, 10000},
-    {DP_FLOAT64, "float64", 8, true, true, 10000},
+    {DP_INT8, "int8", 1, false, true, 100},        {DP_INT16, "int16", 2, false, true, 10000},
+    {DP_INT32, "int32", 4, false, true, 10000},    {DP_INT64, "int64", 8, false, true, 10000},
+    {DP_UINT8, "uint8", 1, false, false, 200},     {DP_UINT16, "uint16", 2, false, false, 10000},
+    {DP_UINT32, "uint32", 4, false, false, 10000}, {DP_UINT64, "uint64", 8, false, false, 10000},
+    {DP_FLOAT16, "float16", 2, true, true, 2048},   // 11-bit significand
+    {DP_BFLOAT16, "bfloat16", 2, true, true, 256},  // 8-bit significand
+    {DP_FLOAT32, "float32", 4, true, true, 10000}, {DP_FLOAT64, "float64", 8, true, true, 10000},
 };
 
 template <typename T>
@@ -58,26 +53,41 @@ std::string dtype_names() {
 
 MPI_Datatype mpi_type(const Dtype &t) {
     switch (t.dp) {
-        case DP_INT8: return MPI_INT8_T;
-        case DP_INT16: return MPI_INT16_T;
-        case DP_INT32: return MPI_INT32_T;
-        case DP_INT64: return MPI_INT64_T;
-        case DP_UINT8: return MPI_UINT8_T;
-        case DP_UINT16: return MPI_UINT16_T;
-        case DP_UINT32: return MPI_UINT32_T;
-        case DP_UINT64: return MPI_UINT64_T;
-        case DP_FLOAT32: return MPI_FLOAT;
-        case DP_FLOAT64: return MPI_DOUBLE;
-        default: return MPI_DATATYPE_NULL;
+        case DP_INT8:
+            return MPI_INT8_T;
+        case DP_INT16:
+            return MPI_INT16_T;
+        case DP_INT32:
+            return MPI_INT32_T;
+        case DP_INT64:
+            return MPI_INT64_T;
+        case DP_UINT8:
+            return MPI_UINT8_T;
+        case DP_UINT16:
+            return MPI_UINT16_T;
+        case DP_UINT32:
+            return MPI_UINT32_T;
+        case DP_UINT64:
+            return MPI_UINT64_T;
+        case DP_FLOAT32:
+            return MPI_FLOAT;
+        case DP_FLOAT64:
+            return MPI_DOUBLE;
+        default:
+            return MPI_DATATYPE_NULL;
     }
 }
 
 MPI_Op mpi_op(dp_op_t op) {
     switch (op) {
-        case DP_PROD: return MPI_PROD;
-        case DP_MIN: return MPI_MIN;
-        case DP_MAX: return MPI_MAX;
-        default: return MPI_SUM;
+        case DP_PROD:
+            return MPI_PROD;
+        case DP_MIN:
+            return MPI_MIN;
+        case DP_MAX:
+            return MPI_MAX;
+        default:
+            return MPI_SUM;
     }
 }
 
@@ -91,37 +101,75 @@ void store(const Dtype &t, void *buf, size_t i, int64_t v) {
     // Integer conversions wrap (C++20: modular), as deputy's and MPI's
     // integer reductions do.
     switch (t.dp) {
-        case DP_INT8: put(buf, i, int8_t(v)); break;
-        case DP_INT16: put(buf, i, int16_t(v)); break;
-        case DP_INT32: put(buf, i, int32_t(v)); break;
-        case DP_INT64: put(buf, i, int64_t(v)); break;
-        case DP_UINT8: put(buf, i, uint8_t(v)); break;
-        case DP_UINT16: put(buf, i, uint16_t(v)); break;
-        case DP_UINT32: put(buf, i, uint32_t(v)); break;
-        case DP_UINT64: put(buf, i, uint64_t(v)); break;
-        case DP_FLOAT16: put(buf, i, mover::kernels::float_to_half(float(v))); break;
-        case DP_BFLOAT16: put(buf, i, mover::kernels::float_to_bfloat(float(v))); break;
-        case DP_FLOAT32: put(buf, i, float(v)); break;
-        case DP_FLOAT64: put(buf, i, double(v)); break;
-        default: break;
+        case DP_INT8:
+            put(buf, i, int8_t(v));
+            break;
+        case DP_INT16:
+            put(buf, i, int16_t(v));
+            break;
+        case DP_INT32:
+            put(buf, i, int32_t(v));
+            break;
+        case DP_INT64:
+            put(buf, i, int64_t(v));
+            break;
+        case DP_UINT8:
+            put(buf, i, uint8_t(v));
+            break;
+        case DP_UINT16:
+            put(buf, i, uint16_t(v));
+            break;
+        case DP_UINT32:
+            put(buf, i, uint32_t(v));
+            break;
+        case DP_UINT64:
+            put(buf, i, uint64_t(v));
+            break;
+        case DP_FLOAT16:
+            put(buf, i, mover::kernels::float_to_half(float(v)));
+            break;
+        case DP_BFLOAT16:
+            put(buf, i, mover::kernels::float_to_bfloat(float(v)));
+            break;
+        case DP_FLOAT32:
+            put(buf, i, float(v));
+            break;
+        case DP_FLOAT64:
+            put(buf, i, double(v));
+            break;
+        default:
+            break;
     }
 }
 
 std::string format_element(const Dtype &t, const void *buf, size_t i) {
     switch (t.dp) {
-        case DP_INT8: return fmt::format("{}", int(get<int8_t>(buf, i)));
-        case DP_INT16: return fmt::format("{}", get<int16_t>(buf, i));
-        case DP_INT32: return fmt::format("{}", get<int32_t>(buf, i));
-        case DP_INT64: return fmt::format("{}", get<int64_t>(buf, i));
-        case DP_UINT8: return fmt::format("{}", unsigned(get<uint8_t>(buf, i)));
-        case DP_UINT16: return fmt::format("{}", get<uint16_t>(buf, i));
-        case DP_UINT32: return fmt::format("{}", get<uint32_t>(buf, i));
-        case DP_UINT64: return fmt::format("{}", get<uint64_t>(buf, i));
-        case DP_FLOAT16: return fmt::format("{:g}", mover::kernels::half_to_float(get<uint16_t>(buf, i)));
-        case DP_BFLOAT16: return fmt::format("{:g}", mover::kernels::bfloat_to_float(get<uint16_t>(buf, i)));
-        case DP_FLOAT32: return fmt::format("{:g}", get<float>(buf, i));
-        case DP_FLOAT64: return fmt::format("{:g}", get<double>(buf, i));
-        default: return "?";
+        case DP_INT8:
+            return fmt::format("{}", int(get<int8_t>(buf, i)));
+        case DP_INT16:
+            return fmt::format("{}", get<int16_t>(buf, i));
+        case DP_INT32:
+            return fmt::format("{}", get<int32_t>(buf, i));
+        case DP_INT64:
+            return fmt::format("{}", get<int64_t>(buf, i));
+        case DP_UINT8:
+            return fmt::format("{}", unsigned(get<uint8_t>(buf, i)));
+        case DP_UINT16:
+            return fmt::format("{}", get<uint16_t>(buf, i));
+        case DP_UINT32:
+            return fmt::format("{}", get<uint32_t>(buf, i));
+        case DP_UINT64:
+            return fmt::format("{}", get<uint64_t>(buf, i));
+        case DP_FLOAT16:
+            return fmt::format("{:g}", mover::kernels::half_to_float(get<uint16_t>(buf, i)));
+        case DP_BFLOAT16:
+            return fmt::format("{:g}", mover::kernels::bfloat_to_float(get<uint16_t>(buf, i)));
+        case DP_FLOAT32:
+            return fmt::format("{:g}", get<float>(buf, i));
+        case DP_FLOAT64:
+            return fmt::format("{:g}", get<double>(buf, i));
+        default:
+            return "?";
     }
 }
 

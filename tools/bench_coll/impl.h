@@ -25,7 +25,7 @@ struct CallArgs {
 };
 
 class Impl {
-public:
+  public:
     virtual ~Impl() = default;
     virtual const char *name() const = 0;
     // Empty if this implementation can run `coll` with these arguments,
@@ -38,7 +38,7 @@ public:
     virtual bool wait() = 0;
     const std::string &error() const { return error_; }
 
-protected:
+  protected:
     std::string error_;
 };
 

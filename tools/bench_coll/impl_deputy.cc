@@ -9,7 +9,7 @@ namespace deputy::bench::coll {
 namespace {
 
 class DeputyImpl final : public Impl {
-public:
+  public:
     explicit DeputyImpl(dp_team_t *team) : team_(team) {}
     ~DeputyImpl() override {
         if (req_ != nullptr) dp_request_free(req_);
@@ -24,10 +24,14 @@ public:
                 return ok(dp_allreduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
             case Coll::reduce_scatter:
                 return ok(dp_reduce_scatter(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
-            case Coll::allgather: return ok(dp_allgather(a.send, a.recv, a.count, a.dtype->dp, team_));
-            case Coll::alltoall: return ok(dp_alltoall(a.send, a.recv, a.count, a.dtype->dp, team_));
-            case Coll::bcast: return ok(dp_bcast(a.recv, a.count, a.dtype->dp, a.root, team_));
-            case Coll::barrier: return ok(dp_barrier(team_));
+            case Coll::allgather:
+                return ok(dp_allgather(a.send, a.recv, a.count, a.dtype->dp, team_));
+            case Coll::alltoall:
+                return ok(dp_alltoall(a.send, a.recv, a.count, a.dtype->dp, team_));
+            case Coll::bcast:
+                return ok(dp_bcast(a.recv, a.count, a.dtype->dp, a.root, team_));
+            case Coll::barrier:
+                return ok(dp_barrier(team_));
         }
         return false;
     }
@@ -35,15 +39,19 @@ public:
     bool post(Coll coll, const CallArgs &a) override {
         switch (coll) {
             case Coll::allreduce:
-                return ok(dp_iallreduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+                return ok(
+                    dp_iallreduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
             case Coll::reduce_scatter:
-                return ok(dp_ireduce_scatter(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+                return ok(dp_ireduce_scatter(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_,
+                                             &req_));
             case Coll::allgather:
                 return ok(dp_iallgather(a.send, a.recv, a.count, a.dtype->dp, team_, &req_));
             case Coll::alltoall:
                 return ok(dp_ialltoall(a.send, a.recv, a.count, a.dtype->dp, team_, &req_));
-            case Coll::bcast: return ok(dp_ibcast(a.recv, a.count, a.dtype->dp, a.root, team_, &req_));
-            case Coll::barrier: return ok(dp_ibarrier(team_, &req_));
+            case Coll::bcast:
+                return ok(dp_ibcast(a.recv, a.count, a.dtype->dp, a.root, team_, &req_));
+            case Coll::barrier:
+                return ok(dp_ibarrier(team_, &req_));
         }
         return false;
     }
@@ -64,7 +72,7 @@ public:
         return ok(s);
     }
 
-private:
+  private:
     void release() {
         dp_request_free(req_);
         req_ = nullptr;
@@ -82,6 +90,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Impl> make_deputy_impl(dp_team_t *team) { return std::make_unique<DeputyImpl>(team); }
+std::unique_ptr<Impl> make_deputy_impl(dp_team_t *team) {
+    return std::make_unique<DeputyImpl>(team);
+}
 
 }  // namespace deputy::bench::coll

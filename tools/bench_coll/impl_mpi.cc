@@ -9,7 +9,7 @@ namespace deputy::bench::coll {
 namespace {
 
 class MpiImpl final : public Impl {
-public:
+  public:
     explicit MpiImpl(MPI_Comm comm) : comm_(comm) {}
     const char *name() const override { return "mpi"; }
 
@@ -30,10 +30,14 @@ public:
                 return ok(MPI_Allreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
             case Coll::reduce_scatter:
                 return ok(MPI_Reduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
-            case Coll::allgather: return ok(MPI_Allgather(a.send, n, t, a.recv, n, t, comm_));
-            case Coll::alltoall: return ok(MPI_Alltoall(a.send, n, t, a.recv, n, t, comm_));
-            case Coll::bcast: return ok(MPI_Bcast(a.recv, n, t, a.root, comm_));
-            case Coll::barrier: return ok(MPI_Barrier(comm_));
+            case Coll::allgather:
+                return ok(MPI_Allgather(a.send, n, t, a.recv, n, t, comm_));
+            case Coll::alltoall:
+                return ok(MPI_Alltoall(a.send, n, t, a.recv, n, t, comm_));
+            case Coll::bcast:
+                return ok(MPI_Bcast(a.recv, n, t, a.root, comm_));
+            case Coll::barrier:
+                return ok(MPI_Barrier(comm_));
         }
         return false;
     }
@@ -45,11 +49,16 @@ public:
             case Coll::allreduce:
                 return ok(MPI_Iallreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
             case Coll::reduce_scatter:
-                return ok(MPI_Ireduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
-            case Coll::allgather: return ok(MPI_Iallgather(a.send, n, t, a.recv, n, t, comm_, &req_));
-            case Coll::alltoall: return ok(MPI_Ialltoall(a.send, n, t, a.recv, n, t, comm_, &req_));
-            case Coll::bcast: return ok(MPI_Ibcast(a.recv, n, t, a.root, comm_, &req_));
-            case Coll::barrier: return ok(MPI_Ibarrier(comm_, &req_));
+                return ok(
+                    MPI_Ireduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+            case Coll::allgather:
+                return ok(MPI_Iallgather(a.send, n, t, a.recv, n, t, comm_, &req_));
+            case Coll::alltoall:
+                return ok(MPI_Ialltoall(a.send, n, t, a.recv, n, t, comm_, &req_));
+            case Coll::bcast:
+                return ok(MPI_Ibcast(a.recv, n, t, a.root, comm_, &req_));
+            case Coll::barrier:
+                return ok(MPI_Ibarrier(comm_, &req_));
         }
         return false;
     }
@@ -63,7 +72,7 @@ public:
 
     bool wait() override { return ok(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
 
-private:
+  private:
     bool ok(int rc) {
         if (rc == MPI_SUCCESS) return true;
         char text[MPI_MAX_ERROR_STRING];
@@ -79,6 +88,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Impl> make_mpi_impl(MPI_Comm comm) { return std::make_unique<MpiImpl>(comm); }
+std::unique_ptr<Impl> make_mpi_impl(MPI_Comm comm) {
+    return std::make_unique<MpiImpl>(comm);
+}
 
 }  // namespace deputy::bench::coll

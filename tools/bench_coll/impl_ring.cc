@@ -21,7 +21,7 @@ namespace deputy::bench::coll {
 namespace {
 
 class RingImpl final : public Impl {
-public:
+  public:
     explicit RingImpl(MPI_Comm comm) : comm_(comm) {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
@@ -82,7 +82,7 @@ public:
     bool test(bool *) override { return fail(); }
     bool wait() override { return fail(); }
 
-private:
+  private:
     bool fail() {
         error_ = "the ring allreduce has no non-blocking form";
         return false;
@@ -95,6 +95,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Impl> make_ring_impl(MPI_Comm comm) { return std::make_unique<RingImpl>(comm); }
+std::unique_ptr<Impl> make_ring_impl(MPI_Comm comm) {
+    return std::make_unique<RingImpl>(comm);
+}
 
 }  // namespace deputy::bench::coll

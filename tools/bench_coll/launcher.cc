@@ -36,8 +36,10 @@ std::string self_dir() {
     execv(program.c_str(), argv.data());
     const int err = errno;
     if (err == ENOENT)
-        log::app().error("deputy bench coll: {} not found: it is built when CMake finds MPI "
-                         "(Debian: openmpi-bin libopenmpi-dev)", program);
+        log::app().error(
+            "deputy bench coll: {} not found: it is built when CMake finds MPI "
+            "(Debian: openmpi-bin libopenmpi-dev)",
+            program);
     else
         log::app().error("deputy bench coll: cannot run {}: {}", program, std::strerror(err));
     throw CLI::RuntimeError(2);
@@ -46,9 +48,10 @@ std::string self_dir() {
 }  // namespace
 
 void register_coll(CLI::App &bench) {
-    CLI::App *app = bench.add_subcommand(
-        "coll", "offloaded collectives (OSU overlap, nccl-tests busbw) against MPI; "
-                "an MPI program: mpirun -np N deputy bench coll ...");
+    CLI::App *app =
+        bench.add_subcommand("coll",
+                             "offloaded collectives (OSU overlap, nccl-tests busbw) against MPI; "
+                             "an MPI program: mpirun -np N deputy bench coll ...");
     // Every argument, --help included, belongs to deputy-bench-coll.
     app->set_help_flag();
     app->prefix_command();

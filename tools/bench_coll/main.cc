@@ -51,7 +51,9 @@ uint64_t mem_available_bytes() {
     return 0;
 }
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30)); }
+std::string gib(uint64_t bytes) {
+    return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30));
+}
 
 struct SizePoint {
     uint64_t size;
@@ -64,11 +66,12 @@ int run(const CollOptions &o, CLI::App &app) {
     cli::apply_log_flags(o.log);
     // Under `deputy launch -n N` each process is an MPI singleton: the ranks
     // would run N separate one-rank benchmarks. Say so instead.
-    if (const char *launched = std::getenv("DEPUTY_SIZE"); launched && world.size() == 1 &&
-                                                           std::atoi(launched) > 1) {
-        log::app().error("started as one of {} deputy launch ranks, but MPI sees 1 rank: deputy bench "
-                         "coll times and synchronises with MPI; run it under mpirun -np {}",
-                         launched, launched);
+    if (const char *launched = std::getenv("DEPUTY_SIZE");
+        launched && world.size() == 1 && std::atoi(launched) > 1) {
+        log::app().error(
+            "started as one of {} deputy launch ranks, but MPI sees 1 rank: deputy bench "
+            "coll times and synchronises with MPI; run it under mpirun -np {}",
+            launched, launched);
         return 2;
     }
     Plan plan;
@@ -87,7 +90,8 @@ int run(const CollOptions &o, CLI::App &app) {
     std::vector<SizePoint> points;
     std::vector<uint64_t> dropped;
     for (uint64_t s : plan.sizes) {
-        size_t count = o.seed_table ? size_t(s / dt.bytes) : count_for_size(op.coll, s, dt.bytes, n);
+        size_t count =
+            o.seed_table ? size_t(s / dt.bytes) : count_for_size(op.coll, s, dt.bytes, n);
         uint64_t eff = o.seed_table ? s : size_of(op.coll, count, dt.bytes, n);
         if (op.coll != Coll::barrier && count == 0) {
             dropped.push_back(s);
@@ -98,8 +102,9 @@ int run(const CollOptions &o, CLI::App &app) {
     }
     if (points.empty()) {
         if (root_rank)
-            log::app().error("-m {}: no size holds one {} element{} per rank", o.sizes, dt.name,
-                             op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block");
+            log::app().error(
+                "-m {}: no size holds one {} element{} per rank", o.sizes, dt.name,
+                op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block");
         return 2;
     }
     uint64_t send_max = 0, recv_max = 0;
@@ -117,13 +122,13 @@ int run(const CollOptions &o, CLI::App &app) {
     if (root_rank) {
         const uint64_t avail = mem_available_bytes();
         if (avail != 0 && need > avail / 10 * 9) {
-            log::app().error("{} needs {} on this node ({} ranks x (send {} + receive {}{})) but "
-                             "MemAvailable is {}: lower {}",
-                             o.seed_table ? "--seed-table --max " + o.max : "-m " + o.sizes, gib(need),
-                             world.local_size(), units::format_size(send_max),
-                             units::format_size(recv_max),
-                             ring ? " + ring segment " + units::format_size(ring_bytes) : "", gib(avail),
-                             o.seed_table ? "--max" : "-m MAX");
+            log::app().error(
+                "{} needs {} on this node ({} ranks x (send {} + receive {}{})) but "
+                "MemAvailable is {}: lower {}",
+                o.seed_table ? "--seed-table --max " + o.max : "-m " + o.sizes, gib(need),
+                world.local_size(), units::format_size(send_max), units::format_size(recv_max),
+                ring ? " + ring segment " + units::format_size(ring_bytes) : "", gib(avail),
+                o.seed_table ? "--max" : "-m MAX");
             fits = false;
         }
     }
@@ -159,17 +164,19 @@ int run(const CollOptions &o, CLI::App &app) {
     if (root_rank) {
         print_banner(info);
         if (!dropped.empty())
-            std::printf("# sizes below one %s element%s: %zu size(s) from %llu B skipped\n", dt.name,
-                        op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block and rank",
-                        dropped.size(), (unsigned long long)dropped.front());
+            std::printf(
+                "# sizes below one %s element%s: %zu size(s) from %llu B skipped\n", dt.name,
+                op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block and rank",
+                dropped.size(), (unsigned long long)dropped.front());
         if (plan.compare_mpi && mpi_type(dt) == MPI_DATATYPE_NULL)
-            std::printf("# note: MPI has no %s datatype: the MPI comparison is skipped for it\n", dt.name);
+            std::printf("# note: MPI has no %s datatype: the MPI comparison is skipped for it\n",
+                        dt.name);
     }
 
     if (o.seed_table) {
         wrong = run_seed_table(world, info, buffers, *impls[plan.run_deputy ? 1 : 0],
-                               *impls[plan.run_deputy ? 2 : 1], plan.run_deputy ? impls[0].get() : nullptr,
-                               &results);
+                               *impls[plan.run_deputy ? 2 : 1],
+                               plan.run_deputy ? impls[0].get() : nullptr, &results);
     } else {
         if (root_rank) print_table_header(info);
         Compute compute(plan.compute_idle);
@@ -178,7 +185,8 @@ int run(const CollOptions &o, CLI::App &app) {
             SizeJob job;
             job.world = &world;
             job.pattern = Pattern{op.coll, &dt, plan.redop, n, o.root, point.count};
-            job.args = CallArgs{buffers.send(), buffers.recv(), point.count, &dt, plan.redop, o.root};
+            job.args =
+                CallArgs{buffers.send(), buffers.recv(), point.count, &dt, plan.redop, o.root};
             job.size = point.size;
             job.iterations = plan.iterations_for(point.size);
             job.warmup = plan.warmup_for(point.size);
@@ -190,11 +198,13 @@ int run(const CollOptions &o, CLI::App &app) {
             for (auto &impl : impls) {
                 rows.push_back(measure(*impl, job, op.nonblocking));
                 if (o.print_buffers && rows.back().skipped.empty())
-                    print_buffers(world, job.pattern, buffers.send(), buffers.recv(),
-                                  fmt::format("buffers after {} {}, {} B ({} {} per {})", impl->name(),
-                                              op.name, point.size, point.count, dt.name,
-                                              send_elems(op.coll, 1, n) > 1 || recv_elems(op.coll, 1, n) > 1
-                                                  ? "block" : "rank"));
+                    print_buffers(
+                        world, job.pattern, buffers.send(), buffers.recv(),
+                        fmt::format("buffers after {} {}, {} B ({} {} per {})", impl->name(),
+                                    op.name, point.size, point.count, dt.name,
+                                    send_elems(op.coll, 1, n) > 1 || recv_elems(op.coll, 1, n) > 1
+                                        ? "block"
+                                        : "rank"));
             }
             const Row *mpi = nullptr;
             for (const Row &r : rows)
@@ -211,8 +221,10 @@ int run(const CollOptions &o, CLI::App &app) {
 
     int rc = 0;
     if (root_rank) {
-        if (wrong != 0) std::printf("# validation FAILED: %llu wrong element(s)\n", (unsigned long long)wrong);
-        else std::printf("# validation: every checked result is correct\n");
+        if (wrong != 0)
+            std::printf("# validation FAILED: %llu wrong element(s)\n", (unsigned long long)wrong);
+        else
+            std::printf("# validation: every checked result is correct\n");
         std::fflush(stdout);
         if (!o.out_file.empty() && !write_json(o.out_file, results_document(info, results))) rc = 2;
     }
@@ -226,9 +238,10 @@ int run(const CollOptions &o, CLI::App &app) {
 int main(int argc, char **argv) {
     using namespace deputy::bench::coll;
     CollOptions options;
-    CLI::App app{"deputy bench coll: offloaded collectives against MPI's, with the OSU overlap "
-                 "method and nccl-tests bandwidths. An MPI program: mpirun -np N deputy bench coll ...",
-                 "deputy bench coll"};
+    CLI::App app{
+        "deputy bench coll: offloaded collectives against MPI's, with the OSU overlap "
+        "method and nccl-tests bandwidths. An MPI program: mpirun -np N deputy bench coll ...",
+        "deputy bench coll"};
     add_options(app, &options);
     deputy::cli::add_json_config(app);
     try {

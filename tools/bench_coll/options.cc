@@ -7,10 +7,12 @@
 namespace deputy::bench::coll {
 namespace {
 
-[[noreturn]] void usage_error(const std::string &message) { throw CLI::ValidationError(message); }
+[[noreturn]] void usage_error(const std::string &message) {
+    throw CLI::ValidationError(message);
+}
 
 constexpr uint64_t kDefaultMax = 1ull << 20;
-constexpr uint64_t kOsuLarge = 8192;        // OSU's LARGE_MESSAGE_SIZE
+constexpr uint64_t kOsuLarge = 8192;            // OSU's LARGE_MESSAGE_SIZE
 constexpr uint64_t kSeedMaxLimit = 2ull << 30;  // the seed's largest row
 
 uint64_t parse_bytes(const std::string &flag, const std::string &text) {
@@ -23,10 +25,14 @@ uint64_t parse_bytes(const std::string &flag, const std::string &text) {
 
 const char *memory_name(Memory m) {
     switch (m) {
-        case Memory::mapped: return "mapped";
-        case Memory::direct: return "direct";
-        case Memory::staged: return "staged";
-        case Memory::host: return "host";
+        case Memory::mapped:
+            return "mapped";
+        case Memory::direct:
+            return "direct";
+        case Memory::staged:
+            return "staged";
+        case Memory::host:
+            return "host";
     }
     return "?";
 }
@@ -57,7 +63,8 @@ std::vector<uint64_t> parse_size_range(const std::string &text, uint32_t factor)
     if (min == 0) min = 1;
     if (min > max)
         usage_error(fmt::format("-m {}: MIN ({}) is larger than MAX ({})", text, min, max));
-    if (factor < 2) usage_error(fmt::format("--factor {}: the size step must be 2 or more", factor));
+    if (factor < 2)
+        usage_error(fmt::format("--factor {}: the size step must be 2 or more", factor));
     std::vector<uint64_t> sizes;
     for (uint64_t s = min; s <= max; s *= factor) {
         sizes.push_back(s);
@@ -102,7 +109,8 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_flag("--seed-table", o->seed_table,
                  "the seed's table: native vs ring vs deputy allreduce of float, 128 B to --max "
                  "in x4 steps, average of 3");
-    app.add_option("--max", o->max, "--seed-table: largest size (at most 2g)")->capture_default_str();
+    app.add_option("--max", o->max, "--seed-table: largest size (at most 2g)")
+        ->capture_default_str();
     app.add_option("--agent-socket", o->agent_socket,
                    "the agent's socket (default: $DEPUTY_AGENT, else the default path)");
     app.add_option("--out", o->out_file, "write results as JSON to this file (rank 0)");
@@ -117,10 +125,14 @@ Plan resolve(const CollOptions &o, int ranks) {
     if (p.dtype == nullptr) usage_error("-d " + o.dtype + ": not one of " + dtype_names());
     if (!parse_redop(o.redop, &p.redop))
         usage_error("--redop " + o.redop + ": not one of sum, prod, min, max");
-    if (o.memory == "mapped") p.memory = Memory::mapped;
-    else if (o.memory == "direct") p.memory = Memory::direct;
-    else if (o.memory == "staged") p.memory = Memory::staged;
-    else usage_error("--memory " + o.memory + ": not one of mapped, direct, staged");
+    if (o.memory == "mapped")
+        p.memory = Memory::mapped;
+    else if (o.memory == "direct")
+        p.memory = Memory::direct;
+    else if (o.memory == "staged")
+        p.memory = Memory::staged;
+    else
+        usage_error("--memory " + o.memory + ": not one of mapped, direct, staged");
     if (o.compute != "cpu" && o.compute != "idle")
         usage_error("--compute " + o.compute + ": not one of cpu, idle");
     p.compute_idle = o.compute == "idle";
@@ -133,16 +145,20 @@ Plan resolve(const CollOptions &o, int ranks) {
     if (o.no_deputy) p.memory = Memory::host;
     const bool ring = p.op->coll == Coll::allreduce && !p.op->nonblocking;
     if (o.no_deputy && mpi_type(*p.dtype) == MPI_DATATYPE_NULL && !ring && !o.seed_table)
-        usage_error("-d " + o.dtype + ": MPI has no such datatype, and --no-deputy leaves nothing "
+        usage_error("-d " + o.dtype +
+                    ": MPI has no such datatype, and --no-deputy leaves nothing "
                     "else to run (only the ring allreduce handles it)");
-    if (o.iterations < 0) usage_error(fmt::format("-i {}: iterations must be 1 or more (0: auto)", o.iterations));
-    if (o.warmup < -1) usage_error(fmt::format("-x {}: warm-up must be 0 or more (-1: auto)", o.warmup));
+    if (o.iterations < 0)
+        usage_error(fmt::format("-i {}: iterations must be 1 or more (0: auto)", o.iterations));
+    if (o.warmup < -1)
+        usage_error(fmt::format("-x {}: warm-up must be 0 or more (-1: auto)", o.warmup));
     p.iterations = o.iterations;
     p.warmup = o.warmup;
     if (o.root < 0 || o.root >= ranks)
         usage_error(fmt::format("--root {}: must be a rank, 0..{}", o.root, ranks - 1));
     if (ranks > 64 && p.run_deputy)
-        usage_error(fmt::format("{} ranks: a deputy team has at most 64 members (use --no-deputy)", ranks));
+        usage_error(
+            fmt::format("{} ranks: a deputy team has at most 64 members (use --no-deputy)", ranks));
 
     if (o.seed_table) {
         if (p.op->coll != Coll::allreduce || p.op->nonblocking)
@@ -150,8 +166,10 @@ Plan resolve(const CollOptions &o, int ranks) {
         if (p.dtype->dp != DP_FLOAT32 || p.redop != DP_SUM)
             usage_error("--seed-table reduces float32 with sum, as the seed: drop -d/--redop");
         p.seed_max = parse_bytes("--max", o.max);
-        if (p.seed_max < 128) usage_error("--max " + o.max + ": the seed's table starts at 128 bytes");
-        if (p.seed_max > kSeedMaxLimit) usage_error("--max " + o.max + ": at most 2g (the seed's largest row)");
+        if (p.seed_max < 128)
+            usage_error("--max " + o.max + ": the seed's table starts at 128 bytes");
+        if (p.seed_max > kSeedMaxLimit)
+            usage_error("--max " + o.max + ": at most 2g (the seed's largest row)");
         for (uint64_t s = 128; s <= p.seed_max; s *= 4) p.sizes.push_back(s);
         p.compare_mpi = true;
     } else {

@@ -3,9 +3,9 @@
 // --check, #wrong) so their users' scripts port.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <deputy/mover.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,26 +17,26 @@
 namespace deputy::bench::coll {
 
 struct CollOptions {
-    std::string op = "allreduce";    // --op
-    std::string sizes = ":1m";       // -m MIN:MAX (bytes, k/m/g suffixes)
-    uint32_t factor = 2;             // --factor: size step
-    int64_t iterations = 0;          // -i: 0 = OSU's 1000 up to 8K, 100 above
-    int64_t warmup = -1;             // -x: -1 = OSU's 200 up to 8K, 10 above
-    std::string dtype = "float32";   // -d
-    std::string redop = "sum";       // --redop
-    std::string memory = "mapped";   // --memory mapped|direct|staged
-    std::string compute = "cpu";     // --compute cpu|idle
-    uint32_t test_calls = 0;         // -t: dp_test/MPI_Test calls during the compute
-    int root = 0;                    // --root (bcast)
-    bool print_buffers = false;      // --print-buffers
-    bool check = false;              // --check: validate every iteration
-    std::string compare;             // --compare mpi
-    bool no_deputy = false;          // --no-deputy: only the MPI baselines
-    bool seed_table = false;         // --seed-table
-    std::string max = "512m";        // --max (seed table)
-    std::string agent_socket;        // --agent-socket
-    std::string out_file;            // --out
-    cli::LogFlags log;               // -l, --sdk-log-level
+    std::string op = "allreduce";   // --op
+    std::string sizes = ":1m";      // -m MIN:MAX (bytes, k/m/g suffixes)
+    uint32_t factor = 2;            // --factor: size step
+    int64_t iterations = 0;         // -i: 0 = OSU's 1000 up to 8K, 100 above
+    int64_t warmup = -1;            // -x: -1 = OSU's 200 up to 8K, 10 above
+    std::string dtype = "float32";  // -d
+    std::string redop = "sum";      // --redop
+    std::string memory = "mapped";  // --memory mapped|direct|staged
+    std::string compute = "cpu";    // --compute cpu|idle
+    uint32_t test_calls = 0;        // -t: dp_test/MPI_Test calls during the compute
+    int root = 0;                   // --root (bcast)
+    bool print_buffers = false;     // --print-buffers
+    bool check = false;             // --check: validate every iteration
+    std::string compare;            // --compare mpi
+    bool no_deputy = false;         // --no-deputy: only the MPI baselines
+    bool seed_table = false;        // --seed-table
+    std::string max = "512m";       // --max (seed table)
+    std::string agent_socket;       // --agent-socket
+    std::string out_file;           // --out
+    cli::LogFlags log;              // -l, --sdk-log-level
 };
 
 enum class Memory { mapped, direct, staged, host };
@@ -51,9 +51,9 @@ struct Plan {
     bool compute_idle = false;
     bool run_deputy = true;
     bool compare_mpi = false;
-    uint64_t seed_max = 0;        // --seed-table: largest size
-    int64_t iterations = 0;       // as given (0: auto)
-    int64_t warmup = -1;          // as given (-1: auto)
+    uint64_t seed_max = 0;   // --seed-table: largest size
+    int64_t iterations = 0;  // as given (0: auto)
+    int64_t warmup = -1;     // as given (-1: auto)
 
     // OSU's defaults: 1000 iterations and 200 warm-up up to 8 KiB, then 100/10.
     uint64_t iterations_for(uint64_t bytes) const;

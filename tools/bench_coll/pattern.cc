@@ -16,22 +16,24 @@ uint64_t mix(uint64_t a, uint64_t b) {
     return z;
 }
 
+// Data that is only moved: 0..span-1, like the seed's printed buffers.
 int64_t data_value(const Dtype &t, int rank, size_t i) {
-    int64_t v = int64_t(mix(uint64_t(rank) + 1, i) % uint64_t(t.exact_span));
-    return t.is_signed ? v - t.exact_span / 2 : v;
+    return int64_t(mix(uint64_t(rank) + 1, i) % uint64_t(t.exact_span));
 }
 
 // The value rank `rank` contributes at element i of a reduction's input.
 int64_t input_value(const Pattern &p, int rank, size_t i) {
     const Dtype &t = *p.dtype;
     switch (p.redop) {
-        case DP_SUM: return int64_t(mix(uint64_t(rank) + 7, i) % 4) - (t.is_signed ? 1 : 0);
+        case DP_SUM:
+            return int64_t(mix(uint64_t(rank) + 7, i) % 4) - (t.is_signed ? 1 : 0);
         case DP_PROD: {
             int64_t magnitude = mix(0, i) % uint64_t(p.ranks) == uint64_t(rank) ? 2 : 1;
             bool negative = t.is_signed && mix(uint64_t(rank) + 3, i) % 3 == 0;
             return negative ? -magnitude : magnitude;
         }
-        default: return data_value(t, rank, i);
+        default:  // min, max: negative values too where the type has them
+            return data_value(t, rank, i) - (t.is_signed ? t.exact_span / 2 : 0);
     }
 }
 
@@ -40,10 +42,18 @@ int64_t reduce_all(const Pattern &p, size_t i) {
     for (int q = 1; q < p.ranks; ++q) {
         int64_t v = input_value(p, q, i);
         switch (p.redop) {
-            case DP_SUM: acc += v; break;
-            case DP_PROD: acc *= v; break;
-            case DP_MIN: acc = std::min(acc, v); break;
-            default: acc = std::max(acc, v); break;
+            case DP_SUM:
+                acc += v;
+                break;
+            case DP_PROD:
+                acc *= v;
+                break;
+            case DP_MIN:
+                acc = std::min(acc, v);
+                break;
+            default:
+                acc = std::max(acc, v);
+                break;
         }
     }
     return acc;
@@ -53,12 +63,18 @@ int64_t reduce_all(const Pattern &p, size_t i) {
 int64_t expected(const Pattern &p, int rank, size_t j) {
     const size_t c = p.count;
     switch (p.coll) {
-        case Coll::allreduce: return reduce_all(p, j);
-        case Coll::reduce_scatter: return reduce_all(p, size_t(rank) * c + j);
-        case Coll::allgather: return data_value(*p.dtype, int(j / c), j % c);
-        case Coll::alltoall: return data_value(*p.dtype, int(j / c), size_t(rank) * c + j % c);
-        case Coll::bcast: return data_value(*p.dtype, p.root, j);
-        case Coll::barrier: return 0;
+        case Coll::allreduce:
+            return reduce_all(p, j);
+        case Coll::reduce_scatter:
+            return reduce_all(p, size_t(rank) * c + j);
+        case Coll::allgather:
+            return data_value(*p.dtype, int(j / c), j % c);
+        case Coll::alltoall:
+            return data_value(*p.dtype, int(j / c), size_t(rank) * c + j % c);
+        case Coll::bcast:
+            return data_value(*p.dtype, p.root, j);
+        case Coll::barrier:
+            return 0;
     }
     return 0;
 }

@@ -7,8 +7,8 @@
 // the same bytes in any order and on any implementation:
 //   allreduce / reduce_scatter, sum:  0..3 (-1..2 for signed types and floats)
 //   prod:  +-1, with exactly one rank contributing +-2 per element
-//   min / max, and the data of allgather / alltoall / bcast: 0..span-1
-//          (-span/2..span/2-1 signed), span from Dtype::exact_span
+//   min / max: -span/2..span/2-1 (0..span-1 unsigned), span = Dtype::exact_span
+//   the data of allgather / alltoall / bcast: 0..span-1
 // Integer results wrap like deputy's and MPI's integer arithmetic.
 #pragma once
 

@@ -22,12 +22,16 @@ const Row *find(const std::vector<Row> &rows, const std::string &impl) {
 
 std::string bus_formula(Coll c) {
     switch (c) {
-        case Coll::allreduce: return "2(n-1)/n";
+        case Coll::allreduce:
+            return "2(n-1)/n";
         case Coll::reduce_scatter:
         case Coll::allgather:
-        case Coll::alltoall: return "(n-1)/n";
-        case Coll::bcast: return "1";
-        case Coll::barrier: return "0 (no bytes)";
+        case Coll::alltoall:
+            return "(n-1)/n";
+        case Coll::bcast:
+            return "1";
+        case Coll::barrier:
+            return "0 (no bytes)";
     }
     return "?";
 }
@@ -50,48 +54,61 @@ void print_banner(const RunInfo &info) {
     const OpInfo &op = *p.op;
     std::string impls;
     for (const std::string &i : info.impls) impls += (impls.empty() ? "" : ", ") + i;
-    std::printf("# deputy bench coll: %s, %s %s, %d ranks (%d on this node, %d CPUs), memory %s, "
-                "implementations: %s\n",
-                op.name, p.dtype->name, reduces(op.coll) ? dp_op_name(p.redop) : "-", info.ranks,
-                info.local_ranks, info.cpus, memory_name(p.memory), impls.c_str());
+    std::string type = op.coll == Coll::barrier
+                           ? "no data"
+                           : std::string(p.dtype->name) +
+                                 (reduces(op.coll) ? std::string(" ") + dp_op_name(p.redop) : "");
+    std::printf(
+        "# deputy bench coll: %s, %s, %d ranks (%d on this node, %d CPUs), memory %s, "
+        "implementations: %s\n",
+        op.name, type.c_str(), info.ranks, info.local_ranks, info.cpus, memory_name(p.memory),
+        impls.c_str());
     std::printf("# %s; validation %s\n", info.mpi_version.c_str(),
                 info.options->check ? "every iteration (--check)" : "once per size");
     if (info.options->seed_table) {
-        std::printf("# the seed's table (002): barrier, then 3 x (allreduce; barrier), elapsed / 3 on "
-                    "rank 0; one untimed call first; Native = MPI_Allreduce, Ring = the seed's ring "
-                    "on MPI point-to-point\n");
+        std::printf(
+            "# the seed's table (002): barrier, then 3 x (allreduce; barrier), elapsed / 3 on "
+            "rank 0; one untimed call first; Native = MPI_Allreduce, Ring = the seed's ring "
+            "on MPI point-to-point\n");
     } else if (op.nonblocking) {
-        std::printf("# Overall = Coll. Init + Compute + Test + Wait (OSU method); compute = each "
-                    "rank's own Pure Comm. time, %s, %u test call(s); averages over iterations "
-                    "and ranks\n",
-                    p.compute_idle ? "idle (sleeping)" : "cpu (dummy compute loop)",
-                    info.options->test_calls);
-        std::printf("# Overlap(%%) = max(0, 100 - 100 (Overall - Compute) / Pure Comm.); Host CPU = "
-                    "thread CPU time inside post/test/wait per op; algbw = size / Pure Comm., "
-                    "busbw = algbw x %s\n",
-                    bus_formula(op.coll).c_str());
+        std::printf(
+            "# Overall = Coll. Init + Compute + Test + Wait (OSU method); compute = each "
+            "rank's own Pure Comm. time, %s, %u test call(s); averages over iterations "
+            "and ranks\n",
+            p.compute_idle ? "idle (sleeping)" : "cpu (dummy compute loop)",
+            info.options->test_calls);
+        std::printf(
+            "# Overlap(%%) = max(0, 100 - 100 (Overall - Compute) / Pure Comm.); Host CPU = "
+            "thread CPU time inside post/test/wait per op; algbw = size / Pure Comm., "
+            "busbw = algbw x %s\n",
+            bus_formula(op.coll).c_str());
     } else {
-        std::printf("# time: average per call over iterations and ranks (barrier between "
-                    "iterations, OSU); algbw = size / time; busbw = algbw x %s (nccl-tests)\n",
-                    bus_formula(op.coll).c_str());
+        std::printf(
+            "# time: average per call over iterations and ranks (barrier between "
+            "iterations, OSU); algbw = size / time; busbw = algbw x %s (nccl-tests)\n",
+            bus_formula(op.coll).c_str());
     }
-    const bool deputy = std::find(info.impls.begin(), info.impls.end(), "deputy") != info.impls.end();
+    const bool deputy =
+        std::find(info.impls.begin(), info.impls.end(), "deputy") != info.impls.end();
     const int busy = info.local_ranks + (deputy ? 1 : 0);
     if (busy > info.cpus)
-        std::printf("# note: %d rank(s)%s on %d CPUs: more busy processes than cores, figures are "
-                    "contention-bound\n",
-                    info.local_ranks, deputy ? " + the agent's engine(s)" : "", info.cpus);
+        std::printf(
+            "# note: %d rank(s)%s on %d CPUs: more busy processes than cores, figures are "
+            "contention-bound\n",
+            info.local_ranks, deputy ? " + the agent's engine(s)" : "", info.cpus);
     std::fflush(stdout);
 }
 
 void print_table_header(const RunInfo &info) {
     if (info.plan->op->nonblocking) {
         constexpr const char *kFormat =
-            "#{:>9} {:>10} {:<7} {:>12} {:>12} {:>14} {:>10} {:>10} {:>14} {:>10} {:>12} {:>9} {:>9} "
+            "#{:>9} {:>10} {:<7} {:>12} {:>12} {:>14} {:>10} {:>10} {:>14} {:>10} {:>12} {:>9} "
+            "{:>9} "
             "{:>7} {:>12}";
         put_line(fmt::format(kFormat, "size", "count", "impl", "Overall(us)", "Compute(us)",
-                             "Coll. Init(us)", "Test(us)", "Wait(us)", "Pure Comm.(us)", "Overlap(%)",
-                             "Host CPU(us)", "algbw", "busbw", "#wrong", "Overall/mpi"));
+                             "Coll. Init(us)", "Test(us)", "Wait(us)", "Pure Comm.(us)",
+                             "Overlap(%)", "Host CPU(us)", "algbw", "busbw", "#wrong",
+                             "Overall/mpi"));
         put_line(fmt::format(kFormat, "(B)", "(elements)", "", "", "", "", "", "", "", "", "",
                              "(GB/s)", "(GB/s)", "", ""));
     } else {
@@ -104,7 +121,8 @@ void print_table_header(const RunInfo &info) {
             units += fmt::format(" {:>10} {:>9} {:>9} {:>8}", "(us)", "(GB/s)", "(GB/s)", "");
         }
         for (const std::string &impl : info.impls)
-            if (impl != "mpi" && info.plan->compare_mpi) names += fmt::format(" {:>11}", impl + "/mpi");
+            if (impl != "mpi" && info.plan->compare_mpi)
+                names += fmt::format(" {:>11}", impl + "/mpi");
         put_line(top);
         put_line(names);
         put_line(units);
@@ -122,12 +140,14 @@ void print_size_rows(const RunInfo &info, const std::vector<Row> &rows) {
                             r.count, r.impl.c_str(), "-", r.skipped.c_str());
                 continue;
             }
-            std::string ratio = r.impl != "mpi" && mpi ? ratio_text(r.overall_us, mpi->overall_us) : "";
-            put_line(fmt::format("{:>10} {:>10} {:<7} {:>12.2f} {:>12.2f} {:>14.2f} {:>10.2f} {:>10.2f} "
-                                 "{:>14.2f} {:>10.2f} {:>12.2f} {:>9.3f} {:>9.3f} {:>7} {:>12}",
-                                 r.size, r.count, r.impl, r.overall_us, r.compute_us, r.init_us,
-                                 r.test_us, r.wait_us, r.time_us, r.overlap_pct, r.host_cpu_us, r.algbw,
-                                 r.busbw, r.wrong, ratio));
+            std::string ratio =
+                r.impl != "mpi" && mpi ? ratio_text(r.overall_us, mpi->overall_us) : "";
+            put_line(
+                fmt::format("{:>10} {:>10} {:<7} {:>12.2f} {:>12.2f} {:>14.2f} {:>10.2f} {:>10.2f} "
+                            "{:>14.2f} {:>10.2f} {:>12.2f} {:>9.3f} {:>9.3f} {:>7} {:>12}",
+                            r.size, r.count, r.impl, r.overall_us, r.compute_us, r.init_us,
+                            r.test_us, r.wait_us, r.time_us, r.overlap_pct, r.host_cpu_us, r.algbw,
+                            r.busbw, r.wrong, ratio));
         }
     } else {
         std::string line = fmt::format("{:>10} {:>10}", rows[0].size, rows[0].count);
@@ -135,13 +155,14 @@ void print_size_rows(const RunInfo &info, const std::vector<Row> &rows) {
             if (!r.skipped.empty())
                 line += fmt::format(" {:>10} {:>9} {:>9} {:>8}", "-", "-", "-", "-");
             else
-                line += fmt::format(" {:>10.2f} {:>9.3f} {:>9.3f} {:>8}", r.time_us, r.algbw, r.busbw,
-                                    r.wrong);
+                line += fmt::format(" {:>10.2f} {:>9.3f} {:>9.3f} {:>8}", r.time_us, r.algbw,
+                                    r.busbw, r.wrong);
         }
         for (const Row &r : rows)
             if (r.impl != "mpi" && info.plan->compare_mpi)
-                line += fmt::format(" {:>11}", r.skipped.empty() && mpi ? ratio_text(r.time_us, mpi->time_us)
-                                                                        : "-");
+                line += fmt::format(" {:>11}", r.skipped.empty() && mpi
+                                                   ? ratio_text(r.time_us, mpi->time_us)
+                                                   : "-");
         put_line(line);
     }
     std::fflush(stdout);
@@ -189,7 +210,8 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
     }
     if (mpi != nullptr && r.impl != "mpi") {
         j["time_vs_mpi"] = mpi->time_us > 0 ? r.time_us / mpi->time_us : 0.0;
-        if (r.nonblocking) j["overall_vs_mpi"] = mpi->overall_us > 0 ? r.overall_us / mpi->overall_us : 0.0;
+        if (r.nonblocking)
+            j["overall_vs_mpi"] = mpi->overall_us > 0 ? r.overall_us / mpi->overall_us : 0.0;
     }
     return j;
 }
@@ -197,14 +219,29 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
 nlohmann::json results_document(const RunInfo &info, const nlohmann::json &results) {
     const CollOptions &o = *info.options;
     const Plan &p = *info.plan;
-    nlohmann::json config = {
-        {"op", o.op}, {"message_size", o.sizes}, {"sizes", p.sizes}, {"factor", o.factor},
-        {"iterations", o.iterations}, {"warmup", o.warmup}, {"dtype", o.dtype}, {"redop", o.redop},
-        {"memory", memory_name(p.memory)}, {"compute", o.compute}, {"num_test_calls", o.test_calls},
-        {"root", o.root}, {"print_buffers", o.print_buffers}, {"check", o.check},
-        {"compare", o.compare}, {"no_deputy", o.no_deputy}, {"seed_table", o.seed_table},
-        {"max", o.max}, {"agent_socket", o.agent_socket}, {"log_level", o.log.log_level},
-        {"implementations", info.impls}, {"ranks", info.ranks}, {"local_ranks", info.local_ranks}};
+    nlohmann::json config = {{"op", o.op},
+                             {"message_size", o.sizes},
+                             {"sizes", p.sizes},
+                             {"factor", o.factor},
+                             {"iterations", o.iterations},
+                             {"warmup", o.warmup},
+                             {"dtype", o.dtype},
+                             {"redop", o.redop},
+                             {"memory", memory_name(p.memory)},
+                             {"compute", o.compute},
+                             {"num_test_calls", o.test_calls},
+                             {"root", o.root},
+                             {"print_buffers", o.print_buffers},
+                             {"check", o.check},
+                             {"compare", o.compare},
+                             {"no_deputy", o.no_deputy},
+                             {"seed_table", o.seed_table},
+                             {"max", o.max},
+                             {"agent_socket", o.agent_socket},
+                             {"log_level", o.log.log_level},
+                             {"implementations", info.impls},
+                             {"ranks", info.ranks},
+                             {"local_ranks", info.local_ranks}};
     return {{"benchmark", "coll"},
             {"schema", 1},
             {"config", config},

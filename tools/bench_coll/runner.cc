@@ -132,9 +132,9 @@ Row measure_nonblocking(Impl &impl, const SizeJob &job, Row row) {
     const double calls = 2.0 + job.test_calls;
     const double cpu_us =
         std::max(0.0, double(cpu_ns) / n - calls * double(g_cpu_clock_cost_ns) / 1e3);
-    const std::vector<double> avg = w.average({double(overall) / n, double(comp) / n,
-                                               double(tests) / n, double(init) / n,
-                                               double(waits) / n, double(pure_ns) / n, cpu_us});
+    const std::vector<double> avg =
+        w.average({double(overall) / n, double(comp) / n, double(tests) / n, double(init) / n,
+                   double(waits) / n, double(pure_ns) / n, cpu_us});
     row.overall_us = avg[0];
     row.test_us = avg[2];
     row.compute_us = avg[1] - avg[2];  // OSU: the test calls are overhead, not compute
@@ -144,8 +144,9 @@ Row measure_nonblocking(Impl &impl, const SizeJob &job, Row row) {
     row.time_max_us = w.maximum({double(pure_ns) / n})[0];
     row.host_cpu_us = avg[6];
     row.overlap_pct =
-        row.time_us > 0 ? std::max(0.0, 100.0 - 100.0 * (row.overall_us - row.compute_us) / row.time_us)
-                        : 0.0;
+        row.time_us > 0
+            ? std::max(0.0, 100.0 - 100.0 * (row.overall_us - row.compute_us) / row.time_us)
+            : 0.0;
     row.wrong = w.sum(wrong);
     finish_row(row, job);
     return row;

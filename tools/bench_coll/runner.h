@@ -35,8 +35,8 @@ namespace deputy::bench::coll {
 
 struct Row {
     std::string impl;
-    uint64_t size = 0;   // bytes (collective.h's convention)
-    size_t count = 0;    // the count argument of the call
+    uint64_t size = 0;  // bytes (collective.h's convention)
+    size_t count = 0;   // the count argument of the call
     uint64_t iterations = 0;
     uint64_t warmup = 0;
     std::string skipped;  // why this implementation did not run
@@ -58,8 +58,8 @@ struct SizeJob {
     uint64_t size = 0;
     uint64_t iterations = 1;
     uint64_t warmup = 0;
-    bool check_every = false;   // --check
-    uint32_t test_calls = 0;    // -t
+    bool check_every = false;  // --check
+    uint32_t test_calls = 0;   // -t
     Compute *compute = nullptr;
 };
 

@@ -12,13 +12,14 @@ constexpr int kRounds = 3;  // the seed averages three calls
 
 void call(const World &world, Impl &impl, const CallArgs &args) {
     if (impl.run(Coll::allreduce, args)) return;
-    std::fprintf(stderr, "rank %d: %s allreduce of %zu floats failed: %s\n", world.rank(), impl.name(),
-                 args.count, impl.error().c_str());
+    std::fprintf(stderr, "rank %d: %s allreduce of %zu floats failed: %s\n", world.rank(),
+                 impl.name(), args.count, impl.error().c_str());
     world.abort(3);
 }
 
 // This rank's average time per call in us (rank 0's is the seed's figure).
-double seed_time(const World &world, Impl &impl, const CallArgs &args, const Pattern &p, uint64_t *wrong) {
+double seed_time(const World &world, Impl &impl, const CallArgs &args, const Pattern &p,
+                 uint64_t *wrong) {
     reset_recv(p, world.rank(), args.recv);
     call(world, impl, args);  // warm-up, untimed
     world.barrier();
@@ -34,12 +35,12 @@ double seed_time(const World &world, Impl &impl, const CallArgs &args, const Pat
 
 }  // namespace
 
-uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &buffers, Impl &native,
-                        Impl &ring, Impl *deputy, nlohmann::json *results) {
+uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &buffers,
+                        Impl &native, Impl &ring, Impl *deputy, nlohmann::json *results) {
     const Plan &plan = *info.plan;
     if (world.rank() == 0) {
-        std::printf("%20s %20s %22s %22s %22s\n", "DataSize(Bytes)", "Num of float", "Native Allreduce",
-                    "Ring Allreduce", "deputy Allreduce");
+        std::printf("%20s %20s %22s %22s %22s\n", "DataSize(Bytes)", "Num of float",
+                    "Native Allreduce", "Ring Allreduce", "deputy Allreduce");
         std::fflush(stdout);
     }
     uint64_t total_wrong = 0;
@@ -60,15 +61,24 @@ uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &
             us[k] = seed_time(world, *impls[k], args, p, &wrong);
             total_wrong += wrong;
             if (world.rank() == 0)
-                results->push_back({{"impl", impls[k]->name()}, {"op", "allreduce"}, {"mode", "seed-table"},
-                                    {"size", size}, {"count", p.count}, {"dtype", "float32"},
-                                    {"redop", "sum"}, {"iterations", kRounds}, {"warmup", 1},
-                                    {"time_us", us[k]}, {"wrong", wrong}});
+                results->push_back({{"impl", impls[k]->name()},
+                                    {"op", "allreduce"},
+                                    {"mode", "seed-table"},
+                                    {"size", size},
+                                    {"count", p.count},
+                                    {"dtype", "float32"},
+                                    {"redop", "sum"},
+                                    {"iterations", kRounds},
+                                    {"warmup", 1},
+                                    {"time_us", us[k]},
+                                    {"wrong", wrong}});
         }
         if (world.rank() == 0) {
             char deputy_col[64];
-            if (deputy) std::snprintf(deputy_col, sizeof deputy_col, "%20.1fus", us[2]);
-            else std::snprintf(deputy_col, sizeof deputy_col, "%22s", "-");
+            if (deputy)
+                std::snprintf(deputy_col, sizeof deputy_col, "%20.1fus", us[2]);
+            else
+                std::snprintf(deputy_col, sizeof deputy_col, "%22s", "-");
             std::printf("%20llu %20llu %20.1fus %20.1fus %s\n", (unsigned long long)size,
                         (unsigned long long)p.count, us[0], us[1], deputy_col);
             std::fflush(stdout);

@@ -1,5 +1,6 @@
 // --seed-table: the table of the seed's "RoCEv2 AllReduce" article (002):
-//      DataSize(Bytes)         Num of float       Native Allreduce         Ring Allreduce       deputy Allreduce
+//      DataSize(Bytes)         Num of float       Native Allreduce         Ring Allreduce deputy
+//      Allreduce
 // float32 sum, sizes 128 B to --max in x4 steps; each figure is the seed's
 // measurement: barrier, then three (allreduce; barrier) rounds, the elapsed
 // time on rank 0 divided by 3. Two additions: the buffers are pre-faulted
@@ -17,7 +18,7 @@ namespace deputy::bench::coll {
 
 // Prints the table on rank 0; appends rows to *results. Returns the number
 // of wrong elements (summed over ranks and implementations).
-uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &buffers, Impl &native,
-                        Impl &ring, Impl *deputy, nlohmann::json *results);
+uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &buffers,
+                        Impl &native, Impl &ring, Impl *deputy, nlohmann::json *results);
 
 }  // namespace deputy::bench::coll

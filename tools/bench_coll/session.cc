@@ -16,7 +16,9 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kAgentDefaultPool = 64ull << 20;  // docs/agent.md: pool_bytes default
 
-uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+uint64_t round_up(uint64_t n, uint64_t to) {
+    return (n + to - 1) / to * to;
+}
 
 std::string random_key() {
     std::random_device rd;
@@ -33,8 +35,10 @@ bool DeputySession::open(const World &world, Memory memory, const std::string &a
                          uint64_t pool_bytes) {
     if (const char *missing = missing_coll_symbol()) {
         if (world.rank() == 0)
-            log::app().error("this deputy build has no collectives yet ({} is missing); "
-                             "run the MPI baselines with --no-deputy --compare mpi", missing);
+            log::app().error(
+                "this deputy build has no collectives yet ({} is missing); "
+                "run the MPI baselines with --no-deputy --compare mpi",
+                missing);
         return false;
     }
     dp_config_t config = DP_CONFIG_INITIALIZER;
@@ -58,8 +62,8 @@ bool DeputySession::open(const World &world, Memory memory, const std::string &a
     key_ = world.broadcast(world.rank() == 0 ? random_key() : std::string());
     s = dp_team_create(ctx_, key_.c_str(), world.rank(), world.size(), &team_);
     if (s != DP_OK) {
-        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}): {}", world.rank(), key_,
-                         world.rank(), world.size(), dp_strerror(s));
+        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}): {}", world.rank(),
+                         key_, world.rank(), world.size(), dp_strerror(s));
         team_ = nullptr;
     }
     return world.all(team_ != nullptr);
@@ -78,9 +82,10 @@ void *Buffers::get(uint64_t bytes, std::string *error, const char *what) {
     if (memory_ == Memory::mapped) {
         p = dp_malloc(ctx_, bytes);
         if (p == nullptr) {
-            *error = fmt::format("dp_malloc of the {} buffer ({} B) failed: the agent's pool is too "
-                                 "small (raise its pool_bytes/max_pool_bytes, or --memory direct)",
-                                 what, bytes);
+            *error = fmt::format(
+                "dp_malloc of the {} buffer ({} B) failed: the agent's pool is too "
+                "small (raise its pool_bytes/max_pool_bytes, or --memory direct)",
+                what, bytes);
             return nullptr;
         }
     } else {
@@ -94,7 +99,8 @@ void *Buffers::get(uint64_t bytes, std::string *error, const char *what) {
     if (memory_ == Memory::direct) {
         dp_status_t s = dp_mem_register(ctx_, p, bytes);
         if (s != DP_OK) {
-            *error = fmt::format("dp_mem_register of the {} buffer ({} B): {}", what, bytes, dp_strerror(s));
+            *error = fmt::format("dp_mem_register of the {} buffer ({} B): {}", what, bytes,
+                                 dp_strerror(s));
             std::free(p);
             return nullptr;
         }

@@ -15,7 +15,7 @@
 namespace deputy::bench::coll {
 
 class DeputySession {
-public:
+  public:
     DeputySession() = default;
     DeputySession(const DeputySession &) = delete;
     DeputySession &operator=(const DeputySession &) = delete;
@@ -32,14 +32,14 @@ public:
     dp_team_t *team() const { return team_; }
     const std::string &key() const { return key_; }
 
-private:
+  private:
     dp_context_t *ctx_ = nullptr;
     dp_team_t *team_ = nullptr;
     std::string key_;
 };
 
 class Buffers {
-public:
+  public:
     Buffers() = default;
     Buffers(const Buffers &) = delete;
     Buffers &operator=(const Buffers &) = delete;
@@ -54,7 +54,7 @@ public:
     void *send() const { return send_; }
     void *recv() const { return recv_; }
 
-private:
+  private:
     void *get(uint64_t bytes, std::string *error, const char *what);
     void put(void *p);
 

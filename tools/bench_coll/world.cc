@@ -13,7 +13,9 @@ World::World() {
     MPI_Comm_free(&local);
 }
 
-void World::barrier() const { MPI_Barrier(MPI_COMM_WORLD); }
+void World::barrier() const {
+    MPI_Barrier(MPI_COMM_WORLD);
+}
 
 std::vector<double> World::average(const std::vector<double> &v) const {
     std::vector<double> out(v.size());

@@ -14,7 +14,7 @@
 namespace deputy::bench::coll {
 
 class World {
-public:
+  public:
     World();  // after MPI_Init
     int rank() const { return rank_; }
     int size() const { return size_; }
@@ -36,7 +36,7 @@ public:
     // Stops every rank (a rank failed in a way the others cannot see).
     [[noreturn]] void abort(int code) const;
 
-private:
+  private:
     int rank_ = 0;
     int size_ = 1;
     int local_size_ = 1;
