@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/affinity.h"
+#include "common/log.h"
 
 namespace deputy::agent {
 namespace {
@@ -59,7 +60,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
         else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
-        else if (key == "request_timeout_ms")
+        else if (key == "log_level") {
+            c->log_level = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : get_string(v, path);
+            if (!log::parse_level(c->log_level))
+                throw KeyError{fmt::format("{}: '{}' is not a level (10..70 or a name such as "
+                                           "info)", path, c->log_level)};
+        } else if (key == "request_timeout_ms")
             c->request_timeout_ms = uint32_t(get_uint(v, path, 600000));
         else throw KeyError{fmt::format("{}: unknown key", path)};
     }

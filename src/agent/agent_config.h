@@ -34,6 +34,7 @@ struct AgentConfig {
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
     uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps
     uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
+    std::string log_level;                   // "10".."70" or a name; empty: the command line's
 };
 
 // Fills the device from the agent keys when no device was given. Call after

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent_test_util.h"
+#include "client/handles.h"
 
 namespace {
 
@@ -238,6 +239,24 @@ TEST_F(AgentTest, RangesOutsideWhatTheClientOwnsAreDeniedAndUntouched) {
     EXPECT_EQ(c.run(memmove_desc(pool_buf, registered.data() + 100, 4096), record),
               DP_COMP_ADDRESS_DENIED);
     EXPECT_EQ(registered, std::vector<uint8_t>(4096, 0x11));
+    // An opcode the device does not have, and a collective for a team this
+    // client is not in: refused in the record, nothing touched.
+    dp_desc_t bad = memmove_desc(pool_buf, pool_buf + 2048, 64);
+    bad.opcode = 0x7f;
+    EXPECT_EQ(c.run(bad, record), DP_COMP_INVALID_OPCODE);
+    // The library refuses to submit a collective opcode as a mover
+    // descriptor; a hostile client writes it into its ring directly.
+    bad.opcode = 0x80;  // allreduce on team 0x1234
+    bad.src2 = 0x1234;
+    bad.dtype = DP_INT32;
+    EXPECT_EQ(dp_mover_submit(c.mover, 0, &bad), DP_ERR_INVALID);
+    std::memset(record, 0, sizeof(*record));
+    bad.flags = DP_FLAG_COMPLETION;
+    bad.completion = reinterpret_cast<uint64_t>(record);
+    ASSERT_EQ(c.ctx->impl->push(bad, false), DP_OK);
+    ASSERT_EQ(dp_mover_wait(c.mover, record, DP_WAIT_YIELD, 2'000'000'000), DP_OK);
+    EXPECT_EQ(record->status, DP_COMP_INVALID_FIELD);
+    for (int i = 0; i < 4096; ++i) ASSERT_EQ(pool_buf[i], 0x77);
     // Past the end of the pool.
     const uint64_t pool_end = reinterpret_cast<uint64_t>(pool_buf) + (1 << 20);
     dp_desc_t past = memmove_desc(pool_buf, reinterpret_cast<void *>(pool_end), 64);

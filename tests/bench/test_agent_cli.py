@@ -142,3 +142,22 @@ def test_bench_channel_without_an_agent_says_so(agent_dir):
                "-n", "10")
     assert r.returncode != 0
     assert "no agent answers at" in r.stdout + r.stderr
+
+
+def test_agent_killed_mid_stream_ends_the_bench_with_an_error(agent_dir):
+    sock = agent_dir / "agent.sock"
+    r = deputy("agent", "--daemon", "--socket", str(sock))
+    assert r.returncode == 0, r.stderr
+    pid = int((agent_dir / "agent.pid").read_text())
+    bench = subprocess.Popen([DEPUTY, "bench", "channel", "--agent", "--agent-socket", str(sock),
+                              "--transport", "shm", "-s", "64", "-n", "1000000000",
+                              "--timeout", "30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    out, _ = bench.communicate(timeout=30)
+    elapsed = time.monotonic() - killed
+    assert bench.returncode != 0, out
+    assert elapsed < 5, f"the bench took {elapsed:.1f} s to notice the dead agent"
+    assert "DP_ERR_AGENT_LOST" in out, out

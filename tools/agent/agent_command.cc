@@ -190,7 +190,8 @@ void register_agent(CLI::App &app) {
     cmd->add_option("--log-file", f->log_file, "--daemon: append the agent's log here");
     cli::add_log_flags(*cmd, &f->log);
     cli::add_json_config(*cmd);
-    cmd->callback([f] {
+    CLI::App *cmd_ptr = cmd;
+    cmd->callback([f, cmd_ptr] {
         cli::LogFlags levels = f->log;
         // The agent's work is the library's (src/agent): -l sets both loggers
         // unless --sdk-log-level says otherwise.
@@ -199,6 +200,12 @@ void register_agent(CLI::App &app) {
         agent::AgentConfig config;
         std::string error;
         if (!build_config(*f, &config, &error)) throw CLI::ValidationError(error);
+        // The config file's level applies unless -l was given on the command line.
+        if (!config.log_level.empty() && cmd_ptr->count("--log-level") == 0) {
+            levels.log_level = config.log_level;
+            if (f->log.sdk_log_level.empty()) levels.sdk_log_level = config.log_level;
+            cli::apply_log_flags(levels);
+        }
         std::string pidfile = f->pidfile;
         if (f->daemon && pidfile.empty()) pidfile = default_pidfile(config.socket_path);
         int rc = f->daemon ? run_daemon(std::move(config), pidfile, f->log_file)
