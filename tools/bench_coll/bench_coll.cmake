@@ -18,10 +18,7 @@ if(MPI_C_FOUND)
   target_include_directories(deputy_bench_coll PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   # The C API only: mpi.h would otherwise pull in the deprecated C++ bindings.
   target_compile_definitions(deputy_bench_coll PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
-  # The whole core, so that coll.h functions referenced weakly (deputy_api.h)
-  # are found whichever object file defines them.
-  target_link_libraries(deputy_bench_coll PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,deputy_core>"
-    CLI11::CLI11 MPI::MPI_C)
+  target_link_libraries(deputy_bench_coll PRIVATE deputy_core CLI11::CLI11 MPI::MPI_C)
   add_dependencies(deputy_cli deputy_bench_coll)
 else()
   message(STATUS "MPI not found: deputy-bench-coll (deputy bench coll) is not built; "

@@ -1,8 +1,8 @@
 // deputy's collectives: the call posts a descriptor and returns; the agent
 // moves and reduces the bytes; dp_test is a load of the completion flag.
+#include <deputy/coll.h>
 #include <fmt/format.h>
 
-#include "bench_coll/deputy_api.h"
 #include "bench_coll/impl.h"
 
 namespace deputy::bench::coll {

@@ -135,14 +135,16 @@ int run(const CollOptions &o, CLI::App &app) {
     if (!world.all(fits)) return 2;
 
     DeputySession deputy;
-    if (plan.run_deputy &&
-        !deputy.open(world, plan.memory, o.agent_socket, pool_bytes_for(send_max, recv_max)))
+    if (plan.run_deputy && !deputy.open(world, plan.memory, plan.wait, o.agent_socket,
+                                        pool_bytes_for(send_max, recv_max)))
         return 2;
     Buffers buffers;
     std::string error;
     bool allocated = buffers.allocate(plan.memory, deputy.context(), send_max, recv_max, &error);
     if (!allocated) log::app().error("rank {}: {}", world.rank(), error);
     if (!world.all(allocated)) return 2;
+    if (plan.run_deputy && !deputy.probe(world, plan.memory, buffers.send(), buffers.recv()))
+        return 2;
 
     std::vector<std::unique_ptr<Impl>> impls;
     if (plan.run_deputy) impls.push_back(make_deputy_impl(deputy.team()));

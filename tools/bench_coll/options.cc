@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/units.h"
+#include "mover/config.h"
 
 namespace deputy::bench::coll {
 namespace {
@@ -111,6 +112,8 @@ void add_options(CLI::App &app, CollOptions *o) {
                  "in x4 steps, average of 3");
     app.add_option("--max", o->max, "--seed-table: largest size (at most 2g)")
         ->capture_default_str();
+    app.add_option("--wait", o->wait,
+                   "how dp_wait waits: spin, pause, yield, block (default: the library's)");
     app.add_option("--agent-socket", o->agent_socket,
                    "the agent's socket (default: $DEPUTY_AGENT, else the default path)");
     app.add_option("--out", o->out_file, "write results as JSON to this file (rank 0)");
@@ -136,6 +139,8 @@ Plan resolve(const CollOptions &o, int ranks) {
     if (o.compute != "cpu" && o.compute != "idle")
         usage_error("--compute " + o.compute + ": not one of cpu, idle");
     p.compute_idle = o.compute == "idle";
+    if (!o.wait.empty() && !mover::parse_wait_mode(o.wait, &p.wait))
+        usage_error("--wait " + o.wait + ": not one of spin, pause, yield, block");
     if (!o.compare.empty() && o.compare != "mpi")
         usage_error("--compare " + o.compare + ": the baseline is 'mpi'");
     p.compare_mpi = o.compare == "mpi";

@@ -34,6 +34,7 @@ struct CollOptions {
     bool no_deputy = false;         // --no-deputy: only the MPI baselines
     bool seed_table = false;        // --seed-table
     std::string max = "512m";       // --max (seed table)
+    std::string wait;               // --wait: dp_wait's mode (empty: the library's)
     std::string agent_socket;       // --agent-socket
     std::string out_file;           // --out
     cli::LogFlags log;              // -l, --sdk-log-level
@@ -49,6 +50,7 @@ struct Plan {
     dp_op_t redop = DP_SUM;
     Memory memory = Memory::mapped;
     bool compute_idle = false;
+    dp_wait_mode_t wait = DP_WAIT_DEFAULT;
     bool run_deputy = true;
     bool compare_mpi = false;
     uint64_t seed_max = 0;   // --seed-table: largest size

@@ -238,6 +238,7 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
                              {"seed_table", o.seed_table},
                              {"max", o.max},
                              {"agent_socket", o.agent_socket},
+                             {"wait", o.wait},
                              {"log_level", o.log.log_level},
                              {"implementations", info.impls},
                              {"ranks", info.ranks},

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <random>
 
-#include "bench_coll/deputy_api.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -31,19 +30,12 @@ uint64_t pool_bytes_for(uint64_t send_bytes, uint64_t recv_bytes) {
     return round_up(send_bytes + recv_bytes, 1ull << 20) + (2ull << 20);
 }
 
-bool DeputySession::open(const World &world, Memory memory, const std::string &agent_socket,
-                         uint64_t pool_bytes) {
-    if (const char *missing = missing_coll_symbol()) {
-        if (world.rank() == 0)
-            log::app().error(
-                "this deputy build has no collectives yet ({} is missing); "
-                "run the MPI baselines with --no-deputy --compare mpi",
-                missing);
-        return false;
-    }
+bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
+                         const std::string &agent_socket, uint64_t pool_bytes) {
     dp_config_t config = DP_CONFIG_INITIALIZER;
     config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
+    config.wait_mode = wait;
     if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) config.pool_bytes = pool_bytes;
     dp_status_t s = dp_init(&config, &ctx_);
     if (s != DP_OK) {
@@ -62,11 +54,20 @@ bool DeputySession::open(const World &world, Memory memory, const std::string &a
     key_ = world.broadcast(world.rank() == 0 ? random_key() : std::string());
     s = dp_team_create(ctx_, key_.c_str(), world.rank(), world.size(), &team_);
     if (s != DP_OK) {
-        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}): {}", world.rank(),
-                         key_, world.rank(), world.size(), dp_strerror(s));
+        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}) with --memory {}: {}",
+                         world.rank(), key_, world.rank(), world.size(), memory_name(memory),
+                         dp_strerror(s));
         team_ = nullptr;
     }
     return world.all(team_ != nullptr);
+}
+
+bool DeputySession::probe(const World &world, Memory memory, void *send, void *recv) {
+    dp_status_t s = dp_allreduce(send, recv, 1, DP_UINT8, DP_SUM, team_);
+    if (s != DP_OK)
+        log::app().error("rank {}: --memory {}: a deputy allreduce on these buffers fails: {}",
+                         world.rank(), memory_name(memory), dp_strerror(s));
+    return world.all(s == DP_OK);
 }
 
 void DeputySession::close() {

@@ -25,8 +25,13 @@ class DeputySession {
     // with a pool of pool_bytes for mapped memory) and joins one team whose
     // key is rank 0's random key, broadcast with MPI. Returns the same
     // answer on every rank; a failing rank logs why.
-    bool open(const World &world, Memory memory, const std::string &agent_socket,
-              uint64_t pool_bytes);
+    bool open(const World &world, Memory memory, dp_wait_mode_t wait,
+              const std::string &agent_socket, uint64_t pool_bytes);
+    // One 1-byte allreduce on the run's own buffers before anything is
+    // timed, so a memory mode the agent cannot serve (staged: collectives
+    // are not offered there yet) is reported once, naming --memory, on
+    // every rank alike.
+    bool probe(const World &world, Memory memory, void *send, void *recv);
     void close();
     dp_context_t *context() const { return ctx_; }
     dp_team_t *team() const { return team_; }
