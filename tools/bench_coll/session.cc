@@ -36,7 +36,13 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
-    if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) config.pool_bytes = pool_bytes;
+    if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) {
+        config.pool_bytes = pool_bytes;
+        // The agent sets up each client's pool in turn; with a GiB each, the
+        // last of the ranks waits longer than the default second for its
+        // ATTACH answer, which dp_init bounds by lost_timeout_ms.
+        config.lost_timeout_ms = 10000;
+    }
     dp_status_t s = dp_init(&config, &ctx_);
     if (s != DP_OK) {
         log::app().error("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
