@@ -38,12 +38,19 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.wait_mode = wait;
     if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) {
         config.pool_bytes = pool_bytes;
-        // The agent sets up each client's pool in turn; with a GiB each, the
-        // last of the ranks waits longer than the default second for its
-        // ATTACH answer, which dp_init bounds by lost_timeout_ms.
-        config.lost_timeout_ms = 10000;
+        // Setting up a pool of GiBs takes the agent longer than the default
+        // second dp_init waits for its ATTACH answer (lost_timeout_ms): 3 s
+        // and then 11 s for two 4 GiB pools on this machine.
+        config.lost_timeout_ms = uint32_t(10000 + 5000 * (pool_bytes >> 30));
     }
-    dp_status_t s = dp_init(&config, &ctx_);
+    // Ranks attach one at a time when pools are big: the agent sets up one
+    // client's pool at a time (seconds for GiBs here), and a rank already
+    // attached that waits on a busy agent would take it for lost.
+    dp_status_t s = DP_OK;
+    for (int r = 0; r < world.size(); ++r) {
+        if (r == world.rank()) s = dp_init(&config, &ctx_);
+        if (config.pool_bytes != 0) world.barrier();
+    }
     if (s != DP_OK) {
         log::app().error("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
                          s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
