@@ -74,7 +74,7 @@ std::string World::library_version() {
     int n = 0;
     MPI_Get_library_version(text, &n);
     std::string s(text, size_t(n));
-    size_t nl = s.find_first_of("\r\n");
+    size_t nl = s.find_first_of(std::string("\r\n\0", 3));  // Open MPI counts the NUL
     return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
