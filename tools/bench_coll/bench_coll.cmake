@@ -20,6 +20,8 @@ if(MPI_C_FOUND)
   target_compile_definitions(deputy_bench_coll PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
   target_link_libraries(deputy_bench_coll PRIVATE deputy_core CLI11::CLI11 MPI::MPI_C)
   add_dependencies(deputy_cli deputy_bench_coll)
+  # Installed beside deputy, where `deputy bench coll` looks for it.
+  install(TARGETS deputy_bench_coll RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 else()
   message(STATUS "MPI not found: deputy-bench-coll (deputy bench coll) is not built; "
                  "Debian: apt-get install openmpi-bin libopenmpi-dev")
