@@ -22,6 +22,9 @@ namespace ch = channel;
 // a 1 MiB allreduce spreads over 4 batches (both engines busy), large enough
 // that per-batch overhead stays small next to the copy.
 constexpr uint64_t kChunkBytes = 256 << 10;
+// Operations moving at most this many bytes in total run on the service
+// thread itself (see start()).
+constexpr uint64_t kInlineBytes = 256 << 10;
 // Copy-only operations pack this many independent moves per batch.
 constexpr size_t kMovesPerBatch = 16;
 // A member may not queue more posts than this (the client keeps under it).
@@ -425,6 +428,21 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
     ex->heads = std::move(heads);
     t.running = std::move(ex);
     if (t.running->batches.empty()) return finish(t, DP_COMP_SUCCESS);
+    if (uint64_t(p) * len.dst <= kInlineBytes) {
+        // Small: waking an engine and being woken by it costs more than the
+        // work, so the service thread runs the batches itself.
+        uint8_t status = DP_COMP_SUCCESS;
+        static const mover::LocalAddressSpace local;
+        for (const std::vector<dp_desc_t> &members : t.running->batches) {
+            dp_desc_t batch{};
+            batch.opcode = DP_OP_BATCH;
+            batch.src = reinterpret_cast<uint64_t>(members.data());
+            batch.size = members.size();
+            mover::OpResult r = mover::execute(batch, local, limits_);
+            if (r.status != DP_COMP_SUCCESS && status == DP_COMP_SUCCESS) status = r.status;
+        }
+        return finish(t, status);
+    }
     advance(t);
 }
 

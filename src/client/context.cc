@@ -29,6 +29,8 @@ using channel::MsgType;
 
 // Slow liveness checks happen at most this often on the submit path.
 constexpr uint64_t kCheckPeriodNs = 5'000'000;
+// Adaptive waits poll this long before sleeping.
+constexpr int64_t kAdaptivePollNs = 20'000;
 
 uint64_t coarse_now_ns() {
     timespec ts;
@@ -71,7 +73,8 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
     if (c.wait_mode != DP_WAIT_DEFAULT && c.wait_mode > DP_WAIT_BLOCK)
         DP_FAIL(DP_ERR_INVALID, "dp_init: config.wait_mode {} (0..3 or DP_WAIT_DEFAULT)",
                 c.wait_mode);
-    out->wait_mode = c.wait_mode == DP_WAIT_DEFAULT ? DP_WAIT_SPIN : dp_wait_mode_t(c.wait_mode);
+    out->adaptive_wait = c.wait_mode == DP_WAIT_DEFAULT;
+    out->wait_mode = c.wait_mode == DP_WAIT_DEFAULT ? DP_WAIT_BLOCK : dp_wait_mode_t(c.wait_mode);
     out->lost_timeout_ns = int64_t(c.lost_timeout_ms ? c.lost_timeout_ms : 1000) * 1'000'000;
     out->connect_timeout_ns = int64_t(c.connect_timeout_ms ? c.connect_timeout_ms : 1000) * 1'000'000;
     return DP_OK;
@@ -98,7 +101,10 @@ dp_status_t Context::attach() {
     hello.token = options_.token;
     std::vector<uint8_t> payload;
     control::encode(hello, &payload);
-    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    // The agent pre-faults the pool before it answers (about 1 s per GiB on
+    // a small VM): give a large pool the time that takes.
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000) +
+                            int64_t(options_.pool_bytes >> 30) * 2'000'000'000;
     // An agent that refuses (another uid) answers and closes at once, so
     // our ATTACH may meet a closed socket: read its answer all the same.
     const dp_status_t sent = control::send_message(socket_.get(), MsgType::kAttach, payload,
@@ -243,7 +249,15 @@ dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
 }
 
 dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns) {
-    if (mode == DP_WAIT_DEFAULT) mode = options_.wait_mode;
+    if (mode == DP_WAIT_DEFAULT) {
+        mode = options_.wait_mode;
+        // Adaptive: a short pause-poll catches a fast completion without a
+        // wake-up; then sleep. Measured (docs/PERFORMANCE.md): spinning ranks
+        // on a 2-core machine starve the agent and make every operation slow.
+        if (options_.adaptive_wait &&
+            mover::wait_completion(record, DP_WAIT_PAUSE, kAdaptivePollNs) == DP_OK)
+            return DP_OK;
+    }
     if (mode > DP_WAIT_BLOCK) return DP_ERR_INVALID;
     // Sleep in slices of a quarter of the lost timeout, checking the agent
     // between them: a record the dead agent will never write cannot hang us.

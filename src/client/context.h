@@ -37,6 +37,9 @@ struct ClientOptions {
     dp_memory_mode_t memory_mode = DP_MEMORY_DIRECT;
     dp_wq_mode_t wq_mode = DP_WQ_DEDICATED;
     dp_wait_mode_t wait_mode = DP_WAIT_SPIN;
+    // The caller left the wait mode to us: poll briefly, then sleep on the
+    // futex, so waiting ranks do not take the cores the agent works on.
+    bool adaptive_wait = true;
     int64_t lost_timeout_ns = 1'000'000'000;
     int64_t connect_timeout_ns = 1'000'000'000;
 };
