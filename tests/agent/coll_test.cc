@@ -6,6 +6,7 @@
 // mover's scalar-checked kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -47,6 +48,13 @@ class Team {
         for (void *p : owned_) free(p);
     }
     int size() const { return int(members_.size()); }
+    // Gives a buffer from buffer() back (pool or registration).
+    void release(int r, uint8_t *p) {
+        if (!direct_) return dp_free(members_[r].ctx, p);
+        EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
+        owned_.erase(std::find(owned_.begin(), owned_.end(), p));
+        free(p);
+    }
     Member &operator[](int r) { return members_[r]; }
     // A buffer the agent can reach: mapped (dp_malloc) or direct (registered).
     uint8_t *buffer(int r, size_t bytes) {
@@ -230,6 +238,84 @@ TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
         }
         st = team.run([&](int r, dp_request_t **q) { return dp_ibarrier(team[r].team, q); });
         for (auto s : st) ASSERT_EQ(s, DP_OK);
+    }
+}
+
+// The matrix: every operation x team sizes 1, 2, 3, 4, 7, 8 x counts
+// 0, 1, 13, 4097 (and 1 Mi + 1 where the buffers do not scale with the
+// team) x mapped and direct memory x in place where the operation allows it.
+TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
+    enum Op { kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast };
+    for (bool direct : {false, true}) {
+        for (int p : {1, 2, 3, 4, 7, 8}) {
+            Team team(agent, p, key(), direct);
+            for (Op op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
+                const bool scales = op == kReduceScatter || op == kAllgather || op == kAlltoall;
+                std::vector<size_t> counts = {0, 1, 13, 4097};
+                if (!scales && p <= 3) counts.push_back((1u << 20) + 1);
+                for (size_t count : counts) {
+                    for (bool in_place : {false, true}) {
+                        if (in_place && (op == kReduceScatter || op == kBcast)) continue;
+                        const size_t n = count * 4;
+                        const size_t src_n = (op == kReduceScatter || op == kAlltoall) ? p * n : n;
+                        const size_t dst_n = (op == kAllgather || op == kAlltoall) ? p * n : n;
+                        std::vector<uint8_t *> src(p), dst(p);
+                        std::vector<std::vector<uint8_t>> orig(p);
+                        for (int r = 0; r < p; ++r) {
+                            dst[r] = team.buffer(r, dst_n);
+                            std::memset(dst[r], 0xcd, dst_n);
+                            if (in_place) {
+                                src[r] = op == kAllgather ? dst[r] + r * n : dst[r];
+                            } else {
+                                src[r] = team.buffer(r, src_n);
+                            }
+                            fill(src[r], src_n, uint32_t(r * 7 + count + op), DP_INT32);
+                            orig[r].assign(src[r], src[r] + src_n);
+                        }
+                        auto st = team.run([&](int r, dp_request_t **q) {
+                            auto *t = team[r].team;
+                            switch (op) {
+                                case kAllreduce: return dp_iallreduce(src[r], dst[r], count, DP_INT32, DP_SUM, t, q);
+                                case kReduceScatter: return dp_ireduce_scatter(src[r], dst[r], count, DP_INT32, DP_SUM, t, q);
+                                case kAllgather: return dp_iallgather(src[r], dst[r], count, DP_INT32, t, q);
+                                case kAlltoall: return dp_ialltoall(src[r], dst[r], count, DP_INT32, t, q);
+                                case kBcast: return dp_ibcast(r == p - 1 ? src[r] : dst[r], count, DP_INT32, p - 1, t, q);
+                            }
+                            return DP_ERR_INTERNAL;
+                        });
+                        std::string where = "op " + std::to_string(op) + " p " + std::to_string(p) +
+                                            " count " + std::to_string(count) + " in_place " +
+                                            std::to_string(in_place) + " direct " + std::to_string(direct);
+                        for (int r = 0; r < p; ++r) {
+                            ASSERT_EQ(st[r], DP_OK) << where;
+                            if (n == 0) continue;
+                            const uint8_t *got = (op == kBcast && r == p - 1) ? src[r] : dst[r];
+                            for (int m = 0; m < (scales && op != kReduceScatter ? p : 1); ++m) {
+                                std::vector<uint8_t> want;
+                                if (op == kAllreduce || op == kReduceScatter) {
+                                    std::vector<const uint8_t *> b;
+                                    for (int k = 0; k < p; ++k)
+                                        b.push_back(orig[k].data() + (op == kReduceScatter ? r * n : 0));
+                                    want = reduce_ref(b, count, DP_INT32, DP_SUM);
+                                } else if (op == kAllgather) {
+                                    want = orig[m];
+                                } else if (op == kAlltoall) {
+                                    want.assign(orig[m].begin() + r * n, orig[m].begin() + (r + 1) * n);
+                                } else {
+                                    want = orig[p - 1];
+                                }
+                                ASSERT_EQ(std::memcmp(got + m * n, want.data(), n), 0)
+                                    << where << " rank " << r << " block " << m;
+                            }
+                        }
+                        for (int r = 0; r < p; ++r) {
+                            if (!in_place) team.release(r, src[r]);
+                            team.release(r, dst[r]);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
