@@ -29,8 +29,10 @@ using channel::MsgType;
 
 // Slow liveness checks happen at most this often on the submit path.
 constexpr uint64_t kCheckPeriodNs = 5'000'000;
-// Adaptive waits poll this long before sleeping.
-constexpr int64_t kAdaptivePollNs = 20'000;
+// Adaptive waits poll this long before sleeping: long enough for a result
+// that is already on its way, short enough that the host CPU a wait costs
+// stays ~2 us whatever the size (docs/PERFORMANCE.md).
+constexpr int64_t kAdaptivePollNs = 2'000;
 
 uint64_t coarse_now_ns() {
     timespec ts;
@@ -251,7 +253,7 @@ dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
 dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns) {
     if (mode == DP_WAIT_DEFAULT) {
         mode = options_.wait_mode;
-        // Adaptive: a short pause-poll catches a fast completion without a
+        // Adaptive: a 2 us pause-poll catches a fast completion without a
         // wake-up; then sleep. Measured (docs/PERFORMANCE.md): spinning ranks
         // on a 2-core machine starve the agent and make every operation slow.
         if (options_.adaptive_wait &&
