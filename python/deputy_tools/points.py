@@ -82,8 +82,13 @@ def point_key(spec: SweepSpec, point: Point) -> str:
     """The stable file stem of a point (see the module docstring)."""
     readable = "_".join(f"{axis}-{_UNSAFE.sub('_', value)}" for axis, value in point.coords)
     # The flags as a mapping: the order they are written in a spec is not a setting.
-    identity = json.dumps({"bench": list(spec.bench), "flags": dict(point.flags),
-                           "launcher": list(spec.launcher)}, sort_keys=True)
+    what = {"bench": list(spec.bench), "flags": dict(point.flags),
+            "launcher": list(spec.launcher)}
+    if spec.env:  # only when given: the names of existing results stay as they were
+        what["env"] = dict(spec.env)
+    if spec.agent is not None:
+        what["agent"] = dict(spec.agent)
+    identity = json.dumps(what, sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
     readable = readable[:120] or "point"
     return f"{readable}.{digest}"

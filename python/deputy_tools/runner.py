@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 PARTIAL = ".partial"
 FAILED = ".failed"
@@ -39,21 +39,23 @@ def partial_path(result: Path) -> Path:
     return result.with_name(result.name + PARTIAL)
 
 
-def run_point(argv: Sequence[str], result: Path, timeout_s: float) -> Outcome:
-    """Runs argv (which must write its JSON to partial_path(result)) and files the outcome."""
+def run_point(argv: Sequence[str], result: Path, timeout_s: float,
+              env: Mapping[str, str] | None = None) -> Outcome:
+    """Runs argv (which must write its JSON to partial_path(result)) and files the outcome;
+    `env`: the whole environment (None: this process's)."""
     partial = partial_path(result)
     failed = result.with_name(result.name + FAILED)
     log = result.with_suffix(".log")
     for stale in (partial, failed):
         stale.unlink(missing_ok=True)
     start = time.monotonic()
-    stdout, stderr, returncode, problem = _execute(argv, timeout_s)
+    stdout, stderr, returncode, problem = _execute(argv, timeout_s, env)
     seconds = time.monotonic() - start
     if problem is None and returncode != 0:
         problem = f"exit status {returncode}" + _reason(stderr, stdout)
     if problem is None:
         problem = _check_json(partial)
-    _write_log(log, argv, returncode, seconds, stdout, stderr, problem)
+    _write_log(log, argv, returncode, seconds, stdout, stderr, problem, env)
     if problem is None:
         os.replace(partial, result)
         return Outcome(True, seconds, returncode, "", log)
@@ -62,24 +64,27 @@ def run_point(argv: Sequence[str], result: Path, timeout_s: float) -> Outcome:
     return Outcome(False, seconds, returncode, problem, log)
 
 
-def run_setup(argv: Sequence[str], creates: Path, log: Path, timeout_s: float) -> str | None:
+def run_setup(argv: Sequence[str], creates: Path, log: Path, timeout_s: float,
+              env: Mapping[str, str] | None = None) -> str | None:
     """Runs a spec's setup step; None when it exited 0 and `creates` exists, else why not."""
     start = time.monotonic()
-    stdout, stderr, returncode, problem = _execute(argv, timeout_s)
+    stdout, stderr, returncode, problem = _execute(argv, timeout_s, env)
     if problem is None and returncode != 0:
         problem = f"exit status {returncode}" + _reason(stderr, stdout)
     if problem is None and not creates.exists():
         problem = f"exited 0 but did not create {creates}"
-    _write_log(log, argv, returncode, time.monotonic() - start, stdout, stderr, problem)
+    _write_log(log, argv, returncode, time.monotonic() - start, stdout, stderr, problem, env)
     return problem
 
 
-def _execute(argv: Sequence[str], timeout_s: float) -> tuple[str, str, int | None, str | None]:
+def _execute(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None,
+             ) -> tuple[str, str, int | None, str | None]:
     try:
         # A session of its own, so a timeout can stop a launcher's children too.
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                start_new_session=True)
+                                start_new_session=True,
+                                env=dict(env) if env is not None else None)
     except OSError as e:
         return "", "", None, f"cannot start {argv[0]}: {e.strerror}"
     try:
@@ -128,7 +133,11 @@ def _check_json(partial: Path) -> str | None:
 
 
 def _write_log(log: Path, argv: Sequence[str], returncode: int | None, seconds: float,
-               stdout: str, stderr: str, problem: str | None) -> None:
+               stdout: str, stderr: str, problem: str | None,
+               env: Mapping[str, str] | None = None) -> None:
     status = "ok" if problem is None else f"FAILED: {problem}"
-    log.write_text(f"$ {shlex.join(argv)}\n# exit {returncode}, {seconds:.2f} s, {status}\n"
+    # What the command saw beyond the sweep's own environment: enough to re-run it.
+    added = sorted((k, v) for k, v in (env or {}).items() if os.environ.get(k) != v)
+    prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in added)
+    log.write_text(f"$ {prefix}{shlex.join(argv)}\n# exit {returncode}, {seconds:.2f} s, {status}\n"
                    f"--- stdout\n{stdout}--- stderr\n{stderr}", encoding="utf-8")

@@ -22,6 +22,8 @@ and re-run or resumed exactly. Shape::
       "launcher": ["mpirun", "-np", "{ranks}"],# optional command prefix
       "setup": [{"creates": "channel.key",     # optional, once per result directory
                  "run": ["{deputy}", "bench", "channel", "--keygen", "{out}/channel.key"]}],
+      "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1"},  # optional, added to every command's environment
+      "agent": {"config": {...}},              # optional: a private agent for the sweep
       "profiles": {"small": {"flags": {...}, "grid": {...}}}
     }
 
@@ -37,6 +39,13 @@ directory, substituted when the command is built, so a point's identity
 files the points need and cannot ship in git, such as a 0600 key file for
 `--secure --key`: each runs once, before the first pending point, unless
 `<out>/<creates>` already exists; `{deputy}` is the binary being swept.
+
+`agent` makes the sweep start its own `deputy agent --daemon` (on a socket
+in a fresh 0700 directory, with `config` as its --config file when given)
+before the first pending point, pass it to every point as DEPUTY_AGENT and
+stop it when the sweep ends (agent.py); `env` is for what a launcher needs
+(Open MPI refuses to run as root without OMPI_ALLOW_RUN_AS_ROOT=1 and
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1). Both are part of a point's identity.
 """
 
 from __future__ import annotations
@@ -50,9 +59,10 @@ Scalar = Union[str, int, float, bool, None]
 FlagValue = Union[Scalar, list]
 
 _SPEC_KEYS = {"name", "description", "bench", "flags", "grid", "figures", "timeout_s",
-              "launcher", "profiles", "seed", "setup"}
+              "launcher", "profiles", "seed", "setup", "env", "agent"}
 _PROFILE_KEYS = {"description", "flags", "grid", "timeout_s"}
 _SETUP_KEYS = {"creates", "run"}
+_AGENT_KEYS = {"config"}
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -93,6 +103,8 @@ class SweepSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     launcher: tuple[str, ...] = ()
     setup: tuple[SetupStep, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    agent: Mapping[str, Any] | None = None  # {"config": {...}}: a private agent; None: none
     profile: str | None = None
     profiles: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)
@@ -144,10 +156,31 @@ def parse_spec(raw: Any, where: str, profile: str | None = None,
     if not isinstance(description, str):
         raise SpecError(f"{where}: 'description' must be a string")
     setup = _setup(raw.get("setup", []), f"{where}: setup")
+    env = raw.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and k and "=" not in k
+                                            and isinstance(v, str) for k, v in env.items()):
+        raise SpecError(f"{where}: 'env' must be an object of VARIABLE -> string value")
+    agent = _agent(raw.get("agent"), f"{where}: agent")
     return SweepSpec(name=name, bench=bench_words, flags=flags, axes=axes,
                      description=description, figures=tuple(figures),
                      timeout_s=float(timeout), launcher=tuple(launcher), setup=setup,
+                     env=dict(env), agent=agent,
                      profile=profile, profiles=tuple(sorted(profiles)), source=source)
+
+
+def _agent(raw: Any, where: str) -> dict[str, Any] | None:
+    """None or false: no agent; true or {}: a default private agent; {"config": {...}}:
+    one with that agent config (e.g. {"agent": {"max_pool_bytes": 4294967296}})."""
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: must be true or an object with keys {sorted(_AGENT_KEYS)}")
+    _reject_unknown(raw, _AGENT_KEYS, where)
+    if "config" in raw and not isinstance(raw["config"], dict):
+        raise SpecError(f"{where}.config: must be an object (the agent's --config JSON)")
+    return dict(raw)
 
 
 def _setup(raw: Any, where: str) -> tuple[SetupStep, ...]:

@@ -10,12 +10,15 @@ instead. The caller turns `failed` into a non-zero exit status.
 
 from __future__ import annotations
 
+import os
 import shlex
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from deputy_tools import points as pts
+from deputy_tools.agent import AgentError, agent_command, private_agent
 from deputy_tools.progress import SweepProgress, make_progress
 from deputy_tools.runner import Outcome, partial_path, run_point, run_setup
 from deputy_tools.spec import SetupStep, SweepSpec
@@ -75,6 +78,14 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
         if report.skipped:
             echo(f"# {spec.name}: {report.skipped} of {report.total} points already done "
                  f"in {out_dir}")
+        if pending and spec.env:
+            echo("# environment: " + " ".join(f"{k}={shlex.quote(v)}"
+                                               for k, v in spec.env.items()))
+        if pending and spec.agent is not None:
+            agent = agent_command(deputy, Path("$AGENT_DIR"), spec.agent.get("config"),
+                                  out_dir / "agent.log")
+            echo(f"# a private agent for the sweep (AGENT_DIR: a new 0700 directory; "
+                 f"DEPUTY_AGENT=$AGENT_DIR/agent.sock): {shlex.join(agent)}")
         for step in steps:
             echo(shlex.join(setup_command(step, deputy, out_dir)))
         for point, result in pending:
@@ -83,16 +94,34 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
 
     out_dir.mkdir(parents=True, exist_ok=True)
     limit = timeout_s if timeout_s is not None else spec.timeout_s
+    env = {**os.environ, **spec.env} if spec.env or spec.agent is not None else None
     for i, step in enumerate(steps):
         problem = run_setup(setup_command(step, deputy, out_dir), out_dir / step.creates,
-                            out_dir / f"setup-{i}.log", limit)
+                            out_dir / f"setup-{i}.log", limit, env)
         if problem:
             report.setup_error = (f"setup of {spec.name} failed: {problem} "
                                   f"(log: {out_dir / f'setup-{i}.log'}); no point was run")
             echo(f"error: {report.setup_error}")
             return report
     title = spec.name if spec.profile is None else f"{spec.name} ({spec.profile})"
-    bar = progress or make_progress(title, len(pending), live)
+    with ExitStack() as stack:
+        if pending and spec.agent is not None:
+            try:
+                socket = stack.enter_context(private_agent(
+                    deputy, spec.agent.get("config"), out_dir / "agent.log", env))
+            except AgentError as e:
+                report.setup_error = f"{spec.name}: {e}; no point was run"
+                echo(f"error: {report.setup_error}")
+                return report
+            env = {**(env or os.environ), "DEPUTY_AGENT": str(socket)}
+        _run_points(spec, pending, deputy, limit, env, fail_fast, report,
+                    progress or make_progress(title, len(pending), live), title, out_dir)
+    return report
+
+
+def _run_points(spec: SweepSpec, pending: list[tuple[pts.Point, Path]], deputy: str,
+                limit: float, env: dict[str, str] | None, fail_fast: bool, report: SweepReport,
+                bar: SweepProgress, title: str, out_dir: Path) -> None:
     with bar:
         if report.skipped:
             bar.note(f"{title}: {report.skipped} of {report.total} points already done "
@@ -100,7 +129,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
         for point, result in pending:
             bar.start_point(point.label())
             argv = pts.command(spec, point, deputy, partial_path(result))
-            outcome = run_point(argv, result, limit)
+            outcome = run_point(argv, result, limit, env)
             report.ran += 1
             bar.finish_point(point.label(), outcome.ok, outcome.seconds)
             if outcome.ok:
@@ -111,7 +140,6 @@ def run_sweep(spec: SweepSpec, out_dir: Path, deputy: str, *, dry_run: bool = Fa
             if fail_fast:
                 report.stopped_early = report.ran < len(pending)
                 break
-    return report
 
 
 def setup_command(step: SetupStep, deputy: str, out_dir: Path) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -18,16 +19,40 @@ def data() -> Path:
     return HERE / "data"
 
 
+# Runs the command after `mpirun`'s own options once: specs launch `deputy bench coll` under
+# mpirun, and the fake benchmark stands for all ranks (rank 0 writes --out).
+FAKE_MPIRUN = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -np|-n|--host|--map-by|--bind-to) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ -n "$FAKE_MPIRUN_CALLS" ] && echo "mpirun" >> "$FAKE_MPIRUN_CALLS"
+exec "$@"
+"""
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
 @pytest.fixture
 def fake_deputy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An executable `deputy` that runs fake_deputy.py; calls are logged to calls.txt."""
+    """An executable `deputy` that runs fake_deputy.py; calls are logged to calls.txt.
+    A fake `mpirun` comes first on PATH (launches are logged to mpirun.txt)."""
     wrapper = tmp_path / "bin" / "deputy"
     wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "fake_deputy.py"}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _executable(wrapper, f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "fake_deputy.py"}" "$@"\n')
+    _executable(tmp_path / "bin" / "mpirun", FAKE_MPIRUN)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_DEPUTY_CALLS", str(tmp_path / "calls.txt"))
+    monkeypatch.setenv("FAKE_MPIRUN_CALLS", str(tmp_path / "mpirun.txt"))
     for var in ("FAKE_DEPUTY_FAIL", "FAKE_DEPUTY_USAGE", "FAKE_DEPUTY_HANG", "FAKE_DEPUTY_NO_OUT",
-                "FAKE_DEPUTY_BAD_JSON"):
+                "FAKE_DEPUTY_BAD_JSON", "FAKE_DEPUTY_AGENT_FAIL", "DEPUTY_AGENT"):
         monkeypatch.delenv(var, raising=False)
     return wrapper
 

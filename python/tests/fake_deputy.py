@@ -1,4 +1,4 @@
-"""A stand-in for `deputy bench mover|rail|channel --out FILE`, for sweep tests.
+"""A stand-in for `deputy bench mover|rail|channel|coll --out FILE`, for sweep tests.
 
 It accepts the flags sweeps pass, writes a document of the real schema
 (tools/bench/mover/report.cc write_json, tools/bench/rail/summary.cc,
@@ -6,7 +6,10 @@ tools/bench/channel/report.cc) with made-up numbers, and misbehaves on
 request so failure handling can be tested without a real benchmark failing.
 `bench channel --keygen FILE` writes a key file (0600, refusing to
 overwrite) and `--secure` needs `--key` naming an existing one, as the real
-benchmark does.
+benchmark does. `bench coll` needs an agent (DEPUTY_AGENT naming a socket
+path that exists) unless `--no-deputy`, and `agent --daemon --socket S
+--pidfile P` "starts" one: it creates S, and P naming a sleeping stand-in
+process that the sweep must stop.
 
   FAKE_DEPUTY_CALLS=file   append one line per call (the size, rails, or
                            channel's transport[+secure]:size:count:buffer)
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -165,10 +169,110 @@ def _channel(argv: list[str]) -> tuple[dict, str, str]:
     return doc, key, args.out
 
 
-BENCHES = {"mover": _mover, "rail": _rail, "channel": _channel}
+def _coll(argv: list[str]) -> tuple[dict, str, str]:
+    p = argparse.ArgumentParser()
+    p.add_argument("--op", default="allreduce")
+    p.add_argument("-m", "--message-size", default=":1m")
+    p.add_argument("--factor", type=int, default=2)
+    p.add_argument("-i", "--iterations", type=int, default=0)
+    p.add_argument("-x", "--warmup", type=int, default=-1)
+    p.add_argument("--memory", default="mapped")
+    p.add_argument("--compute", default="cpu")
+    p.add_argument("-t", "--num-test-calls", type=int, default=0)
+    p.add_argument("--wait", default="")
+    p.add_argument("--compare", default="")
+    p.add_argument("--no-deputy", action="store_true")
+    p.add_argument("--seed-table", action="store_true")
+    p.add_argument("--max", default="512m")
+    p.add_argument("--out", required=True)
+    args, _ = p.parse_known_args(argv)
+    if not args.no_deputy and not os.path.exists(os.environ.get("DEPUTY_AGENT", "/nonexistent")):
+        print("[app] [error] dp_init: DP_ERR_AGENT_LOST: no agent at $DEPUTY_AGENT",
+              file=sys.stderr)
+        raise SystemExit(1)
+    impls = ([] if args.no_deputy else ["deputy"]) + (["mpi"] if args.compare else [])
+    nonblocking = args.op.startswith("i")
+    if args.seed_table:
+        impls = ([] if args.no_deputy else ["deputy"]) + ["mpi", "ring"]
+        sizes, top = [], _size(args.max)
+        size = 128
+        while size <= top:
+            sizes.append(size)
+            size *= 4
+    else:
+        if args.op == "allreduce" and args.compare:
+            impls.append("ring")
+        low, _, high = args.message_size.partition(":")
+        size, top, sizes = _size(low or "4"), _size(high or low), []
+        while size <= top:
+            sizes.append(size)
+            size *= args.factor
+    rows = []
+    for size in sizes:
+        for impl in impls:
+            t = {"deputy": 50.0, "mpi": 10.0, "ring": 12.0}[impl] + size / 4e3
+            row = {"impl": impl, "op": "allreduce" if args.seed_table else args.op,
+                   "nonblocking": nonblocking and not args.seed_table, "size": size,
+                   "count": size // 4, "dtype": "float32", "redop": "sum", "iterations": 10,
+                   "warmup": 1, "time_us": t, "time_max_us": t, "algbw_gbps": size / t / 1e3,
+                   "busbw_gbps": size / t / 1e3, "wrong": 0}
+            if args.seed_table:
+                row["mode"] = "seed-table"
+            elif nonblocking:
+                row.update({"overall_us": 1.2 * t, "compute_us": t, "coll_init_us": 0.1,
+                            "test_us": 0.0, "wait_us": 0.2 * t, "pure_comm_us": t,
+                            "overlap_pct": 80.0, "host_cpu_us": 0.5})
+            rows.append(row)
+    config = {"op": args.op, "message_size": args.message_size, "sizes": sizes,
+              "factor": args.factor, "iterations": args.iterations, "warmup": args.warmup,
+              "dtype": "float32", "redop": "sum", "memory": args.memory,
+              "compute": args.compute, "num_test_calls": args.num_test_calls,
+              "wait": args.wait, "compare": args.compare, "no_deputy": args.no_deputy,
+              "seed_table": args.seed_table, "max": args.max, "implementations": impls,
+              "ranks": 2, "local_ranks": 2}
+    doc = {"benchmark": "coll", "schema": 1, "config": config,
+           "versions": {"deputy": "fake", "mpi": "fake MPI"}, "host": {"cpus": 2},
+           "averaging": "mean over iterations, then mean over ranks (OSU, nccl-tests)",
+           "cpu_clock_cost_ns": 400, "results": rows}
+    key = f"coll:{args.op}:{args.message_size}:{args.memory}:{args.compute}" + (
+        f":seed-table:{args.max}" if args.seed_table else "")
+    return doc, key, args.out
+
+
+def _agent(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--daemon", action="store_true")
+    p.add_argument("--socket", required=True)
+    p.add_argument("--pidfile", required=True)
+    p.add_argument("--log-file", default="")
+    p.add_argument("--config", default="")
+    args = p.parse_args(argv)
+    if os.environ.get("FAKE_DEPUTY_AGENT_FAIL"):
+        print("[app] [error] deputy agent --daemon: the agent did not start: bind: "
+              "Address in use", file=sys.stderr)
+        return 1
+    if args.config:
+        json.loads(open(args.config, encoding="utf-8").read())  # must be JSON
+    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    open(args.socket, "w").close()
+    with open(args.pidfile, "w", encoding="utf-8") as f:
+        f.write(f"{sleeper.pid}\n")
+    calls = os.environ.get("FAKE_DEPUTY_CALLS")
+    if calls:
+        with open(calls, "a", encoding="utf-8") as f:
+            f.write(f"agent:{sleeper.pid}" + (":config" if args.config else "") + "\n")
+    print(f"deputy agent: pid {sleeper.pid} listening on {args.socket}")
+    return 0
+
+
+BENCHES = {"mover": _mover, "rail": _rail, "channel": _channel, "coll": _coll}
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["agent"]:
+        return _agent(argv[1:])
     if len(argv) < 2 or argv[0] != "bench" or argv[1] not in BENCHES:
         print(f"fake deputy: unsupported command {argv[:2]}", file=sys.stderr)
         return 2
