@@ -21,11 +21,18 @@ def test_dry_run_lists_every_small_point(tmp_path: Path, fake_deputy: Path,
     out = tmp_path / "results"
     argv = ["reproduce", "--small", "-o", str(out), "--dry-run", "--deputy", str(fake_deputy)]
     assert main(argv) == 0
-    lines = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr().out.splitlines()
+    comments = [line for line in printed if line.startswith("# ")]
+    lines = [line for line in printed if not line.startswith("# ")]
     specs = [load_spec(p, "small") for p in shipped_specs()]
     expected = sum(len(points.expand(s)) + len(s.setup) for s in specs)  # setup: key files
     assert len(lines) == expected
-    assert all(line.startswith(f"{fake_deputy.resolve()} bench ") for line in lines)
+    deputy = f"{fake_deputy.resolve()} "
+    # coll runs under mpirun, with a private agent and the launcher's environment.
+    coll = [line for line in lines if line.startswith(f"mpirun -np 2 {deputy}bench coll ")]
+    assert len(coll) == sum(len(points.expand(s)) for s in specs if s.bench[0] == "coll") > 0
+    assert all(line.startswith(f"{deputy}bench ") for line in lines if line not in coll)
+    assert len(comments) == sum((s.agent is not None) + bool(s.env) for s in specs)
     assert not out.exists() and calls() == []
 
 

@@ -53,11 +53,11 @@ def test_missing_field_names_file_and_field(tmp_path: Path, data: Path) -> None:
 
 
 def test_unknown_benchmark_is_reported_not_fatal(tmp_path: Path, data: Path) -> None:
-    (tmp_path / "coll.json").write_text('{"benchmark": "coll", "results": []}')
+    (tmp_path / "gossip.json").write_text('{"benchmark": "gossip", "results": []}')
     docs, _ = load_results([tmp_path, data / "mover" / "batch"])
     plotted, notes = plot_results(docs, tmp_path / "figs")
     assert {p.kind for p in plotted} == {"mover"}
-    assert any("'coll' result(s): no figures for this benchmark yet" in n for n in notes)
+    assert any("'gossip' result(s): no figures for this benchmark yet" in n for n in notes)
     tables, notes = collect_tables(docs)
     assert [t.title for t in tables] == ["mover"]
     assert any("no table for this benchmark yet" in n for n in notes)

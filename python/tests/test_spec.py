@@ -97,7 +97,11 @@ def test_every_shipped_spec_loads_with_and_without_small(tmp_path: Path) -> None
     for path in shipped_specs():
         full, small = load_spec(path), load_spec(path, "small")
         assert full.name == path.stem
-        assert 0 < len(points.expand(small)) < len(points.expand(full)), path.name
+        # Fewer points, or (coll: one run covers a range of sizes) smaller ones.
+        assert 0 < len(points.expand(small)) <= len(points.expand(full)), path.name
+        assert (len(points.expand(small)) < len(points.expand(full))
+                or [p.flags for p in points.expand(small)]
+                != [p.flags for p in points.expand(full)]), path.name
         kind = registry.get(full.bench[0])
         assert kind is not None, f"{path.name}: no plotter for {full.bench}"
         for figure in full.figures:
