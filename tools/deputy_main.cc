@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
     deputy::tools::register_agent(app);
     deputy::tools::register_info(app);
     deputy::tools::register_launch(app);
-    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail");
+    CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail, coll");
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
     deputy::bench::register_rail(*bench);
