@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The main job in one command: deputy's offloaded iallreduce against
+# MPI_Iallreduce on 2 MPI ranks of this node, OSU's overlap method.
+#   1. builds deputy and deputy-bench-coll if needed (as scripts/demo.sh does)
+#   2. starts a private agent (socket in a fresh 0700 directory)
+#   3. mpirun -np 2 build/tools/deputy bench coll --op iallreduce -m 8:16M
+#        --compare mpi --compute idle --out results/main-job/iallreduce.json
+#   4. prints the table, stops the agent (also on failure or Ctrl-C)
+#   5. draws the figures into results/main-job/ (PNG and SVG) with deputy_tools
+# Fresh Debian 12: `bash scripts/deps.sh test` first (as root this script
+# installs the build packages it misses itself, like scripts/demo.sh; the
+# Python ones come with `test`). Extra arguments go to `bench coll`
+# (e.g. --wait block, --memory direct). DEPUTY_BUILD_DIR overrides build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${DEPUTY_BUILD_DIR:-build}
+out=results/main-job
+deputy=$build/tools/deputy
+
+say() { printf '\n== %s\n' "$*"; }
+
+scripts/deps.sh build
+/usr/bin/python3 -c 'import ensurepip, matplotlib, rich' 2>/dev/null \
+  || { echo "main-job: Python packages missing for the table and figures: run bash scripts/deps.sh test" >&2; exit 1; }
+
+# 1. Build: configure once (again when the build has no deputy_bench_coll target:
+#    MPI was installed after the first configure), then an incremental build.
+if [[ ! -f $build/build.ninja ]] || ! grep -q 'deputy_bench_coll' "$build/build.ninja"; then
+  say "configuring $build"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build.configure.log" 2>&1 \
+    || { cat "$build.configure.log"; exit 1; }
+fi
+say "building deputy and deputy-bench-coll in $build"
+cmake --build "$build" -j "$(nproc)" --target deputy_cli deputy_bench_coll
+[[ -x $build/tools/deputy-bench-coll ]] \
+  || { echo "main-job: $build/tools/deputy-bench-coll was not built: CMake did not find MPI (see $build.configure.log)" >&2; exit 1; }
+
+# deputy_tools for the table and the figures, in .venv as scripts/test.sh makes it.
+venv=$root/.venv
+if [[ ! -x $venv/bin/python ]]; then
+  say "creating $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+if ! "$venv/bin/python" -c 'import deputy_tools.kinds.coll' 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python
+fi
+
+# 2. A private agent, stopped on any exit.
+agent_dir=$(mktemp -d /tmp/deputy-main-job-XXXXXX)   # mode 0700
+chmod 700 "$agent_dir"
+stop_agent() {
+  local pid
+  if [[ -f $agent_dir/agent.pid ]]; then
+    pid=$(cat "$agent_dir/agent.pid")
+    if kill "$pid" 2>/dev/null; then
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$agent_dir"
+}
+trap stop_agent EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+say "starting a private agent in $agent_dir"
+"$deputy" agent --daemon --socket "$agent_dir/agent.sock" --pidfile "$agent_dir/agent.pid" \
+  --log-file "$agent_dir/agent.log" \
+  || { echo "main-job: the agent did not start" >&2; cat "$agent_dir/agent.log" >&2 2>/dev/null; exit 1; }
+export DEPUTY_AGENT=$agent_dir/agent.sock
+
+# 3. The benchmark. Open MPI refuses root without these two; one slot per core,
+#    so fewer than 2 cores needs --oversubscribe.
+if [[ $(id -u) -eq 0 ]]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+mpirun=(mpirun -np 2)
+cores=$( (lscpu -p=core,socket 2>/dev/null || true) | grep -v '^#' | sort -u | wc -l)
+(( cores > 0 )) || cores=$(nproc)
+(( cores >= 2 )) || mpirun+=(--oversubscribe)
+mkdir -p "$out"
+cmd=("${mpirun[@]}" "$deputy" bench coll --op iallreduce -m 8:16M --compare mpi --compute idle
+     --out "$out/iallreduce.json" "$@")
+say "${cmd[*]}"
+"${cmd[@]}"
+
+# 4. The table (Markdown, also saved), then the agent goes.
+say "table ($out/iallreduce.md)"
+"$venv/bin/python" -m deputy_tools table "$out/iallreduce.json" -o "$out/iallreduce.md" > /dev/null
+cat "$out/iallreduce.md"
+stop_agent
+trap - EXIT
+
+# 5. The figures.
+say "figures ($out/)"
+"$venv/bin/python" -m deputy_tools plot "$out/iallreduce.json" -o "$out/" \
+  --figure overlap_vs_size --figure overall_vs_size --figure time_vs_size \
+  --figure busbw_vs_size --figure host_cpu_vs_size
