@@ -19,7 +19,6 @@ the seed's table and its figure.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 from matplotlib.axes import Axes
@@ -293,8 +292,8 @@ def seed_table_figure(docs: Sequence[ResultDoc]) -> Figure:
 
 FIGURES = (
     FigureDef("time_vs_size", "time per operation (µs) per size: deputy vs MPI vs ring, log-log",
-              _vs_size("time_us", "Collective time vs message size", "Time per operation (µs, log)",
-                       extra=_TIME_NOTE)),
+              _vs_size("time_us", "Collective time vs message size",
+                       "Time per operation (µs, log)", extra=_TIME_NOTE)),
     FigureDef("busbw_vs_size", "bus bandwidth (GB/s, nccl-tests) per size",
               _vs_size("busbw_gbps", "Bus bandwidth vs message size",
                        "busbw (GB/s = 1e9 B/s, log)",
