@@ -262,8 +262,14 @@ int Job::run(const std::function<void()> &tick) {
         }
         if (kill_deadline_ && now >= *kill_deadline_) kill_remaining(true);
         auto wait = std::chrono::milliseconds(200);
-        for (const auto &d : {job_deadline_, kill_deadline_})
-            if (d) wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*d - now));
+        // Not a loop over {job_deadline_, kill_deadline_}: that copies the
+        // optionals, and GCC 12 -O3 then warns maybe-uninitialized (-Werror).
+        auto shorten = [&](const auto &deadline) {
+            if (deadline)
+                wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*deadline - now));
+        };
+        shorten(job_deadline_);
+        shorten(kill_deadline_);
         poll_once(int(std::max<int64_t>(wait.count(), 0)), true);
     }
     finish();
