@@ -7,9 +7,8 @@
 #        --compare mpi --compute idle --out results/main-job/iallreduce.json
 #   4. prints the table, stops the agent (also on failure or Ctrl-C)
 #   5. draws the figures into results/main-job/ (PNG and SVG) with deputy_tools
-# Fresh Debian 12: `bash scripts/deps.sh test` first (as root this script
-# installs the build packages it misses itself, like scripts/demo.sh; the
-# Python ones come with `test`). Extra arguments go to `bench coll`
+# Fresh Debian 12: as root this script installs what it misses itself (like
+# scripts/demo.sh); as another user it prints the apt-get line to run. Extra arguments go to `bench coll`
 # (e.g. --wait block, --memory direct). DEPUTY_BUILD_DIR overrides build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +19,9 @@ deputy=$build/tools/deputy
 
 say() { printf '\n== %s\n' "$*"; }
 
-scripts/deps.sh build
+# The test list brings the Python packages (matplotlib, rich, venv) the
+# table and figures need, so one command works on a fresh machine.
+scripts/deps.sh test
 /usr/bin/python3 -c 'import ensurepip, matplotlib, rich' 2>/dev/null \
   || { echo "main-job: Python packages missing for the table and figures: run bash scripts/deps.sh test" >&2; exit 1; }
 
