@@ -8,8 +8,13 @@
 set(DEPUTY_BENCH_COLL_DIR ${CMAKE_CURRENT_SOURCE_DIR}/bench_coll)
 target_sources(deputy_cli PRIVATE ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
 
-find_package(MPI COMPONENTS C)
-if(MPI_C_FOUND)
+# DEPUTY_BENCH_COLL=OFF skips it (the sanitizer builds of the test script:
+# no ctest case runs it, and it is the slowest part to compile).
+option(DEPUTY_BENCH_COLL "build deputy-bench-coll when MPI is found" ON)
+if(DEPUTY_BENCH_COLL)
+  find_package(MPI COMPONENTS C)
+endif()
+if(DEPUTY_BENCH_COLL AND MPI_C_FOUND)
   file(GLOB DEPUTY_BENCH_COLL_SOURCES CONFIGURE_DEPENDS ${DEPUTY_BENCH_COLL_DIR}/*.cc)
   list(REMOVE_ITEM DEPUTY_BENCH_COLL_SOURCES ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
   add_executable(deputy_bench_coll ${DEPUTY_BENCH_COLL_SOURCES}
@@ -23,6 +28,6 @@ if(MPI_C_FOUND)
   # Installed beside deputy, where `deputy bench coll` looks for it.
   install(TARGETS deputy_bench_coll RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 else()
-  message(STATUS "MPI not found: deputy-bench-coll (deputy bench coll) is not built; "
+  message(STATUS "DEPUTY_BENCH_COLL=OFF or MPI not found: deputy-bench-coll (deputy bench coll) is not built; "
                  "Debian: apt-get install openmpi-bin libopenmpi-dev")
 endif()
