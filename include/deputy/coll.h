@@ -14,6 +14,12 @@
  * member's completion flag. dp_test is one load of that flag; the host never
  * calls anything for data to move.
  *
+ * Staged memory mode (DP_MEMORY_STAGED): buffers may be any memory; the
+ * library copies sources into bounce buffers in the pool at post and copies
+ * the result out in the dp_test/dp_wait that first sees success (the
+ * baseline: two host copies). A bounce buffer that does not fit the pool
+ * fails the post with DP_ERR_NOMEM.
+ *
  * Errors of an operation (reported by dp_test/dp_wait):
  *   DP_ERR_MISMATCH    members disagree on op, count, dtype, reduction or root
  *   DP_ERR_AGENT_LOST  a member left or died (the team is then broken), or the agent died

@@ -117,7 +117,7 @@ extern "C" dp_status_t dp_test(dp_request_t *req, int *done) {
     const uint8_t status = __atomic_load_n(&r->record->status, __ATOMIC_ACQUIRE);
     if (status != DP_COMP_PENDING) {
         *done = 1;
-        return deputy::client::coll_status(status);
+        return deputy::client::request_result(r);
     }
     *done = 0;
     return r->team->context()->check_alive();
@@ -127,7 +127,7 @@ extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (req == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
     DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1));
-    return deputy::client::coll_status(r->record->status);
+    return deputy::client::request_result(r);
 }
 
 extern "C" void dp_request_free(dp_request_t *req) {

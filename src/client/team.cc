@@ -29,6 +29,12 @@ dp_status_t coll_status(uint8_t status) {
     }
 }
 
+dp_status_t request_result(Request *req) {
+    const uint8_t status = __atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE);
+    if (status == DP_COMP_SUCCESS) stage_out(&req->staged);
+    return coll_status(status);
+}
+
 dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
                        unsigned timeout_ms, Team **out) {
     if (key.empty() || key.size() > control::kMaxTokenBytes)
@@ -37,10 +43,6 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     if (size < 1 || size > DP_TEAM_MAX_SIZE || rank < 0 || rank >= size)
         DP_FAIL(DP_ERR_INVALID, "dp_team_create: rank {} of size {} (size 1..{}, rank 0..size-1)",
                 rank, size, DP_TEAM_MAX_SIZE);
-    if (ctx->options().memory_mode == DP_MEMORY_STAGED)
-        DP_FAIL(DP_ERR_UNSUPPORTED,
-                "dp_team_create: collectives need the agent to reach this process's memory "
-                "(mapped or direct); staged memory mode is not supported for them yet");
     std::unique_ptr<Team> t(new Team());
     t->ctx_ = ctx;
     t->rank_ = rank;
@@ -52,7 +54,7 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
                 DP_TEAM_MAX_OUTSTANDING);
     t->slots_.resize(DP_TEAM_MAX_OUTSTANDING);
     for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i) {
-        t->slots_[i] = {t.get(), &t->records_[i], i};
+        t->slots_[i] = {t.get(), &t->records_[i], i, {}};
         t->free_.push_back(DP_TEAM_MAX_OUTSTANDING - 1 - i);
     }
     control::TeamJoin m{key, uint32_t(rank), uint32_t(size), timeout_ms};
@@ -98,6 +100,18 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
     }
     Request &r = slots_[slot];
     std::memset(r.record, 0, sizeof(dp_completion_t));
+    outstanding_.fetch_add(1, std::memory_order_relaxed);  // release() takes it back
+    if (ctx_->options().memory_mode == DP_MEMORY_STAGED) {
+        StagedPointers staged;
+        if (dp_status_t s = stage_in(ctx_->pool(), opcode, rank_, size_, src, dst, count,
+                                     dp_dtype_size(dtype), root, &r.staged, &staged);
+            s != DP_OK) {
+            release(&r);
+            return s;
+        }
+        src = staged.src;
+        dst = staged.dst;
+    }
     dp_desc_t d{};
     d.opcode = opcode;
     d.dtype = uint8_t(dtype);
@@ -109,7 +123,6 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
     d.size = count;
     d.aux = root;
     d.user = sequence;
-    outstanding_.fetch_add(1, std::memory_order_relaxed);
     dp_status_t s = ctx_->push(d, true);
     if (s != DP_OK) {
         release(&r);
@@ -120,6 +133,7 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
 }
 
 void Team::release(Request *req) {
+    stage_release(ctx_->pool(), &req->staged);
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(req->slot);
     outstanding_.fetch_sub(1, std::memory_order_relaxed);

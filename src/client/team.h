@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/context.h"
+#include "client/staged_collective.h"
 
 namespace deputy::client {
 
@@ -53,7 +54,12 @@ struct Request {
     Team *team = nullptr;
     dp_completion_t *record = nullptr;
     uint32_t slot = 0;
+    StagedCollective staged;  // staged memory mode only
 };
+
+// After the record says done: copies a staged result out (once) and maps
+// the record's status to the API's.
+dp_status_t request_result(Request *req);
 
 // Maps a collective's record status to the API's status.
 dp_status_t coll_status(uint8_t record_status);

@@ -23,12 +23,23 @@ struct Member {
     dp_team_t *team = nullptr;
 };
 
+// Where members' buffers live: dp_malloc (mapped), registered heap memory
+// (direct), or plain heap memory in staged mode (the client copies through
+// bounce buffers in its pool).
+enum class Memory { mapped, direct, staged };
+const char *name(Memory m) {
+    return m == Memory::mapped ? "mapped" : m == Memory::direct ? "direct" : "staged";
+}
+constexpr Memory kAllMemory[] = {Memory::mapped, Memory::direct, Memory::staged};
+
 class Team {
   public:
-    Team(const AgentProcess &agent, int size, const std::string &key, bool direct = false)
-        : members_(size), direct_(direct) {
+    Team(const AgentProcess &agent, int size, const std::string &key,
+         Memory memory = Memory::mapped)
+        : members_(size), memory_(memory) {
         dp_config_t config = agent.config();
-        config.pool_bytes = 16 << 20;
+        config.pool_bytes = 32 << 20;
+        if (memory == Memory::staged) config.memory_mode = DP_MEMORY_STAGED;
         for (auto &m : members_) EXPECT_EQ(dp_init(&config, &m.ctx), DP_OK);
         // Joining blocks until all joined: post every join but the last
         // from helper threads.
@@ -50,19 +61,23 @@ class Team {
     int size() const { return int(members_.size()); }
     // Gives a buffer from buffer() back (pool or registration).
     void release(int r, uint8_t *p) {
-        if (!direct_) return dp_free(members_[r].ctx, p);
-        EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
+        if (memory_ == Memory::mapped) return dp_free(members_[r].ctx, p);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
+        }
         owned_.erase(std::find(owned_.begin(), owned_.end(), p));
         free(p);
     }
     Member &operator[](int r) { return members_[r]; }
-    // A buffer the agent can reach: mapped (dp_malloc) or direct (registered).
+    // A buffer for the team's memory mode: dp_malloc, registered, or plain.
     uint8_t *buffer(int r, size_t bytes) {
         bytes = std::max<size_t>(bytes, 64);
-        if (!direct_) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
+        if (memory_ == Memory::mapped) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
         void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
         owned_.push_back(p);
-        EXPECT_EQ(dp_mem_register(members_[r].ctx, p, bytes), DP_OK);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_register(members_[r].ctx, p, bytes), DP_OK);
+        }
         return static_cast<uint8_t *>(p);
     }
     // Posts one op per member (post(r, &req)) and waits for all.
@@ -80,7 +95,7 @@ class Team {
 
   private:
     std::vector<Member> members_;
-    bool direct_;
+    Memory memory_;
     std::vector<void *> owned_;
 };
 
@@ -145,9 +160,9 @@ TEST_F(CollTest, AllreduceEveryDtypeAndOpAcrossTeamSizes) {
     }
 }
 
-TEST_F(CollTest, AllreduceSizesInPlaceAndDirectMemory) {
-    for (bool direct : {false, true}) {
-        Team team(agent, 3, key(), direct);
+TEST_F(CollTest, AllreduceSizesInPlaceInEveryMemoryMode) {
+    for (Memory memory : kAllMemory) {
+        Team team(agent, 3, key(), memory);
         for (size_t count : {0ul, 1ul, 7ul, 65536ul, 300001ul}) {
             for (bool in_place : {false, true}) {
                 const size_t n = count * 4;
@@ -168,7 +183,7 @@ TEST_F(CollTest, AllreduceSizesInPlaceAndDirectMemory) {
                     ASSERT_EQ(st[r], DP_OK);
                     if (n) {  // memcmp with a null pointer is undefined even for 0 bytes
                         ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
-                            << "count " << count << " in_place " << in_place << " direct " << direct;
+                            << "count " << count << " in_place " << in_place << " " << name(memory);
                     }
                 }
             }
@@ -177,9 +192,10 @@ TEST_F(CollTest, AllreduceSizesInPlaceAndDirectMemory) {
 }
 
 TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
-    for (bool direct : {false, true}) {
+    for (Memory memory : kAllMemory) {
+        SCOPED_TRACE(name(memory));
         const int p = 4;
-        Team team(agent, p, key(), direct);
+        Team team(agent, p, key(), memory);
         const size_t count = 999;
         const size_t n = count * 8;
         std::vector<uint8_t *> src(p), dst(p);
@@ -243,12 +259,13 @@ TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
 
 // The matrix: every operation x team sizes 1, 2, 3, 4, 7, 8 x counts
 // 0, 1, 13, 4097 (and 1 Mi + 1 where the buffers do not scale with the
-// team) x mapped and direct memory x in place where the operation allows it.
+// team) x mapped, direct and staged memory x in place where the operation
+// allows it.
 TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
     enum Op { kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast };
-    for (bool direct : {false, true}) {
+    for (Memory memory : kAllMemory) {
         for (int p : {1, 2, 3, 4, 7, 8}) {
-            Team team(agent, p, key(), direct);
+            Team team(agent, p, key(), memory);
             for (Op op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
                 const bool scales = op == kReduceScatter || op == kAllgather || op == kAlltoall;
                 std::vector<size_t> counts = {0, 1, 13, 4097};
@@ -285,7 +302,7 @@ TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
                         });
                         std::string where = "op " + std::to_string(op) + " p " + std::to_string(p) +
                                             " count " + std::to_string(count) + " in_place " +
-                                            std::to_string(in_place) + " direct " + std::to_string(direct);
+                                            std::to_string(in_place) + " " + name(memory);
                         for (int r = 0; r < p; ++r) {
                             ASSERT_EQ(st[r], DP_OK) << where;
                             if (n == 0) continue;
@@ -369,6 +386,37 @@ TEST_F(CollTest, MismatchedArgumentsFailOnEveryRank) {
         return dp_iallreduce(buf[r], buf[r], 10, DP_INT32, DP_SUM, team[r].team, q);
     });
     for (auto s : st) EXPECT_EQ(s, DP_OK);
+}
+
+// Staged: a failed operation copies nothing back, and a bounce buffer that
+// does not fit the pool is refused at post with nothing lost.
+TEST_F(CollTest, StagedCopiesBackOnlyOnSuccessAndRefusesWhatThePoolCannotHold) {
+    Team team(agent, 2, key(), Memory::staged);
+    std::vector<std::vector<int32_t>> src(2, std::vector<int32_t>(1000, 3)),
+        dst(2, std::vector<int32_t>(1000, -1));
+    auto st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(src[r].data(), dst[r].data(), r == 0 ? 1000 : 999, DP_INT32, DP_SUM,
+                             team[r].team, q);
+    });
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(st[r], DP_ERR_MISMATCH);
+        EXPECT_EQ(dst[r], std::vector<int32_t>(1000, -1)) << "rank " << r;
+    }
+    // 2 x 24 MiB does not fit a 32 MiB pool.
+    const size_t count = 6u << 20;
+    std::vector<int32_t> big(count, 1), out(count, 0);
+    dp_request_t *req = nullptr;
+    EXPECT_EQ(dp_iallreduce(big.data(), out.data(), count, DP_INT32, DP_SUM, team[0].team, &req),
+              DP_ERR_NOMEM);
+    EXPECT_EQ(req, nullptr);
+    // Nothing was posted: the team's next operation pairs up normally.
+    st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(src[r].data(), dst[r].data(), 1000, DP_INT32, DP_SUM, team[r].team, q);
+    });
+    for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(st[r], DP_OK);
+        EXPECT_EQ(dst[r], std::vector<int32_t>(1000, 6)) << "rank " << r;
+    }
 }
 
 TEST_F(CollTest, BuffersOutsideTheMemberAreDenied) {

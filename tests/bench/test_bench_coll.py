@@ -299,7 +299,8 @@ def deputy_ok(tmp_path: Path, agent_env: dict, *args: str, ranks: int = 2):
     return r.stdout, doc
 
 
-@pytest.mark.parametrize("memory,wait", [("mapped", "spin"), ("direct", "block")])
+@pytest.mark.parametrize("memory,wait",
+                         [("mapped", "spin"), ("direct", "block"), ("staged", "block")])
 def test_deputy_allreduce_against_mpi(memory: str, wait: str, agent, tmp_path: Path) -> None:
     stdout, doc = deputy_ok(tmp_path, agent, "--compare", "mpi", "--memory", memory,
                             "--wait", wait, "-m", "8:64k", *QUICK)
@@ -331,8 +332,9 @@ def test_deputy_alltoall_prints_buffers(agent, tmp_path: Path) -> None:
     assert len(buf["recv"]) == 2 and buf["recv"][1][0:2] == buf["send"][0][2:4]
 
 
-def test_deputy_staged_memory_is_refused_naming_the_flag(agent) -> None:
-    # The agent does not run collectives on staged memory (yet): one clear
-    # error from every rank, no MPI_Abort.
-    r = coll("--memory", "staged", "-m", "8:64", *QUICK, env=agent)
-    assert r.returncode == 2 and "--memory staged" in r.stdout + r.stderr
+def test_deputy_staged_memory_runs_every_op_validated(agent, tmp_path: Path) -> None:
+    # Staged: plain malloc buffers, copied through bounce buffers in the pool.
+    for op in ("iallreduce", "alltoall", "ibcast", "reduce_scatter"):
+        _, doc = deputy_ok(tmp_path, agent, "--op", op, "--memory", "staged", "-m", "8:256k",
+                           *QUICK)
+        assert doc["config"]["memory"] == "staged" and doc["results"], op

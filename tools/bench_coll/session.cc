@@ -36,7 +36,8 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
-    if (memory == Memory::mapped && pool_bytes > kAgentDefaultPool) {
+    // Mapped buffers live in the pool; staged mode's bounce buffers too.
+    if (memory != Memory::direct && pool_bytes > kAgentDefaultPool) {
         config.pool_bytes = pool_bytes;
         // Setting up a pool of GiBs takes the agent longer than the default
         // second dp_init waits for its ATTACH answer (lost_timeout_ms): 3 s
@@ -56,9 +57,10 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
                          s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
                                                 "DEPUTY_AGENT / --agent-socket; or --no-deputy)"
                          : config.pool_bytes != 0
-                             ? fmt::format(" (asked for a {} pool for --memory mapped: raise the "
+                             ? fmt::format(" (asked for a {} pool for --memory {}: raise the "
                                            "agent's max_pool_bytes or use --memory direct)",
-                                           units::format_size(config.pool_bytes))
+                                           units::format_size(config.pool_bytes),
+                                           memory_name(memory))
                              : "");
         ctx_ = nullptr;
     }

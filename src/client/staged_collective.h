@@ -1,0 +1,46 @@
+// Staged memory mode for collectives: the host copies its source bytes into
+// a bounce buffer in the mapped pool when it posts, the agent runs the
+// collective on the bounce buffers (as for dp_malloc memory), and the host
+// copies the result out when dp_test/dp_wait first sees the operation done.
+// The two host copies are the price that direct access avoids: this is the
+// baseline of the seed's GVMI-vs-staging comparison, and the one mode that
+// needs no access by the agent to the caller's own memory.
+#pragma once
+
+#include <deputy/status.h>
+
+#include <cstdint>
+
+#include "client/pool_allocator.h"
+
+namespace deputy::client {
+
+struct StagedCollective {
+    void *bounce = nullptr;          // one pool block; nullptr: nothing staged
+    uint8_t *user_out = nullptr;     // where the result goes
+    const uint8_t *bounce_out = nullptr;
+    uint64_t out_bytes = 0;          // 0: this member receives nothing
+    bool copied_out = false;
+
+    bool active() const { return bounce != nullptr; }
+};
+
+struct StagedPointers {
+    const void *src = nullptr;  // what the descriptor carries instead of the user's
+    void *dst = nullptr;
+};
+
+// Lays out the bounce block (one region when source and destination overlap,
+// as in place does; else source then destination), copies the bytes in, and
+// fills *staged and *ptrs. DP_ERR_NOMEM names the pool's free bytes when the
+// block does not fit. Nothing is allocated for zero bytes.
+dp_status_t stage_in(PoolAllocator &pool, uint8_t opcode, int rank, int size, const void *src,
+                     void *dst, uint64_t count, uint64_t elem_bytes, uint64_t root,
+                     StagedCollective *staged, StagedPointers *ptrs);
+
+// Copies the result to the user's buffer once (success only).
+void stage_out(StagedCollective *staged);
+// Returns the bounce block to the pool.
+void stage_release(PoolAllocator &pool, StagedCollective *staged);
+
+}  // namespace deputy::client
