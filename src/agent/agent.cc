@@ -33,7 +33,13 @@ namespace control = channel::control;
 using channel::MsgType;
 
 // epoll tags: kind in the high half, client id in the low half.
-enum Tag : uint64_t { kListen = 1, kStop = 2, kClientSocket = 3, kClientDoorbell = 4 };
+enum Tag : uint64_t {
+    kListen = 1,
+    kStop = 2,
+    kClientSocket = 3,
+    kClientDoorbell = 4,
+    kInternode = 5
+};
 uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
 
 // Descriptors taken from one client per turn, so one busy client cannot
@@ -57,7 +63,8 @@ dp_status_t epoll_add(int ep, int fd, uint64_t data) {
 
 }  // namespace
 
-dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::string *error) {
+dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::string *error,
+                          Internode *internode) {
     if (sodium_init() < 0) {
         *error = "agent: libsodium failed to initialise";
         return DP_ERR_INTERNAL;
@@ -98,7 +105,8 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
                               int64_t(self->config_.request_timeout_ms) * 1'000'000, "agent team");
     };
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->limits_,
-                                                 agent->config_, std::move(hooks));
+                                                 agent->config_, std::move(hooks), internode);
+    if (internode) DP_CHECK(epoll_add(agent->epoll_.get(), internode->event_fd(), tag(kInternode)));
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;
@@ -174,6 +182,7 @@ dp_status_t Agent::run() {
                 case kStop: break;
                 case kClientSocket: on_client_event(id); break;
                 case kClientDoorbell: on_doorbell(id); break;
+                case kInternode: teams_->poll_internode(); break;
             }
         }
     }

@@ -51,7 +51,10 @@ class Agent {
   public:
     // Checks the config, prepares the socket directory (0700), listens and
     // starts the engines. On error *error says what and which path or key.
-    static dp_status_t create(AgentConfig config, std::unique_ptr<Agent> *out, std::string *error);
+    // With `internode` (owned by the caller, outliving the agent), teams may
+    // span the nodes of several agents.
+    static dp_status_t create(AgentConfig config, std::unique_ptr<Agent> *out, std::string *error,
+                              Internode *internode = nullptr);
     ~Agent();
     Agent(const Agent &) = delete;
     Agent &operator=(const Agent &) = delete;

@@ -67,6 +67,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
                                            "info)", path, c->log_level)};
         } else if (key == "request_timeout_ms")
             c->request_timeout_ms = uint32_t(get_uint(v, path, 600000));
+        else if (key == "node_timeout_ms")
+            c->node_timeout_ms = uint32_t(get_uint(v, path, 3600000));
         else throw KeyError{fmt::format("{}: unknown key", path)};
     }
 }

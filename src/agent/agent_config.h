@@ -35,6 +35,7 @@ struct AgentConfig {
     uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps
     uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
     std::string log_level;                   // "10".."70" or a name; empty: the command line's
+    uint32_t node_timeout_ms = 10000;        // several nodes: an inter-node step fails after this
 };
 
 // Fills the device from the agent keys when no device was given. Call after

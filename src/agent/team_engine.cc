@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "agent/process_memory.h"
+#include "agent/team_engine_state.h"
 #include "channel/coll_desc.h"
 #include "common/log.h"
 #include "common/timing.h"
@@ -29,8 +30,6 @@ constexpr uint64_t kInlineBytes = 256 << 10;
 constexpr size_t kMovesPerBatch = 16;
 // A member may not queue more posts than this (the client keeps under it).
 constexpr size_t kMaxQueued = DP_TEAM_MAX_OUTSTANDING;
-constexpr uint64_t kMaxCollBytes = 1ull << 36;
-constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
 
 dp_desc_t move_desc(void *dst, const void *src, uint64_t len) {
     dp_desc_t d{};
@@ -58,52 +57,14 @@ dp_desc_t reduce_desc(void *dst, const void *a, const void *b, uint64_t len, uin
     return d;
 }
 
-struct Lengths {
-    uint64_t src = 0, dst = 0;
-};
-
-Lengths lengths(uint8_t opcode, uint64_t count, uint64_t esize, uint64_t p) {
-    const uint64_t n = count * esize;
-    switch (opcode) {
-        case ch::kCollAllreduce: return {n, n};
-        case ch::kCollReduceScatter: return {p * n, n};
-        case ch::kCollAllgather: return {n, p * n};
-        case ch::kCollAlltoall: return {p * n, p * n};
-        case ch::kCollBcast: return {n, n};
-        default: return {0, 0};
-    }
-}
-
 uint8_t* ptr(void *p) { return static_cast<uint8_t *>(p); }
 
 }  // namespace
 
-struct TeamEngine::Execution {
-    std::vector<dp_desc_t> heads;
-    std::vector<std::vector<dp_desc_t>> batches;
-    std::unique_ptr<dp_completion_t[]> records;
-    size_t submitted = 0;
-    uint64_t bytes = 0;
-};
-
-struct TeamEngine::Team {
-    uint32_t id = 0;
-    std::string key;
-    uint32_t size = 0;
-    std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
-    std::vector<std::deque<dp_desc_t>> queues;
-    bool ready = false;
-    bool broken = false;
-    std::string broken_reason;
-    uint64_t deadline_ns = 0;
-    uint32_t timeout_ms = 0;
-    std::unique_ptr<Execution> running;
-    uint64_t ops = 0;
-};
-
 TeamEngine::TeamEngine(mover::Device *device, const mover::ExecLimits &limits,
-                       const AgentConfig &config, Hooks hooks)
-    : device_(device), limits_(limits), config_(config), hooks_(std::move(hooks)) {}
+                       const AgentConfig &config, Hooks hooks, Internode *internode)
+    : device_(device), limits_(limits), config_(config), hooks_(std::move(hooks)),
+      internode_(internode) {}
 
 TeamEngine::~TeamEngine() = default;
 
@@ -118,6 +79,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (m.rank >= m.size)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} is not in 0..{}", m.key, m.rank, m.size - 1));
+    if (multi_node()) return join_nodes(s, m);
     Team *t = nullptr;
     if (auto it = forming_.find(m.key); it != forming_.end()) {
         t = teams_.at(it->second).get();
@@ -128,6 +90,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         team->size = m.size;
         team->members.assign(m.size, 0);
         team->queues.resize(m.size);
+        for (uint32_t r = 0; r < m.size; ++r) team->local_ranks.push_back(r);
         team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
@@ -197,10 +160,13 @@ dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *r
         *reason = fmt::format("not a member of team {}", team_id);
         return DP_ERR_INVALID;
     }
-    while (t->running) advance(*t);
+    while (t->running && !t->running->node_step) advance(*t);
     break_team(*t, fmt::format("rank {} left team '{}'", rank, t->key));
     t->members[rank] = 0;
-    if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) teams_.erase(team_id);
+    if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) {
+        retire(*t);
+        teams_.erase(team_id);
+    }
     return DP_OK;
 }
 
@@ -208,6 +174,8 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
     if (!t.broken) {
         t.broken = true;
         t.broken_reason = why;
+        // The other nodes' agents break it too; our step in flight fails.
+        if (t.spans_nodes) internode_->broken(t.uid, why);
     }
     for (uint32_t r = 0; r < t.size; ++r) {
         for (const dp_desc_t &d : t.queues[r]) {
@@ -233,7 +201,8 @@ void TeamEngine::client_gone(ClientSession &s) {
         // The running operation may read or write this client's pool: let
         // the engines finish it before the pool is unmapped.
         const uint64_t start = timing::now_ns();
-        while (t.running && timing::now_ns() - start < 10'000'000'000ull) {
+        while (t.running && !t.running->node_step &&
+               timing::now_ns() - start < 10'000'000'000ull) {
             if (!advance(t)) sched_yield();
         }
         *at = 0;
@@ -244,8 +213,10 @@ void TeamEngine::client_gone(ClientSession &s) {
     }
     for (uint32_t id : emptied) {
         if (!teams_.at(id)->ready) forming_.erase(teams_.at(id)->key);
+        retire(*teams_.at(id));
         teams_.erase(id);
     }
+    forget_joins(s.id);
 }
 
 void TeamEngine::post(ClientSession &s, const dp_desc_t &d) {
@@ -271,19 +242,20 @@ void TeamEngine::post(ClientSession &s, const dp_desc_t &d) {
 
 void TeamEngine::try_start(Team &t) {
     while (!t.running && !t.broken) {
-        for (const auto &q : t.queues)
-            if (q.empty()) return;
+        for (uint32_t r : t.local_ranks)
+            if (t.queues[r].empty()) return;
         std::vector<dp_desc_t> heads(t.size);
-        for (uint32_t r = 0; r < t.size; ++r) {
+        for (uint32_t r : t.local_ranks) {
             heads[r] = t.queues[r].front();
             t.queues[r].pop_front();
         }
-        start(t, std::move(heads));
+        if (t.spans_nodes) start_nodes(t, std::move(heads));
+        else start(t, std::move(heads));
     }
 }
 
 void TeamEngine::fail_all(const std::vector<dp_desc_t> &heads, Team &t, uint8_t status) {
-    for (uint32_t r = 0; r < t.size; ++r)
+    for (uint32_t r : t.local_ranks)
         publish(t.members[r], heads[r].completion, status, 0, heads[r].user);
     ++failed_ops_;
 }
@@ -293,17 +265,7 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
     const uint32_t p = t.size;
     // The members must agree; name the first difference.
     for (uint32_t r = 1; r < p; ++r) {
-        const dp_desc_t &h = heads[r];
-        std::string diff;
-        if (h.opcode != h0.opcode)
-            diff = fmt::format("operation {} vs {}", ch::coll_opcode_name(h0.opcode),
-                               ch::coll_opcode_name(h.opcode));
-        else if (h.size != h0.size) diff = fmt::format("count {} vs {}", h0.size, h.size);
-        else if (h.dtype != h0.dtype) diff = fmt::format("dtype {} vs {}", h0.dtype, h.dtype);
-        else if (ch::coll_reduces(h0.opcode) && h.redop != h0.redop)
-            diff = fmt::format("reduction {} vs {}", h0.redop, h.redop);
-        else if (h0.opcode == ch::kCollBcast && h.aux != h0.aux)
-            diff = fmt::format("root {} vs {}", h0.aux, h.aux);
+        const std::string diff = head_difference(h0, heads[r]);
         if (!diff.empty()) {
             DP_LOG_WARN("agent: team '{}' operation {}: rank 0 and rank {} disagree: {}", t.key,
                         t.ops, r, diff);
@@ -314,20 +276,13 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
     ++t.ops;
     const uint8_t op = h0.opcode;
     const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
-    if (op < ch::kCollFirst || op > ch::kCollLast)
-        return fail_all(heads, t, DP_COMP_INVALID_OPCODE);
-    if (op != ch::kCollBarrier &&
-        (esize == 0 || (ch::coll_reduces(op) && h0.redop >= DP_OP_COUNT) ||
-         (op == ch::kCollBcast && h0.aux >= p)))
-        return fail_all(heads, t, DP_COMP_INVALID_FIELD);
-    if (h0.size > kMaxCollBytes / std::max<uint64_t>(esize, 1) / p)
-        return fail_all(heads, t, DP_COMP_INVALID_SIZE);
+    if (uint8_t invalid = head_invalid(h0, p)) return fail_all(heads, t, invalid);
     if (op == ch::kCollBarrier || h0.size == 0) {
         t.running = std::make_unique<Execution>();
         t.running->heads = std::move(heads);
         return finish(t, DP_COMP_SUCCESS);
     }
-    const Lengths len = lengths(op, h0.size, esize, p);
+    const CollLengths len = coll_lengths(op, h0.size, esize, p);
     // Where every buffer is: all in the pools -> engines; else bounce.
     std::vector<uint8_t *> src(p), dst(p);
     bool all_mapped = true;
@@ -471,7 +426,7 @@ bool TeamEngine::advance(Team &t) {
 
 void TeamEngine::finish(Team &t, uint8_t status) {
     std::unique_ptr<Execution> ex = std::move(t.running);
-    for (uint32_t r = 0; r < t.size; ++r)
+    for (uint32_t r : t.local_ranks)
         publish(t.members[r], ex->heads[r].completion, status, ex->bytes, ex->heads[r].user);
     if (status == DP_COMP_SUCCESS) {
         ++completed_ops_;
@@ -514,22 +469,34 @@ void TeamEngine::publish(uint32_t client_id, uint64_t record, uint8_t status, ui
                 c->id, record);
 }
 
+bool TeamEngine::read_member(uint32_t client, uint64_t addr, void *out, uint64_t len,
+                             std::string *why) {
+    ClientSession *c = hooks_.find_client(client);
+    if (!c) return *why = "the member is gone", false;
+    if (void *q = c->pool->translate(addr, len, mover::Access::read))
+        return std::memcpy(out, q, len), true;
+    return read_process_memory(c->creds.pid, addr, out, len, why);
+}
+
+bool TeamEngine::write_member(uint32_t client, uint64_t addr, const void *in, uint64_t len,
+                              std::string *why) {
+    ClientSession *c = hooks_.find_client(client);
+    if (!c) return *why = "the member is gone", false;
+    if (void *q = c->pool->translate(addr, len, mover::Access::write))
+        return std::memcpy(q, in, len), true;
+    return write_process_memory(c->creds.pid, addr, in, len, why);
+}
+
 bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why) {
     const uint32_t p = t.size;
     const dp_desc_t &h0 = heads[0];
     const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
     const uint64_t n = h0.size * esize;
-    std::vector<ClientSession *> c(p);
-    for (uint32_t r = 0; r < p; ++r) c[r] = hooks_.find_client(t.members[r]);
     auto read = [&](uint32_t r, uint64_t addr, void *out, uint64_t len) {
-        if (void *q = c[r]->pool->translate(addr, len, mover::Access::read))
-            return std::memcpy(out, q, len), true;
-        return read_process_memory(c[r]->creds.pid, addr, out, len, why);
+        return read_member(t.members[r], addr, out, len, why);
     };
     auto write = [&](uint32_t r, uint64_t addr, const void *in, uint64_t len) {
-        if (void *q = c[r]->pool->translate(addr, len, mover::Access::write))
-            return std::memcpy(q, in, len), true;
-        return write_process_memory(c[r]->creds.pid, addr, in, len, why);
+        return write_member(t.members[r], addr, in, len, why);
     };
     const uint64_t chunk = std::max<uint64_t>(esize, (1ull << 20) / esize * esize);
     std::vector<uint8_t> acc(chunk), tmp(chunk);
@@ -605,21 +572,23 @@ bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::
 
 bool TeamEngine::progress() {
     form_timeouts();
-    bool worked = false;
+    bool worked = poll_internode();
     for (auto &[id, t] : teams_)
-        if (t->running) worked |= advance(*t);
+        if (t->running && !t->running->node_step) worked |= advance(*t);
     return worked;
 }
 
 bool TeamEngine::in_flight() const {
+    // Inter-node steps wake the service thread through the Internode's
+    // event fd; only the engines' batches need this thread to watch them.
     for (const auto &[id, t] : teams_)
-        if (t->running) return true;
+        if (t->running && !t->running->node_step) return true;
     return false;
 }
 
 void TeamEngine::wait_for_progress(int64_t timeout_ns) {
     for (auto &[id, t] : teams_) {
-        if (!t->running) continue;
+        if (!t->running || t->running->node_step) continue;
         Execution &ex = *t->running;
         for (size_t i = 0; i < ex.submitted; ++i)
             if (!dp_mover_poll(&ex.records[i])) {
@@ -639,8 +608,11 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"size", t->size},
                          {"ready", t->ready},
                          {"broken", t->broken},
-                         {"operations", t->ops}});
+                         {"operations", t->ops},
+                         {"local_ranks", t->local_ranks.size()},
+                         {"spans_nodes", t->spans_nodes}});
     (*out)["teams"] = teams;
+    if (internode_) (*out)["internode"] = internode_->describe();
     (*out)["collectives"] = {
         {"completed", completed_ops_}, {"failed", failed_ops_}, {"bytes", bytes_}};
 }

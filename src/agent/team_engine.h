@@ -20,6 +20,12 @@
 // The reduction order is fixed (rank 0, 1, 2, ...), so results are
 // bit-exact and the same on every member, floats included.
 // Operations of one team run one at a time in posting order.
+//
+// With agents on several nodes (an Internode), membership is agreed among
+// the agents, and a team whose members sit on more than one node runs its
+// collectives hierarchically (team_engine_nodes.cc): this agent gathers its
+// local members' part into its own buffers, the agents of the team's nodes
+// exchange it, and this agent writes the results to its local members.
 #pragma once
 
 #include <deputy/coll.h>
@@ -36,6 +42,7 @@
 
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
+#include "agent/internode.h"
 #include "channel/control.h"
 #include "mover/device.h"
 #include "mover/execute.h"
@@ -50,7 +57,7 @@ class TeamEngine {
     };
 
     TeamEngine(mover::Device *device, const mover::ExecLimits &limits, const AgentConfig &config,
-               Hooks hooks);
+               Hooks hooks, Internode *internode = nullptr);
     ~TeamEngine();
 
     void join(ClientSession &s, const channel::control::TeamJoin &m);
@@ -72,6 +79,9 @@ class TeamEngine {
     // flight or a team forming): it must not sleep without a timeout.
     bool busy() const;
     void info(nlohmann::json *out) const;
+    // Takes the Internode's events (teams formed among the agents, inter-
+    // node steps done); true if there were any.
+    bool poll_internode();
 
   private:
     struct Team;
@@ -87,6 +97,19 @@ class TeamEngine {
     bool run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why);
     void form_timeouts();
     void break_team(Team &t, const std::string &why);
+    bool read_member(uint32_t client, uint64_t addr, void *out, uint64_t len, std::string *why);
+    bool write_member(uint32_t client, uint64_t addr, const void *in, uint64_t len,
+                      std::string *why);
+    // Several nodes (team_engine_nodes.cc).
+    bool multi_node() const { return internode_ && internode_->nodes() > 1; }
+    void join_nodes(ClientSession &s, const channel::control::TeamJoin &m);
+    void on_formed(const InternodeEvent &e);
+    void on_join_failed(const InternodeEvent &e);
+    void on_step_done(const InternodeEvent &e);
+    void start_nodes(Team &t, std::vector<dp_desc_t> heads);
+    void finish_nodes(Team &t);
+    void retire(Team &t);  // before a team is erased
+    void forget_joins(uint32_t client);
 
     mover::Device *device_;
     mover::ExecLimits limits_;
@@ -95,6 +118,16 @@ class TeamEngine {
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
     std::map<std::string, uint32_t> forming_;  // key -> team id while members join
+    Internode *internode_ = nullptr;
+    struct PendingJoin {
+        uint32_t client = 0, rank = 0, size = 0;
+    };
+    std::multimap<std::string, PendingJoin> joining_;  // several nodes: key -> local joins
+    std::map<uint64_t, uint32_t> by_uid_;              // several nodes: team uid -> team id
+    uint64_t next_step_id_ = 1;
+    // Buffers of inter-node steps abandoned with a broken team: MPI may
+    // still write into them, so they are never freed.
+    std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned_;
     uint64_t completed_ops_ = 0, failed_ops_ = 0, bytes_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -39,6 +40,35 @@ struct AgentFlags {
 };
 
 agent::Agent *g_agent = nullptr;
+InternodeFactory g_internode_factory;
+
+// Started by an MPI launcher: the agents of the nodes form one MPI job.
+bool under_mpi_launcher() {
+    return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+           std::getenv("PMIX_RANK");
+}
+
+// Runs deputy-agent-mpi (beside this binary; the `deputy` command itself
+// does not link MPI) with this command's arguments after "agent".
+[[noreturn]] void exec_mpi_agent() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+    auto at = std::find(args.begin(), args.end(), "agent");
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string("./deputy");
+    const std::string program = dir.substr(0, dir.rfind('/')) + "/deputy-agent-mpi";
+    std::vector<char *> argv{const_cast<char *>(program.c_str())};
+    if (at != args.end())
+        for (auto it = std::next(at); it != args.end(); ++it) argv.push_back(it->data());
+    argv.push_back(nullptr);
+    execv(program.c_str(), argv.data());
+    log::app().error("deputy agent under mpirun: cannot run {}: {} (it is built when CMake finds "
+                     "MPI; Debian: openmpi-bin libopenmpi-dev)",
+                     program, std::strerror(errno));
+    throw CLI::RuntimeError(2);
+}
 
 void on_signal(int) {
     if (g_agent) g_agent->stop();
@@ -77,10 +107,11 @@ std::string default_pidfile(const std::string &socket) {
     return socket.substr(0, socket.rfind('/')) + "/agent.pid";
 }
 
-int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd) {
+int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
+          agent::Internode *internode = nullptr) {
     std::unique_ptr<agent::Agent> agent;
     std::string error;
-    dp_status_t s = agent::Agent::create(std::move(config), &agent, &error);
+    dp_status_t s = agent::Agent::create(std::move(config), &agent, &error, internode);
     if (s != DP_OK) {
         log::app().error("deputy agent: {} ({})", error, dp_status_name(s));
         if (ready_fd >= 0) {
@@ -167,6 +198,8 @@ int run_daemon(agent::AgentConfig config, const std::string &pidfile, const std:
 
 }  // namespace
 
+void set_internode_factory(InternodeFactory factory) { g_internode_factory = std::move(factory); }
+
 void register_agent(CLI::App &app) {
     auto f = std::make_shared<AgentFlags>();
     CLI::App *cmd = app.add_subcommand(
@@ -207,6 +240,22 @@ void register_agent(CLI::App &app) {
             cli::apply_log_flags(levels);
         }
         std::string pidfile = f->pidfile;
+        if (!g_internode_factory && under_mpi_launcher()) exec_mpi_agent();
+        if (g_internode_factory) {
+            if (f->daemon)
+                throw CLI::ValidationError("--daemon", "under mpirun the agents stay in the "
+                                                       "foreground: mpirun is their parent");
+            std::unique_ptr<agent::Internode> internode = g_internode_factory(&config, &error);
+            if (!internode) {
+                log::app().error("deputy agent: cannot join the other nodes' agents: {}", error);
+                throw CLI::RuntimeError(1);
+            }
+            log::app().info("deputy agent: {}; clients connect to {}", internode->describe(),
+                            config.socket_path);
+            int rc = serve(std::move(config), pidfile, -1, internode.get());
+            if (rc != 0) throw CLI::RuntimeError(rc);
+            return;
+        }
         if (f->daemon && pidfile.empty()) pidfile = default_pidfile(config.socket_path);
         int rc = f->daemon ? run_daemon(std::move(config), pidfile, f->log_file)
                            : serve(std::move(config), pidfile, -1);

@@ -1,0 +1,100 @@
+// Internode over MPI: the agents of all nodes are one MPI job, and one
+// thread per agent (the "node thread") makes every MPI call. Why a thread of
+// its own rather than MPI_THREAD_MULTIPLE: the service thread must never
+// block (it polls rings and sockets for every client), MPI progress needs
+// someone calling into MPI while transfers are in flight, and one caller
+// needs only MPI_THREAD_SERIALIZED, which every MPI library provides
+// without the global locks that THREAD_MULTIPLE costs.
+//
+// Membership: every join goes to the agent of node 0 (the sequencer), which
+// knows when a team's `size` ranks are in and sends the member map to every
+// node of the team. Those maps leave node 0 in one order and MPI keeps the
+// order between two processes, so all nodes create the teams' communicators
+// (MPI_Comm_create_group, collective over the team's nodes only) in the
+// same order.
+//
+// Collectives: MPI's non-blocking collectives on the team's communicator,
+// posted in the team's order on every node (an operation posts its next
+// call only after every earlier operation of the team posted all of its
+// calls); reductions use MPI operators that run deputy's kernels, so every
+// dtype works and results match the single-node path's arithmetic.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/internode.h"
+#include "common/fd.h"
+
+namespace deputy::agent {
+
+class MpiInternode final : public Internode {
+  public:
+    struct Options {
+        uint32_t op_timeout_ms = 10000;  // an inter-node step not done by then fails
+    };
+    // After MPI_Init_thread (at least MPI_THREAD_SERIALIZED), on the thread
+    // that will call MPI_Finalize after this object is gone.
+    static std::unique_ptr<MpiInternode> create(const Options &options, std::string *error);
+    ~MpiInternode() override;
+
+    uint32_t node() const override { return node_; }
+    uint32_t nodes() const override { return nodes_; }
+    int event_fd() const override { return event_fd_.get(); }
+    void join(const std::string &key, uint32_t rank, uint32_t size, uint32_t timeout_ms) override;
+    void broken(uint64_t team_uid, const std::string &why) override;
+    void start(InterOp op) override;
+    bool poll(InternodeEvent *out) override;
+    std::string describe() const override;
+
+  private:
+    struct Command;
+    struct Running;
+    struct TeamComm;
+    struct Forming;
+
+    MpiInternode() = default;
+    void loop();
+    void push_event(InternodeEvent e);
+    // Node thread only:
+    void send_control(uint32_t to, const std::string &message);
+    void receive_control();
+    void on_control(uint32_t from, const std::string &message);
+    void sequencer_join(uint32_t from, const std::string &key, uint32_t rank, uint32_t size,
+                        uint32_t timeout_ms);
+    void sequencer_timeouts();
+    void on_formed(const std::string &key, uint64_t uid, const std::vector<uint32_t> &map);
+    void on_broken(uint64_t uid, const std::string &why);
+    bool progress_ops();
+    bool post_next(Running &r);
+    void finish(Running &r, uint8_t status, const std::string &reason);
+
+    Options options_;
+    uint32_t node_ = 0, nodes_ = 1;
+    MPI_Comm control_ = MPI_COMM_NULL;
+    UniqueFd event_fd_;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Command> commands_;
+    std::deque<InternodeEvent> events_;
+    // Node thread state.
+    std::list<std::pair<MPI_Request, std::shared_ptr<std::string>>> sends_;
+    std::map<uint64_t, std::unique_ptr<TeamComm>> teams_;
+    std::map<std::string, Forming> forming_;  // sequencer only
+    uint64_t next_uid_ = 1;
+    std::atomic<uint64_t> teams_formed_{0}, ops_done_{0}, ops_failed_{0};
+};
+
+}  // namespace deputy::agent

@@ -1,0 +1,455 @@
+// Teams across several agents ("simulated nodes"): `mpirun -np K deputy
+// agent` on this machine, each agent with its own socket, members attached
+// to different agents. Results are compared byte for byte with a reference
+// reduced in rank order; values are chosen so that every order of the
+// reduction gives the same bits (integers, and floats that are sums and
+// products of small powers of two), since the agents combine nodes in the
+// MPI library's order.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "agent_test_util.h"
+#include "mover/kernels.h"
+
+namespace {
+
+using deputy::testing::eventually;
+using deputy::testing::make_private_dir;
+
+std::string mpi_agent_bin() {
+    std::string bin = DEPUTY_BIN;
+    return bin.substr(0, bin.rfind('/')) + "/deputy-agent-mpi";
+}
+
+bool have_mpirun() { return system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+// K agents as one MPI job; agent k listens on dir/agent-node<k>.sock.
+class NodeAgents {
+  public:
+    explicit NodeAgents(int k, std::vector<std::string> extra = {}) : k_(k) {
+        dir_ = make_private_dir();
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        std::vector<std::string> args = {"mpirun", "--oversubscribe", "-np", std::to_string(k),
+                                         "--mca", "btl", "self,vader,tcp", DEPUTY_BIN, "agent",
+                                         "--socket", dir_ + "/agent.sock", "-l", "40"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        std::vector<char *> argv;
+        for (auto &a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        if (posix_spawnp(&pid_, "mpirun", nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+        ready_ = pid_ > 0 && eventually(
+                                 [&] {
+                                     for (int i = 0; i < k_; ++i) {
+                                         struct stat st;
+                                         if (stat(socket(i).c_str(), &st) != 0) return false;
+                                     }
+                                     return true;
+                                 },
+                                 20000);
+    }
+    ~NodeAgents() { stop(); }
+    void stop() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);  // mpirun forwards it to every agent
+            int status;
+            if (!eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10000)) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+            }
+            pid_ = -1;
+        }
+        if (!dir_.empty()) {
+            std::string cmd = "rm -rf '" + dir_ + "'";
+            [[maybe_unused]] int rc = system(cmd.c_str());
+            dir_.clear();
+        }
+    }
+    bool ready() const { return ready_; }
+    std::string socket(int node) const {
+        return dir_ + "/agent-node" + std::to_string(node) + ".sock";
+    }
+
+  private:
+    int k_;
+    std::string dir_;
+    pid_t pid_ = -1;
+    bool ready_ = false;
+};
+
+enum class Memory { mapped, direct, staged };
+
+// A team whose rank r attaches to the agent of node_of(r).
+class SpanningTeam {
+  public:
+    SpanningTeam(const NodeAgents &agents, std::vector<int> node_of, const std::string &key,
+                 Memory memory = Memory::mapped, unsigned timeout_ms = 0)
+        : node_of_(std::move(node_of)), memory_(memory), members_(node_of_.size()) {
+        sockets_.resize(node_of_.size());
+        for (size_t r = 0; r < node_of_.size(); ++r) {
+            sockets_[r] = agents.socket(node_of_[r]);
+            dp_config_t c = DP_CONFIG_INITIALIZER;
+            c.agent = sockets_[r].c_str();
+            c.pool_bytes = 32 << 20;
+            if (memory == Memory::staged) c.memory_mode = DP_MEMORY_STAGED;
+            EXPECT_EQ(dp_init(&c, &members_[r].ctx), DP_OK);
+        }
+        std::vector<std::thread> joiners;
+        status_.assign(size(), DP_OK);
+        for (int r = 0; r < size(); ++r)
+            joiners.emplace_back([&, r] {
+                status_[size_t(r)] = dp_team_create_timeout(members_[size_t(r)].ctx, key.c_str(),
+                                                            r, size(), timeout_ms,
+                                                            &members_[size_t(r)].team);
+            });
+        for (auto &t : joiners) t.join();
+    }
+    ~SpanningTeam() {
+        for (auto &m : members_) {
+            if (m.team) dp_team_destroy(m.team);
+            if (m.ctx) dp_finalize(m.ctx);
+        }
+        for (void *p : owned_) free(p);
+    }
+    int size() const { return int(members_.size()); }
+    dp_status_t create_status(int r) const { return status_[size_t(r)]; }
+    dp_team_t *team(int r) { return members_[size_t(r)].team; }
+    uint8_t *buffer(int r, size_t bytes) {
+        bytes = std::max<size_t>(bytes, 64);
+        if (memory_ == Memory::mapped)
+            return static_cast<uint8_t *>(dp_malloc(members_[size_t(r)].ctx, bytes));
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        owned_.push_back(p);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_register(members_[size_t(r)].ctx, p, bytes), DP_OK);
+        }
+        return static_cast<uint8_t *>(p);
+    }
+    std::vector<dp_status_t> run(const std::function<dp_status_t(int, dp_request_t **)> &post) {
+        std::vector<dp_request_t *> reqs(members_.size());
+        for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[size_t(r)]), DP_OK) << "rank " << r;
+        std::vector<dp_status_t> out;
+        for (auto *q : reqs) {
+            out.push_back(q ? dp_wait(q) : DP_ERR_INTERNAL);
+            if (q) dp_request_free(q);
+        }
+        return out;
+    }
+
+  private:
+    struct Member {
+        dp_context_t *ctx = nullptr;
+        dp_team_t *team = nullptr;
+    };
+    std::vector<int> node_of_;
+    Memory memory_;
+    std::vector<Member> members_;
+    std::vector<std::string> sockets_;
+    std::vector<dp_status_t> status_;
+    std::vector<void *> owned_;
+};
+
+// Values whose sums and products are exact in every order for any dtype.
+void fill(uint8_t *p, size_t count, dp_dtype_t dt, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const double values[] = {-2, -1, -0.5, 0.5, 1, 2};
+    const double ints[] = {-3, -2, -1, 0, 1, 2, 3, 5};
+    for (size_t i = 0; i < count; ++i) {
+        switch (dt) {
+            case DP_FLOAT32: reinterpret_cast<float *>(p)[i] = float(values[rng() % 6]); break;
+            case DP_FLOAT64: reinterpret_cast<double *>(p)[i] = values[rng() % 6]; break;
+            case DP_FLOAT16: {  // +-0.5, 1, 2 as IEEE half
+                const uint16_t h[] = {0x3800, 0x3c00, 0x4000, 0xb800, 0xbc00, 0xc000};
+                reinterpret_cast<uint16_t *>(p)[i] = h[rng() % 6];
+                break;
+            }
+            case DP_BFLOAT16: {
+                const uint16_t b[] = {0x3f00, 0x3f80, 0x4000, 0xbf00, 0xbf80, 0xc000};
+                reinterpret_cast<uint16_t *>(p)[i] = b[rng() % 6];
+                break;
+            }
+            default: {
+                const size_t e = dp_dtype_size(dt);
+                const int64_t v = int64_t(ints[rng() % 8]);
+                const bool is_unsigned = dt == DP_UINT8 || dt == DP_UINT16 || dt == DP_UINT32 ||
+                                         dt == DP_UINT64;
+                const int64_t w = is_unsigned ? (v < 0 ? -v : v) : v;
+                std::memcpy(p + i * e, &w, e);  // little endian: the low bytes
+            }
+        }
+    }
+}
+
+std::vector<uint8_t> reduce_ref(const std::vector<const uint8_t *> &srcs, size_t count,
+                                dp_dtype_t dt, dp_op_t op) {
+    const size_t n = count * dp_dtype_size(dt);
+    std::vector<uint8_t> acc(srcs[0], srcs[0] + n);
+    for (size_t m = 1; m < srcs.size(); ++m)
+        deputy::mover::kernels::reduce(acc.data(), acc.data(), srcs[m], count, dt, op);
+    return acc;
+}
+
+class NodesTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!have_mpirun()) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin)";
+        struct stat st;
+        if (stat(mpi_agent_bin().c_str(), &st) != 0)
+            GTEST_SKIP() << mpi_agent_bin() << " not built (CMake did not find MPI)";
+        agents_ = std::make_unique<NodeAgents>(3);
+        ASSERT_TRUE(agents_->ready()) << "3 agents under mpirun did not come up";
+    }
+    std::unique_ptr<NodeAgents> agents_;
+    int next_key_ = 0;
+    std::string key() { return "n" + std::to_string(next_key_++); }
+};
+
+// Every operation x layouts (one rank per node, interleaved ranks, a node
+// with most of the team) x counts 0, 1, 13, 4097 x memory modes x in place.
+TEST_F(NodesTest, EveryOperationAcrossNodesBitExact) {
+    enum Op { kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast, kBarrier };
+    const std::vector<std::vector<int>> layouts = {{0, 1}, {0, 1, 2, 0, 1}, {2, 2, 0, 2}};
+    for (Memory memory : {Memory::mapped, Memory::direct, Memory::staged}) {
+        for (const auto &layout : layouts) {
+            SpanningTeam team(*agents_, layout, key(), memory);
+            const int p = team.size();
+            for (int r = 0; r < p; ++r) ASSERT_EQ(team.create_status(r), DP_OK);
+            for (Op op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast, kBarrier}) {
+                for (size_t count : {0ul, 1ul, 13ul, 4097ul}) {
+                    for (bool in_place : {false, true}) {
+                        if (in_place && (op == kReduceScatter || op == kBcast || op == kBarrier))
+                            continue;
+                        const size_t n = count * 4;
+                        const size_t src_n = (op == kReduceScatter || op == kAlltoall) ? p * n : n;
+                        const size_t dst_n = (op == kAllgather || op == kAlltoall) ? p * n : n;
+                        std::vector<uint8_t *> src(p), dst(p);
+                        std::vector<std::vector<uint8_t>> orig(p);
+                        for (int r = 0; r < p; ++r) {
+                            dst[r] = team.buffer(r, dst_n);
+                            std::memset(dst[r], 0xcd, dst_n);
+                            src[r] = in_place ? (op == kAllgather ? dst[r] + r * n : dst[r])
+                                              : team.buffer(r, src_n);
+                            fill(src[r], src_n / 4, DP_INT32, uint32_t(r * 31 + count + op));
+                            orig[r].assign(src[r], src[r] + src_n);
+                        }
+                        const int root = p - 1;
+                        auto st = team.run([&](int r, dp_request_t **q) {
+                            dp_team_t *t = team.team(r);
+                            switch (op) {
+                                case kAllreduce: return dp_iallreduce(src[r], dst[r], count, DP_INT32, DP_SUM, t, q);
+                                case kReduceScatter: return dp_ireduce_scatter(src[r], dst[r], count, DP_INT32, DP_SUM, t, q);
+                                case kAllgather: return dp_iallgather(src[r], dst[r], count, DP_INT32, t, q);
+                                case kAlltoall: return dp_ialltoall(src[r], dst[r], count, DP_INT32, t, q);
+                                case kBcast: return dp_ibcast(r == root ? src[r] : dst[r], count, DP_INT32, root, t, q);
+                                case kBarrier: return dp_ibarrier(t, q);
+                            }
+                            return DP_ERR_INTERNAL;
+                        });
+                        const std::string where = "op " + std::to_string(op) + " p " +
+                                                  std::to_string(p) + " count " +
+                                                  std::to_string(count) + " in_place " +
+                                                  std::to_string(in_place) + " memory " +
+                                                  std::to_string(int(memory));
+                        for (int r = 0; r < p; ++r) {
+                            ASSERT_EQ(st[r], DP_OK) << where << " rank " << r;
+                            if (n == 0 || op == kBarrier) continue;
+                            const uint8_t *got = (op == kBcast && r == root) ? src[r] : dst[r];
+                            const int blocks = (op == kAllgather || op == kAlltoall) ? p : 1;
+                            for (int m = 0; m < blocks; ++m) {
+                                std::vector<uint8_t> want;
+                                if (op == kAllreduce || op == kReduceScatter) {
+                                    std::vector<const uint8_t *> b;
+                                    for (int k = 0; k < p; ++k)
+                                        b.push_back(orig[k].data() + (op == kReduceScatter ? r * n : 0));
+                                    want = reduce_ref(b, count, DP_INT32, DP_SUM);
+                                } else if (op == kAllgather) {
+                                    want = orig[m];
+                                } else if (op == kAlltoall) {
+                                    want.assign(orig[m].begin() + r * n, orig[m].begin() + (r + 1) * n);
+                                } else {
+                                    want = orig[root];
+                                }
+                                ASSERT_EQ(std::memcmp(got + m * n, want.data(), n), 0)
+                                    << where << " rank " << r << " block " << m;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_F(NodesTest, AllreduceEveryDtypeAndOpAndALargeCountAcrossNodes) {
+    SpanningTeam team(*agents_, {1, 0, 2, 1}, key());
+    const int p = team.size();
+    for (int dti = 0; dti < DP_DTYPE_COUNT; ++dti) {
+        for (int opi = 0; opi < DP_OP_COUNT; ++opi) {
+            const auto dt = dp_dtype_t(dti);
+            const auto op = dp_op_t(opi);
+            // 1 Mi + 1 once (several 4 MiB chunks in flight), 1001 otherwise.
+            const size_t count = (dti == DP_INT32 && opi == DP_SUM) ? (1u << 20) + 1 : 1001;
+            const size_t n = count * dp_dtype_size(dt);
+            std::vector<uint8_t *> src(p), dst(p);
+            for (int r = 0; r < p; ++r) {
+                src[r] = team.buffer(r, n);
+                dst[r] = team.buffer(r, n);
+                fill(src[r], count, dt, uint32_t(r * 131 + dti * 7 + opi));
+            }
+            auto st = team.run([&](int r, dp_request_t **q) {
+                return dp_iallreduce(src[r], dst[r], count, dt, op, team.team(r), q);
+            });
+            auto ref = reduce_ref({src.begin(), src.end()}, count, dt, op);
+            for (int r = 0; r < p; ++r) {
+                ASSERT_EQ(st[r], DP_OK) << dp_dtype_name(dt) << " " << dp_op_name(op);
+                ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
+                    << "rank " << r << " " << dp_dtype_name(dt) << " " << dp_op_name(op);
+            }
+        }
+    }
+}
+
+TEST_F(NodesTest, SixteenOutstandingAcrossNodesCompleteInOrder) {
+    SpanningTeam team(*agents_, {0, 1, 2}, key());
+    const int kOps = 16, p = 3;
+    const size_t count = 50000;  // 200 KB each
+    std::vector<std::vector<int32_t *>> buf(kOps, std::vector<int32_t *>(p));
+    std::vector<std::vector<dp_request_t *>> reqs(kOps, std::vector<dp_request_t *>(p));
+    for (int k = 0; k < kOps; ++k)
+        for (int r = 0; r < p; ++r) {
+            buf[k][r] = reinterpret_cast<int32_t *>(team.buffer(r, count * 4));
+            for (size_t i = 0; i < count; ++i) buf[k][r][i] = int32_t(k * 1000 + r + i % 7);
+        }
+    for (int k = 0; k < kOps; ++k)
+        for (int r = 0; r < p; ++r)
+            ASSERT_EQ(dp_iallreduce(buf[k][r], buf[k][r], count, DP_INT32, DP_SUM, team.team(r),
+                                    &reqs[k][r]),
+                      DP_OK);
+    for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(dp_wait(reqs[kOps - 1][r]), DP_OK);
+        // Posting order: once the last is done, every earlier one is too.
+        for (int k = 0; k < kOps; ++k) {
+            int done = 0;
+            EXPECT_EQ(dp_test(reqs[k][r], &done), DP_OK);
+            EXPECT_EQ(done, 1) << "op " << k << " rank " << r;
+        }
+    }
+    for (int k = 0; k < kOps; ++k)
+        for (int r = 0; r < p; ++r) {
+            for (size_t i = 0; i < count; i += 997)
+                ASSERT_EQ(buf[k][r][i], int32_t(3 * k * 1000 + 3 + 3 * (i % 7))) << k << "," << r;
+            dp_request_free(reqs[k][r]);
+        }
+}
+
+TEST_F(NodesTest, MismatchOnAnotherNodeFailsEveryRankAndTheTeamGoesOn) {
+    SpanningTeam team(*agents_, {0, 1, 1}, key());
+    std::vector<uint8_t *> buf(3);
+    for (int r = 0; r < 3; ++r) buf[r] = team.buffer(r, 4096);
+    // Rank 0 (alone on node 0) disagrees with node 1, whose ranks agree.
+    auto st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(buf[r], buf[r], r == 0 ? 100 : 101, DP_INT32, DP_SUM, team.team(r), q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_MISMATCH);
+    // Node 1's own ranks disagree: node 0 must fail too, not wait.
+    st = team.run([&](int r, dp_request_t **q) {
+        return dp_ibcast(buf[r], 10, DP_INT32, r == 2 ? 2 : 0, team.team(r), q);
+    });
+    for (auto s : st) EXPECT_EQ(s, DP_ERR_MISMATCH);
+    st = team.run([&](int r, dp_request_t **q) {
+        for (int i = 0; i < 10; ++i) reinterpret_cast<int32_t *>(buf[r])[i] = r + 1;
+        return dp_iallreduce(buf[r], buf[r], 10, DP_INT32, DP_SUM, team.team(r), q);
+    });
+    for (int r = 0; r < 3; ++r) {
+        EXPECT_EQ(st[r], DP_OK);
+        EXPECT_EQ(reinterpret_cast<int32_t *>(buf[r])[9], 6);
+    }
+}
+
+TEST_F(NodesTest, TeamMissingAMemberTimesOutOnEveryNode) {
+    // Ranks 0 and 1 of 3 join from nodes 0 and 2; rank 2 never does.
+    std::vector<dp_context_t *> ctx(2);
+    std::vector<dp_team_t *> teams(2, nullptr);
+    std::vector<dp_status_t> st(2);
+    const std::string k = key();
+    const std::string s0 = agents_->socket(0), s2 = agents_->socket(2);
+    for (int r = 0; r < 2; ++r) {
+        dp_config_t c = DP_CONFIG_INITIALIZER;
+        c.agent = r == 0 ? s0.c_str() : s2.c_str();
+        ASSERT_EQ(dp_init(&c, &ctx[r]), DP_OK);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> joiners;
+    for (int r = 0; r < 2; ++r)
+        joiners.emplace_back([&, r] {
+            st[r] = dp_team_create_timeout(ctx[r], k.c_str(), r, 3, 400, &teams[r]);
+        });
+    for (auto &t : joiners) t.join();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(st[r], DP_ERR_TIMEOUT);
+        EXPECT_EQ(teams[r], nullptr);
+        dp_finalize(ctx[r]);
+    }
+    EXPECT_LT(waited, std::chrono::seconds(4));
+}
+
+TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
+    const std::string k = key();
+    const std::string s1 = agents_->socket(1);
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {  // rank 1 on node 1: joins, then hangs until killed
+        dp_config_t c = DP_CONFIG_INITIALIZER;
+        c.agent = s1.c_str();
+        dp_context_t *ctx = nullptr;
+        dp_team_t *t = nullptr;
+        if (dp_init(&c, &ctx) != DP_OK || dp_team_create(ctx, k.c_str(), 1, 2, &t) != DP_OK)
+            _exit(1);
+        [[maybe_unused]] ssize_t n = write(ready[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    const std::string s0 = agents_->socket(0);
+    dp_config_t c = DP_CONFIG_INITIALIZER;
+    c.agent = s0.c_str();
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+    ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
+    ASSERT_EQ(dp_team_create(ctx, k.c_str(), 0, 2, &team), DP_OK);
+    char x;
+    ASSERT_EQ(read(ready[0], &x, 1), 1);
+    close(ready[0]);
+    auto *buf = static_cast<int32_t *>(dp_malloc(ctx, 4096));
+    dp_request_t *req = nullptr;
+    ASSERT_EQ(dp_iallreduce(buf, buf, 1024, DP_INT32, DP_SUM, team, &req), DP_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = std::chrono::steady_clock::now();
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    EXPECT_EQ(dp_wait(req), DP_ERR_AGENT_LOST);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    dp_request_free(req);
+    // The broken team refuses new work at once; the agents serve new teams.
+    ASSERT_EQ(dp_iallreduce(buf, buf, 1024, DP_INT32, DP_SUM, team, &req), DP_OK);
+    EXPECT_EQ(dp_wait(req), DP_ERR_AGENT_LOST);
+    dp_request_free(req);
+    dp_free(ctx, buf);
+    dp_team_destroy(team);
+    dp_finalize(ctx);
+    SpanningTeam fresh(*agents_, {0, 1}, key());
+    std::vector<uint8_t *> b(2);
+    for (int r = 0; r < 2; ++r) b[r] = fresh.buffer(r, 64);
+    auto st = fresh.run([&](int r, dp_request_t **q) { return dp_iallreduce(b[r], b[r], 4, DP_INT32, DP_SUM, fresh.team(r), q); });
+    for (auto s : st) EXPECT_EQ(s, DP_OK);
+}
+
+}  // namespace

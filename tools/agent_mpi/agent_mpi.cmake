@@ -1,0 +1,23 @@
+# deputy-agent-mpi: the agent of one node when the agents of several nodes
+# form one MPI job (`mpirun ... deputy agent`). Like deputy-bench-coll it is
+# its own executable so that `deputy` needs no MPI; `deputy agent` execs it
+# when an MPI launcher started it.
+find_package(MPI COMPONENTS C)
+if(MPI_C_FOUND)
+  set(DEPUTY_AGENT_MPI_DIR ${CMAKE_CURRENT_SOURCE_DIR}/agent_mpi)
+  add_executable(deputy_agent_mpi
+    ${DEPUTY_AGENT_MPI_DIR}/main.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/agent/agent_command.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc)
+  set_target_properties(deputy_agent_mpi PROPERTIES OUTPUT_NAME deputy-agent-mpi)
+  target_include_directories(deputy_agent_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_definitions(deputy_agent_mpi PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+  target_link_libraries(deputy_agent_mpi PRIVATE deputy_core deputy_bench_channel CLI11::CLI11
+                        MPI::MPI_C)
+  add_dependencies(deputy_cli deputy_agent_mpi)
+  install(TARGETS deputy_agent_mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+else()
+  message(STATUS "MPI not found: deputy-agent-mpi (agents of several nodes) is not built")
+endif()
