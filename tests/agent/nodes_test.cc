@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
+
 #include <algorithm>
+#include <fstream>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -36,9 +39,16 @@ class NodeAgents {
         dir_ = make_private_dir();
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        std::vector<std::string> args = {"mpirun", "--oversubscribe", "-np", std::to_string(k),
-                                         "--mca", "btl", "self,vader,tcp", DEPUTY_BIN, "agent",
-                                         "--socket", dir_ + "/agent.sock", "-l", "40"};
+        // --enable-recovery: the job outlives an agent that dies, as the
+        // agents' failure model needs (the others fail its teams and go on).
+        {
+            std::ofstream config(dir_ + "/agents.json");
+            config << R"({"agent": {"node_timeout_ms": 2000}})";
+        }
+        std::vector<std::string> args = {"mpirun", "--oversubscribe", "--enable-recovery", "-np",
+                                         std::to_string(k), "--mca", "btl", "self,vader,tcp",
+                                         DEPUTY_BIN, "agent", "--socket", dir_ + "/agent.sock",
+                                         "--config", dir_ + "/agents.json", "-l", "40"};
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char *> argv;
         for (auto &a : args) argv.push_back(a.data());
@@ -72,6 +82,27 @@ class NodeAgents {
         }
     }
     bool ready() const { return ready_; }
+    // The pid of node `node`'s agent (its OMPI_COMM_WORLD_RANK), -1 if none.
+    pid_t agent_pid(int node) const {
+        const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(node);
+        DIR *d = opendir("/proc");
+        pid_t found = -1;
+        while (dirent *e = d ? readdir(d) : nullptr) {
+            const pid_t pid = pid_t(atoi(e->d_name));
+            if (pid <= 0) continue;
+            std::ifstream cmd("/proc/" + std::string(e->d_name) + "/cmdline");
+            std::string line;
+            std::getline(cmd, line);
+            if (line.find("deputy-agent-mpi") == std::string::npos ||
+                line.find(dir_) == std::string::npos)
+                continue;
+            std::ifstream env("/proc/" + std::string(e->d_name) + "/environ");
+            for (std::string var; std::getline(env, var, '\0');)
+                if (var == want) found = pid;
+        }
+        if (d) closedir(d);
+        return found;
+    }
     std::string socket(int node) const {
         return dir_ + "/agent-node" + std::to_string(node) + ".sock";
     }
@@ -450,6 +481,53 @@ TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
     for (int r = 0; r < 2; ++r) b[r] = fresh.buffer(r, 64);
     auto st = fresh.run([&](int r, dp_request_t **q) { return dp_iallreduce(b[r], b[r], 4, DP_INT32, DP_SUM, fresh.team(r), q); });
     for (auto s : st) EXPECT_EQ(s, DP_OK);
+}
+
+// An agent killed in the middle of a stream of collectives: its clients
+// and the other nodes' clients all get DP_ERR_AGENT_LOST within the bound
+// (node_timeout_ms = 2 s here), and the surviving agents serve new teams.
+TEST_F(NodesTest, AgentKilledMidStreamFailsEveryNodeWithinTheBoundAndSurvivorsServe) {
+    SpanningTeam team(*agents_, {0, 1, 2}, key());
+    const size_t count = 1 << 18;  // 1 MiB of int32
+    std::vector<uint8_t *> buf(3);
+    for (int r = 0; r < 3; ++r) buf[r] = team.buffer(r, count * 4);
+    const pid_t victim = agents_->agent_pid(2);
+    ASSERT_GT(victim, 0);
+    std::chrono::steady_clock::time_point killed{};
+    std::vector<dp_status_t> last(3, DP_OK);
+    for (int round = 0; round < 400 && last[0] == DP_OK; ++round) {
+        if (round == 5) {
+            kill(victim, SIGKILL);
+            killed = std::chrono::steady_clock::now();
+        }
+        // A member whose agent is already gone fails at post instead.
+        std::vector<dp_request_t *> reqs(3, nullptr);
+        for (int r = 0; r < 3; ++r)
+            last[r] = dp_iallreduce(buf[r], buf[r], count, DP_INT32, DP_MAX, team.team(r), &reqs[r]);
+        for (int r = 0; r < 3; ++r)
+            if (reqs[r]) {
+                last[r] = dp_wait(reqs[r]);
+                dp_request_free(reqs[r]);
+            }
+    }
+    ASSERT_NE(killed, std::chrono::steady_clock::time_point{});
+    const auto took = std::chrono::steady_clock::now() - killed;
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(last[r], DP_ERR_AGENT_LOST) << "rank " << r;
+    EXPECT_LT(took, std::chrono::seconds(8)) << "bound: node_timeout_ms 2000 + slack";
+    SpanningTeam fresh(*agents_, {1, 0, 1}, key());
+    std::vector<uint8_t *> b(3);
+    for (int r = 0; r < 3; ++r) {
+        ASSERT_EQ(fresh.create_status(r), DP_OK);
+        b[r] = fresh.buffer(r, 64);
+        reinterpret_cast<int32_t *>(b[r])[0] = r + 1;
+    }
+    auto st = fresh.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(b[r], b[r], 1, DP_INT32, DP_SUM, fresh.team(r), q);
+    });
+    for (int r = 0; r < 3; ++r) {
+        EXPECT_EQ(st[r], DP_OK);
+        EXPECT_EQ(reinterpret_cast<int32_t *>(b[r])[0], 6);
+    }
 }
 
 }  // namespace
