@@ -610,7 +610,8 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"broken", t->broken},
                          {"operations", t->ops},
                          {"local_ranks", t->local_ranks.size()},
-                         {"spans_nodes", t->spans_nodes}});
+                         {"spans_nodes", t->spans_nodes},
+                         {"inter_node_steps", t->inter_algorithms}});
     (*out)["teams"] = teams;
     if (internode_) (*out)["internode"] = internode_->describe();
     (*out)["collectives"] = {

@@ -306,6 +306,7 @@ void TeamEngine::on_step_done(const InternodeEvent &e) {
     if (step == ex.steps.end()) return;  // a poisoned check's answer
     const auto [off, len] = step->second;
     ex.steps.erase(step);
+    if (!e.algorithm.empty()) ++t.inter_algorithms[e.algorithm];
     if (e.comp_status != DP_COMP_SUCCESS) {
         if (ex.node_status == DP_COMP_SUCCESS || ex.node_status == DP_COMP_ADDRESS_DENIED) {
             ex.node_status = e.comp_status;

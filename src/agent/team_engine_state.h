@@ -101,6 +101,7 @@ struct TeamEngine::Team {
     std::vector<uint32_t> node_of_rank;
     std::vector<uint32_t> local_ranks;
     bool spans_nodes = false;
+    std::map<std::string, uint64_t> inter_algorithms;  // inter-node steps run, by algorithm
 };
 
 }  // namespace deputy::agent

@@ -92,6 +92,23 @@ int ask(const InfoFlags &f) {
                     (unsigned long long)c["direct"].get<uint64_t>(),
                     (unsigned long long)c["staged"].get<uint64_t>(),
                     (unsigned long long)c["denied"].get<uint64_t>());
+    if (j.contains("internode")) std::printf("  %s\n", j["internode"].get<std::string>().c_str());
+    if (j.contains("teams") && !j["teams"].empty()) {
+        std::printf("  teams %zu\n", j["teams"].size());
+        for (const auto &t : j["teams"]) {
+            std::string steps;
+            if (t.contains("inter_node_steps"))
+                for (const auto &[name, n] : t["inter_node_steps"].items())
+                    steps += " " + name + "=" + std::to_string(n.get<uint64_t>());
+            std::printf("    %u '%s' size %u (%zu here)%s%s, %llu operation(s)%s%s\n",
+                        t["id"].get<unsigned>(), t["key"].get<std::string>().c_str(),
+                        t["size"].get<unsigned>(), t.value("local_ranks", size_t(0)),
+                        t.value("spans_nodes", false) ? ", spans nodes" : "",
+                        t["broken"].get<bool>() ? ", broken" : "",
+                        (unsigned long long)t["operations"].get<uint64_t>(),
+                        steps.empty() ? "" : "; inter-node steps:", steps.c_str());
+        }
+    }
     std::printf("  counters:");
     for (const auto &[key, value] : j["counters"].items())
         std::printf(" %s=%llu", key.c_str(), (unsigned long long)value.get<uint64_t>());
