@@ -78,6 +78,7 @@ class MpiInternode final : public Internode {
     bool progress_ops();
     bool post_next(Running &r);
     void finish(Running &r, uint8_t status, const std::string &reason);
+    void reduce_fused(Running &r, size_t nodes);
 
     Options options_;
     uint32_t node_ = 0, nodes_ = 1;
