@@ -152,7 +152,7 @@ up() {
   local dir="$STATE_DIR/$DPN_TAG" br="$DPN_TAG-br" i ns
   mkdir -p "$dir"
   # The owner is whoever called us (a shell, pytest): `gc` removes the nodes once it is gone.
-  printf 'owner=%s\nnodes=%s\nsubnet=%s.0/24\n' "${DPN_OWNER:-$PPID}" "$k" "$net" > "$dir/info"
+  printf 'owner=%s\nnodes=%s\nsubnet=%s.0/24\n' "${DPN_OWNER:-$(caller_pid)}" "$k" "$net" > "$dir/info"
   try ip netns add "$br"
   try ip -n "$br" link set lo up
   try ip -n "$br" link add "$BRIDGE" type bridge
@@ -179,6 +179,18 @@ up() {
   trap - EXIT INT TERM HUP
   say "up: $k nodes $DPN_TAG-1..$k on $net.0/24 (bridge in $br)"
   printf 'export DPN_TAG=%s\n' "$DPN_TAG"
+}
+
+# Our parent, or rather, when that is a shell's subshell (`eval "$(netns.sh up 3)"` runs
+# us from one, and it ends at once), the shell: a forked subshell has its parent's
+# command line.
+caller_pid() {
+  local pid=$PPID parent
+  while parent=$(sed -E 's/^.*\) . ([0-9]+) .*$/\1/' "/proc/$pid/stat" 2>/dev/null) && ((parent > 1)) &&
+    cmp -s "/proc/$pid/cmdline" "/proc/$parent/cmdline"; do
+    pid=$parent
+  done
+  printf '%s\n' "$pid"
 }
 
 # Ends every process inside a namespace: TERM, then KILL after 3 s.
