@@ -25,7 +25,8 @@
 # or bridge support), 2 for usage errors, else the command's own.
 set -euo pipefail
 
-readonly SELF=$(readlink -f "${BASH_SOURCE[0]}")
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+readonly SELF
 readonly SKIP=77
 STATE_DIR=${DPN_STATE_DIR:-/run/deputy-netns}
 IFACE=dpn0        # each node's end of its veth pair
@@ -105,7 +106,7 @@ node_index() {  # NODE (index, address or namespace name) -> index
   else
     die "no node '$spec' (want 1..$k, an address or a namespace name)"
   fi
-  [[ $i =~ ^[0-9]+$ ]] && ((i >= 1 && i <= k)) || die "no node '$spec' (want 1..$k)"
+  if ! [[ $i =~ ^[0-9]+$ ]] || ((10#$i < 1 || 10#$i > k)); then die "no node '$spec' (want 1..$k)"; fi
   printf '%d\n' "$((10#$i))"
 }
 
@@ -134,7 +135,8 @@ reachable() {
 
 up() {
   local k=${1:-}
-  [[ $k =~ ^[0-9]+$ ]] && ((k >= 1 && k <= 250)) || { say "up: want a node count 1..250"; exit 2; }
+  if ! [[ $k =~ ^[0-9]+$ ]] || ((10#$k < 1 || 10#$k > 250)); then say "up: want a node count 1..250"; exit 2; fi
+  k=$((10#$k))
   local net
   net=$(subnet_prefix)
   check || exit $?
@@ -168,7 +170,7 @@ up() {
     try ip -n "$br" link set "dpn$i" master "$BRIDGE"
     try ip -n "$br" link set "dpn$i" up
     # The node's own TMPDIR and XDG_RUNTIME_DIR (see node_env).
-    mkdir -p -m 0700 "$dir/node$i" "$dir/node$i/tmp" "$dir/node$i/run"
+    mkdir -m 0700 "$dir/node$i" "$dir/node$i/tmp" "$dir/node$i/run"
   done
   # Every node reaches the next one (a ring covers each node's way out and in).
   if ((k > 1)); then
@@ -195,17 +197,18 @@ caller_pid() {
 
 # Ends every process inside a namespace: TERM, then KILL after 3 s.
 kill_in_ns() {
-  local ns=$1 pids t
-  pids=$(ip netns pids "$ns" 2>/dev/null || true)
-  [[ -n $pids ]] || return 0
-  say "down: ending processes in $ns: $(echo $pids)"
-  kill -TERM $pids 2>/dev/null || true
+  local ns=$1 t
+  local -a pids
+  mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null || true)
+  ((${#pids[@]})) || return 0
+  say "down: ending processes in $ns: ${pids[*]}"
+  kill -TERM "${pids[@]}" 2>/dev/null || true
   for ((t = 0; t < 30; t++)); do
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [[ -n $pids ]] || return 0
+    mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null || true)
+    ((${#pids[@]})) || return 0
     sleep 0.1
   done
-  kill -KILL $pids 2>/dev/null || true
+  kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 down_tag() {
@@ -277,7 +280,7 @@ with_signal() {  # pass the signal on to CMD, then exit (the EXIT trap takes the
 exec_in() {
   local node=${1:-}; shift || true
   [[ ${1:-} == -- ]] && shift
-  [[ -n $node ]] && (($# > 0)) || { say "exec: want NODE -- CMD ARGS..."; exit 2; }
+  if [[ -z $node ]] || (($# == 0)); then say "exec: want NODE -- CMD ARGS..."; exit 2; fi
   tag_or_die
   local i
   local -a envs
@@ -308,7 +311,7 @@ rsh_agent() {
   local -a envs
   i=$(node_index "$host")
   mapfile -t envs < <(node_env "$i")
-  exec env "${envs[@]}" ip netns exec "$DPN_TAG-$i" /bin/sh -c "$*"
+  exec env "${envs[@]}" ip netns exec "$DPN_TAG-$i" /bin/sh -c "exec $*"
 }
 
 # The processes of a run-mpi job: each carries DPN_RUN=<id> in its environment
@@ -338,7 +341,7 @@ reap_run() {
 
 run_mpi() {
   tag_or_die
-  local n= timeout=${DPN_TIMEOUT:-120}
+  local n='' timeout=${DPN_TIMEOUT:-120} map=1
   local -a extra=()
   while (($#)); do
     case $1 in
@@ -346,12 +349,13 @@ run_mpi() {
       --timeout) timeout=${2:?}; shift 2 ;;
       --timeout=*) timeout=${1#*=}; shift ;;
       -n | -np) n=${2:?}; shift 2 ;;
+      --map-by | --map-by=*) map=0; extra+=("$1"); shift ;;
       *) if [[ -z $n && $1 =~ ^[0-9]+$ ]]; then n=$1; else extra+=("$1"); fi; shift ;;
     esac
   done
   (($# > 0)) || { say "run-mpi: want [K] [--timeout S] [MPIRUN-OPTS...] -- CMD ARGS..."; exit 2; }
   command -v mpirun >/dev/null || { say "cannot run MPI here: mpirun not found (Debian: openmpi-bin)"; exit $SKIP; }
-  [[ $timeout =~ ^[0-9]+$ ]] && ((timeout > 0)) || { say "run-mpi: --timeout wants whole seconds > 0"; exit 2; }
+  if ! [[ $timeout =~ ^[0-9]+$ ]] || ((timeout == 0)); then say "run-mpi: --timeout wants whole seconds > 0"; exit 2; fi
   local k i
   k=$(node_count)
   ((k > 0)) || die "no nodes for tag $DPN_TAG (already down?)"
@@ -377,16 +381,20 @@ run_mpi() {
   # PMIx: a rank may reach its orted's PMIx server over TCP, on the nodes' subnet.
   export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=$net
   if ((EUID == 0)); then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-  local -a cmd=(mpirun --timeout "$timeout" -np "$n" --hostfile "$dir/hostfile" --map-by node
+  # shellcheck disable=SC2054  # "tcp,self" is one argument
+  local -a cmd=(mpirun --timeout "$timeout" -np "$n" --hostfile "$dir/hostfile"
     --mca plm rsh --mca plm_rsh_agent "$dir/rsh"
-    --mca btl tcp,self --mca btl_tcp_if_include "$net" --mca oob_tcp_if_include "$net"
-    "${extra[@]}" "$@")
+    --mca btl tcp,self --mca btl_tcp_if_include "$net" --mca oob_tcp_if_include "$net")
+  # One rank per node unless the caller maps otherwise (e.g. --map-by ppr:1:node).
+  ((map)) && cmd+=(--map-by node)
+  cmd+=("${extra[@]}" "$@")
   say "run-mpi: on node 1 ($DPN_TAG-1): ${cmd[*]}"
   # mpirun itself runs on node 1: it must reach every node (the root namespace cannot).
-  # Its own --timeout aborts the job; `timeout` backs it up should mpirun hang aborting.
+  # Its own --timeout aborts the job; `timeout` backs it up should mpirun hang aborting
+  # (--foreground: signal mpirun alone, which then ends its job; not its process group).
   local -a envs
   mapfile -t envs < <(node_env 1)
-  env "${envs[@]}" DPN_RUN="$RUN_ID" timeout -k 5 $((timeout + 15)) ip netns exec "$DPN_TAG-1" "${cmd[@]}" </dev/null &
+  env "${envs[@]}" DPN_RUN="$RUN_ID" timeout --foreground -k 5 $((timeout + 15)) ip netns exec "$DPN_TAG-1" "${cmd[@]}" </dev/null &
   RUN_PID=$!
   local rc=0
   wait "$RUN_PID" || rc=$?
@@ -395,7 +403,16 @@ run_mpi() {
 }
 
 run_cleanup() {
-  if [[ -n ${RUN_PID:-} ]]; then kill -TERM "$RUN_PID" 2>/dev/null || true; fi
+  local t
+  if [[ -n ${RUN_PID:-} ]]; then
+    # Interrupted: mpirun gets TERM (through `timeout`) and 5 s to end its job itself.
+    kill -TERM "$RUN_PID" 2>/dev/null || true
+    for ((t = 0; t < 50; t++)); do
+      # Ended is a zombie here, too: nobody waits for it in this trap.
+      [[ $(sed -E 's/^.*\) (.) .*$/\1/' "/proc/$RUN_PID/stat" 2>/dev/null || echo Z) != Z ]] || break
+      sleep 0.1
+    done
+  fi
   reap_run "$RUN_ID"
   rm -rf "$RUN_DIR"
 }
@@ -409,8 +426,8 @@ while (($#)); do
     *) break ;;
   esac
 done
-cmd=${1:-}; shift || true
-case $cmd in
+command_name=${1:-}; shift || true
+case $command_name in
   check) check ;;
   up) up "$@" ;;
   down) down "$@" ;;
@@ -427,5 +444,5 @@ case $cmd in
     for ((i = 1; i <= k; i++)); do printf '%d %s %s\n' "$i" "$DPN_TAG-$i" "$(node_addr "$i")"; done ;;
   addr) tag_or_die; node_addr "$(node_index "${1:?addr NODE}")" ;;
   -h | --help | help) usage ;;
-  *) say "unknown command '${cmd}'"; usage ;;
+  *) say "unknown command '$command_name'"; usage ;;
 esac
