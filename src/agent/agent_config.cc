@@ -10,6 +10,13 @@
 #include "common/log.h"
 
 namespace deputy::agent {
+
+bool valid_inter_algorithm(const std::string &name) {
+    for (const char *a : {"auto", "native", "ring", "recursive_doubling", "rd", "rabenseifner"})
+        if (name == a) return true;
+    return false;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -69,6 +76,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
             c->request_timeout_ms = uint32_t(get_uint(v, path, 600000));
         else if (key == "node_timeout_ms")
             c->node_timeout_ms = uint32_t(get_uint(v, path, 3600000));
+        else if (key == "inter_algorithm") {
+            c->inter_algorithm = get_string(v, path);
+            if (!valid_inter_algorithm(c->inter_algorithm))
+                throw KeyError{fmt::format("{}: '{}' is not one of {}", path, c->inter_algorithm,
+                                           kInterAlgorithms)};
+        }
         else throw KeyError{fmt::format("{}: unknown key", path)};
     }
 }

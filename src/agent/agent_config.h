@@ -36,7 +36,12 @@ struct AgentConfig {
     uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
     std::string log_level;                   // "10".."70" or a name; empty: the command line's
     uint32_t node_timeout_ms = 10000;        // several nodes: an inter-node step fails after this
+    std::string inter_algorithm = "auto";    // several nodes: allreduce among agents (docs/nodes.md)
 };
+
+// Values of inter_algorithm ("rd" = "recursive_doubling").
+inline constexpr const char *kInterAlgorithms = "auto, native, ring, recursive_doubling (rd), rabenseifner";
+bool valid_inter_algorithm(const std::string &name);
 
 // Fills the device from the agent keys when no device was given. Call after
 // loading and after command-line overrides.

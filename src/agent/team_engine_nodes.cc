@@ -69,7 +69,7 @@ bool TeamEngine::poll_internode() {
                 auto it = by_uid_.find(e.team_uid);
                 if (it == by_uid_.end() || !teams_.count(it->second)) break;
                 Team &t = *teams_.at(it->second);
-                DP_LOG_WARN("agent: team '{}' broken on another node: {}", t.key, e.reason);
+                DP_LOG_INFO("agent: team '{}' broken on another node: {}", t.key, e.reason);
                 break_team(t, e.reason);
                 break;
             }

@@ -483,6 +483,67 @@ TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
     for (auto s : st) EXPECT_EQ(s, DP_OK);
 }
 
+std::string run_command(const std::string &cmd) {
+    std::string out;
+    if (FILE *f = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+        pclose(f);
+    }
+    return out;
+}
+
+// --inter: the allreduce among the agents as a src/coll schedule over MPI
+// point-to-point (or MPI's own); results bit-exact, and `deputy info`
+// names the algorithm that ran.
+TEST_F(NodesTest, InterNodeAlgorithmsAreSelectableAndReported) {
+    agents_.reset();  // this test starts its own agents per algorithm
+    for (const char *inter : {"ring", "rd", "rabenseifner", "native"}) {
+        SCOPED_TRACE(inter);
+        NodeAgents agents(3, {"--inter", inter});
+        ASSERT_TRUE(agents.ready());
+        SpanningTeam team(agents, {0, 1, 2, 0, 1}, key());
+        const int p = team.size();
+        for (size_t count : {700ul, 65537ul, (1ul << 20) + 3}) {  // past the inline size
+            for (dp_dtype_t dt : {DP_INT32, DP_FLOAT64, DP_BFLOAT16}) {
+                const size_t n = count * dp_dtype_size(dt);
+                std::vector<uint8_t *> src(p), dst(p);
+                for (int r = 0; r < p; ++r) {
+                    src[r] = team.buffer(r, n);
+                    dst[r] = team.buffer(r, n);
+                    fill(src[r], count, dt, uint32_t(r * 17 + count + dt));
+                }
+                auto st = team.run([&](int r, dp_request_t **q) {
+                    return dp_iallreduce(src[r], dst[r], count, dt, DP_SUM, team.team(r), q);
+                });
+                auto ref = reduce_ref({src.begin(), src.end()}, count, dt, DP_SUM);
+                for (int r = 0; r < p; ++r) {
+                    ASSERT_EQ(st[r], DP_OK) << count << " " << dp_dtype_name(dt);
+                    ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
+                        << "rank " << r << " count " << count << " " << dp_dtype_name(dt);
+                }
+            }
+        }
+        const std::string info = run_command(std::string(DEPUTY_BIN) + " info --format json --socket " +
+                                             agents.socket(1));
+        const std::string want = std::string("\"") +
+                                 (std::string(inter) == "rd" ? "recursive_doubling"
+                                  : std::string(inter) == "native" ? "mpi-native"
+                                                                   : inter) +
+                                 "\":";
+        EXPECT_NE(info.find(want), std::string::npos) << info;
+    }
+}
+
+TEST(NodesConfig, UnknownInterAlgorithmIsRefusedNamingTheChoices) {
+    const std::string out = run_command(std::string(DEPUTY_BIN) + " agent --inter bogus 2>&1");
+    EXPECT_NE(out.find("--inter bogus: not one of auto, native, ring, recursive_doubling (rd), "
+                       "rabenseifner"),
+              std::string::npos)
+        << out;
+}
+
 // An agent killed in the middle of a stream of collectives: its clients
 // and the other nodes' clients all get DP_ERR_AGENT_LOST within the bound
 // (node_timeout_ms = 2 s here), and the surviving agents serve new teams.

@@ -36,6 +36,7 @@ struct AgentFlags {
     bool daemon = false;
     std::string pidfile;
     std::string log_file;
+    std::string inter;
     cli::LogFlags log;
 };
 
@@ -99,6 +100,13 @@ bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *
     if (!f.cpus.empty()) config->cpus = f.cpus;
     if (!f.pool_size.empty()) config->pool_bytes = cli::parse_size_or_die(f.pool_size);
     if (f.max_clients) config->max_clients = f.max_clients;
+    if (!f.inter.empty()) {
+        if (!agent::valid_inter_algorithm(f.inter)) {
+            *error = "--inter " + f.inter + ": not one of " + agent::kInterAlgorithms;
+            return false;
+        }
+        config->inter_algorithm = f.inter;
+    }
     return agent::finalize_config(config, error) == DP_OK;
 }
 
@@ -217,6 +225,9 @@ void register_agent(CLI::App &app) {
     cmd->add_option("--pool-size", f->pool_size, "mapped pool per client (default 64m)")
         ->check(cli::size_validator());
     cmd->add_option("--max-clients", f->max_clients, "clients attached at once (default 256)");
+    cmd->add_option("--inter", f->inter,
+                    std::string("several nodes (under mpirun): allreduce among the agents: ") +
+                        agent::kInterAlgorithms + " (default auto: by size)");
     cmd->add_flag("--daemon", f->daemon,
                   "detach; return once the agent listens; write its pid to --pidfile");
     cmd->add_option("--pidfile", f->pidfile, "pid file (default with --daemon: next to the socket)");

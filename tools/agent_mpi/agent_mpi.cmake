@@ -10,7 +10,8 @@ if(MPI_C_FOUND)
     ${CMAKE_CURRENT_SOURCE_DIR}/agent/agent_command.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc
-    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc)
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc
+    ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc)
   set_target_properties(deputy_agent_mpi PROPERTIES OUTPUT_NAME deputy-agent-mpi)
   target_include_directories(deputy_agent_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_definitions(deputy_agent_mpi PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)

@@ -54,6 +54,7 @@ int main(int argc, char **argv) {
             config->socket_path = socket_for_node(config->socket_path, rank, shared_host);
             deputy::agent::MpiInternode::Options options;
             options.op_timeout_ms = config->node_timeout_ms;
+            options.inter_algorithm = config->inter_algorithm;
             return deputy::agent::MpiInternode::create(options, error);
         });
     CLI::App app{"deputy agent, one node of an MPI job of agents", "deputy-agent-mpi"};

@@ -12,6 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "coll/algorithms.h"
+#include "coll/selector.h"
+#include "coll/transport/mpi/schedule_runner.h"
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/kernels.h"
@@ -32,6 +35,17 @@ constexpr uint64_t kSpinNs = 200'000;
 // reduction is then done: every node reduces the gathered parts itself in
 // node order, one round instead of two and the same bits on every node.
 constexpr size_t kInlineBytes = 2048;
+// Schedules run over point-to-point with tags from this base, in slots of
+// kTagSpan: at most kTagSlots of a team's schedules are in flight at once
+// (the slot is the team's count of schedules posted, the same on every node
+// since every node posts a team's steps in the team's order).
+constexpr int kTagBase = 64;
+constexpr int kTagSpan = 480;
+constexpr uint64_t kTagSlots = 64;
+static_assert(kTagBase + kTagSpan * int(kTagSlots) <= 32767, "MPI_TAG_UB is at least 32767");
+// "auto": MPI's own allreduce below this many bytes per step, the
+// selector's schedule (src/coll) at and above it.
+constexpr uint64_t kAutoScheduleBytes = 256 << 10;
 
 // MPI operators that reduce with deputy's kernels: MPI's contract is
 // inout[i] = in[i] op inout[i].
@@ -84,6 +98,10 @@ struct MpiInternode::Running {
     std::vector<uint8_t> fused;  // the check: every node's slot, then this node's
     std::vector<int> counts, displs, send_counts, send_displs;
     uint64_t deadline_ns = 0;
+    std::string algorithm = "mpi-native";
+    std::unique_ptr<coll::Schedule> schedule;  // point-to-point allreduce
+    std::unique_ptr<coll::mpi::ScheduleRunner> runner;
+    std::string error;
     bool all_posted() const { return phase == Phase::data_wait; }
 };
 
@@ -92,6 +110,8 @@ struct MpiInternode::TeamComm {
     std::vector<uint32_t> nodes;  // ascending node ids
     uint32_t index = 0;           // this node's place in `nodes`
     std::list<Running> ops;
+    uint64_t schedules_posted = 0;
+    size_t schedules_in_flight = 0;
     bool dead = false;
     std::string dead_reason;
     uint64_t mismatched_sequence = UINT64_MAX;
@@ -464,7 +484,7 @@ void MpiInternode::finish(Running &r, uint8_t status, const std::string &reason)
     e.op_id = r.op.op_id;
     e.comp_status = status;
     e.reason = reason;
-    e.algorithm = inline_reduction(r.op) ? "inline-allgather" : "mpi-native";
+    e.algorithm = inline_reduction(r.op) ? "inline-allgather" : r.algorithm;
     if (status == DP_COMP_SUCCESS) ++ops_done_;
     else ++ops_failed_;
     push_event(std::move(e));
@@ -490,6 +510,15 @@ bool MpiInternode::post_next(Running &r) {
     } else {
         switch (op.kind) {
             case InterOp::Kind::allreduce: {
+                if (uses_schedule(r.op)) {
+                    // All tag slots busy: post later (never MPI's own instead:
+                    // every node must choose the same algorithm).
+                    if (t.schedules_in_flight >= kTagSlots) return true;
+                    if (!start_schedule(r, t)) {
+                        r.error = "no inter-node schedule for " + options_.inter_algorithm;
+                    }
+                    break;
+                }
                 MPI_Op mpi_op;
                 MPI_Op_create(kReduceFns[op.dtype * DP_OP_COUNT + op.redop], 1, &mpi_op);
                 MPI_Datatype type;
@@ -538,6 +567,10 @@ bool MpiInternode::post_next(Running &r) {
             }
         }
         r.phase = Running::Phase::data_wait;
+        if (!r.error.empty()) {
+            finish(r, DP_COMP_MEMBER_LOST, r.error);
+            return false;
+        }
     }
     if (rc != MPI_SUCCESS) {
         finish(r, DP_COMP_MEMBER_LOST, "MPI refused the inter-node step: " + mpi_error(rc));
@@ -555,6 +588,47 @@ void MpiInternode::reduce_fused(Running &r, size_t nodes) {
     for (size_t k = 1; k < nodes; ++k)
         mover::kernels::reduce(out, out, r.fused.data() + k * slot + sizeof(Header), r.op.elements,
                                dp_dtype_t(r.op.dtype), dp_op_t(r.op.redop));
+}
+
+// An allreduce data step as a src/coll schedule over point-to-point, when
+// the configuration (or "auto" by size) asks for one. false: use MPI's own.
+bool MpiInternode::uses_schedule(const InterOp &op) const {
+    const uint64_t bytes = op.elements * dp_dtype_size(dp_dtype_t(op.dtype));
+    const std::string &want = options_.inter_algorithm;
+    return !(want == "native" || (want == "auto" && bytes < kAutoScheduleBytes));
+}
+
+bool MpiInternode::start_schedule(Running &r, TeamComm &t) {
+    const InterOp &op = r.op;
+    const std::string &want = options_.inter_algorithm;
+    coll::CollectiveArgs args;
+    args.collective = coll::Collective::allreduce;
+    args.rank = int(t.index);
+    args.size = int(t.nodes.size());
+    args.count = op.elements;
+    args.dtype = dp_dtype_t(op.dtype);
+    args.op = dp_op_t(op.redop);
+    args.in_place = true;
+    coll::SelectorConfig selector;
+    coll::Selection pick = coll::select_algorithm(args, selector);
+    if (want != "auto") {
+        pick.algorithm = coll::find_algorithm(coll::Collective::allreduce,
+                                              want == "rd" ? "recursive_doubling" : want);
+        if (!pick.algorithm) return false;  // checked at configuration; never here
+    }
+    args.chunk_bytes = pick.algorithm->pipelines ? pick.chunk_bytes : 0;
+    auto schedule = std::make_unique<coll::Schedule>();
+    if (coll::build_schedule(*pick.algorithm, args, schedule.get()) != DP_OK ||
+        coll::mpi::ScheduleRunner::tag_span(*schedule) > kTagSpan)
+        return false;
+    const int tag_base = kTagBase + kTagSpan * int(t.schedules_posted++ % kTagSlots);
+    r.schedule = std::move(schedule);
+    r.runner = std::make_unique<coll::mpi::ScheduleRunner>(*r.schedule, t.comm, nullptr, op.recv,
+                                                            tag_base);
+    r.algorithm = pick.algorithm->name;
+    ++t.schedules_in_flight;
+    r.runner->start();
+    return true;
 }
 
 bool MpiInternode::progress_ops() {
@@ -578,8 +652,22 @@ bool MpiInternode::progress_ops() {
                 if (!done_now && (r.phase == Running::Phase::header_wait ||
                                   r.phase == Running::Phase::data_wait)) {
                     int flag = 0;
-                    int rc = MPI_Test(&r.request, &flag, MPI_STATUS_IGNORE);
-                    if (rc != MPI_SUCCESS) {
+                    int rc = MPI_SUCCESS;
+                    if (r.runner) {
+                        flag = r.runner->progress();
+                        if (flag && r.runner->failed()) {
+                            --t.schedules_in_flight;
+                            finish(r, DP_COMP_MEMBER_LOST,
+                                   "inter-node " + r.algorithm + " failed: " + r.runner->error());
+                            done_now = true;
+                        } else if (flag) {
+                            --t.schedules_in_flight;
+                        }
+                    } else {
+                        rc = MPI_Test(&r.request, &flag, MPI_STATUS_IGNORE);
+                    }
+                    if (done_now) {
+                    } else if (rc != MPI_SUCCESS) {
                         finish(r, DP_COMP_MEMBER_LOST, "inter-node step failed: " + mpi_error(rc));
                         done_now = true;
                     } else if (flag && r.phase == Running::Phase::header_wait) {

@@ -42,6 +42,11 @@ class MpiInternode final : public Internode {
   public:
     struct Options {
         uint32_t op_timeout_ms = 10000;  // an inter-node step not done by then fails
+        // Allreduce among the agents (above the inline size): "native"
+        // (MPI_Iallreduce), a schedule of src/coll run over MPI point-to-point
+        // ("ring", "recursive_doubling", "rabenseifner"), or "auto" (by size,
+        // docs/nodes.md).
+        std::string inter_algorithm = "auto";
     };
     // After MPI_Init_thread (at least MPI_THREAD_SERIALIZED), on the thread
     // that will call MPI_Finalize after this object is gone.
@@ -79,6 +84,8 @@ class MpiInternode final : public Internode {
     bool post_next(Running &r);
     void finish(Running &r, uint8_t status, const std::string &reason);
     void reduce_fused(Running &r, size_t nodes);
+    bool start_schedule(Running &r, TeamComm &t);
+    bool uses_schedule(const InterOp &op) const;
 
     Options options_;
     uint32_t node_ = 0, nodes_ = 1;
