@@ -119,6 +119,12 @@ def test_bench_coll_across_namespaces_validates_every_op(agents, tmp_path: Path)
         assert {"deputy", "mpi"} <= impls, (op, impls)
         for row in doc["results"]:
             assert row.get("wrong", 0) == 0, (op, row)
+            if row["impl"] == "deputy":  # the bench names what the agents ran between nodes
+                assert row.get("inter_node"), (op, row)
+        if op == "allreduce":
+            ran = {row["size"]: row["inter_node"] for row in doc["results"] if row["impl"] == "deputy"}
+            assert ran[8] == "inline-allgather" and ran[8192] == "mpi-native", ran
+            assert ran[262144] in ("ring", "rabenseifner", "recursive_doubling"), ran
     # Each agent saw a team of 3 with 1 member here: the bytes crossed namespaces.
     formed = [line for line in log if "formed across the agents: 3 member(s), 1 here" in line]
     assert len(formed) >= 3 * 7, "".join(log)

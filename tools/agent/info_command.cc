@@ -8,6 +8,7 @@
 
 #include "agent/agent_command.h"
 #include "channel/agent_address.h"
+#include "channel/agent_info.h"
 #include "channel/control.h"
 #include "channel/socket_io.h"
 #include "channel/transport/uds/transport.h"
@@ -31,39 +32,24 @@ struct InfoFlags {
 int ask(const InfoFlags &f) {
     const std::string address = channel::resolve_agent_address(f.socket);
     const int64_t timeout = int64_t(f.timeout_s * 1e9);
-    UniqueFd fd;
-    if (channel::uds::connect_fd(address, timeout, &fd) != DP_OK) {
-        std::printf("agent: not reachable at %s\n", address.c_str());
-        return 1;
-    }
-    control::Attach m;
-    m.purpose = control::Purpose::kInfo;
+    std::string token;
     if (!f.token_file.empty()) {
         std::ifstream in(f.token_file);
-        std::getline(in, m.token);
+        std::getline(in, token);
     } else if (const char *env = std::getenv("DEPUTY_TOKEN")) {
-        m.token = env;
+        token = env;
     }
-    std::vector<uint8_t> payload;
-    control::encode(m, &payload);
-    channel::MsgType type;
-    std::vector<uint8_t> answer;
-    if (control::send_message(fd.get(), channel::MsgType::kAttach, payload, nullptr, 0, timeout,
-                              "deputy info") != DP_OK ||
-        control::recv_message(fd.get(), control::kMaxControlMessage, &type, &answer, nullptr, 0,
-                              nullptr, timeout, "deputy info") != DP_OK) {
-        std::printf("agent: %s accepted the connection but did not answer\n", address.c_str());
+    std::string text, error;
+    const dp_status_t s = channel::request_agent_info(address, token, timeout, &text, &error);
+    if (s == DP_ERR_NO_AGENT || s == DP_ERR_IO) {
+        std::printf("agent: %s\n", error.c_str());
         return 1;
     }
-    if (type == channel::MsgType::kReply) {
-        control::Reply reply;
-        std::string error;
-        control::decode(answer.data(), answer.size(), &reply, &error);
-        std::printf("agent: %s refused: %s (%s)\n", address.c_str(), reply.reason.c_str(),
-                    dp_status_name(reply.status));
+    if (s != DP_OK) {
+        std::printf("agent: %s refused: %s (%s)\n", address.c_str(), error.c_str(),
+                    dp_status_name(s));
         return 1;
     }
-    std::string text(answer.begin(), answer.end());
     if (f.format == "json") {
         std::printf("%s\n", text.c_str());
         return 0;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -183,6 +184,10 @@ int run(const CollOptions &o, CLI::App &app) {
         if (root_rank) print_table_header(info);
         Compute compute(plan.compute_idle);
         std::vector<Row> all_rows;
+        // A team spanning nodes: which algorithm(s) the agents ran between
+        // them, per size (from rank 0's agent, before and after the size).
+        std::map<std::string, uint64_t> inter_before;
+        if (plan.run_deputy && root_rank) inter_before = deputy.inter_node_steps();
         for (const SizePoint &point : points) {
             SizeJob job;
             job.world = &world;
@@ -208,6 +213,13 @@ int run(const CollOptions &o, CLI::App &app) {
                                         ? "block"
                                         : "rank"));
             }
+            if (plan.run_deputy && root_rank) {
+                std::map<std::string, uint64_t> now = deputy.inter_node_steps();
+                for (const auto &[name, count] : now)
+                    if (count > inter_before[name])
+                        rows.front().inter_node += (rows.front().inter_node.empty() ? "" : "+") + name;
+                inter_before = std::move(now);
+            }
             const Row *mpi = nullptr;
             for (const Row &r : rows)
                 if (r.impl == "mpi" && r.skipped.empty()) mpi = &r;
@@ -216,6 +228,9 @@ int run(const CollOptions &o, CLI::App &app) {
                 if (root_rank) results.push_back(row_json(info, r, mpi));
             }
             if (root_rank) print_size_rows(info, rows);
+            if (root_rank && !rows.front().inter_node.empty())
+                std::printf("#   %llu B: between nodes the agents ran %s\n",
+                            (unsigned long long)point.size, rows.front().inter_node.c_str());
             all_rows.insert(all_rows.end(), rows.begin(), rows.end());
         }
         if (root_rank) print_skip_notes(all_rows);

@@ -189,6 +189,7 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
                         {"redop", reduces(p.op->coll) ? dp_op_name(p.redop) : ""},
                         {"iterations", r.iterations},
                         {"warmup", r.warmup}};
+    if (!r.inter_node.empty()) j["inter_node"] = r.inter_node;
     if (!r.skipped.empty()) {
         j["skipped"] = r.skipped;
         return j;

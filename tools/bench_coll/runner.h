@@ -49,6 +49,7 @@ struct Row {
     double overall_us = 0, compute_us = 0, init_us = 0, test_us = 0, wait_us = 0;
     double overlap_pct = 0;
     double host_cpu_us = 0;
+    std::string inter_node;  // deputy across nodes: the agents' algorithm(s) for this size
 };
 
 struct SizeJob {

@@ -4,8 +4,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "channel/agent_address.h"
+#include "channel/agent_info.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -34,6 +37,7 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
                          const std::string &agent_socket, uint64_t pool_bytes) {
     dp_config_t config = DP_CONFIG_INITIALIZER;
     config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
+    agent_address_ = channel::resolve_agent_address(agent_socket);
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
     // Mapped buffers live in the pool; staged mode's bounce buffers too.
@@ -83,6 +87,22 @@ bool DeputySession::probe(const World &world, Memory memory, void *send, void *r
         log::app().error("rank {}: --memory {}: a deputy allreduce on these buffers fails: {}",
                          world.rank(), memory_name(memory), dp_strerror(s));
     return world.all(s == DP_OK);
+}
+
+std::map<std::string, uint64_t> DeputySession::inter_node_steps() const {
+    std::map<std::string, uint64_t> steps;
+    std::string text, error;
+    const char *token = std::getenv("DEPUTY_TOKEN");
+    if (channel::request_agent_info(agent_address_, token ? token : "", 1'000'000'000, &text,
+                                    &error) != DP_OK)
+        return steps;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("teams")) return steps;
+    for (const auto &t : j["teams"])
+        if (t.value("key", "") == key_ && t.contains("inter_node_steps"))
+            for (const auto &[name, n] : t["inter_node_steps"].items())
+                if (n.is_number_unsigned()) steps[name] = n.get<uint64_t>();
+    return steps;
 }
 
 void DeputySession::close() {

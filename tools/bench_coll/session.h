@@ -7,6 +7,7 @@
 #include <deputy/context.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "bench_coll/options.h"
@@ -28,16 +29,20 @@ class DeputySession {
     bool open(const World &world, Memory memory, dp_wait_mode_t wait,
               const std::string &agent_socket, uint64_t pool_bytes);
     // One 1-byte allreduce on the run's own buffers before anything is
-    // timed, so a memory mode the agent cannot serve (staged: collectives
-    // are not offered there yet) is reported once, naming --memory, on
-    // every rank alike.
+    // timed, so a memory mode the agent cannot serve is reported once,
+    // naming --memory, on every rank alike.
     bool probe(const World &world, Memory memory, void *send, void *recv);
     void close();
     dp_context_t *context() const { return ctx_; }
     dp_team_t *team() const { return team_; }
     const std::string &key() const { return key_; }
+    // What this rank's agent says its team ran between nodes so far:
+    // inter-node steps by algorithm ("ring": 12, ...); empty when the team
+    // is on one node or the agent does not say.
+    std::map<std::string, uint64_t> inter_node_steps() const;
 
   private:
+    std::string agent_address_;
     dp_context_t *ctx_ = nullptr;
     dp_team_t *team_ = nullptr;
     std::string key_;
