@@ -338,3 +338,15 @@ def test_deputy_staged_memory_runs_every_op_validated(agent, tmp_path: Path) -> 
         _, doc = deputy_ok(tmp_path, agent, "--op", op, "--memory", "staged", "-m", "8:256k",
                            *QUICK)
         assert doc["config"]["memory"] == "staged" and doc["results"], op
+
+def test_sched_runs_src_coll_schedules_on_the_host_ranks(agent, tmp_path: Path) -> None:
+    # --sched: deputy's own algorithms run by the host ranks over MPI p2p, validated,
+    # beside MPI, with the algorithm the selector chose per size in the JSON.
+    stdout, doc = deputy_ok(tmp_path, agent, "--op", "allreduce", "--compare", "mpi", "--sched",
+                            "-m", "8:256k", "--factor", "32", *QUICK)
+    ran = {r["size"]: r.get("algorithm") for r in doc["results"] if r["impl"] == "sched"}
+    assert ran[8] == "recursive_doubling" and ran[262144] == "rabenseifner", ran
+    assert "sched/mpi" in stdout
+    _, doc = deputy_ok(tmp_path, agent, "--op", "ialltoall", "--host-algorithm", "bruck",
+                       "-m", "24:24k", "--factor", "32", *QUICK, ranks=3)
+    assert {r.get("algorithm") for r in doc["results"] if r["impl"] == "sched"} == {"bruck"}

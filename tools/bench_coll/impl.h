@@ -1,7 +1,8 @@
 // The implementations a run measures side by side on the same buffers:
 // deputy (the agent does the work), mpi (the MPI library's own collective,
-// blocking or non-blocking) and ring (the seed's ring allreduce written on
-// MPI point-to-point). One outstanding non-blocking operation at a time.
+// blocking or non-blocking), ring (the seed's ring allreduce written on
+// MPI point-to-point) and sched (deputy's src/coll schedule run by the host
+// ranks). One outstanding non-blocking operation at a time.
 #pragma once
 
 #include <deputy/coll.h>
@@ -36,6 +37,8 @@ class Impl {
     virtual bool post(Coll coll, const CallArgs &a) = 0;  // non-blocking start
     virtual bool test(bool *done) = 0;
     virtual bool wait() = 0;
+    // What ran, where the implementation chooses (an algorithm's name).
+    virtual std::string detail() const { return {}; }
     const std::string &error() const { return error_; }
 
   protected:
@@ -45,5 +48,7 @@ class Impl {
 std::unique_ptr<Impl> make_deputy_impl(dp_team_t *team);
 std::unique_ptr<Impl> make_mpi_impl(MPI_Comm comm);
 std::unique_ptr<Impl> make_ring_impl(MPI_Comm comm);
+// src/coll's schedule run by the host ranks ("" = the selector's choice).
+std::unique_ptr<Impl> make_schedule_impl(MPI_Comm comm, const std::string &algorithm);
 
 }  // namespace deputy::bench::coll

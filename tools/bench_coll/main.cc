@@ -151,6 +151,8 @@ int run(const CollOptions &o, CLI::App &app) {
     if (plan.run_deputy) impls.push_back(make_deputy_impl(deputy.team()));
     if (plan.compare_mpi) impls.push_back(make_mpi_impl(world.comm()));
     if (ring) impls.push_back(make_ring_impl(world.comm()));
+    if (o.sched || !o.host_algorithm.empty())
+        impls.push_back(make_schedule_impl(world.comm(), o.host_algorithm));
 
     RunInfo info;
     info.plan = &plan;
@@ -204,6 +206,7 @@ int run(const CollOptions &o, CLI::App &app) {
             std::vector<Row> rows;
             for (auto &impl : impls) {
                 rows.push_back(measure(*impl, job, op.nonblocking));
+                rows.back().algorithm = impl->detail();
                 if (o.print_buffers && rows.back().skipped.empty())
                     print_buffers(
                         world, job.pattern, buffers.send(), buffers.recv(),

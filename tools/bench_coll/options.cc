@@ -117,6 +117,12 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_option("--agent-socket", o->agent_socket,
                    "the agent's socket (default: $DEPUTY_AGENT, else the default path)");
     app.add_option("--out", o->out_file, "write results as JSON to this file (rank 0)");
+    app.add_flag("--sched", o->sched,
+                 "also run deputy's own algorithms (src/coll schedules) on the host ranks over "
+                 "MPI point-to-point: the host-driven baseline");
+    app.add_option("--host-algorithm", o->host_algorithm,
+                   "--sched: this algorithm (ring, recursive_doubling, rabenseifner, pairwise, "
+                   "bruck, binomial, chain, dissemination; default: the selector's per size)");
     cli::add_log_flags(app, &o->log);
 }
 

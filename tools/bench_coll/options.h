@@ -36,6 +36,8 @@ struct CollOptions {
     std::string max = "512m";       // --max (seed table)
     std::string wait;               // --wait: dp_wait's mode (empty: the library's)
     std::string agent_socket;       // --agent-socket
+    bool sched = false;             // --sched: src/coll's schedules run by the host ranks
+    std::string host_algorithm;     // --host-algorithm (with --sched)
     std::string out_file;           // --out
     cli::LogFlags log;              // -l, --sdk-log-level
 };

@@ -190,6 +190,7 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
                         {"iterations", r.iterations},
                         {"warmup", r.warmup}};
     if (!r.inter_node.empty()) j["inter_node"] = r.inter_node;
+    if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
     if (!r.skipped.empty()) {
         j["skipped"] = r.skipped;
         return j;

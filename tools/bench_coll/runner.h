@@ -50,6 +50,7 @@ struct Row {
     double overlap_pct = 0;
     double host_cpu_us = 0;
     std::string inter_node;  // deputy across nodes: the agents' algorithm(s) for this size
+    std::string algorithm;   // sched: the src/coll algorithm that ran
 };
 
 struct SizeJob {
