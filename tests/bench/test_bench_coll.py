@@ -350,3 +350,37 @@ def test_sched_runs_src_coll_schedules_on_the_host_ranks(agent, tmp_path: Path) 
     _, doc = deputy_ok(tmp_path, agent, "--op", "ialltoall", "--host-algorithm", "bruck",
                        "-m", "24:24k", "--factor", "32", *QUICK, ranks=3)
     assert {r.get("algorithm") for r in doc["results"] if r["impl"] == "sched"} == {"bruck"}
+
+
+SCHED_MATRIX = [("allreduce", a) for a in ("ring", "recursive_doubling", "rabenseifner")] + [
+    ("reduce_scatter", "ring"), ("allgather", "ring"), ("allgather", "recursive_doubling"),
+    ("alltoall", "pairwise"), ("alltoall", "bruck"), ("bcast", "binomial"), ("bcast", "chain"),
+    ("barrier", "dissemination")]
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 8])
+@pytest.mark.parametrize("op,algorithm", SCHED_MATRIX)
+def test_every_schedule_over_mpi_validates(op: str, algorithm: str, ranks: int,
+                                           tmp_path: Path) -> None:
+    # Every src/coll algorithm run by the host ranks over MPI point-to-point
+    # (no agent): odd counts (1, 5, 25, ... elements), fewer elements than
+    # ranks, every iteration checked (--check).
+    out = tmp_path / "out.json"
+    r = coll("--no-deputy", "--host-algorithm", algorithm, "--op", op, "-d", "int32",
+             "-m", "4:100k", "--factor", "5", "-i", "2", "-x", "0", "--check", "--out", str(out),
+             ranks=ranks)
+    assert r.returncode == 0, f"{op} {algorithm} x{ranks}: {r.stdout}\n{r.stderr}"
+    rows = [row for row in json.loads(out.read_text())["results"] if row["impl"] == "sched"]
+    assert rows and all(row["wrong"] == 0 and row["algorithm"] == algorithm for row in rows), rows
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 7])
+def test_allreduce_schedules_on_more_team_sizes(ranks: int, tmp_path: Path) -> None:
+    for algorithm in ("ring", "recursive_doubling", "rabenseifner"):
+        out = tmp_path / f"{algorithm}.json"
+        r = coll("--no-deputy", "--host-algorithm", algorithm, "--op", "iallreduce", "-d",
+                 "float32", "-m", "4:100k", "--factor", "5", "-i", "2", "-x", "0", "--check",
+                 "--out", str(out), ranks=ranks)
+        assert r.returncode == 0, f"{algorithm} x{ranks}: {r.stdout}\n{r.stderr}"
+        rows = [row for row in json.loads(out.read_text())["results"] if row["impl"] == "sched"]
+        assert rows and all(row["wrong"] == 0 for row in rows), rows

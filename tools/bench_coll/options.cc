@@ -151,11 +151,13 @@ Plan resolve(const CollOptions &o, int ranks) {
         usage_error("--compare " + o.compare + ": the baseline is 'mpi'");
     p.compare_mpi = o.compare == "mpi";
     p.run_deputy = !o.no_deputy;
-    if (o.no_deputy && !p.compare_mpi && !o.seed_table)
-        usage_error("--no-deputy leaves nothing to run: add --compare mpi (or --seed-table)");
+    const bool sched = o.sched || !o.host_algorithm.empty();
+    if (o.no_deputy && !p.compare_mpi && !o.seed_table && !sched)
+        usage_error("--no-deputy leaves nothing to run: add --compare mpi, --sched (or "
+                    "--seed-table)");
     if (o.no_deputy) p.memory = Memory::host;
     const bool ring = p.op->coll == Coll::allreduce && !p.op->nonblocking;
-    if (o.no_deputy && mpi_type(*p.dtype) == MPI_DATATYPE_NULL && !ring && !o.seed_table)
+    if (o.no_deputy && mpi_type(*p.dtype) == MPI_DATATYPE_NULL && !ring && !o.seed_table && !sched)
         usage_error("-d " + o.dtype +
                     ": MPI has no such datatype, and --no-deputy leaves nothing "
                     "else to run (only the ring allreduce handles it)");
