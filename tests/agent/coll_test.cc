@@ -12,25 +12,27 @@
 #include <vector>
 
 #include "agent_test_util.h"
-#include "mover/kernels.h"
+#include "coll_test_util.h"
 
 namespace {
 
 using deputy::testing::AgentProcess;
+using deputy::testing::kAllMemory;
+using deputy::testing::Memory;
+using deputy::testing::name;
+using deputy::testing::reduce_ref;
+using deputy::testing::CollOp;
+using deputy::testing::expected_block;
+using deputy::testing::kAllgather;
+using deputy::testing::kAllreduce;
+using deputy::testing::kAlltoall;
+using deputy::testing::kBcast;
+using deputy::testing::kReduceScatter;
 
 struct Member {
     dp_context_t *ctx = nullptr;
     dp_team_t *team = nullptr;
 };
-
-// Where members' buffers live: dp_malloc (mapped), registered heap memory
-// (direct), or plain heap memory in staged mode (the client copies through
-// bounce buffers in its pool).
-enum class Memory { mapped, direct, staged };
-const char *name(Memory m) {
-    return m == Memory::mapped ? "mapped" : m == Memory::direct ? "direct" : "staged";
-}
-constexpr Memory kAllMemory[] = {Memory::mapped, Memory::direct, Memory::staged};
 
 class Team {
   public:
@@ -110,16 +112,6 @@ void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
         if (dt == DP_FLOAT64) reinterpret_cast<double *>(p)[i] = double(int(rng() % 2001) - 1000) / 8;
         if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
     }
-}
-
-// Reference: rank-order reduction of `count` elements of every src block.
-std::vector<uint8_t> reduce_ref(const std::vector<const uint8_t *> &srcs, size_t count,
-                                dp_dtype_t dt, dp_op_t op) {
-    const size_t n = count * dp_dtype_size(dt);
-    std::vector<uint8_t> acc(srcs[0], srcs[0] + n);
-    for (size_t m = 1; m < srcs.size(); ++m)
-        deputy::mover::kernels::reduce(acc.data(), acc.data(), srcs[m], count, dt, op);
-    return acc;
 }
 
 class CollTest : public ::testing::Test {
@@ -262,11 +254,10 @@ TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
 // team) x mapped, direct and staged memory x in place where the operation
 // allows it.
 TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
-    enum Op { kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast };
     for (Memory memory : kAllMemory) {
         for (int p : {1, 2, 3, 4, 7, 8}) {
             Team team(agent, p, key(), memory);
-            for (Op op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
+            for (CollOp op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
                 const bool scales = op == kReduceScatter || op == kAllgather || op == kAlltoall;
                 std::vector<size_t> counts = {0, 1, 13, 4097};
                 if (!scales && p <= 3) counts.push_back((1u << 20) + 1);
@@ -297,6 +288,7 @@ TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
                                 case kAllgather: return dp_iallgather(src[r], dst[r], count, DP_INT32, t, q);
                                 case kAlltoall: return dp_ialltoall(src[r], dst[r], count, DP_INT32, t, q);
                                 case kBcast: return dp_ibcast(r == p - 1 ? src[r] : dst[r], count, DP_INT32, p - 1, t, q);
+                                case deputy::testing::kBarrier: return dp_ibarrier(t, q);
                             }
                             return DP_ERR_INTERNAL;
                         });
@@ -308,19 +300,8 @@ TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
                             if (n == 0) continue;
                             const uint8_t *got = (op == kBcast && r == p - 1) ? src[r] : dst[r];
                             for (int m = 0; m < (scales && op != kReduceScatter ? p : 1); ++m) {
-                                std::vector<uint8_t> want;
-                                if (op == kAllreduce || op == kReduceScatter) {
-                                    std::vector<const uint8_t *> b;
-                                    for (int k = 0; k < p; ++k)
-                                        b.push_back(orig[k].data() + (op == kReduceScatter ? r * n : 0));
-                                    want = reduce_ref(b, count, DP_INT32, DP_SUM);
-                                } else if (op == kAllgather) {
-                                    want = orig[m];
-                                } else if (op == kAlltoall) {
-                                    want.assign(orig[m].begin() + r * n, orig[m].begin() + (r + 1) * n);
-                                } else {
-                                    want = orig[p - 1];
-                                }
+                                const std::vector<uint8_t> want =
+                                    expected_block(op, orig, r, m, count, p - 1);
                                 ASSERT_EQ(std::memcmp(got + m * n, want.data(), n), 0)
                                     << where << " rank " << r << " block " << m;
                             }

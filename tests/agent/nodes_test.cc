@@ -18,11 +18,14 @@
 #include <vector>
 
 #include "agent_test_util.h"
-#include "mover/kernels.h"
+#include "coll_test_util.h"
 
 namespace {
 
 using deputy::testing::eventually;
+using deputy::testing::Memory;
+using deputy::testing::reduce_ref;
+using namespace deputy::testing;  // CollOp and expected_block
 using deputy::testing::make_private_dir;
 
 std::string mpi_agent_bin() {
@@ -113,8 +116,6 @@ class NodeAgents {
     pid_t pid_ = -1;
     bool ready_ = false;
 };
-
-enum class Memory { mapped, direct, staged };
 
 // A team whose rank r attaches to the agent of node_of(r).
 class SpanningTeam {
@@ -217,15 +218,6 @@ void fill(uint8_t *p, size_t count, dp_dtype_t dt, uint32_t seed) {
     }
 }
 
-std::vector<uint8_t> reduce_ref(const std::vector<const uint8_t *> &srcs, size_t count,
-                                dp_dtype_t dt, dp_op_t op) {
-    const size_t n = count * dp_dtype_size(dt);
-    std::vector<uint8_t> acc(srcs[0], srcs[0] + n);
-    for (size_t m = 1; m < srcs.size(); ++m)
-        deputy::mover::kernels::reduce(acc.data(), acc.data(), srcs[m], count, dt, op);
-    return acc;
-}
-
 class NodesTest : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -244,14 +236,13 @@ class NodesTest : public ::testing::Test {
 // Every operation x layouts (one rank per node, interleaved ranks, a node
 // with most of the team) x counts 0, 1, 13, 4097 x memory modes x in place.
 TEST_F(NodesTest, EveryOperationAcrossNodesBitExact) {
-    enum Op { kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast, kBarrier };
     const std::vector<std::vector<int>> layouts = {{0, 1}, {0, 1, 2, 0, 1}, {2, 2, 0, 2}};
     for (Memory memory : {Memory::mapped, Memory::direct, Memory::staged}) {
         for (const auto &layout : layouts) {
             SpanningTeam team(*agents_, layout, key(), memory);
             const int p = team.size();
             for (int r = 0; r < p; ++r) ASSERT_EQ(team.create_status(r), DP_OK);
-            for (Op op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast, kBarrier}) {
+            for (CollOp op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast, kBarrier}) {
                 for (size_t count : {0ul, 1ul, 13ul, 4097ul}) {
                     for (bool in_place : {false, true}) {
                         if (in_place && (op == kReduceScatter || op == kBcast || op == kBarrier))
@@ -286,26 +277,15 @@ TEST_F(NodesTest, EveryOperationAcrossNodesBitExact) {
                                                   std::to_string(p) + " count " +
                                                   std::to_string(count) + " in_place " +
                                                   std::to_string(in_place) + " memory " +
-                                                  std::to_string(int(memory));
+                                                  deputy::testing::name(memory);
                         for (int r = 0; r < p; ++r) {
                             ASSERT_EQ(st[r], DP_OK) << where << " rank " << r;
                             if (n == 0 || op == kBarrier) continue;
                             const uint8_t *got = (op == kBcast && r == root) ? src[r] : dst[r];
                             const int blocks = (op == kAllgather || op == kAlltoall) ? p : 1;
                             for (int m = 0; m < blocks; ++m) {
-                                std::vector<uint8_t> want;
-                                if (op == kAllreduce || op == kReduceScatter) {
-                                    std::vector<const uint8_t *> b;
-                                    for (int k = 0; k < p; ++k)
-                                        b.push_back(orig[k].data() + (op == kReduceScatter ? r * n : 0));
-                                    want = reduce_ref(b, count, DP_INT32, DP_SUM);
-                                } else if (op == kAllgather) {
-                                    want = orig[m];
-                                } else if (op == kAlltoall) {
-                                    want.assign(orig[m].begin() + r * n, orig[m].begin() + (r + 1) * n);
-                                } else {
-                                    want = orig[root];
-                                }
+                                const std::vector<uint8_t> want =
+                                    expected_block(op, orig, r, m, count, root);
                                 ASSERT_EQ(std::memcmp(got + m * n, want.data(), n), 0)
                                     << where << " rank " << r << " block " << m;
                             }
