@@ -2,8 +2,13 @@
 # form one MPI job (`mpirun ... deputy agent`). Like deputy-bench-coll it is
 # its own executable so that `deputy` needs no MPI; `deputy agent` execs it
 # when an MPI launcher started it.
-find_package(MPI COMPONENTS C)
-if(MPI_C_FOUND)
+# DEPUTY_AGENT_MPI=OFF skips it (the sanitizer build of the test script,
+# to keep CI short: tests/agent/nodes_test.cc then skips, saying why).
+option(DEPUTY_AGENT_MPI "build deputy-agent-mpi when MPI is found" ON)
+if(DEPUTY_AGENT_MPI)
+  find_package(MPI COMPONENTS C)
+endif()
+if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
   set(DEPUTY_AGENT_MPI_DIR ${CMAKE_CURRENT_SOURCE_DIR}/agent_mpi)
   add_executable(deputy_agent_mpi
     ${DEPUTY_AGENT_MPI_DIR}/main.cc
@@ -20,5 +25,6 @@ if(MPI_C_FOUND)
   add_dependencies(deputy_cli deputy_agent_mpi)
   install(TARGETS deputy_agent_mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 else()
-  message(STATUS "MPI not found: deputy-agent-mpi (agents of several nodes) is not built")
+  message(STATUS "DEPUTY_AGENT_MPI=OFF or MPI not found: deputy-agent-mpi (agents of several "
+                 "nodes) is not built")
 endif()
