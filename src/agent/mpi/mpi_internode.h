@@ -13,11 +13,14 @@
 // (MPI_Comm_create_group, collective over the team's nodes only) in the
 // same order.
 //
-// Collectives: MPI's non-blocking collectives on the team's communicator,
-// posted in the team's order on every node (an operation posts its next
-// call only after every earlier operation of the team posted all of its
-// calls); reductions use MPI operators that run deputy's kernels, so every
-// dtype works and results match the single-node path's arithmetic.
+// Collectives: every operation starts with a fixed-size check allgather
+// (header + small reductions inline), then MPI's non-blocking collective on
+// the team's communicator, or for allreduce a src/coll schedule over
+// point-to-point (--inter). Calls are posted in the team's order on every
+// node (an operation posts its next call only after every earlier operation
+// of the team posted all of its calls); reductions use MPI operators that
+// run deputy's kernels, so every dtype works and results match the
+// single-node path's arithmetic.
 #pragma once
 
 #include <mpi.h>
