@@ -53,6 +53,7 @@ int main(int argc, char **argv) {
         s = dp_allreduce(buf, buf, count, DP_INT32, DP_SUM, team);
         if (s != DP_OK) {
             printf("error %s at %ld after %.3f\n", dp_status_name(s), it, now() - last_ok);
+            fflush(stdout);  /* the test times the error's arrival, not our exit */
             rc = 1;
             break;
         }
