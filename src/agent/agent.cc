@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <immintrin.h>
+#include <sched.h>
 #include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -142,7 +143,10 @@ dp_status_t Agent::run() {
             idle_since = timing::now_ns();
             if (++turns % 64) continue;  // look at the sockets now and then while busy
         } else if (timing::now_ns() - idle_since < idle_spin_ns) {
-            _mm_pause();
+            if (config_.idle_yield)
+                sched_yield();
+            else
+                _mm_pause();
             if (++turns % 64) continue;
         } else if (teams_->in_flight()) {
             // The engines are busy with a collective: sleep on its next

@@ -67,6 +67,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
         else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
+        else if (key == "idle_poll") {
+            const std::string how = get_string(v, path);
+            if (how != "pause" && how != "yield")
+                throw KeyError{fmt::format("{}: '{}' is not pause or yield", path, how)};
+            c->idle_yield = how == "yield";
+        }
         else if (key == "log_level") {
             c->log_level = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : get_string(v, path);
             if (!log::parse_level(c->log_level))

@@ -33,6 +33,10 @@ struct AgentConfig {
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
     uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps
+    // Between idle polls: sched_yield, so that a rank sharing our core runs
+    // at once (an agent without a core of its own), or pause ("idle_poll":
+    // "pause"; the core stays ours: an agent pinned to a spare core).
+    bool idle_yield = true;
     uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
     std::string log_level;                   // "10".."70" or a name; empty: the command line's
     uint32_t node_timeout_ms = 10000;        // several nodes: an inter-node step fails after this

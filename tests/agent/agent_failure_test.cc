@@ -18,6 +18,22 @@ using deputy::testing::AgentProcess;
 namespace control = deputy::channel::control;
 using deputy::channel::MsgType;
 
+// Runs `deputy agent ARGS` that is expected to refuse to start; returns what
+// it printed and, in *status, its exit status.
+std::string run_agent_until_exit(const std::string &args, int *status) {
+    const std::string cmd = std::string(DEPUTY_BIN) + " agent " + args + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) {
+        *status = -1;
+        return "popen failed";
+    }
+    std::string out;
+    char buf[512];
+    while (fgets(buf, sizeof(buf), p)) out += buf;
+    *status = WEXITSTATUS(pclose(p));
+    return out;
+}
+
 int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                  since)
@@ -70,14 +86,9 @@ TEST(AgentAuth, AnotherUserIsRefused) {
 TEST(AgentAuth, RefusesToStartInAPublicDirectory) {
     std::string dir = deputy::testing::make_private_dir();
     ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
-    std::string cmd = std::string(DEPUTY_BIN) + " agent --socket " + dir + "/a.sock 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    char buf[512];
-    while (fgets(buf, sizeof(buf), p)) out += buf;
-    int status = pclose(p);
-    EXPECT_NE(WEXITSTATUS(status), 0);
+    int status = 0;
+    std::string out = run_agent_until_exit("--socket " + dir + "/a.sock", &status);
+    EXPECT_NE(status, 0);
     EXPECT_NE(out.find("mode 0755"), std::string::npos) << out;
     EXPECT_NE(out.find("chmod 700"), std::string::npos) << out;
     rmdir(dir.c_str());
@@ -275,19 +286,24 @@ TEST(AgentLost, NoAgentIsReportedAsSuch) {
 }
 
 TEST(AgentConfigErrors, BadConfigNamesTheKey) {
-    std::string dir = deputy::testing::make_private_dir();
-    std::string file = dir + "/agent.json";
-    std::ofstream(file) << R"({"agent": {"pool_bytes": "big"}})";
-    std::string cmd = std::string(DEPUTY_BIN) + " agent --socket " + dir + "/a.sock --config " +
-                      file + " 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (fgets(buf, sizeof(buf), p)) out += buf;
-    EXPECT_NE(WEXITSTATUS(pclose(p)), 0);
-    EXPECT_NE(out.find("agent.pool_bytes"), std::string::npos) << out;
-    std::remove(file.c_str());
-    rmdir(dir.c_str());
+    struct Case {
+        const char *config, *message;
+    };
+    for (const Case &c : {Case{R"({"agent": {"pool_bytes": "big"}})",
+                               "agent.pool_bytes: expected a non-negative integer, got string"},
+                          Case{R"({"agent": {"idle_poll": "spin"}})",
+                               "agent.idle_poll: 'spin' is not pause or yield"}}) {
+        std::string dir = deputy::testing::make_private_dir();
+        std::string file = dir + "/agent.json";
+        std::ofstream(file) << c.config;
+        int status = 0;
+        std::string out = run_agent_until_exit("--socket " + dir + "/a.sock --config " + file, &status);
+        EXPECT_NE(status, 0) << c.config;
+        EXPECT_NE(out.find(c.message), std::string::npos) << out;
+        EXPECT_NE(access((dir + "/a.sock").c_str(), F_OK), 0) << "socket left by " << c.config;
+        std::remove(file.c_str());
+        rmdir(dir.c_str());
+    }
 }
 
 }  // namespace
