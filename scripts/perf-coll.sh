@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # The collective figures of docs/PERFORMANCE.md (issue 4 §5), in one run:
-# a private agent, 2 MPI ranks, MPI measured in the same processes.
+# private agents, 2 MPI ranks, Open MPI measured in the same processes and
+# buffers (--compare mpi). Every JSON result lands in OUT-DIR.
 # Usage: scripts/perf-coll.sh [build-dir] [out-dir]
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/perf-coll}
 deputy="$build/tools/deputy"
 [ -x "$deputy" ] || { echo "perf-coll: $deputy not built (bash scripts/demo.sh builds it)" >&2; exit 1; }
+command -v mpirun > /dev/null || { echo "perf-coll: mpirun not found (bash scripts/deps.sh test installs Open MPI)" >&2; exit 1; }
 mkdir -p "$out"
 dir=$(mktemp -d /tmp/deputy-perf-coll-XXXXXX)
-trap '[ -f "$dir/agent.pid" ] && kill "$(cat "$dir/agent.pid")" 2>/dev/null; sleep 0.3; rm -rf "$dir"' EXIT
-"$deputy" agent --daemon --socket "$dir/agent.sock" --pool-size 512m \
-  --config <(echo '{"agent": {"max_pool_bytes": 2147483648}}') > /dev/null
+stop_agent() { [ -f "$dir/agent.pid" ] && kill "$(cat "$dir/agent.pid")" 2>/dev/null; sleep 0.3; }
+trap 'stop_agent; rm -rf "$dir"' EXIT
+start_agent() {  # deputy agent flags...
+  stop_agent
+  "$deputy" agent --daemon --socket "$dir/agent.sock" --pool-size 512m \
+    --config <(echo '{"agent": {"max_pool_bytes": 2147483648}}') "$@" > /dev/null
+  echo "== agent: deputy agent --pool-size 512m $*"
+}
 export DEPUTY_AGENT="$dir/agent.sock"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 run() {  # name, bench coll flags...
@@ -19,8 +26,21 @@ run() {  # name, bench coll flags...
   echo "== $name: mpirun -np 2 $deputy bench coll $*"
   mpirun -np 2 "$deputy" bench coll "$@" --out "$out/$name.json"
 }
-run iallreduce-idle --op iallreduce -m 8:64M --factor 8 --compare mpi --compute idle -i 20 -x 3
-run iallreduce-cpu  --op iallreduce -m 8:64M --factor 8 --compare mpi --compute cpu -i 20 -x 3
+
+# The agent's defaults: one engine (one spare core), idle polls that yield.
+start_agent
+run iallreduce-idle --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
+run iallreduce-cpu  --op iallreduce -m 16:64M --factor 4 --compare mpi --compute cpu -i 20 -x 3
 run allreduce       --op allreduce -m 8:16M --factor 4 --compare mpi -d float32 -i 50 -x 5
-run memory-mapped   --op allreduce -m 1M:64M --factor 4 --memory mapped -i 10 -x 2
-run memory-direct   --op allreduce -m 1M:64M --factor 4 --memory direct -i 10 -x 2
+run allreduce-16m   --op allreduce -m 16M:16M --compare mpi -d float32 -i 50 -x 5
+# Latency mode: ranks poll with sched_yield instead of sleeping (dp_config_t
+# wait_mode DP_WAIT_YIELD); the agent's yielding idle polls do the rest.
+run allreduce-yield --op allreduce -m 8:4K --factor 8 --compare mpi -d float32 -i 5000 -x 500 --wait yield
+for m in mapped direct staged; do
+  run "memory-$m" --op allreduce -m 1M:64M --factor 4 --memory "$m" -i 10 -x 2
+done
+
+# Two engines: while the ranks wait in a blocking allreduce, both cores reduce.
+start_agent --engines 2
+run allreduce-2engines --op allreduce -m 1M:16M --factor 4 --compare mpi -d float32 -i 50 -x 5
+run iallreduce-idle-2engines --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
