@@ -13,6 +13,7 @@
 #include <deputy/context.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -52,13 +53,17 @@ class Context {
     static dp_status_t open(const ClientOptions &options, std::unique_ptr<Context> *out);
     ~Context();
 
-    // One load while all is well; a real check at most every kCheckPeriodNs.
+    // One load while all is well; a real check at most every check_period_ns().
     dp_status_t check_alive() {
         if (lost_.load(std::memory_order_relaxed)) return DP_ERR_AGENT_LOST;
         return check_alive_slow(false);
     }
     // Checks now, whatever the period (waits call it between sleeps).
     dp_status_t check_alive_now() { return check_alive_slow(true); }
+    // How often calls look for a dead agent: a quarter of the lost timeout.
+    uint64_t check_period_ns() const {
+        return uint64_t(std::max<int64_t>(options_.lost_timeout_ns / 4, 1'000'000));
+    }
 
     // One request and its answer, serialised between threads. The answer
     // must come within max(lost timeout, 1 s) unless answer_timeout_ns says
