@@ -201,6 +201,23 @@ def test_nonblocking_table_has_the_osu_columns(data: Path) -> None:
     assert len([line for line in lines if line.startswith(("| cpu ", "| idle "))]) == 40
 
 
+def test_wait_cpu_column_appears_when_results_carry_it(data: Path, tmp_path: Path) -> None:
+    src = coll_dir(data, "iallreduce")
+    dst = tmp_path / "iallreduce"
+    dst.mkdir()
+    for f in src.glob("*.json"):
+        doc = json.loads(f.read_text())
+        for row in doc["results"]:
+            if row.get("nonblocking") and not row.get("skipped"):
+                row["wait_cpu_us"] = 12.5
+        (dst / f.name).write_text(json.dumps(doc))
+    lines = table_text([dst]).splitlines()
+    header = next(line for line in lines if line.startswith("| compute"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[columns.index("Host CPU (µs)") + 1] == "Wait CPU (µs)"
+    assert any("|         12.50 |" in line for line in lines)
+
+
 def test_cli_table_csv_to_file(data: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.csv"
     assert main(["table", str(coll_dir(data, "float16")), "--format", "csv",

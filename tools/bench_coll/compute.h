@@ -36,9 +36,10 @@ class Compute {
     }
 
     bool idle() const { return idle_; }
+    // Computes (or sleeps, when idle) for `ns`.
+    void spend(uint64_t ns);
 
   private:
-    void spend(uint64_t ns);
     void kernel();
 
     bool idle_;

@@ -16,11 +16,16 @@
 //  3. everything averaged over iterations, then over ranks, and
 //     Overlap(%) = max(0, 100 - 100 * (Overall - Compute) / Pure Comm.),
 //     OSU's formula (print_stats_nbc), from the rank-averaged values;
-//  4. a third pass of the overlap loop reads CLOCK_THREAD_CPUTIME_ID around
-//     every post/test/wait: Host CPU(us) is the CPU time the calling thread
-//     spends inside those calls per operation (the clock costs ~0.5 us per
-//     read here, so it stays out of the timed passes; its own cost,
-//     calibrated at start, is subtracted).
+//  4. a third pass reads CLOCK_THREAD_CPUTIME_ID around every post and
+//     test of a loop that never blocks: post, the compute of pass 2 with its
+//     test calls, then tests between compute slices (1/32 of the pure comm.
+//     time, at least 1 us) until done. Host CPU(us) is the CPU time inside
+//     those calls per operation: what the offload itself costs the host;
+//  5. a fourth pass repeats pass 2 and reads the clock around the wait:
+//     Wait CPU(us), what blocking costs when the result is not there yet
+//     (a sleep and an OS wake-up). The clock costs ~0.5 us per read here,
+//     so it stays out of the timed passes; its own cost, calibrated at
+//     start, is subtracted per call.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +53,8 @@ struct Row {
     bool nonblocking = false;
     double overall_us = 0, compute_us = 0, init_us = 0, test_us = 0, wait_us = 0;
     double overlap_pct = 0;
-    double host_cpu_us = 0;
+    double host_cpu_us = 0;  // post + tests until done, per operation
+    double wait_cpu_us = 0;  // inside the wait of the overlap loop, per operation
     std::string inter_node;  // deputy across nodes: the agents' algorithm(s) for this size
     std::string algorithm;   // sched: the src/coll algorithm that ran
 };
