@@ -13,11 +13,13 @@ mkdir -p "$out"
 dir=$(mktemp -d /tmp/deputy-perf-coll-XXXXXX)
 stop_agent() { [ -f "$dir/agent.pid" ] && kill "$(cat "$dir/agent.pid")" 2>/dev/null; sleep 0.3; }
 trap 'stop_agent; rm -rf "$dir"' EXIT
-start_agent() {  # deputy agent flags...
+start_agent() {  # extra "agent" config keys (JSON, may be empty), deputy agent flags...
+  local extra=$1; shift
+  local config="{\"agent\": {\"max_pool_bytes\": 2147483648${extra:+, $extra}}}"
   stop_agent
   "$deputy" agent --daemon --socket "$dir/agent.sock" --pool-size 512m \
-    --config <(echo '{"agent": {"max_pool_bytes": 2147483648}}') "$@" > /dev/null
-  echo "== agent: deputy agent --pool-size 512m $*"
+    --config <(echo "$config") "$@" > /dev/null
+  echo "== agent: deputy agent --pool-size 512m --config '$config' $*"
 }
 export DEPUTY_AGENT="$dir/agent.sock"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
@@ -28,7 +30,7 @@ run() {  # name, bench coll flags...
 }
 
 # The agent's defaults: one engine (one spare core), idle polls that yield.
-start_agent
+start_agent ""
 run iallreduce-idle --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
 run iallreduce-cpu  --op iallreduce -m 16:64M --factor 4 --compare mpi --compute cpu -i 20 -x 3
 run allreduce       --op allreduce -m 8:16M --factor 4 --compare mpi -d float32 -i 50 -x 5
@@ -41,6 +43,13 @@ for m in mapped direct staged; do
 done
 
 # Two engines: while the ranks wait in a blocking allreduce, both cores reduce.
-start_agent --engines 2
+start_agent "" --engines 2
 run allreduce-2engines --op allreduce -m 1M:16M --factor 4 --compare mpi -d float32 -i 50 -x 5
 run iallreduce-idle-2engines --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
+
+# An agent that never goes to sleep, as on a core of its own (a DPU's Arm
+# core): posts find it awake and ring no doorbell.
+start_agent '"idle_spin_us": 1000000'
+for r in 1 2; do
+  run "iallreduce-idle-polling-$r" --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
+done
