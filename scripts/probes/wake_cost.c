@@ -11,7 +11,8 @@
 //   other-busy:  waker on CPU 0, a busy-looping process on CPU 1 (the woken
 //                sleeper preempts it);
 //   same:        waker on CPU 1 too (no cross-CPU wake-up).
-// Usage: wake_cost [rounds]   (default 2000); prints median and p90 per case.
+// Usage: cc -O2 -o /tmp/wake_cost scripts/probes/wake_cost.c && /tmp/wake_cost [rounds]
+// (default 2000 rounds); prints median and p90 per case. Needs 2 CPUs.
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <sched.h>
