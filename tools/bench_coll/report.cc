@@ -144,7 +144,8 @@ void print_size_rows(const RunInfo &info, const std::vector<Row> &rows) {
                 r.impl != "mpi" && mpi ? ratio_text(r.overall_us, mpi->overall_us) : "";
             put_line(
                 fmt::format("{:>10} {:>10} {:<7} {:>12.2f} {:>12.2f} {:>14.2f} {:>10.2f} {:>10.2f} "
-                            "{:>14.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>9.3f} {:>9.3f} {:>7} {:>12}",
+                            "{:>14.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>9.3f} {:>9.3f} {:>7} "
+                            "{:>12}",
                             r.size, r.count, r.impl, r.overall_us, r.compute_us, r.init_us,
                             r.test_us, r.wait_us, r.time_us, r.overlap_pct, r.host_cpu_us,
                             r.wait_cpu_us, r.algbw, r.busbw, r.wrong, ratio));

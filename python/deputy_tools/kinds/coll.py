@@ -448,8 +448,8 @@ def tables(docs: Sequence[ResultDoc]) -> list[Table]:
     if nonblocking:
         rows = [[*_settings(r), r["compute"], r["test_calls"], *_tail(r), r["overall_us"],
                  r["compute_us"], r["coll_init_us"], r["test_us"], r["wait_us"],
-                 r["pure_comm_us"], r["overlap_pct"], r["host_cpu_us"], r["wait_cpu_us"], r["algbw_gbps"],
-                 r["busbw_gbps"], r["wrong"], r["overall_vs_mpi"], r["skipped"]]
+                 r["pure_comm_us"], r["overlap_pct"], r["host_cpu_us"], r["wait_cpu_us"],
+                 r["algbw_gbps"], r["busbw_gbps"], r["wrong"], r["overall_vs_mpi"], r["skipped"]]
                 for r in nonblocking]
         out.append(Table(title="coll: non-blocking collectives (OSU overlap)",
                          columns=NONBLOCKING_COLUMNS, rows=rows,
