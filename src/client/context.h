@@ -74,14 +74,14 @@ class Context {
     // Pushes a descriptor into this process's ring and rings the doorbell if
     // the agent sleeps. retry_when_full: wait for room (the agent drains the
     // ring) instead of returning DP_ERR_RETRY.
-    dp_status_t push(const dp_desc_t &desc, bool retry_when_full);
+    [[gnu::hot]] dp_status_t push(const dp_desc_t &desc, bool retry_when_full);
     // Waits for a record the agent completes, in slices, noticing a dead agent.
     dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns);
     // A request answered by REPLY: its status (the reason is logged).
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
                                const char *what);
 
-    void ring_doorbell_if_sleeping();
+    [[gnu::hot]] void ring_doorbell_if_sleeping();
 
     const ClientOptions &options() const { return options_; }
     const channel::control::Attached &attached() const { return attached_; }

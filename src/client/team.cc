@@ -1,7 +1,5 @@
 #include "client/team.h"
 
-#include <cstring>
-
 #include "channel/coll_desc.h"
 #include "channel/control.h"
 #include "common/check.h"
@@ -31,7 +29,8 @@ dp_status_t coll_status(uint8_t status) {
 
 dp_status_t request_result(Request *req) {
     const uint8_t status = __atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE);
-    if (status == DP_COMP_SUCCESS) stage_out(&req->staged);
+    if (status == DP_COMP_SUCCESS && req->staged.active()) [[unlikely]]
+        stage_out(&req->staged);
     return coll_status(status);
 }
 
@@ -52,11 +51,9 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     if (!t->records_)
         DP_FAIL(DP_ERR_NOMEM, "dp_team_create: no room for {} completion records in the pool",
                 DP_TEAM_MAX_OUTSTANDING);
-    t->slots_.resize(DP_TEAM_MAX_OUTSTANDING);
-    for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i) {
+    t->staged_ = ctx->options().memory_mode == DP_MEMORY_STAGED;
+    for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i)
         t->slots_[i] = {t.get(), &t->records_[i], i, {}};
-        t->free_.push_back(DP_TEAM_MAX_OUTSTANDING - 1 - i);
-    }
     control::TeamJoin m{key, uint32_t(rank), uint32_t(size), timeout_ms};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
@@ -81,27 +78,36 @@ Team::~Team() {
     if (records_) ctx_->pool().release(records_);
 }
 
+bool Team::take_slot(uint32_t *slot) {
+    uint64_t free = free_slots_.load(std::memory_order_relaxed);
+    while (free != 0) {
+        const uint32_t lowest = uint32_t(std::countr_zero(free));
+        // Acquire pairs with release(): the last user of the slot is done
+        // with its Request before we reuse it.
+        if (free_slots_.compare_exchange_weak(free, free & ~(uint64_t(1) << lowest),
+                                              std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+            *slot = lowest;
+            return true;
+        }
+    }
+    return false;
+}
+
 dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t count,
                        dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req) {
     if (req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
     uint32_t slot;
-    uint64_t sequence;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (free_.empty())
-            DP_FAIL(DP_ERR_TOO_LARGE,
-                    "deputy collective: {} requests outstanding on this team (the limit); "
-                    "complete and free some first",
-                    DP_TEAM_MAX_OUTSTANDING);
-        slot = free_.back();
-        free_.pop_back();
-        sequence = sequence_++;
-    }
+    if (!take_slot(&slot)) [[unlikely]]
+        DP_FAIL(DP_ERR_TOO_LARGE,
+                "deputy collective: {} requests outstanding on this team (the limit); "
+                "complete and free some first",
+                DP_TEAM_MAX_OUTSTANDING);
+    const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
     Request &r = slots_[slot];
-    std::memset(r.record, 0, sizeof(dp_completion_t));
-    outstanding_.fetch_add(1, std::memory_order_relaxed);  // release() takes it back
-    if (ctx_->options().memory_mode == DP_MEMORY_STAGED) {
+    *r.record = dp_completion_t{};  // 32 bytes: stores, not a call
+    if (staged_) [[unlikely]] {
         StagedPointers staged;
         if (dp_status_t s = stage_in(ctx_->pool(), opcode, rank_, size_, src, dst, count,
                                      dp_dtype_size(dtype), root, &r.staged, &staged);
@@ -124,7 +130,7 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
     d.aux = root;
     d.user = sequence;
     dp_status_t s = ctx_->push(d, true);
-    if (s != DP_OK) {
+    if (s != DP_OK) [[unlikely]] {
         release(&r);
         return s;
     }
@@ -133,10 +139,9 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
 }
 
 void Team::release(Request *req) {
-    stage_release(ctx_->pool(), &req->staged);
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(req->slot);
-    outstanding_.fetch_sub(1, std::memory_order_relaxed);
+    if (req->staged.active()) [[unlikely]]
+        stage_release(ctx_->pool(), &req->staged);
+    free_slots_.fetch_or(uint64_t(1) << req->slot, std::memory_order_release);
 }
 
 dp_status_t Team::leave() {

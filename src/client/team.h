@@ -2,53 +2,31 @@
 // of completion records in the mapped pool, one per outstanding request.
 // Posting a collective = take a free slot, zero its record, push one
 // descriptor (channel/coll_desc.h); dp_test = one acquire load of the
-// record's status. No allocation and no system call on that path (the
+// record's status. No allocation, lock or system call on that path (the
 // doorbell write happens only when the agent sleeps).
+//
+// Few cache lines and pages, too: when the host sleeps or computes through
+// a large collective, the agent streams the operands through every cache
+// and TLB of this small machine, so each line and page the next post or
+// the completing test touches is a memory access (docs/PERFORMANCE.md,
+// one node). The slot bitmap, sequence and slot array live in the Team
+// object itself, the bookkeeping in one line; the hot functions are
+// [[gnu::hot]] so the compiler packs their code together (.text.hot).
 #pragma once
 
 #include <deputy/coll.h>
 
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 #include "client/context.h"
 #include "client/staged_collective.h"
 
 namespace deputy::client {
 
-struct Request;
-
-class Team {
-  public:
-    static dp_status_t join(Context *ctx, const std::string &key, int rank, int size,
-                            unsigned timeout_ms, Team **out);
-    ~Team();
-
-    // Posts a collective descriptor; *req gets a slot.
-    dp_status_t post(uint8_t opcode, const void *src, void *dst, uint64_t count, dp_dtype_t dtype,
-                     dp_op_t op, uint64_t root, Request **req);
-    dp_status_t leave();
-
-    Context *context() const { return ctx_; }
-    int rank() const { return rank_; }
-    int size() const { return size_; }
-    void release(Request *req);
-    int outstanding() const { return outstanding_.load(std::memory_order_relaxed); }
-
-  private:
-    Team() = default;
-    Context *ctx_ = nullptr;
-    uint32_t id_ = 0;
-    int rank_ = 0, size_ = 0;
-    dp_completion_t *records_ = nullptr;  // DP_TEAM_MAX_OUTSTANDING, in the pool
-    std::vector<Request> slots_;
-    std::vector<uint32_t> free_;
-    std::mutex mutex_;
-    std::atomic<int> outstanding_{0};
-    uint64_t sequence_ = 0;
-};
+class Team;
 
 struct Request {
     Team *team = nullptr;
@@ -57,11 +35,50 @@ struct Request {
     StagedCollective staged;  // staged memory mode only
 };
 
+class Team {
+  public:
+    static dp_status_t join(Context *ctx, const std::string &key, int rank, int size,
+                            unsigned timeout_ms, Team **out);
+    ~Team();
+
+    // Posts a collective descriptor; *req gets a slot.
+    [[gnu::hot]] dp_status_t post(uint8_t opcode, const void *src, void *dst, uint64_t count, dp_dtype_t dtype,
+                     dp_op_t op, uint64_t root, Request **req);
+    dp_status_t leave();
+
+    Context *context() const { return ctx_; }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    // Gives the request's slot back (any thread; lock-free).
+    [[gnu::hot]] void release(Request *req);
+    int outstanding() const {
+        return DP_TEAM_MAX_OUTSTANDING - std::popcount(free_slots_.load(std::memory_order_relaxed));
+    }
+
+  private:
+    static_assert(DP_TEAM_MAX_OUTSTANDING == 64, "one bit per slot in a 64-bit word");
+    Team() = default;
+    // Takes the lowest free slot: with few requests in flight the same
+    // slots, and so the same lines, serve every operation.
+    bool take_slot(uint32_t *slot);
+
+    // What every post and release touches, in one cache line.
+    alignas(64) std::atomic<uint64_t> free_slots_{~uint64_t(0)};  // bit i: slot i is free
+    std::atomic<uint64_t> sequence_{0};  // the team's posting order, carried to the agent
+    Context *ctx_ = nullptr;
+    dp_completion_t *records_ = nullptr;  // DP_TEAM_MAX_OUTSTANDING, in the pool
+    uint32_t id_ = 0;
+    int rank_ = 0, size_ = 0;
+    bool staged_ = false;  // the context's memory mode, read once
+
+    std::array<Request, DP_TEAM_MAX_OUTSTANDING> slots_;
+};
+
 // After the record says done: copies a staged result out (once) and maps
 // the record's status to the API's.
-dp_status_t request_result(Request *req);
+[[gnu::hot]] dp_status_t request_result(Request *req);
 
 // Maps a collective's record status to the API's status.
-dp_status_t coll_status(uint8_t record_status);
+[[gnu::hot]] dp_status_t coll_status(uint8_t record_status);
 
 }  // namespace deputy::client

@@ -53,7 +53,8 @@ public:
     explicit WorkQueue(void *memory = nullptr)
         : header_(static_cast<WorkQueueHeader *>(memory)),
           slots_(reinterpret_cast<WorkQueueSlot *>(static_cast<char *>(memory) +
-                                                   sizeof(WorkQueueHeader))) {}
+                                                   sizeof(WorkQueueHeader))),
+          mask_(memory ? header_->mask : 0) {}
 
     uint32_t size() const { return header_->size; }
 
@@ -61,7 +62,7 @@ public:
     bool push_dedicated(const dp_desc_t &desc, uint32_t pasid) {
         // Only this thread writes tail, so a relaxed load sees its own last store.
         uint64_t pos = header_->tail.load(std::memory_order_relaxed);
-        WorkQueueSlot &slot = slots_[pos & header_->mask];
+        WorkQueueSlot &slot = slots_[pos & mask_];
         // Acquire pairs with the consumer's release in pop(): the slot's old
         // descriptor has been copied out before we overwrite it.
         if (slot.seq.load(std::memory_order_acquire) != 2 * pos) return false;
@@ -74,7 +75,7 @@ public:
     bool push_shared(const dp_desc_t &desc, uint32_t pasid) {
         uint64_t pos = header_->tail.load(std::memory_order_relaxed);
         for (;;) {
-            WorkQueueSlot &slot = slots_[pos & header_->mask];
+            WorkQueueSlot &slot = slots_[pos & mask_];
             uint64_t seq = slot.seq.load(std::memory_order_acquire);
             int64_t lag = int64_t(seq - 2 * pos);
             if (lag == 0) {
@@ -91,7 +92,7 @@ public:
     // True when a descriptor is probably waiting (a hint for engines' idle loop).
     bool maybe_nonempty() const {
         uint64_t pos = header_->head.load(std::memory_order_relaxed);
-        return slots_[pos & header_->mask].seq.load(std::memory_order_acquire) == 2 * pos + 1;
+        return slots_[pos & mask_].seq.load(std::memory_order_acquire) == 2 * pos + 1;
     }
 
     // Engines. On success copies the descriptor out, frees its slot and
@@ -103,7 +104,7 @@ public:
              AbortClaim abort_claim) {
         uint64_t pos = header_->head.load(std::memory_order_relaxed);
         for (;;) {
-            WorkQueueSlot &slot = slots_[pos & header_->mask];
+            WorkQueueSlot &slot = slots_[pos & mask_];
             // Acquire pairs with the producer's release in fill(): the
             // descriptor bytes are visible once seq says "full".
             uint64_t seq = slot.seq.load(std::memory_order_acquire);
@@ -142,6 +143,8 @@ private:
 
     WorkQueueHeader *header_;
     WorkQueueSlot *slots_;
+    // A copy of header_->mask, fixed at format time: one line fewer per push.
+    uint64_t mask_;
 };
 
 }  // namespace deputy::mover

@@ -7,8 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <random>
+#include <semaphore>
+#include <thread>
 #include <vector>
 
 #include "agent_test_util.h"
@@ -344,6 +349,95 @@ TEST_F(CollTest, SixteenOutstandingCompleteInOrderAndTeamsRunSideBySide) {
             for (size_t i = 0; i < count; i += 511)
                 ASSERT_EQ(buf[k][r][i], int64_t(2 * (k * 1000 + i) + 1)) << "op " << k;
         }
+}
+
+// The per-team slot limit is exact: DP_TEAM_MAX_OUTSTANDING posts succeed,
+// the next is refused without a request, destroying the team then is
+// refused, and a freed slot serves the next post.
+TEST_F(CollTest, OutstandingLimitIsExactAndAFreedSlotServesTheNextPost) {
+    Team a(agent, 2, key());
+    constexpr int kMax = DP_TEAM_MAX_OUTSTANDING;
+    std::vector<int64_t *> buf(2);
+    std::vector<std::vector<dp_request_t *>> reqs(2, std::vector<dp_request_t *>(kMax + 1));
+    for (int r = 0; r < 2; ++r) {
+        buf[r] = reinterpret_cast<int64_t *>(a.buffer(r, (kMax + 1) * 8));
+        for (int k = 0; k <= kMax; ++k) buf[r][k] = int64_t(k) * 10 + r;
+        for (int k = 0; k < kMax; ++k)
+            ASSERT_EQ(dp_iallreduce(&buf[r][k], &buf[r][k], 1, DP_INT64, DP_SUM, a[r].team,
+                                    &reqs[r][k]),
+                      DP_OK)
+                << "rank " << r << " op " << k;
+        dp_request_t *extra = reinterpret_cast<dp_request_t *>(&buf);
+        EXPECT_EQ(dp_iallreduce(&buf[r][kMax], &buf[r][kMax], 1, DP_INT64, DP_SUM, a[r].team,
+                                &extra),
+                  DP_ERR_TOO_LARGE);
+        EXPECT_EQ(extra, nullptr);
+    }
+    EXPECT_EQ(dp_team_destroy(a[0].team), DP_ERR_INVALID);  // 64 requests not freed
+    for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(dp_wait(reqs[r][0]), DP_OK);
+        dp_request_free(reqs[r][0]);
+        ASSERT_EQ(dp_iallreduce(&buf[r][kMax], &buf[r][kMax], 1, DP_INT64, DP_SUM, a[r].team,
+                                &reqs[r][kMax]),
+                  DP_OK);
+    }
+    for (int r = 0; r < 2; ++r)
+        for (int k = 1; k <= kMax; ++k) {
+            ASSERT_EQ(dp_wait(reqs[r][k]), DP_OK);
+            dp_request_free(reqs[r][k]);
+        }
+    for (int r = 0; r < 2; ++r)
+        for (int k = 0; k <= kMax; ++k) EXPECT_EQ(buf[r][k], int64_t(k) * 20 + 1) << "op " << k;
+}
+
+// Slots are taken by the posting thread and given back by another (a
+// progress thread waiting and freeing), many times over: the lock-free slot
+// bitmap must neither lose nor double-issue a slot (ASan runs this too).
+TEST_F(CollTest, RequestsFreedOnAnotherThreadKeepEverySlotInUse) {
+    Team a(agent, 2, key());
+    constexpr int kOps = 300;
+    std::vector<int64_t *> buf(2);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r) {
+        buf[r] = reinterpret_cast<int64_t *>(a.buffer(r, kOps * 8));
+        for (int k = 0; k < kOps; ++k) buf[r][k] = int64_t(k) * 10 + r;
+    }
+    for (int r = 0; r < 2; ++r)
+        ranks.emplace_back([&, r] {
+            std::counting_semaphore<DP_TEAM_MAX_OUTSTANDING> room(DP_TEAM_MAX_OUTSTANDING);
+            std::mutex m;
+            std::condition_variable cv;
+            std::deque<dp_request_t *> posted;
+            std::thread freer([&] {
+                for (int k = 0; k < kOps; ++k) {
+                    std::unique_lock<std::mutex> lock(m);
+                    cv.wait(lock, [&] { return !posted.empty(); });
+                    dp_request_t *req = posted.front();
+                    posted.pop_front();
+                    lock.unlock();
+                    EXPECT_EQ(dp_wait(req), DP_OK) << "rank " << r << " op " << k;
+                    dp_request_free(req);
+                    room.release();
+                }
+            });
+            for (int k = 0; k < kOps; ++k) {
+                room.acquire();
+                dp_request_t *req = nullptr;
+                // A failed post still hands the freer its (null) request, so
+                // both threads end.
+                EXPECT_EQ(dp_iallreduce(&buf[r][k], &buf[r][k], 1, DP_INT64, DP_SUM, a[r].team,
+                                        &req),
+                          DP_OK)
+                    << "rank " << r << " op " << k;
+                std::lock_guard<std::mutex> lock(m);
+                posted.push_back(req);
+                cv.notify_one();
+            }
+            freer.join();
+        });
+    for (auto &t : ranks) t.join();
+    for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < kOps; ++k) ASSERT_EQ(buf[r][k], int64_t(k) * 20 + 1) << "op " << k;
 }
 
 TEST_F(CollTest, MismatchedArgumentsFailOnEveryRank) {
