@@ -201,7 +201,8 @@ def test_nonblocking_table_has_the_osu_columns(data: Path) -> None:
     assert len([line for line in lines if line.startswith(("| cpu ", "| idle "))]) == 40
 
 
-def test_wait_cpu_column_appears_when_results_carry_it(data: Path, tmp_path: Path) -> None:
+def test_poll_and_wait_cpu_columns_appear_when_results_carry_them(data: Path,
+                                                                  tmp_path: Path) -> None:
     src = coll_dir(data, "iallreduce")
     dst = tmp_path / "iallreduce"
     dst.mkdir()
@@ -209,13 +210,23 @@ def test_wait_cpu_column_appears_when_results_carry_it(data: Path, tmp_path: Pat
         doc = json.loads(f.read_text())
         for row in doc["results"]:
             if row.get("nonblocking") and not row.get("skipped"):
+                row["poll_cpu_us"] = 0.75
                 row["wait_cpu_us"] = 12.5
         (dst / f.name).write_text(json.dumps(doc))
     lines = table_text([dst]).splitlines()
     header = next(line for line in lines if line.startswith("| compute"))
     columns = [c.strip() for c in header.strip("|").split("|")]
-    assert columns[columns.index("Host CPU (µs)") + 1] == "Wait CPU (µs)"
-    assert any("|         12.50 |" in line for line in lines)
+    host = columns.index("Host CPU (µs)")
+    assert columns[host + 1:host + 3] == ["Poll CPU (µs)", "Wait CPU (µs)"]
+    row = next(line for line in lines if line.startswith(("| cpu ", "| idle ")))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[host + 1:host + 3] == ["0.75", "12.50"]
+
+
+def test_results_without_poll_or_wait_cpu_have_neither_column(data: Path) -> None:
+    header = next(line for line in table_text([coll_dir(data, "iallreduce")]).splitlines()
+                  if line.startswith("| compute"))
+    assert "Poll CPU" not in header and "Wait CPU" not in header
 
 
 def test_cli_table_csv_to_file(data: Path, tmp_path: Path) -> None:

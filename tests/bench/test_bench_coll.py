@@ -187,7 +187,8 @@ def test_nonblocking_osu_columns_and_overlap_formula(compute: str, tmp_path: Pat
     stdout, doc = run_ok(tmp_path, *MPI_ONLY, "--op", "iallreduce", "-m", "1k:16k", "-i", "20",
                          "-x", "2", "-t", "3", "--compute", compute)
     for col in ["Overall(us)", "Compute(us)", "Coll. Init(us)", "Test(us)", "Wait(us)",
-                "Pure Comm.(us)", "Overlap(%)", "Host CPU(us)", "Wait CPU(us)", "algbw", "busbw", "#wrong"]:
+                "Pure Comm.(us)", "Overlap(%)", "Host CPU(us)", "Poll CPU(us)", "Wait CPU(us)",
+                "algbw", "busbw", "#wrong"]:
         assert col in stdout, col
     assert f"{compute} (" in stdout
     for r in doc["results"]:
@@ -196,6 +197,11 @@ def test_nonblocking_osu_columns_and_overlap_formula(compute: str, tmp_path: Pat
         osu = max(0.0, 100 - 100 * (r["overall_us"] - r["compute_us"]) / r["pure_comm_us"])
         assert r["overlap_pct"] == pytest.approx(osu)
         assert r["pure_comm_us"] == r["time_us"] and r["host_cpu_us"] >= 0 and r["wait_cpu_us"] >= 0
+        # Polls are the tests that found the operation not done: the -t calls
+        # during the compute at most, plus the slices after it.
+        assert r["polls_per_op"] >= 0 and r["poll_cpu_us"] >= 0
+        if r["polls_per_op"] == 0:
+            assert r["poll_cpu_us"] == 0
         assert r["compute_us"] > 0.5 * r["pure_comm_us"]  # compute ~ pure comm. time
 
 

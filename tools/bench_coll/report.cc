@@ -79,9 +79,9 @@ void print_banner(const RunInfo &info) {
             info.options->test_calls);
         std::printf(
             "# Overlap(%%) = max(0, 100 - 100 (Overall - Compute) / Pure Comm.); Host CPU = "
-            "thread CPU time inside post + tests until done (no wait) per op; Wait CPU = inside "
-            "the wait of the Overall loop; algbw = size / Pure Comm., "
-            "busbw = algbw x %s\n",
+            "thread CPU time inside post + the completing test (no wait) per op; Poll CPU = "
+            "per test that found it not done; Wait CPU = inside the wait of the Overall loop; "
+            "algbw = size / Pure Comm., busbw = algbw x %s\n",
             bus_formula(op.coll).c_str());
     } else {
         std::printf(
@@ -104,13 +104,13 @@ void print_table_header(const RunInfo &info) {
     if (info.plan->op->nonblocking) {
         constexpr const char *kFormat =
             "#{:>9} {:>10} {:<7} {:>12} {:>12} {:>14} {:>10} {:>10} {:>14} {:>10} {:>12} {:>12} "
-            "{:>9} {:>9} {:>7} {:>12}";
+            "{:>12} {:>9} {:>9} {:>7} {:>12}";
         put_line(fmt::format(kFormat, "size", "count", "impl", "Overall(us)", "Compute(us)",
                              "Coll. Init(us)", "Test(us)", "Wait(us)", "Pure Comm.(us)",
-                             "Overlap(%)", "Host CPU(us)", "Wait CPU(us)", "algbw", "busbw",
-                             "#wrong", "Overall/mpi"));
+                             "Overlap(%)", "Host CPU(us)", "Poll CPU(us)", "Wait CPU(us)",
+                             "algbw", "busbw", "#wrong", "Overall/mpi"));
         put_line(fmt::format(kFormat, "(B)", "(elements)", "", "", "", "", "", "", "", "", "",
-                             "", "(GB/s)", "(GB/s)", "", ""));
+                             "", "", "(GB/s)", "(GB/s)", "", ""));
     } else {
         std::string top = fmt::format("{:<21}", "#");
         std::string names = fmt::format("#{:>9} {:>10}", "size", "count");
@@ -144,11 +144,11 @@ void print_size_rows(const RunInfo &info, const std::vector<Row> &rows) {
                 r.impl != "mpi" && mpi ? ratio_text(r.overall_us, mpi->overall_us) : "";
             put_line(
                 fmt::format("{:>10} {:>10} {:<7} {:>12.2f} {:>12.2f} {:>14.2f} {:>10.2f} {:>10.2f} "
-                            "{:>14.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>9.3f} {:>9.3f} {:>7} "
-                            "{:>12}",
+                            "{:>14.2f} {:>10.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>9.3f} {:>9.3f} "
+                            "{:>7} {:>12}",
                             r.size, r.count, r.impl, r.overall_us, r.compute_us, r.init_us,
                             r.test_us, r.wait_us, r.time_us, r.overlap_pct, r.host_cpu_us,
-                            r.wait_cpu_us, r.algbw, r.busbw, r.wrong, ratio));
+                            r.poll_cpu_us, r.wait_cpu_us, r.algbw, r.busbw, r.wrong, ratio));
         }
     } else {
         std::string line = fmt::format("{:>10} {:>10}", rows[0].size, rows[0].count);
@@ -210,6 +210,8 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
         j["pure_comm_us"] = r.time_us;
         j["overlap_pct"] = r.overlap_pct;
         j["host_cpu_us"] = r.host_cpu_us;
+        j["poll_cpu_us"] = r.poll_cpu_us;
+        j["polls_per_op"] = r.polls;
         j["wait_cpu_us"] = r.wait_cpu_us;
     }
     if (mpi != nullptr && r.impl != "mpi") {

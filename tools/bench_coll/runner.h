@@ -20,7 +20,10 @@
 //     test of a loop that never blocks: post, the compute of pass 2 with its
 //     test calls, then tests between compute slices (1/32 of the pure comm.
 //     time, at least 1 us) until done. Host CPU(us) is the CPU time inside
-//     those calls per operation: what the offload itself costs the host;
+//     the post and the test that completes (with the request's release) per
+//     operation: what the offload itself costs the host. Poll CPU(us) is the
+//     CPU time per test that found the operation not done yet (how many
+//     there are is the caller's polling choice; JSON: polls_per_op);
 //  5. a fourth pass repeats pass 2 and reads the clock around the wait:
 //     Wait CPU(us), what blocking costs when the result is not there yet
 //     (a sleep and an OS wake-up). The clock costs ~0.5 us per read here,
@@ -53,7 +56,9 @@ struct Row {
     bool nonblocking = false;
     double overall_us = 0, compute_us = 0, init_us = 0, test_us = 0, wait_us = 0;
     double overlap_pct = 0;
-    double host_cpu_us = 0;  // post + tests until done, per operation
+    double host_cpu_us = 0;  // post + the completing test, per operation
+    double poll_cpu_us = 0;  // per test that found the operation not done
+    double polls = 0;        // such tests per operation
     double wait_cpu_us = 0;  // inside the wait of the overlap loop, per operation
     std::string inter_node;  // deputy across nodes: the agents' algorithm(s) for this size
     std::string algorithm;   // sched: the src/coll algorithm that ran

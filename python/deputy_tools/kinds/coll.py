@@ -78,7 +78,8 @@ SIZE_LABEL = "Message size (bytes, per rank, log)"
 
 _METRICS = ("time_us", "time_max_us", "algbw_gbps", "busbw_gbps", "wrong", "overall_us",
             "compute_us", "coll_init_us", "test_us", "wait_us", "pure_comm_us", "overlap_pct",
-            "host_cpu_us", "wait_cpu_us", "time_vs_mpi", "overall_vs_mpi")
+            "host_cpu_us", "poll_cpu_us", "polls_per_op", "wait_cpu_us", "time_vs_mpi",
+            "overall_vs_mpi")
 
 
 def records(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
@@ -364,7 +365,8 @@ NONBLOCKING_COLUMNS = [
     Column("pure_comm_us", "Pure Comm. (µs)", _f(".2f"), numeric=True),
     Column("overlap_pct", "Overlap (%)", _f(".2f"), numeric=True),
     Column("host_cpu_us", "Host CPU (µs)", _f(".2f"), numeric=True),
-    # Results written before the Wait CPU column existed have none.
+    # Results written before the Poll and Wait CPU columns existed have none.
+    Column("poll_cpu_us", "Poll CPU (µs)", _f(".2f"), numeric=True, optional=True),
     Column("wait_cpu_us", "Wait CPU (µs)", _f(".2f"), numeric=True, optional=True),
     Column("algbw_gbps", "algbw (GB/s)", _f(".3f"), numeric=True),
     Column("busbw_gbps", "busbw (GB/s)", _f(".3f"), numeric=True),
@@ -387,8 +389,9 @@ _BLOCKING_NOTE = ("time: mean over iterations, then over ranks, of one call, a b
                   "vs MPI: time / MPI's time (below 1: faster).")
 _NONBLOCKING_NOTE = ("OSU's method: Pure Comm. = post + wait; Overall = post + compute (as long "
                      "as Pure Comm.) + wait; Overlap(%) = max(0, 100 - 100 x (Overall - Compute) "
-                     "/ Pure Comm.); Host CPU: the caller's CPU time inside post and the tests "
-                     "until done, per operation; Wait CPU: inside the wait of the Overall loop; "
+                     "/ Pure Comm.); Host CPU: the caller's CPU time inside the post and the "
+                     "test that completes, per operation; Poll CPU: per test that found it not "
+                     "done; Wait CPU: inside the wait of the Overall loop; "
                      "algbw/busbw from Pure Comm.; Overall vs MPI: Overall / MPI's.")
 _SEED_NOTE = ("Seed 002's table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; "
               "Native = MPI_Allreduce, Ring = the seed's ring allreduce on MPI point-to-point.")
@@ -448,7 +451,8 @@ def tables(docs: Sequence[ResultDoc]) -> list[Table]:
     if nonblocking:
         rows = [[*_settings(r), r["compute"], r["test_calls"], *_tail(r), r["overall_us"],
                  r["compute_us"], r["coll_init_us"], r["test_us"], r["wait_us"],
-                 r["pure_comm_us"], r["overlap_pct"], r["host_cpu_us"], r["wait_cpu_us"],
+                 r["pure_comm_us"], r["overlap_pct"], r["host_cpu_us"], r["poll_cpu_us"],
+                 r["wait_cpu_us"],
                  r["algbw_gbps"], r["busbw_gbps"], r["wrong"], r["overall_vs_mpi"], r["skipped"]]
                 for r in nonblocking]
         out.append(Table(title="coll: non-blocking collectives (OSU overlap)",
