@@ -2,10 +2,12 @@
 # The collective figures of docs/PERFORMANCE.md (issue 4 §5), in one run:
 # private agents, 2 MPI ranks, Open MPI measured in the same processes and
 # buffers (--compare mpi). Every JSON result lands in OUT-DIR.
-# Usage: scripts/perf-coll.sh [build-dir] [out-dir]
+# Usage: scripts/perf-coll.sh [build-dir] [out-dir] [step-glob]
+#   step-glob: run only the steps whose name matches (e.g. 'iallreduce-*-own-core-*').
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/perf-coll}
+only=${3:-*}
 deputy="$build/tools/deputy"
 [ -x "$deputy" ] || { echo "perf-coll: $deputy not built (bash scripts/demo.sh builds it)" >&2; exit 1; }
 command -v mpirun > /dev/null || { echo "perf-coll: mpirun not found (bash scripts/deps.sh test installs Open MPI)" >&2; exit 1; }
@@ -25,8 +27,11 @@ export DEPUTY_AGENT="$dir/agent.sock"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 run() {  # name, bench coll flags...
   local name=$1; shift
-  echo "== $name: mpirun -np 2 $deputy bench coll $*"
-  mpirun -np 2 "$deputy" bench coll "$@" --out "$out/$name.json"
+  # shellcheck disable=SC2053  # $only is a glob on purpose
+  [[ $name == $only ]] || return 0
+  echo "== $name: ${launch_prefix:-}mpirun -np 2 ${mpirun_flags:-}$deputy bench coll $*"
+  ${launch_prefix:-} mpirun -np 2 ${mpirun_flags:-} "$deputy" bench coll "$@" \
+    --out "$out/$name.json"
 }
 
 # The agent's defaults: one engine (one spare core), idle polls that yield.
@@ -53,3 +58,20 @@ start_agent '"idle_spin_us": 1000000'
 for r in 1 2; do
   run "iallreduce-idle-polling-$r" --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
 done
+
+# The agent on a core of its own, the ranks on the others: the engine
+# pinned to the last CPU and never sleeping, both ranks on the remaining
+# one(s) (on 2 CPUs: the ranks share CPU 0). The agent's stream then no
+# longer runs on a rank's CPU between its calls, and so no longer empties
+# that rank's caches and TLB (docs/PERFORMANCE.md: Host CPU flat to 64 MiB).
+# MPI runs in the same placement.
+last_cpu=$(( $(nproc) - 1 ))
+if (( last_cpu >= 1 )); then
+  start_agent '"idle_spin_us": 1000000' --cpus "$last_cpu"
+  launch_prefix="taskset -c 0-$(( last_cpu - 1 )) "
+  mpirun_flags="--bind-to none --mca mpi_yield_when_idle 1 "
+  for r in 1 2; do
+    run "iallreduce-idle-own-core-$r" --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
+  done
+  unset launch_prefix mpirun_flags
+fi
