@@ -24,8 +24,9 @@ namespace ch = deputy::channel;
 // The post and test paths are [[gnu::hot]]: the compiler puts them in
 // .text.hot, a few contiguous lines of code, instead of pages apart (see
 // client/team.h for why pages matter here).
-[[gnu::hot]] dp_status_t post(dp_team_t *team, uint8_t opcode, const void *src, void *dst, size_t count,
-                 dp_dtype_t dtype, dp_op_t op, uint64_t root, dp_request_t **req) {
+[[gnu::hot]] dp_status_t post(dp_team_t *team, uint8_t opcode, const void *src, void *dst,
+                              size_t count, dp_dtype_t dtype, dp_op_t op, uint64_t root,
+                              dp_request_t **req) {
     if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
     if (count > 0 && opcode != ch::kCollBarrier && (src == nullptr || dst == nullptr))
@@ -88,25 +89,28 @@ extern "C" dp_status_t dp_team_destroy(dp_team_t *team) {
 extern "C" int dp_team_rank(const dp_team_t *team) { return team ? team->impl->rank() : -1; }
 extern "C" int dp_team_size(const dp_team_t *team) { return team ? team->impl->size() : -1; }
 
-extern "C" [[gnu::hot]] dp_status_t dp_iallreduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
-                                     dp_op_t op, dp_team_t *team, dp_request_t **req) {
+extern "C" [[gnu::hot]] dp_status_t dp_iallreduce(const void *src, void *dst, size_t count,
+                                                  dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
+                                                  dp_request_t **req) {
     return post(team, ch::kCollAllreduce, src, dst, count, dtype, op, 0, req);
 }
-extern "C" [[gnu::hot]] dp_status_t dp_ireduce_scatter(const void *src, void *dst, size_t count,
-                                          dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
-                                          dp_request_t **req) {
+extern "C" [[gnu::hot]] dp_status_t dp_ireduce_scatter(const void *src, void *dst,
+                                                       size_t count, dp_dtype_t dtype, dp_op_t op,
+                                                       dp_team_t *team, dp_request_t **req) {
     return post(team, ch::kCollReduceScatter, src, dst, count, dtype, op, 0, req);
 }
-extern "C" [[gnu::hot]] dp_status_t dp_iallgather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
-                                     dp_team_t *team, dp_request_t **req) {
+extern "C" [[gnu::hot]] dp_status_t dp_iallgather(const void *src, void *dst, size_t count,
+                                                  dp_dtype_t dtype, dp_team_t *team,
+                                                  dp_request_t **req) {
     return post(team, ch::kCollAllgather, src, dst, count, dtype, DP_SUM, 0, req);
 }
-extern "C" [[gnu::hot]] dp_status_t dp_ialltoall(const void *src, void *dst, size_t count, dp_dtype_t dtype,
-                                    dp_team_t *team, dp_request_t **req) {
+extern "C" [[gnu::hot]] dp_status_t dp_ialltoall(const void *src, void *dst, size_t count,
+                                                  dp_dtype_t dtype, dp_team_t *team,
+                                                  dp_request_t **req) {
     return post(team, ch::kCollAlltoall, src, dst, count, dtype, DP_SUM, 0, req);
 }
-extern "C" [[gnu::hot]] dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype, int root,
-                                 dp_team_t *team, dp_request_t **req) {
+extern "C" [[gnu::hot]] dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype,
+                                              int root, dp_team_t *team, dp_request_t **req) {
     if (team && (root < 0 || root >= team->impl->size()))
         DP_FAIL(DP_ERR_INVALID, "dp_ibcast: root {} is not a rank of this team (0..{})", root,
                 team->impl->size() - 1);

@@ -42,8 +42,8 @@ class Team {
     ~Team();
 
     // Posts a collective descriptor; *req gets a slot.
-    [[gnu::hot]] dp_status_t post(uint8_t opcode, const void *src, void *dst, uint64_t count, dp_dtype_t dtype,
-                     dp_op_t op, uint64_t root, Request **req);
+    [[gnu::hot]] dp_status_t post(uint8_t opcode, const void *src, void *dst, uint64_t count,
+                                  dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req);
     dp_status_t leave();
 
     Context *context() const { return ctx_; }
