@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build_packages=(
-  g++ make cmake ninja-build pkg-config
+  g++ make cmake ninja-build pkg-config ccache
   libhwloc-dev libisal-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libfabric-dev libfabric-bin libsodium-dev openmpi-bin libopenmpi-dev
 )
