@@ -79,7 +79,8 @@ typedef struct dp_desc {
     uint64_t src2;       /* COMPARE/CREATE_DELTA/REDUCE: second source; DUALCAST: 2nd dest;
                             FILL/COMPARE_PATTERN: the 8-byte pattern; CRC ops: seed */
     uint64_t size;       /* bytes (BATCH: member count; APPLY_DELTA: bytes of dst) */
-    uint64_t aux;        /* CREATE_DELTA: max delta record bytes; APPLY_DELTA: record bytes */
+    uint64_t aux;        /* CREATE_DELTA: max delta record bytes; APPLY_DELTA: record bytes
+                            (a multiple of 10, at most one entry per 8 bytes of dst) */
     uint64_t user;       /* opaque, copied to the completion record */
 } dp_desc_t;
 

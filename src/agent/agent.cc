@@ -485,8 +485,10 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     s.ring_offset = channel::kClientHeaderBytes;
     s.pool_offset = round_up(s.ring_offset + mover::WorkQueue::bytes_for(ring_size), 4096);
     s.pool_bytes = pool_bytes;
+    // Lazily: the client faults in what it allocates; the service thread
+    // must not spend a second populating a large pool.
     st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
-                         &s.segment);
+                         &s.segment, Segment::Pages::lazy);
     if (st != DP_OK) return refuse(st, fmt::format("cannot allocate a {}-byte segment",
                                                    s.pool_offset + pool_bytes));
     s.header = new (s.segment.data()) channel::ClientSegmentHeader{};

@@ -101,10 +101,7 @@ dp_status_t Context::attach() {
     hello.token = options_.token;
     std::vector<uint8_t> payload;
     control::encode(hello, &payload);
-    // The agent pre-faults the pool before it answers (about 1 s per GiB on
-    // a small VM): give a large pool the time that takes.
-    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000) +
-                            int64_t(options_.pool_bytes >> 30) * 2'000'000'000;
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
     // An agent that refuses (another uid) answers and closes at once, so
     // our ATTACH may meet a closed socket: read its answer all the same.
     const dp_status_t sent = control::send_message(socket_.get(), MsgType::kAttach, payload,
@@ -137,7 +134,9 @@ dp_status_t Context::attach() {
     if (attached_.agent_pid != uint64_t(agent_pid_))
         DP_FAIL(DP_ERR_DENIED, "dp_init: the agent says it is pid {}, the kernel says {}",
                 attached_.agent_pid, agent_pid_);
-    DP_CHECK(Segment::map(std::move(fds[0]), attached_.segment_bytes, &segment_));
+    // Lazily: dp_malloc faults in what it hands out (pool_allocator.cc).
+    DP_CHECK(Segment::map(std::move(fds[0]), attached_.segment_bytes, &segment_,
+                          Segment::Pages::lazy));
     doorbell_ = std::move(fds[1]);
     const uint64_t size = segment_.size();
     if (attached_.ring_offset < channel::kClientHeaderBytes ||

@@ -1,6 +1,31 @@
 #include "client/pool_allocator.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
 namespace deputy::client {
+namespace {
+
+// The pool is mapped lazily (an attached process commits nothing until it
+// allocates); memory handed out is faulted in now, so that first touches
+// happen here and not inside a timed loop or on the agent's engines.
+void prefault(std::byte *p, size_t bytes) {
+    static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(reinterpret_cast<void *>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    // Kernels before 5.14: write each page's first byte back to itself.
+    for (uintptr_t at = begin; at < end; at += page) {
+        auto *byte = reinterpret_cast<volatile std::byte *>(at);
+        *byte = *byte;
+    }
+}
+
+}  // namespace
 
 void PoolAllocator::reset(std::byte *base, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -14,13 +39,15 @@ void PoolAllocator::reset(std::byte *base, size_t bytes) {
 void *PoolAllocator::allocate(size_t bytes) {
     if (bytes == 0 || bytes > bytes_) return nullptr;
     const size_t need = (bytes + kAlign - 1) / kAlign * kAlign;
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
         if (it->second < need) continue;
         const size_t offset = it->first, left = it->second - need;
         free_.erase(it);
         if (left) free_[offset + need] = left;
         used_[offset] = need;
+        lock.unlock();
+        prefault(base_ + offset, need);
         return base_ + offset;
     }
     return nullptr;

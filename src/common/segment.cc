@@ -45,16 +45,40 @@ Segment &Segment::operator=(Segment &&other) noexcept {
 }
 
 void Segment::reset() {
-    if (base_ != nullptr) munmap(base_, size_);
+    if (base_ != nullptr) munmap(static_cast<char *>(base_) - guard_bytes(), size_ + 2 * guard_bytes());
     base_ = nullptr;
     size_ = 0;
     fd_.reset();
 }
 
-dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out) {
+size_t Segment::guard_bytes() { return page_size(); }
+
+namespace {
+
+// Reserves size + two guard pages with no access, then maps the file over the
+// middle: the guards stay PROT_NONE for as long as the mapping lives.
+void *map_guarded(int fd, size_t size, Segment::Pages pages) {
+    const size_t guard = Segment::guard_bytes();
+    void *area = mmap(nullptr, size + 2 * guard, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (area == MAP_FAILED) return MAP_FAILED;
+    const int populate = pages == Segment::Pages::prefault ? MAP_POPULATE : 0;
+    void *base = mmap(static_cast<char *>(area) + guard, size, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_FIXED | populate, fd, 0);
+    if (base == MAP_FAILED) {
+        const int err = errno;
+        munmap(area, size + 2 * guard);
+        errno = err;
+    }
+    return base;
+}
+
+}  // namespace
+
+dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out, Pages pages) {
     if (bytes == 0) DP_FAIL(DP_ERR_INVALID, "segment '{}': size 0", name);
     const size_t page = page_size();
-    if (bytes > SIZE_MAX - page) DP_FAIL(DP_ERR_TOO_LARGE, "segment '{}': {} bytes", name, bytes);
+    if (bytes > SIZE_MAX - 3 * page) DP_FAIL(DP_ERR_TOO_LARGE, "segment '{}': {} bytes", name, bytes);
     const size_t size = (bytes + page - 1) / page * page;
 
     // CLOEXEC: a segment reaches a child only when we pass it on purpose.
@@ -67,9 +91,7 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out)
     }
     if (fcntl(fd.get(), F_ADD_SEALS, kSizeSeals) != 0)
         DP_FAIL_ERRNO(DP_ERR_IO, "segment '{}': F_ADD_SEALS", name);
-    // MAP_POPULATE allocates and maps every page now, outside any timed loop.
-    void *base =
-        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+    void *base = map_guarded(fd.get(), size, pages);
     if (base == MAP_FAILED) {
         int err = errno;
         DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment '{}': mmap {} bytes: {}", name,
@@ -83,7 +105,7 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out)
     return DP_OK;
 }
 
-dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out) {
+dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages pages) {
     if (!fd) DP_FAIL(DP_ERR_INVALID, "segment map: no fd");
     int seals = fcntl(fd.get(), F_GET_SEALS);
     if (seals < 0)
@@ -98,8 +120,7 @@ dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out) {
     if (expected_bytes != 0 && size != expected_bytes)
         DP_FAIL(DP_ERR_INVALID, "segment map: the memfd has {} bytes, the peer announced {}", size,
                 expected_bytes);
-    void *base =
-        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+    void *base = map_guarded(fd.get(), size, pages);
     if (base == MAP_FAILED) {
         int err = errno;  // logging may clobber errno before DP_FAIL returns
         DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment map: mmap {} bytes: {}", size,

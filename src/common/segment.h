@@ -23,20 +23,33 @@ class Segment {
     Segment(const Segment &) = delete;
     Segment &operator=(const Segment &) = delete;
 
+    // Whether mapping allocates and maps every page at once. Prefault where
+    // a benchmark must not time first touches (a channel's rings); lazy
+    // where memory should be committed only as it is used (a client's pool:
+    // an agent serving 128 processes must not commit 128 pools up front, nor
+    // spend its service thread faulting them in).
+    enum class Pages { prefault, lazy };
+
     // Creates a zero-filled segment of at least `bytes` (rounded up to the page
-    // size), maps it and pre-faults every page (first touch is slow, and a
-    // benchmark must not time it). The size is then sealed (F_SEAL_SHRINK,
+    // size) and maps it. The size is then sealed (F_SEAL_SHRINK,
     // F_SEAL_GROW, F_SEAL_SEAL), so whoever maps the fd later can rely on it.
     // `name` only labels the memfd in /proc/<pid>/fd. DP_ERR_NOMEM when the
     // memory is not there, DP_ERR_IO for other syscall failures.
-    static dp_status_t create(const std::string &name, size_t bytes, Segment *out);
+    static dp_status_t create(const std::string &name, size_t bytes, Segment *out,
+                              Pages pages = Pages::prefault);
 
     // Maps a segment received from another process, taking ownership of `fd`.
     // Refuses with DP_ERR_DENIED an fd that is not a memfd sealed against
     // shrinking: its owner could truncate it while we read it, turning our
     // loads into SIGBUS. `expected_bytes` (0: any) must equal the file size
     // when given, so a peer cannot hand over a smaller file than announced.
-    static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out);
+    static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out,
+                           Pages pages = Pages::prefault);
+
+    // Every mapping has an inaccessible guard page on each side: an access
+    // that runs off either end faults here instead of landing in whatever
+    // the kernel mapped next (another client's segment, in the agent).
+    static size_t guard_bytes();
 
     bool valid() const { return base_ != nullptr; }
     void *data() const { return base_; }

@@ -61,7 +61,10 @@ uint8_t check_size(const dp_desc_t &d, const ExecLimits &limits) {
             if (d.aux == 0 || d.aux % DP_DELTA_ENTRY_SIZE != 0) return DP_COMP_INVALID_SIZE;
             [[fallthrough]];
         case DP_OP_APPLY_DELTA:
-            if (d.opcode == DP_OP_APPLY_DELTA && d.aux % DP_DELTA_ENTRY_SIZE != 0)
+            // A record holds at most one entry per granule of dst (what
+            // CREATE_DELTA makes): this bounds the copy the kernel takes.
+            if (d.opcode == DP_OP_APPLY_DELTA &&
+                (d.aux % DP_DELTA_ENTRY_SIZE != 0 || d.aux > d.size / 8 * DP_DELTA_ENTRY_SIZE))
                 return DP_COMP_INVALID_SIZE;
             if (d.size % 8 != 0 || d.size > DP_DELTA_MAX_SIZE) return DP_COMP_INVALID_SIZE;
             break;

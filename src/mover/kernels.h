@@ -56,7 +56,9 @@ uint32_t copy_crc32c(void *dst, const void *src, size_t n, uint32_t seed, Store 
 size_t create_delta(const void *a, const void *b, size_t n, void *record, size_t max_record);
 // Applies record_size bytes of entries to dst (dst_size bytes). Returns false,
 // writing nothing, when record_size is not a multiple of DP_DELTA_ENTRY_SIZE or
-// an entry's granule lies outside dst.
+// an entry's granule lies outside dst. The record is read exactly once (into
+// a copy of the calling thread's), so a submitter rewriting it meanwhile can
+// change what is written, never where.
 bool apply_delta(void *dst, size_t dst_size, const void *record, size_t record_size);
 
 // Writes back the cache lines of [p, p+n); evicts them unless keep (clwb vs

@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <vector>
+
 #include "channel/socket_io.h"
 #include "channel_test_util.h"
 
@@ -39,6 +41,43 @@ TEST(Segment, MapSharesBytes) {
     Segment c;
     EXPECT_EQ(Segment::map(UniqueFd(fcntl(a.fd(), F_DUPFD_CLOEXEC, 0)), 8192, &c), DP_ERR_INVALID);
     EXPECT_FALSE(c.valid());
+}
+
+// Mapped back to back, an access running off one segment would land in the
+// next (in the agent: another client's). A guard page on each side faults.
+TEST(SegmentDeathTest, GuardPagesOnBothSidesFault) {
+    Segment s;
+    ASSERT_EQ(Segment::create("guarded", 8192, &s), DP_OK);
+    auto *bytes = static_cast<volatile uint8_t *>(s.data());
+    bytes[0] = 1;
+    bytes[s.size() - 1] = 1;  // both ends are ours
+    EXPECT_DEATH(bytes[-1] = 1, "");
+    EXPECT_DEATH(bytes[s.size()] = 1, "");
+    Segment m;
+    ASSERT_EQ(Segment::map(UniqueFd(fcntl(s.fd(), F_DUPFD_CLOEXEC, 0)), 8192, &m), DP_OK);
+    auto *mapped = static_cast<volatile uint8_t *>(m.data());
+    EXPECT_EQ(mapped[0], 1);
+    EXPECT_DEATH(mapped[-1] = 1, "");
+    EXPECT_DEATH(mapped[m.size()] = 1, "");
+}
+
+// A lazy segment commits no page until one is touched; a prefaulted one
+// has every page resident.
+TEST(Segment, LazyCommitsNothingPrefaultCommitsAll) {
+    auto resident = [](const Segment &s) {
+        std::vector<unsigned char> v(s.size() / 4096);
+        EXPECT_EQ(mincore(s.data(), s.size(), v.data()), 0);
+        size_t n = 0;
+        for (unsigned char c : v) n += c & 1;
+        return n;
+    };
+    Segment lazy, eager;
+    ASSERT_EQ(Segment::create("lazy", 64 << 20, &lazy, Segment::Pages::lazy), DP_OK);
+    ASSERT_EQ(Segment::create("eager", 1 << 20, &eager), DP_OK);
+    EXPECT_EQ(resident(lazy), 0u);
+    EXPECT_EQ(resident(eager), eager.size() / 4096);
+    static_cast<volatile uint8_t *>(lazy.data())[5 * 4096] = 7;
+    EXPECT_EQ(resident(lazy), 1u);
 }
 
 TEST(Segment, MapRefusesWhatCouldShrink) {

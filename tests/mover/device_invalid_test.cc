@@ -160,6 +160,9 @@ TEST_F(InvalidTest, InvalidSizes) {
         {"create_delta aux 15", make_desc(DP_OP_CREATE_DELTA, d, s, 64, s2, 15),
          DP_COMP_INVALID_SIZE},
         {"apply_delta aux 15", make_desc(DP_OP_APPLY_DELTA, d, s, 64, 0, 15), DP_COMP_INVALID_SIZE},
+        // 64 bytes of dst are 8 granules: a record holds at most 8 entries.
+        {"apply_delta aux 90 over 64 bytes", make_desc(DP_OP_APPLY_DELTA, d, s, 64, 0, 90),
+         DP_COMP_INVALID_SIZE},
         {"create_delta size 12", make_desc(DP_OP_CREATE_DELTA, d, s, 12, s2, 20),
          DP_COMP_INVALID_SIZE},
     });

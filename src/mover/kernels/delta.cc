@@ -1,6 +1,7 @@
 // Delta records in DSA's format: per differing 8-byte granule, a 10-byte
 // entry {uint16 little-endian granule index, the 8 bytes of the new data}.
 #include <cstring>
+#include <vector>
 
 #include "mover/kernels/dispatch.h"
 
@@ -49,7 +50,14 @@ size_t create_delta(const void *a, const void *b, size_t n, void *record, size_t
 
 bool apply_delta(void *dst, size_t dst_size, const void *record, size_t record_size) {
     if (record_size % DP_DELTA_ENTRY_SIZE != 0) return false;
-    const auto *in = static_cast<const unsigned char *>(record);
+    // The record lives in the submitter's memory, which it may rewrite while
+    // we run (behind the agent: another thread of a hostile client). Read it
+    // exactly once into our own memory; only the copy is checked and used,
+    // so an index checked here is the index written below.
+    thread_local std::vector<unsigned char> copy;
+    copy.resize(record_size);
+    if (record_size) std::memcpy(copy.data(), record, record_size);
+    const unsigned char *in = copy.data();
     // Validate everything first: a bad record must leave dst untouched.
     const size_t granules = dst_size / 8;
     for (size_t at = 0; at < record_size; at += DP_DELTA_ENTRY_SIZE) {
