@@ -51,10 +51,16 @@ typedef struct dp_config {
                                     2 us, then sleep (waiting ranks leave the cores to the agent) */
     uint32_t lost_timeout_ms;    /* bound on noticing a dead agent; 0: 1000 */
     uint32_t connect_timeout_ms; /* how long dp_init waits for an agent; 0: 1000 */
+    const char *job_secret;      /* the job's secret: dp_team_create needs it, and only
+                                    processes holding the same secret form a team. NULL:
+                                    $DEPUTY_JOB_SECRET (deputy launch sets it) */
 } dp_config_t;
 
-#define DP_CONFIG_INITIALIZER \
-    { sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, 0, 0 }
+#define DP_CONFIG_INITIALIZER                                                                    \
+    {                                                                                            \
+        sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, \
+            0, 0, NULL                                                                           \
+    }
 
 /* Connects and attaches. NULL config = defaults and environment.
  * DP_ERR_NO_AGENT: nobody answers at the address; DP_ERR_DENIED: the agent

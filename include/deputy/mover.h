@@ -101,6 +101,11 @@ typedef enum dp_comp_status {
     DP_COMP_INVALID_BATCH = 12,  /* batch: count 0 or above max_batch_size, nested batch */
     DP_COMP_MISMATCH = 13,       /* collective: members disagree (op, count, dtype, op, root) */
     DP_COMP_MEMBER_LOST = 14,    /* collective: a member of the team left or died */
+    DP_COMP_PAGE_FAULT = 15,     /* behind an agent, direct memory: writing a destination
+                                    faulted part-way (a page not writable); value = the
+                                    client address of the first byte not written. Bytes
+                                    below it in that destination (and in the destinations
+                                    written before it) hold the result; the rest is untouched */
     DP_COMP_STATUS_COUNT
 } dp_comp_status_t;
 

@@ -1,3 +1,6 @@
+// The agent's event loop and the lives of its clients: accepting them,
+// polling their rings, sleeping, dropping them and freeing their memory once
+// nothing uses it. What clients ask for is answered in client_control.cc.
 #include "agent/agent.h"
 
 #include <fmt/format.h>
@@ -6,56 +9,36 @@
 #include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "agent/bounce_space.h"
-#include "agent/process_memory.h"
 #include "agent/socket_dir.h"
 #include "channel/coll_desc.h"
-#include "channel/message.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/timing.h"
-#include "mover/execute.h"
 #include "mover/queue_group.h"
-#include "mover/wait.h"
 #include <deputy/version.h>
 
 namespace deputy::agent {
-namespace {
 
 namespace control = channel::control;
 using channel::MsgType;
 
-// epoll tags: kind in the high half, client id in the low half.
-enum Tag : uint64_t {
-    kListen = 1,
-    kStop = 2,
-    kClientSocket = 3,
-    kClientDoorbell = 4,
-    kInternode = 5
-};
-uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
+namespace {
 
 // Descriptors taken from one client per turn, so one busy client cannot
 // starve the others.
 constexpr int kDescriptorsPerTurn = 32;
-// How long dropping a client may wait for its descriptors already with the
-// engines (a DRAIN); only a stuck engine could take longer.
-constexpr int64_t kDrainTimeoutNs = 10'000'000'000;
+// How often timeouts are looked at (and how late a drop for one may come).
+constexpr uint64_t kHousekeepingNs = 10'000'000;
 
-size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
-bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
-
-dp_status_t epoll_add(int ep, int fd, uint64_t data) {
+dp_status_t epoll_add(int ep, int fd, uint64_t data, uint32_t events = EPOLLIN) {
     epoll_event ev{};
-    ev.events = EPOLLIN;
+    ev.events = events;
     ev.data.u64 = data;
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
         DP_FAIL(DP_ERR_IO, "agent: epoll_ctl(ADD, fd {}): {}", fd, std::strerror(errno));
@@ -102,8 +85,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     hooks.send_ready = [self](ClientSession &s, const control::TeamReady &m) {
         std::vector<uint8_t> out;
         control::encode(m, &out);
-        control::send_message(s.socket.get(), MsgType::kTeamReady, out, nullptr, 0,
-                              int64_t(self->config_.request_timeout_ms) * 1'000'000, "agent team");
+        self->send(s, MsgType::kTeamReady, out);
     };
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->limits_,
                                                  agent->config_, std::move(hooks), internode);
@@ -116,6 +98,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
 Agent::~Agent() {
     for (auto &[id, s] : clients_)
         if (s->header) s->header->agent_state.store(channel::kAgentStopping, std::memory_order_release);
+    // Engines first: until they stopped, a retiring client's memory may be in use.
     if (device_) device_->stop_engines();
 }
 
@@ -148,6 +131,11 @@ dp_status_t Agent::run() {
             else
                 _mm_pause();
             if (++turns % 64) continue;
+        } else if (any_pending()) {
+            // A client at its share of the engines, or a full device queue:
+            // the engines free room soon. Give them the core meanwhile.
+            sched_yield();
+            if (++turns % 64) continue;
         } else if (teams_->in_flight()) {
             // The engines are busy with a collective: sleep on its next
             // batch record (they wake us) rather than poll their cores away,
@@ -163,11 +151,7 @@ dp_status_t Agent::run() {
                 set_sleeping(false);
                 continue;
             }
-            bool pending = false;
-            for (ClientSession *s : attached_) pending |= s->pending.has_value();
-            // A full device queue frees up without a doorbell; a forming
-            // team has a deadline.
-            timeout = pending ? 1 : teams_->busy() ? 10 : -1;
+            timeout = sleep_timeout_ms();
         }
         int n = epoll_wait(epoll_.get(), events, 64, timeout);
         if (timeout != 0) {
@@ -184,11 +168,13 @@ dp_status_t Agent::run() {
             switch (Tag(data >> 32)) {
                 case kListen: accept_clients(); break;
                 case kStop: break;
-                case kClientSocket: on_client_event(id); break;
+                case kClientSocket: on_client_event(id, events[i].events); break;
                 case kClientDoorbell: on_doorbell(id); break;
+                case kClientProcess: drop_client(id, "its process exited", false); break;
                 case kInternode: teams_->poll_internode(); break;
             }
         }
+        if (timing::now_ns() >= next_housekeeping_ns_) housekeeping();
     }
     DP_LOG_INFO("agent: stopping; {} client(s) attached", attached_.size());
     for (auto &[id, s] : clients_)
@@ -196,10 +182,68 @@ dp_status_t Agent::run() {
     std::vector<uint32_t> ids;
     for (auto &[id, s] : clients_) ids.push_back(id);
     for (uint32_t id : ids) drop_client(id, "the agent is stopping", false);
-    device_->stop_engines();
+    device_->stop_engines();  // now nothing runs: every retired space is idle
+    reap_retired();
     listener_.reset();  // unlinks the socket file
     DP_LOG_INFO("agent: stopped");
     return DP_OK;
+}
+
+bool Agent::any_pending() const {
+    for (const ClientSession *s : attached_)
+        if (s->pending) return true;
+    return false;
+}
+
+int Agent::sleep_timeout_ms() const {
+    // A forming team, a client still attaching, a message half received,
+    // an answer not yet taken and memory waiting for an engine all have
+    // deadlines.
+    if (!retiring_.empty() || teams_->busy() || connecting_ > 0) return 10;
+    for (const auto &[id, s] : clients_)
+        if (s->connection.has_output() || s->connection.partial_since_ns()) return 10;
+    return 1000;  // rate-limited warnings report their counts
+}
+
+void Agent::housekeeping() {
+    const uint64_t now = timing::now_ns();
+    next_housekeeping_ns_ = now + kHousekeepingNs;
+    const uint64_t attach_ns = uint64_t(config_.attach_timeout_ms) * 1'000'000;
+    const uint64_t request_ns = uint64_t(config_.request_timeout_ms) * 1'000'000;
+    struct Doomed {
+        uint32_t id;
+        std::string why;
+        bool misbehaved;
+    };
+    std::vector<Doomed> doomed;
+    for (auto &[id, s] : clients_) {
+        const ControlConnection &c = s->connection;
+        if (s->closing) {
+            // Its last answer is out (or could not be delivered in time).
+            if (!c.has_output()) doomed.push_back({id, s->closing_reason, false});
+            else if (now - s->closing_ns > request_ns)
+                doomed.push_back({id, s->closing_reason + "; its last answer was not taken", true});
+        } else if (s->state == ClientSession::State::kConnecting &&
+                   now - s->connected_ns > attach_ns) {
+            doomed.push_back({id, fmt::format("did not attach within attach_timeout_ms = {}",
+                                              config_.attach_timeout_ms),
+                              true});
+        } else if (c.partial_since_ns() && now - c.partial_since_ns() > request_ns) {
+            doomed.push_back({id, fmt::format("sent part of a message and not the rest within "
+                                              "request_timeout_ms = {}",
+                                              config_.request_timeout_ms),
+                              true});
+        } else if (c.blocked_since_ns() && now - c.blocked_since_ns() > request_ns) {
+            doomed.push_back({id, fmt::format("did not take the agent's answer within "
+                                              "request_timeout_ms = {}",
+                                              config_.request_timeout_ms),
+                              true});
+        }
+    }
+    for (const Doomed &d : doomed) drop_client(d.id, d.why, d.misbehaved);
+    reap_retired();
+    connection_log_.flush_if_due();
+    for (ClientSession *s : attached_) s->space().log().flush_if_due();
 }
 
 void Agent::rebuild_attached() {
@@ -221,109 +265,40 @@ bool Agent::any_ring_nonempty() const {
     return false;
 }
 
-bool Agent::needs_direct(const ClientSession &s, const dp_desc_t &d) const {
-    if (s.direct.empty() || d.opcode == DP_OP_DRAIN) return false;
-    // A batch's members may point anywhere: run the whole batch here.
-    if (d.opcode == DP_OP_BATCH) return true;
-    // src2 is a pattern or a seed for some opcodes; a value that happens to
-    // fall in a registered range only sends the descriptor the slower way.
-    return s.touches_direct(d.src) || s.touches_direct(d.dst) || s.touches_direct(d.src2) ||
-           ((d.flags & DP_FLAG_COMPLETION) && s.touches_direct(d.completion));
-}
-
 bool Agent::poll_rings() {
     bool worked = false;
     for (ClientSession *s : attached_) {
+        ClientSpace &space = s->space();
         for (int k = 0; k < kDescriptorsPerTurn; ++k) {
             dp_desc_t d;
             if (s->pending) d = *s->pending;
             else if (!s->ring.pop(&d)) break;
-            worked = true;
             if (channel::is_coll_opcode(d.opcode)) {
                 s->pending.reset();
                 teams_->post(*s, d);
+                worked = true;
                 continue;
             }
-            if (needs_direct(*s, d)) {
-                s->pending.reset();
-                run_direct(*s, d);
-                continue;
+            // Every descriptor goes to the engines, under the client's own
+            // address space, whatever memory it names (client_space.h), as
+            // long as the client is within its share (may_submit).
+            if (!space.may_submit()) {
+                s->pending = d;
+                break;
             }
+            space.submitted(d);
             if (device_->submit(s->wq, d, s->pasid) == DP_ERR_RETRY) {
+                space.finished(d);
                 s->pending = d;  // the device queue is full: keep it, try again later
                 break;
             }
             s->pending.reset();
+            worked = true;
             ++s->counters.forwarded;
             ++counters_.forwarded;
         }
     }
     return worked;
-}
-
-void Agent::run_direct(ClientSession &s, const dp_desc_t &d) {
-    ++s.counters.direct;
-    ++counters_.direct;
-    const pid_t pid = s.creds.pid;
-    std::string io_error;
-    BounceSpace space(
-        s.pool.get(), [&s](uint64_t a, uint64_t l) { return s.direct_allows(a, l); },
-        [pid, &io_error](uint64_t a, uint64_t l, bool, void *dst) {
-            return read_process_memory(pid, a, dst, l, &io_error);
-        },
-        config_.max_direct_bytes);
-    // The record: in the pool (written in place, waiters woken) or in a
-    // registered range (written back, status byte last). Like the engines, a
-    // descriptor whose record cannot be reached does not run.
-    const bool wants_record = d.flags & DP_FLAG_COMPLETION;
-    dp_completion_t *pool_record = nullptr;
-    bool direct_record = false;
-    if (wants_record && d.completion % 32 == 0) {
-        pool_record = static_cast<dp_completion_t *>(
-            s.pool->translate(d.completion, sizeof(dp_completion_t), mover::Access::write));
-        direct_record = !pool_record && s.direct_allows(d.completion, sizeof(dp_completion_t));
-    }
-    if (wants_record && !pool_record && !direct_record) {
-        DP_LOG_WARN("client {}: completion address 0x{:x} is misaligned or outside its pool and "
-                    "registered memory; {} not executed",
-                    s.id, d.completion, dp_opcode_name(dp_opcode_t(d.opcode)));
-        ++s.counters.denied;
-        ++counters_.denied;
-        return;
-    }
-    dp_desc_t body = d;
-    body.completion = 0;
-    body.flags &= ~uint32_t(DP_FLAG_COMPLETION);
-    mover::OpResult result = mover::execute(body, space, limits_);
-    const bool wrote = mover::is_success(result.status) || result.status == DP_COMP_BATCH_FAILED;
-    if (wrote) {
-        for (const auto &b : space.bounces()) {
-            if (!b->written || b->bytes.empty()) continue;
-            if (!write_process_memory(pid, b->addr, b->bytes.data(), b->bytes.size(), &io_error)) {
-                DP_LOG_WARN("client {}: direct write-back failed: {}", s.id, io_error);
-                result.status = DP_COMP_ADDRESS_DENIED;
-                break;
-            }
-        }
-    }
-    if (result.status == DP_COMP_ADDRESS_DENIED) {
-        ++s.counters.denied;
-        ++counters_.denied;
-        DP_LOG_WARN("client {}: {} denied: {}{}", s.id, dp_opcode_name(dp_opcode_t(d.opcode)),
-                    space.refusal(), io_error.empty() ? "" : " (" + io_error + ")");
-    }
-    if (pool_record) {
-        mover::publish_completion(pool_record, result, d.user);
-    } else if (direct_record) {
-        dp_completion_t local{};
-        mover::publish_completion(&local, result, d.user);
-        // Everything but the status first, then the status byte: a client
-        // polling the record never sees "done" before the rest is there.
-        auto *bytes = reinterpret_cast<const uint8_t *>(&local);
-        if (!write_process_memory(pid, d.completion + 1, bytes + 1, sizeof(local) - 1, &io_error) ||
-            !write_process_memory(pid, d.completion, bytes, 1, &io_error))
-            DP_LOG_WARN("client {}: completion record write failed: {}", s.id, io_error);
-    }
 }
 
 void Agent::accept_clients() {
@@ -335,31 +310,56 @@ void Agent::accept_clients() {
         if (channel::sock::peer_credentials(conn.get(), &creds) != DP_OK) continue;
         auto refuse = [&](dp_status_t status, const std::string &why) {
             ++counters_.refused;
-            DP_LOG_WARN("agent: refused connection from pid {} uid {}: {}", creds.pid, creds.uid,
-                        why);
+            DP_LOG_LIMITED(connection_log_, "agent: refused connection from pid {} uid {}: {}",
+                           creds.pid, creds.uid, why);
+            // One non-blocking try: a fresh socket takes a short answer, and
+            // a peer that made it not do so gets nothing.
             std::vector<uint8_t> payload;
             control::encode(control::Reply{status, why}, &payload);
-            control::send_message(conn.get(), MsgType::kReply, payload, nullptr, 0, 100'000'000,
-                                  "agent refusal");
+            ControlConnection(std::move(conn)).send(MsgType::kReply, payload);
         };
         if (creds.uid != geteuid()) {
             refuse(DP_ERR_DENIED, fmt::format("uid {} is not the agent's user (uid {})", creds.uid,
                                               geteuid()));
             continue;
         }
-        if (clients_.size() >= config_.max_clients) {
-            refuse(DP_ERR_TOO_LARGE,
-                   fmt::format("too many clients (max_clients = {})", config_.max_clients));
+        if (connecting_ >= config_.max_connecting) {
+            // Full of connections that have not attached: the oldest goes.
+            // Anyone of our uid can open idle connections; a real client
+            // sends ATTACH at once and is served before it would be next.
+            uint32_t oldest = 0;
+            uint64_t oldest_ns = UINT64_MAX;
+            for (const auto &[id, c] : clients_)
+                if (c->state == ClientSession::State::kConnecting && c->connected_ns < oldest_ns)
+                    oldest = id, oldest_ns = c->connected_ns;
+            drop_client(oldest, fmt::format("had not attached when max_connecting = {} newer "
+                                            "connections were waiting",
+                                            config_.max_connecting),
+                        true);
+        }
+        auto process = std::make_shared<ClientProcess>();
+        std::string error;
+        if (ClientProcess::open(conn.get(), creds, process.get(), &error) != DP_OK) {
+            refuse(DP_ERR_DENIED, error);
             continue;
         }
         auto s = std::make_unique<ClientSession>();
         s->id = next_id_++;
         if (next_id_ == 0) next_id_ = 1;
         s->creds = creds;
+        s->process = std::move(process);
         s->connected_ns = timing::now_ns();
-        if (epoll_add(epoll_.get(), conn.get(), tag(kClientSocket, s->id)) != DP_OK) continue;
-        s->socket = std::move(conn);
-        DP_LOG_DEBUG("agent: connection {} from pid {} uid {}", s->id, creds.pid, creds.uid);
+        s->connection = ControlConnection(std::move(conn));
+        s->epoll_events = EPOLLIN | EPOLLRDHUP;
+        if (epoll_add(epoll_.get(), s->connection.fd(), tag(kClientSocket, s->id),
+                      s->epoll_events) != DP_OK ||
+            epoll_add(epoll_.get(), s->process->pidfd(), tag(kClientProcess, s->id)) != DP_OK) {
+            epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->connection.fd(), nullptr);
+            continue;
+        }
+        ++connecting_;
+        DP_LOG_DEBUG("agent: connection {} from pid {} uid {} (identity {})", s->id, creds.pid,
+                     creds.uid, s->process->verified() ? "from the kernel" : "to be proven");
         clients_.emplace(s->id, std::move(s));
     }
 }
@@ -372,349 +372,53 @@ void Agent::on_doorbell(uint32_t id) {
     [[maybe_unused]] ssize_t n = ::read(it->second->doorbell.get(), &count, sizeof(count));
 }
 
-void Agent::on_client_event(uint32_t id) {
+void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
     auto it = clients_.find(id);
     if (it == clients_.end()) return;
     ClientSession &s = *it->second;
-    char peek;
-    ssize_t n = ::recv(s.socket.get(), &peek, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) {
-        drop_client(id, "closed its connection", false);
-        return;
-    }
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-        drop_client(id, fmt::format("socket error: {}", std::strerror(errno)), false);
-        return;
-    }
-    MsgType type;
-    std::vector<uint8_t> payload;
-    dp_status_t st = control::recv_message(
-        s.socket.get(), control::kMaxControlMessage, &type, &payload, nullptr, 0, nullptr,
-        int64_t(config_.request_timeout_ms) * 1'000'000, "agent control");
-    if (st != DP_OK) {
-        drop_client(id, fmt::format("unreadable message ({})", dp_status_name(st)), true);
-        return;
-    }
-    ++s.counters.requests;
-    if (s.state == ClientSession::State::kConnecting) {
-        if (type != MsgType::kAttach) {
-            reply(s, DP_ERR_INVALID,
-                  fmt::format("expected ATTACH first, got {}", channel::msg_type_name(type)));
-            drop_client(id, "spoke before attaching", true);
-            return;
-        }
-        st = handle_attach(s, payload);
-    } else {
-        switch (type) {
-            case MsgType::kRegister: st = handle_register(s, payload); break;
-            case MsgType::kDeregister: st = handle_deregister(s, payload); break;
-            case MsgType::kStaged: st = handle_staged(s, payload); break;
-            case MsgType::kTeamJoin: st = handle_team_join(s, payload); break;
-            case MsgType::kTeamLeave: st = handle_team_leave(s, payload); break;
-            default:
-                reply(s, DP_ERR_INVALID,
-                      fmt::format("unexpected message {}", channel::msg_type_name(type)));
-                st = DP_ERR_INVALID;
-        }
-    }
-    // A request the agent could answer leaves the client attached; a broken
-    // connection or a protocol violation ends it.
-    if (st == DP_ERR_AGENT_LOST || st == DP_ERR_IO || st == DP_ERR_INVALID)
-        drop_client(id, fmt::format("request failed ({})", dp_status_name(st)), true);
-}
-
-dp_status_t Agent::reply(ClientSession &s, dp_status_t status, const std::string &reason) {
-    std::vector<uint8_t> payload;
-    control::encode(control::Reply{status, reason}, &payload);
-    return control::send_message(s.socket.get(), MsgType::kReply, payload, nullptr, 0,
-                                 int64_t(config_.request_timeout_ms) * 1'000'000, "agent reply");
-}
-
-dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &payload) {
-    control::Attach m;
-    std::string error;
-    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
-    auto refuse = [&](dp_status_t status, const std::string &why) {
-        ++counters_.refused;
-        DP_LOG_WARN("agent: refused client pid {}: {}", s.creds.pid, why);
-        reply(s, status, why);
-        return DP_ERR_INVALID;  // ends the connection
-    };
-    if (st != DP_OK) return refuse(st, error);
-    if (m.version != channel::kProtocolVersion)
-        return refuse(DP_ERR_MISMATCH, fmt::format("protocol version {} (the agent speaks {})",
-                                                   m.version, channel::kProtocolVersion));
-    if (!config_.token.empty()) {
-        const bool ok = m.token.size() == config_.token.size() &&
-                        sodium_memcmp(m.token.data(), config_.token.data(), m.token.size()) == 0;
-        if (!ok)
-            return refuse(DP_ERR_DENIED, m.token.empty() ? "this agent requires a token (none given)"
-                                                         : "wrong token");
-    }
-    if (m.purpose == control::Purpose::kInfo) {
-        ++counters_.info_requests;
-        std::string text = info_json();
-        std::vector<uint8_t> out(text.begin(), text.end());
-        control::send_message(s.socket.get(), MsgType::kInfoReply, out, nullptr, 0,
-                              int64_t(config_.request_timeout_ms) * 1'000'000, "agent info");
-        drop_client(s.id, "info served", false);
-        return DP_OK;
-    }
-    if (m.purpose == control::Purpose::kService) {
-        if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
-        ++counters_.services;
-        reply(s, DP_OK, "");
-        // The socket leaves the agent's care: take it out of epoll, hand it over.
-        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.socket.get(), nullptr);
-        UniqueFd socket = std::move(s.socket);
-        const channel::sock::PeerCredentials peer = s.creds;
-        clients_.erase(s.id);
-        service_handler_(std::move(socket), peer);
-        return DP_OK;
-    }
-    const uint32_t ring_size = m.ring_size ? m.ring_size : config_.ring_size;
-    if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
-        return refuse(DP_ERR_INVALID, fmt::format("ring_size {} must be a power of two <= {}",
-                                                  ring_size, config_.max_ring_size));
-    const uint64_t pool_bytes = round_up(m.pool_bytes ? m.pool_bytes : config_.pool_bytes, 4096);
-    if (pool_bytes > config_.max_pool_bytes)
-        return refuse(DP_ERR_TOO_LARGE, fmt::format("pool_bytes {} is above max_pool_bytes {}",
-                                                    pool_bytes, config_.max_pool_bytes));
-    s.ring_size = ring_size;
-    s.ring_offset = channel::kClientHeaderBytes;
-    s.pool_offset = round_up(s.ring_offset + mover::WorkQueue::bytes_for(ring_size), 4096);
-    s.pool_bytes = pool_bytes;
-    // Lazily: the client faults in what it allocates; the service thread
-    // must not spend a second populating a large pool.
-    st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
-                         &s.segment, Segment::Pages::lazy);
-    if (st != DP_OK) return refuse(st, fmt::format("cannot allocate a {}-byte segment",
-                                                   s.pool_offset + pool_bytes));
-    s.header = new (s.segment.data()) channel::ClientSegmentHeader{};
-    s.header->magic = channel::kClientSegmentMagic;
-    s.header->version = channel::kProtocolVersion;
-    s.header->client_id = s.id;
-    s.header->agent_sleeping.store(sleeping_ ? 1 : 0, std::memory_order_relaxed);
-    s.header->agent_state.store(channel::kAgentServing, std::memory_order_relaxed);
-    mover::WorkQueue::format(s.segment.at(s.ring_offset), ring_size);
-    s.ring = ClientRing(s.segment.at(s.ring_offset), ring_size);
-    s.pool = std::make_unique<PoolSpace>(s.segment.at(s.pool_offset), pool_bytes);
-    s.doorbell.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!s.doorbell) return refuse(DP_ERR_IO, "eventfd failed in the agent");
-    if (device_->add_address_space(s.pool.get(), &s.pasid) != DP_OK)
-        return refuse(DP_ERR_NOMEM, "the device's address-space table is full");
-    s.has_pasid = true;
-    s.wq = s.id % device_->num_wqs();
-    control::Attached a;
-    a.client_id = s.id;
-    a.num_engines = config_.device.total_engines();
-    a.agent_pid = uint64_t(getpid());
-    a.segment_bytes = s.segment.size();
-    a.ring_offset = s.ring_offset;
-    a.ring_size = ring_size;
-    a.pool_offset = s.pool_offset;
-    a.pool_bytes = pool_bytes;
-    a.max_transfer = limits_.max_transfer_size;
-    a.max_staged = config_.max_staged_bytes;
-    std::vector<uint8_t> out;
-    control::encode(a, &out);
-    int fds[2] = {s.segment.fd(), s.doorbell.get()};
-    DP_CHECK(control::send_message(s.socket.get(), MsgType::kAttached, out, fds, 2,
-                                   int64_t(config_.request_timeout_ms) * 1'000'000, "agent attach"));
-    DP_CHECK(epoll_add(epoll_.get(), s.doorbell.get(), tag(kClientDoorbell, s.id)));
-    s.state = ClientSession::State::kAttached;
-    ++counters_.attached;
-    rebuild_attached();
-    DP_LOG_INFO("agent: client {} attached: pid {} uid {}, ring {} descriptors, pool {} KiB", s.id,
-                s.creds.pid, s.creds.uid, ring_size, pool_bytes >> 10);
-    return DP_OK;
-}
-
-dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> &payload) {
-    control::Register m;
-    std::string error;
-    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
-    if (st != DP_OK) {
-        reply(s, st, error);
-        return DP_OK;  // a bad request, answered; the connection is fine
-    }
-    if (m.kind == control::RegionKind::kSegmentBase) {
-        if (m.len != s.segment.size())
-            return reply(s, DP_ERR_INVALID,
-                         fmt::format("segment base: len {} is not the segment's {} bytes", m.len,
-                                     s.segment.size()));
-        s.pool->set_client_pool(m.addr + s.pool_offset);
-        return reply(s, DP_OK, "");
-    }
-    if (s.direct.size() >= config_.max_registrations)
-        return reply(s, DP_ERR_TOO_LARGE,
-                     fmt::format("too many registered ranges (max_registrations = {})",
-                                 config_.max_registrations));
-    // Prove now that cross-memory attach works on this range, so the client
-    // learns at registration (not at its first descriptor) that it must use
-    // staged mode.
-    uint8_t probe;
-    std::string io_error;
-    if (!read_process_memory(s.creds.pid, m.addr, &probe, 1, &io_error) ||
-        !read_process_memory(s.creds.pid, m.addr + m.len - 1, &probe, 1, &io_error)) {
-        const bool refused = io_error.find("Operation not permitted") != std::string::npos;
-        return reply(s, refused ? DP_ERR_UNSUPPORTED : DP_ERR_DENIED,
-                     refused ? "the kernel refuses cross-memory attach to this process (" +
-                                   io_error + "); use staged memory mode"
-                             : "range not readable in the client: " + io_error);
-    }
-    s.direct.push_back({m.addr, m.len});
-    DP_LOG_DEBUG("client {}: registered [0x{:x}, +{})", s.id, m.addr, m.len);
-    return reply(s, DP_OK, "");
-}
-
-dp_status_t Agent::handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload) {
-    uint64_t addr = 0;
-    std::string error;
-    dp_status_t st = control::decode_deregister(payload.data(), payload.size(), &addr, &error);
-    if (st != DP_OK) return reply(s, st, error);
-    for (size_t i = 0; i < s.direct.size(); ++i) {
-        if (s.direct[i].addr == addr) {
-            // Direct descriptors run on this thread, so none is using the range now.
-            s.direct.erase(s.direct.begin() + long(i));
-            return reply(s, DP_OK, "");
-        }
-    }
-    return reply(s, DP_ERR_INVALID, fmt::format("no registered range starts at 0x{:x}", addr));
-}
-
-dp_status_t Agent::handle_staged(ClientSession &s, const std::vector<uint8_t> &payload) {
-    ++s.counters.staged;
-    ++counters_.staged;
-    control::Staged m;
-    std::string error;
-    control::StagedResult out;
-    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
-    for (const control::StagedRange &r : m.sources)
-        if (st == DP_OK && r.bytes.size() > config_.max_staged_bytes) {
-            st = DP_ERR_TOO_LARGE;
-            error = fmt::format("STAGED: a {}-byte range is above max_staged_bytes {}",
-                                r.bytes.size(), config_.max_staged_bytes);
-        }
-    if (st != DP_OK) {
-        out.status = st;
-        DP_LOG_WARN("client {}: {}", s.id, error);
-    } else {
-        dp_desc_t body = m.desc;
-        body.completion = 0;
-        body.flags &= ~uint32_t(DP_FLAG_COMPLETION);
-        // The client's bytes came with the message: look ranges up there.
-        // A destination the client did not send starts zeroed; it is only
-        // returned when the descriptor succeeded (then fully written).
-        BounceSpace space(
-            nullptr, [](uint64_t, uint64_t) { return true; },
-            [&m](uint64_t a, uint64_t l, bool for_write, void *dst) {
-                for (const control::StagedRange &r : m.sources) {
-                    if (a >= r.addr && a - r.addr <= r.bytes.size() &&
-                        l <= r.bytes.size() - (a - r.addr)) {
-                        std::memcpy(dst, r.bytes.data() + (a - r.addr), l);
-                        return true;
-                    }
-                }
-                if (!for_write) return false;
-                std::memset(dst, 0, l);
-                return true;
-            },
-            config_.max_staged_bytes * control::kMaxStagedRanges);
-        mover::OpResult result;
-        if (body.opcode == DP_OP_DRAIN) {
-            // Staged descriptors run one at a time: everything before is done.
-            result.status = (body.flags || body.src || body.dst || body.src2 || body.size)
-                                ? DP_COMP_INVALID_FIELD
-                                : DP_COMP_SUCCESS;
-        } else {
-            result = mover::execute(body, space, limits_);
-        }
-        mover::publish_completion(&out.record, result, m.desc.user);
-        out.record.waiter = 0;
-        if (mover::is_success(result.status))
-            for (const auto &b : space.bounces())
-                if (b->written) out.writes.push_back({b->addr, b->bytes});
-        if (result.status == DP_COMP_ADDRESS_DENIED) {
-            ++s.counters.denied;
-            ++counters_.denied;
-        }
-    }
-    std::vector<uint8_t> bytes;
-    control::encode(out, &bytes);
-    return control::send_message(s.socket.get(), MsgType::kStagedResult, bytes, nullptr, 0,
-                                 int64_t(config_.request_timeout_ms) * 1'000'000, "agent staged");
-}
-
-dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload) {
-    control::TeamJoin m;
-    std::string error;
-    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
-    if (st != DP_OK) {
-        std::vector<uint8_t> out;
-        control::encode(control::TeamReady{st, 0, error}, &out);
-        return control::send_message(s.socket.get(), MsgType::kTeamReady, out, nullptr, 0,
-                                     int64_t(config_.request_timeout_ms) * 1'000'000, "agent team");
-    }
-    teams_->join(s, m);  // answered now (refusal) or when the team is complete
-    return DP_OK;
-}
-
-dp_status_t Agent::handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload) {
-    uint32_t team_id = 0;
-    std::string error;
-    dp_status_t st = control::decode_team_leave(payload.data(), payload.size(), &team_id, &error);
-    if (st == DP_OK) st = teams_->leave(s, team_id, &error);
-    return reply(s, st, st == DP_OK ? "" : error);
-}
-
-void Agent::drain_queue(uint32_t wq) {
-    dp_completion_t record{};
-    dp_desc_t drain{};
-    drain.opcode = DP_OP_DRAIN;
-    drain.flags = DP_FLAG_COMPLETION;
-    drain.completion = reinterpret_cast<uint64_t>(&record);
-    const uint64_t start = timing::now_ns();
-    while (device_->submit(wq, drain) == DP_ERR_RETRY) {
-        if (timing::now_ns() - start > uint64_t(kDrainTimeoutNs)) {
-            DP_LOG_ERROR("agent: queue {} stayed full for 10 s while draining a client", wq);
-            return;
-        }
-        sched_yield();
-    }
-    if (mover::wait_completion(&record, DP_WAIT_YIELD, kDrainTimeoutNs) != DP_OK)
-        DP_LOG_ERROR("agent: a DRAIN on queue {} did not finish in 10 s", wq);
-}
-
-void Agent::drop_client(uint32_t id, const std::string &why, bool error) {
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return;
-    ClientSession &s = *it->second;
-    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.socket.get(), nullptr);
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
     if (s.doorbell) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.doorbell.get(), nullptr);
+    if (s.process) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
     teams_->client_gone(s);
-    if (s.has_pasid) {
-        // Descriptors of this client may still be with the engines: wait
-        // them out before its pool is unmapped and its PASID reused.
-        if (s.counters.forwarded) drain_queue(s.wq);
-        device_->remove_address_space(s.pasid);
-    }
     const bool was_attached = s.state == ClientSession::State::kAttached;
-    if (was_attached) {
-        ++counters_.detached;
-        if (error)
-            DP_LOG_WARN("agent: client {} (pid {}) dropped: {}", id, s.creds.pid, why);
-        else
-            DP_LOG_INFO("agent: client {} (pid {}) detached: {}; {} descriptors, {} direct, {} "
-                        "staged, {} denied",
-                        id, s.creds.pid, why, s.counters.forwarded, s.counters.direct,
-                        s.counters.staged, s.counters.denied);
-    } else if (error) {
-        DP_LOG_WARN("agent: connection {} (pid {}) closed: {}", id, s.creds.pid, why);
+    // Work of this client may still be queued or running: the device drops
+    // what is queued, and the memory stays until the engines are out of it
+    // (reap_retired). Nothing here waits.
+    if (s.has_pasid) {
+        device_->retire_address_space(s.pasid);
+        retiring_.push_back({s.pasid, s.memory});
     }
-    clients_.erase(it);  // unmaps the segment, closes socket and doorbell
+    if (s.memory) s.space().log().flush();
+    if (was_attached) {
+        total_pool_bytes_ -= s.pool_bytes;
+        ++counters_.detached;
+    } else {
+        --connecting_;
+    }
+    if (misbehaved) ++counters_.dropped;
+    if (was_attached && misbehaved)
+        DP_LOG_WARN("agent: client {} (pid {}) dropped: {}", id, s.creds.pid, why);
+    else if (was_attached)
+        DP_LOG_INFO("agent: client {} (pid {}) detached: {}; {} descriptors, {} staged, {} denied",
+                    id, s.creds.pid, why, s.counters.forwarded, s.counters.staged,
+                    s.counters.denied);
+    else if (misbehaved)
+        DP_LOG_LIMITED(connection_log_, "agent: connection {} (pid {}) closed: {}", id,
+                       s.creds.pid, why);
+    clients_.erase(it);  // closes socket, doorbell and pidfd; the memory lives on while shared
     if (was_attached) rebuild_attached();
+}
+
+void Agent::reap_retired() {
+    for (size_t i = 0; i < retiring_.size();) {
+        if (!device_->address_space_idle(retiring_[i].pasid)) {
+            ++i;
+            continue;
+        }
+        device_->release_address_space(retiring_[i].pasid);
+        retiring_[i] = std::move(retiring_.back());
+        retiring_.pop_back();  // the last reference unmaps the segment (unless a collective holds it)
+    }
 }
 
 std::string Agent::info_json() const {
@@ -728,21 +432,28 @@ std::string Agent::info_json() const {
     j["token_required"] = !config_.token.empty();
     j["limits"] = {{"pool_bytes", config_.pool_bytes},
                    {"max_pool_bytes", config_.max_pool_bytes},
+                   {"max_total_pool_bytes", config_.max_total_pool_bytes},
                    {"ring_size", config_.ring_size},
                    {"max_clients", config_.max_clients},
+                   {"max_connecting", config_.max_connecting},
                    {"max_registrations", config_.max_registrations},
+                   {"max_teams_per_client", config_.max_teams_per_client},
                    {"max_staged_bytes", config_.max_staged_bytes},
                    {"max_direct_bytes", config_.max_direct_bytes}};
     nlohmann::json clients = nlohmann::json::array();
+    uint64_t direct = 0;
     for (const ClientSession *s : attached_) {
+        const uint64_t bounced = s->space().bounced();
+        direct += bounced;
         clients.push_back({{"id", s->id},
                            {"pid", s->creds.pid},
                            {"uid", s->creds.uid},
+                           {"identity", s->process->verified() ? "verified" : "unverified"},
                            {"pool_bytes", s->pool_bytes},
                            {"ring_size", s->ring_size},
-                           {"registered_ranges", s->direct.size()},
+                           {"registered_ranges", s->space().range_count()},
                            {"descriptors", s->counters.forwarded},
-                           {"direct", s->counters.direct},
+                           {"direct", bounced},
                            {"staged", s->counters.staged},
                            {"denied", s->counters.denied}});
     }
@@ -752,13 +463,16 @@ std::string Agent::info_json() const {
     stats.size = sizeof(stats);
     device_->stats(&stats);
     j["counters"] = {{"connections", counters_.connections},
+                     {"connecting", connecting_},
                      {"refused", counters_.refused},
                      {"attached", counters_.attached},
                      {"detached", counters_.detached},
+                     {"dropped", counters_.dropped},
+                     {"retiring", retiring_.size()},
                      {"info_requests", counters_.info_requests},
                      {"services", counters_.services},
                      {"descriptors_forwarded", counters_.forwarded},
-                     {"descriptors_direct", counters_.direct},
+                     {"descriptors_direct", direct},
                      {"descriptors_staged", counters_.staged},
                      {"denied", counters_.denied},
                      {"device_submitted", stats.submitted},

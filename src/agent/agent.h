@@ -1,17 +1,22 @@
 // The agent: a daemon that hosts a mover device for the processes of one
-// user (and, later, runs their collectives). One service thread does
-// everything except moving bytes: it accepts and authenticates clients,
-// answers their control requests, polls their rings and hands descriptors to
-// the engines (the device's threads), runs direct and staged descriptors
-// through bounce buffers, and cleans up after clients that leave or die.
-// Being the only thread that touches client state keeps that state lock-free
-// and makes cleanup simple: nothing of a client is in use while the service
-// thread tears it down, except descriptors already with the engines, which a
-// DRAIN on the client's queue waits out first.
+// user and runs their collectives. One service thread does everything but
+// move bytes: it accepts and authenticates clients, answers their control
+// requests, polls their rings and hands descriptors to the engines (the
+// device's threads, which run every descriptor, mapped or direct), runs
+// staged descriptors, and cleans up after clients that leave or die.
+//
+// The service thread never waits on a client: sockets are non-blocking
+// with per-client buffers (control_connection.h); a client that trickles a
+// message, does not read its answers or never attaches is dropped after a
+// bound; limits per client (registrations, teams, pool) and for the whole
+// agent (connections, clients, pools, forming teams) keep one client from
+// exhausting what the others need. A client that leaves never makes it
+// wait either: its address space is retired on the device (queued work is
+// dropped) and its memory freed once no engine and no collective uses it.
 //
 // The thread polls the rings while there is work and for idle_spin_us after,
 // then sets agent_sleeping in every client's segment and sleeps in
-// epoll_wait on the sockets and the clients' doorbell eventfds.
+// epoll_wait on the sockets, the clients' doorbell eventfds and pidfds.
 #pragma once
 
 #include <deputy/status.h>
@@ -30,6 +35,7 @@
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
 #include "common/fd.h"
+#include "common/log_limiter.h"
 #include "mover/device.h"
 
 namespace deputy::agent {
@@ -39,10 +45,10 @@ struct AgentCounters {
     uint64_t refused = 0;    // wrong uid, wrong token, too many clients, bad ATTACH
     uint64_t attached = 0;
     uint64_t detached = 0;   // left or died, cleaned up
+    uint64_t dropped = 0;    // of which dropped for misbehaving (timeouts, protocol)
     uint64_t info_requests = 0;
     uint64_t services = 0;   // connections handed to the service handler
     uint64_t forwarded = 0;
-    uint64_t direct = 0;
     uint64_t staged = 0;
     uint64_t denied = 0;
 };
@@ -78,12 +84,36 @@ class Agent {
   private:
     Agent() = default;
 
+    // epoll tags: kind in the high half, client id in the low half.
+    enum Tag : uint64_t {
+        kListen = 1,
+        kStop = 2,
+        kClientSocket = 3,
+        kClientDoorbell = 4,
+        kInternode = 5,
+        kClientProcess = 6,
+    };
+    static uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
+
+    // Event loop (agent.cc).
     bool poll_rings();
     void set_sleeping(bool sleeping);
     bool any_ring_nonempty() const;
+    bool any_pending() const;
     void accept_clients();
-    void on_client_event(uint32_t id);
     void on_doorbell(uint32_t id);
+    void housekeeping();
+    int sleep_timeout_ms() const;
+    void drop_client(uint32_t id, const std::string &why, bool misbehaved);
+    void reap_retired();
+    std::string info_json() const;
+    void rebuild_attached();
+    // Client control (client_control.cc).
+    void on_client_event(uint32_t id, uint32_t events);
+    bool serve_inbox(ClientSession &s);
+    void send(ClientSession &s, channel::MsgType type, const std::vector<uint8_t> &payload,
+              const int *fds = nullptr, size_t nfds = 0);
+    void update_epoll(ClientSession &s);
     dp_status_t handle_attach(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
@@ -91,12 +121,12 @@ class Agent {
     dp_status_t handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t reply(ClientSession &s, dp_status_t status, const std::string &reason);
-    bool needs_direct(const ClientSession &s, const dp_desc_t &d) const;
-    void run_direct(ClientSession &s, const dp_desc_t &d);
-    void drop_client(uint32_t id, const std::string &why, bool error);
-    void drain_queue(uint32_t wq);
-    std::string info_json() const;
-    void rebuild_attached();
+
+    // A client gone whose memory may still be in use by an engine.
+    struct Retiring {
+        uint32_t pasid = 0;
+        std::shared_ptr<ClientMemory> memory;
+    };
 
     AgentConfig config_;
     std::string address_;
@@ -109,9 +139,16 @@ class Agent {
     uint32_t next_id_ = 1;
     std::unordered_map<uint32_t, std::unique_ptr<ClientSession>> clients_;
     std::vector<ClientSession *> attached_;  // ring polling order
+    uint32_t connecting_ = 0;                // sessions not attached yet
+    uint64_t total_pool_bytes_ = 0;          // pools of attached clients
+    std::vector<Retiring> retiring_;
     bool sleeping_ = false;
     uint64_t started_ns_ = 0;
+    uint64_t next_housekeeping_ns_ = 0;
     AgentCounters counters_;
+    // Warnings about connections that never attached (anyone of our uid
+    // can open them): rate-limited together.
+    LogLimiter connection_log_{"agent: connections"};
     ServiceHandler service_handler_;
     std::unique_ptr<TeamEngine> teams_;
 };

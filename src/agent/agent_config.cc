@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/affinity.h"
 #include "common/log.h"
+#include "mover/space_table.h"
 
 namespace deputy::agent {
 
@@ -62,6 +65,13 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "ring_size") c->ring_size = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_ring_size") c->max_ring_size = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_clients") c->max_clients = uint32_t(get_uint(v, path, 1000));
+        else if (key == "max_connecting") c->max_connecting = uint32_t(get_uint(v, path, 65536));
+        else if (key == "attach_timeout_ms")
+            c->attach_timeout_ms = uint32_t(get_uint(v, path, 600000));
+        else if (key == "max_total_pool_bytes") c->max_total_pool_bytes = get_uint(v, path, 1ull << 48);
+        else if (key == "max_teams_per_client")
+            c->max_teams_per_client = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_forming_teams") c->max_forming_teams = uint32_t(get_uint(v, path, 1u << 20));
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
@@ -151,6 +161,19 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         return bad(fmt::format("pool_bytes {} is above max_pool_bytes {}", c->pool_bytes,
                                c->max_pool_bytes));
     if (c->max_clients == 0) return bad("max_clients must be at least 1");
+    // One device address space per client; slot 0 is the agent's own.
+    if (c->max_clients >= mover::SpaceTable::kSlots)
+        return bad(fmt::format("max_clients {} must be below {}", c->max_clients,
+                               mover::SpaceTable::kSlots));
+    if (c->max_connecting == 0) return bad("max_connecting must be at least 1");
+    if (c->attach_timeout_ms == 0) return bad("attach_timeout_ms must be at least 1");
+    if (c->max_teams_per_client == 0) return bad("max_teams_per_client must be at least 1");
+    if (c->max_forming_teams == 0) return bad("max_forming_teams must be at least 1");
+    if (c->max_total_pool_bytes == 0)
+        c->max_total_pool_bytes = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+    if (c->pool_bytes > c->max_total_pool_bytes)
+        return bad(fmt::format("pool_bytes {} is above max_total_pool_bytes {}", c->pool_bytes,
+                               c->max_total_pool_bytes));
     if (c->device_given) {
         if (!c->cpus.empty()) {
             std::vector<int> cpus;

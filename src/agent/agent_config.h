@@ -28,7 +28,12 @@ struct AgentConfig {
     uint64_t max_pool_bytes = 1ull << 30;    // the most a client may ask
     uint32_t ring_size = 256;                // descriptors per client ring unless it asks
     uint32_t max_ring_size = 4096;
-    uint32_t max_clients = 256;
+    uint32_t max_clients = 256;              // attached clients
+    uint32_t max_connecting = 256;           // connections that have not attached yet
+    uint32_t attach_timeout_ms = 2000;       // ... must send ATTACH within this
+    uint64_t max_total_pool_bytes = 0;       // sum of all clients' pools; 0: the machine's memory
+    uint32_t max_teams_per_client = 64;      // teams a client belongs to or is joining
+    uint32_t max_forming_teams = 1024;       // teams waiting for members, all clients together
     uint32_t max_registrations = 256;        // direct ranges per client
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
@@ -37,7 +42,9 @@ struct AgentConfig {
     // at once (an agent without a core of its own), or pause ("idle_poll":
     // "pause"; the core stays ours: an agent pinned to a spare core).
     bool idle_yield = true;
-    uint32_t request_timeout_ms = 1000;      // a client's message must arrive whole in this time
+    // A client's message must arrive whole, and each answer must be taken
+    // by the client, within this time; otherwise the client is dropped.
+    uint32_t request_timeout_ms = 1000;
     std::string log_level;                   // "10".."70" or a name; empty: the command line's
     uint32_t node_timeout_ms = 10000;        // several nodes: an inter-node step fails after this
     std::string inter_algorithm = "auto";    // several nodes: allreduce among agents (docs/nodes.md)

@@ -1,12 +1,11 @@
 #include "agent/team_engine.h"
 
 #include <fmt/format.h>
-#include <sched.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "agent/process_memory.h"
 #include "agent/team_engine_state.h"
 #include "channel/coll_desc.h"
 #include "common/log.h"
@@ -61,6 +60,25 @@ uint8_t* ptr(void *p) { return static_cast<uint8_t *>(p); }
 
 }  // namespace
 
+SecretDigest secret_digest(const std::string &secret) {
+    SecretDigest d{};
+    crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char *>(secret.data()),
+                       secret.size(), nullptr, 0);
+    return d;
+}
+
+bool same_digest(const SecretDigest &a, const SecretDigest &b) {
+    return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+uint32_t TeamEngine::teams_of(uint32_t client) const {
+    uint32_t n = 0;
+    for (const auto &[id, t] : teams_)
+        n += std::count(t->members.begin(), t->members.end(), client) != 0;
+    for (const auto &[key, j] : joining_) n += j.client == client;
+    return n;
+}
+
 TeamEngine::TeamEngine(mover::Device *device, const mover::ExecLimits &limits,
                        const AgentConfig &config, Hooks hooks, Internode *internode)
     : device_(device), limits_(limits), config_(config), hooks_(std::move(hooks)),
@@ -70,7 +88,9 @@ TeamEngine::~TeamEngine() = default;
 
 void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     auto answer = [&](dp_status_t status, std::string why) {
-        if (status != DP_OK) DP_LOG_WARN("agent: team join from pid {} refused: {}", s.creds.pid, why);
+        if (status != DP_OK)
+            DP_LOG_LIMITED(s.space().log(), "agent: team join from client {} (pid {}) refused: {}",
+                           s.id, s.creds.pid, why);
         hooks_.send_ready(s, {status, 0, std::move(why)});
     };
     if (m.size == 0 || m.size > DP_TEAM_MAX_SIZE)
@@ -79,18 +99,33 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (m.rank >= m.size)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} is not in 0..{}", m.key, m.rank, m.size - 1));
-    if (multi_node()) return join_nodes(s, m);
+    if (teams_of(s.id) >= config_.max_teams_per_client)
+        return answer(DP_ERR_TOO_LARGE,
+                      fmt::format("team '{}': this client is in {} teams already "
+                                  "(max_teams_per_client = {})",
+                                  m.key, teams_of(s.id), config_.max_teams_per_client));
+    const SecretDigest secret = secret_digest(m.secret);
+    if (multi_node()) return join_nodes(s, m, secret);
     Team *t = nullptr;
     if (auto it = forming_.find(m.key); it != forming_.end()) {
         t = teams_.at(it->second).get();
+        if (!same_digest(t->secret, secret))
+            return answer(DP_ERR_DENIED,
+                          fmt::format("team '{}': wrong job secret (the team forming under this "
+                                      "key belongs to another job)",
+                                      m.key));
     } else {
+        if (forming_.size() >= config_.max_forming_teams)
+            return answer(DP_ERR_TOO_LARGE,
+                          fmt::format("team '{}': {} teams are forming already "
+                                      "(max_forming_teams = {})",
+                                      m.key, forming_.size(), config_.max_forming_teams));
         auto team = std::make_unique<Team>();
         team->id = next_team_id_++;
         team->key = m.key;
+        team->secret = secret;
         team->size = m.size;
         team->members.assign(m.size, 0);
-        team->queues.resize(m.size);
-        for (uint32_t r = 0; r < m.size; ++r) team->local_ranks.push_back(r);
         team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
@@ -107,6 +142,10 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
     forming_.erase(t->key);
     t->ready = true;
+    // Per-member state only for teams that formed: a forming team costs a
+    // few bytes per rank, whatever a flood of joins asks for.
+    t->queues.resize(t->size);
+    for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
     DP_LOG_INFO("agent: team {} '{}' formed: {} member(s)", t->id, t->key, t->size);
     for (uint32_t id : t->members)
         if (ClientSession *c = hooks_.find_client(id)) hooks_.send_ready(*c, {DP_OK, t->id, ""});
@@ -160,7 +199,7 @@ dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *r
         *reason = fmt::format("not a member of team {}", team_id);
         return DP_ERR_INVALID;
     }
-    while (t->running && !t->running->node_step) advance(*t);
+    // An operation still running keeps going: it holds the memory it uses.
     break_team(*t, fmt::format("rank {} left team '{}'", rank, t->key));
     t->members[rank] = 0;
     if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) {
@@ -198,13 +237,8 @@ void TeamEngine::client_gone(ClientSession &s) {
             if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
             continue;
         }
-        // The running operation may read or write this client's pool: let
-        // the engines finish it before the pool is unmapped.
-        const uint64_t start = timing::now_ns();
-        while (t.running && !t.running->node_step &&
-               timing::now_ns() - start < 10'000'000'000ull) {
-            if (!advance(t)) sched_yield();
-        }
+        // An operation running over this client's buffers goes on: it holds
+        // their memory (Execution::memories), so nothing waits here.
         *at = 0;
         break_team(t, fmt::format("rank {} (pid {}) of team '{}' left or died", rank, s.creds.pid,
                                   t.key));
@@ -223,8 +257,8 @@ void TeamEngine::post(ClientSession &s, const dp_desc_t &d) {
     uint32_t rank = 0;
     Team *t = find_member_team(s, uint32_t(d.src2), &rank);
     if (!t) {
-        DP_LOG_WARN("client {}: {} for team {}, of which it is not a member", s.id,
-                    ch::coll_opcode_name(d.opcode), uint32_t(d.src2));
+        DP_LOG_LIMITED(s.space().log(), "client {}: {} for team {}, of which it is not a member",
+                       s.id, ch::coll_opcode_name(d.opcode), uint32_t(d.src2));
         publish(s.id, d.completion, DP_COMP_INVALID_FIELD, 0, d.user);
         return;
     }
@@ -285,20 +319,25 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
     const CollLengths len = coll_lengths(op, h0.size, esize, p);
     // Where every buffer is: all in the pools -> engines; else bounce.
     std::vector<uint8_t *> src(p), dst(p);
+    std::vector<std::shared_ptr<ClientMemory>> memories(p);
     bool all_mapped = true;
     for (uint32_t r = 0; r < p; ++r) {
         ClientSession *c = hooks_.find_client(t.members[r]);
         if (!c) return fail_all(heads, t, DP_COMP_MEMBER_LOST);
-        src[r] = ptr(c->pool->translate(heads[r].src, len.src, mover::Access::read));
-        dst[r] = ptr(c->pool->translate(heads[r].dst, len.dst, mover::Access::write));
+        memories[r] = c->memory;
+        const ClientSpace &space = c->space();
+        src[r] = ptr(space.translate(heads[r].src, len.src, mover::Access::read));
+        dst[r] = ptr(space.translate(heads[r].dst, len.dst, mover::Access::write));
         if (!src[r] || !dst[r]) {
-            const bool src_ok = src[r] || c->direct_allows(heads[r].src, len.src);
-            const bool dst_ok = dst[r] || c->direct_allows(heads[r].dst, len.dst);
+            const bool src_ok = src[r] || space.direct_allows(heads[r].src, len.src);
+            const bool dst_ok = dst[r] || space.direct_allows(heads[r].dst, len.dst);
             if (!src_ok || !dst_ok) {
-                DP_LOG_WARN("agent: team '{}' {}: rank {}'s {} [0x{:x}, +{}) is outside its pool "
-                            "and registered memory",
-                            t.key, ch::coll_opcode_name(op), r, src_ok ? "destination" : "source",
-                            src_ok ? heads[r].dst : heads[r].src, src_ok ? len.dst : len.src);
+                DP_LOG_LIMITED(space.log(),
+                               "agent: team '{}' {}: rank {}'s {} [0x{:x}, +{}) is outside its "
+                               "pool and registered memory",
+                               t.key, ch::coll_opcode_name(op), r,
+                               src_ok ? "destination" : "source",
+                               src_ok ? heads[r].dst : heads[r].src, src_ok ? len.dst : len.src);
                 return fail_all(heads, t, DP_COMP_ADDRESS_DENIED);
             }
             all_mapped = false;
@@ -319,6 +358,7 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
 
     auto ex = std::make_unique<Execution>();
     ex->bytes = len.dst;
+    ex->memories = std::move(memories);
     const uint64_t n = h0.size * esize;
     const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
     const uint8_t dt = h0.dtype, rop = h0.redop;
@@ -447,44 +487,25 @@ void TeamEngine::publish(uint32_t client_id, uint64_t record, uint8_t status, ui
     mover::OpResult result;
     result.status = status;
     result.bytes = bytes;
-    if (record % 32 == 0) {
-        if (auto *rec = static_cast<dp_completion_t *>(
-                c->pool->translate(record, sizeof(dp_completion_t), mover::Access::write))) {
-            mover::publish_completion(rec, result, user);
-            return;
-        }
-        if (c->direct_allows(record, sizeof(dp_completion_t))) {
-            dp_completion_t local{};
-            mover::publish_completion(&local, result, user);
-            auto *b = reinterpret_cast<const uint8_t *>(&local);
-            std::string error;
-            if (!write_process_memory(c->creds.pid, record + 1, b + 1, sizeof(local) - 1, &error) ||
-                !write_process_memory(c->creds.pid, record, b, 1, &error))
-                DP_LOG_WARN("client {}: collective record write failed: {}", c->id, error);
-            return;
-        }
-    }
-    DP_LOG_WARN("client {}: collective completion record 0x{:x} is misaligned or outside its pool "
-                "and registered memory; the result cannot be reported",
-                c->id, record);
+    if (!c->space().publish(record, result, user))
+        DP_LOG_LIMITED(c->space().log(),
+                       "client {}: collective completion record 0x{:x} is misaligned or outside "
+                       "its pool and registered memory; the result cannot be reported",
+                       c->id, record);
 }
 
 bool TeamEngine::read_member(uint32_t client, uint64_t addr, void *out, uint64_t len,
                              std::string *why) {
     ClientSession *c = hooks_.find_client(client);
     if (!c) return *why = "the member is gone", false;
-    if (void *q = c->pool->translate(addr, len, mover::Access::read))
-        return std::memcpy(out, q, len), true;
-    return read_process_memory(c->creds.pid, addr, out, len, why);
+    return c->space().read(addr, out, len, why);
 }
 
 bool TeamEngine::write_member(uint32_t client, uint64_t addr, const void *in, uint64_t len,
                               std::string *why) {
     ClientSession *c = hooks_.find_client(client);
     if (!c) return *why = "the member is gone", false;
-    if (void *q = c->pool->translate(addr, len, mover::Access::write))
-        return std::memcpy(q, in, len), true;
-    return write_process_memory(c->creds.pid, addr, in, len, why);
+    return c->space().write(addr, in, len, why);
 }
 
 bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why) {
@@ -570,9 +591,28 @@ bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::
     return true;
 }
 
+bool TeamEngine::poll_orphans() {
+    bool any = false;
+    for (size_t i = 0; i < orphans_.size();) {
+        Execution &ex = *orphans_[i];
+        bool done = true;
+        for (size_t b = 0; b < ex.submitted && done; ++b)
+            done = __atomic_load_n(&ex.records[b].status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING;
+        if (!done) {
+            ++i;
+            continue;
+        }
+        orphans_[i] = std::move(orphans_.back());  // frees its records and releases the memory
+        orphans_.pop_back();
+        any = true;
+    }
+    return any;
+}
+
 bool TeamEngine::progress() {
     form_timeouts();
     bool worked = poll_internode();
+    if (!orphans_.empty()) worked |= poll_orphans();
     for (auto &[id, t] : teams_)
         if (t->running && !t->running->node_step) worked |= advance(*t);
     return worked;
@@ -598,11 +638,13 @@ void TeamEngine::wait_for_progress(int64_t timeout_ns) {
     }
 }
 
-bool TeamEngine::busy() const { return !forming_.empty(); }
+bool TeamEngine::busy() const { return !forming_.empty() || !orphans_.empty(); }
 
 void TeamEngine::info(nlohmann::json *out) const {
     nlohmann::json teams = nlohmann::json::array();
     for (const auto &[id, t] : teams_)
+        // The key is a label: joining also needs the job's secret, of which
+        // nothing is shown.
         teams.push_back({{"id", id},
                          {"key", t->key},
                          {"size", t->size},
@@ -614,8 +656,10 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"inter_node_steps", t->inter_algorithms}});
     (*out)["teams"] = teams;
     if (internode_) (*out)["internode"] = internode_->describe();
-    (*out)["collectives"] = {
-        {"completed", completed_ops_}, {"failed", failed_ops_}, {"bytes", bytes_}};
+    (*out)["collectives"] = {{"completed", completed_ops_},
+                             {"failed", failed_ops_},
+                             {"bytes", bytes_},
+                             {"orphaned_running", orphans_.size()}};
 }
 
 }  // namespace deputy::agent

@@ -31,6 +31,7 @@
 #include <deputy/coll.h>
 #include <deputy/mover.h>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -60,11 +61,15 @@ class TeamEngine {
                Hooks hooks, Internode *internode = nullptr);
     ~TeamEngine();
 
+    // A member asks to join: checked against the per-client and agent-wide
+    // limits and, for a team already forming, against the job secret its
+    // first member gave (compared as digests, in constant time).
     void join(ClientSession &s, const channel::control::TeamJoin &m);
     dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
     void post(ClientSession &s, const dp_desc_t &d);
-    // Before a client's segment goes away: waits out any operation using its
-    // buffers, fails what its teams have queued, breaks its teams.
+    // A client left or died: fails what its teams have queued and breaks
+    // them. Never waits: an operation running over its buffers holds their
+    // memory (ClientMemory) until the engines are done with it.
     void client_gone(ClientSession &s);
     // Timeouts and operations in flight; true when an operation finished or
     // started (real progress, not just "still running").
@@ -94,6 +99,8 @@ class TeamEngine {
     void finish(Team &t, uint8_t status);
     void fail_all(const std::vector<dp_desc_t> &heads, Team &t, uint8_t status);
     void publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes, uint64_t user);
+    uint32_t teams_of(uint32_t client) const;  // teams it belongs to or is joining
+    bool poll_orphans();
     bool run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why);
     void form_timeouts();
     void break_team(Team &t, const std::string &why);
@@ -102,7 +109,10 @@ class TeamEngine {
                       std::string *why);
     // Several nodes (team_engine_nodes.cc).
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }
-    void join_nodes(ClientSession &s, const channel::control::TeamJoin &m);
+    void join_nodes(ClientSession &s, const channel::control::TeamJoin &m,
+                    const std::array<uint8_t, 32> &secret);
+    static std::string node_key(const std::array<uint8_t, 32> &secret, const std::string &key);
+    static std::string plain_key(const std::string &node_key);
     void on_formed(const InternodeEvent &e);
     void on_join_failed(const InternodeEvent &e);
     void on_step_done(const InternodeEvent &e);
@@ -118,11 +128,17 @@ class TeamEngine {
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
     std::map<std::string, uint32_t> forming_;  // key -> team id while members join
+    // Operations whose team is gone while the engines still run their
+    // batches: kept (records, members' memory) until those complete.
+    std::vector<std::unique_ptr<Execution>> orphans_;
     Internode *internode_ = nullptr;
     struct PendingJoin {
         uint32_t client = 0, rank = 0, size = 0;
     };
-    std::multimap<std::string, PendingJoin> joining_;  // several nodes: key -> local joins
+    // Several nodes: local joins by the key the agents agree on, which is
+    // the job secret's digest and the team key (node_key()), so that only
+    // members holding the same secret ever form one team.
+    std::multimap<std::string, PendingJoin> joining_;
     std::map<uint64_t, uint32_t> by_uid_;              // several nodes: team uid -> team id
     uint64_t next_step_id_ = 1;
     // Buffers of inter-node steps abandoned with a broken team: MPI may

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <set>
 
 #include "agent/team_engine.h"
 #include "agent/team_engine_state.h"
@@ -49,9 +50,46 @@ InterOp check_of(const dp_desc_t &h) {
 
 }  // namespace
 
-void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m) {
-    joining_.insert({m.key, {s.id, m.rank, m.size}});
-    internode_->join(m.key, m.rank, m.size,
+std::string TeamEngine::node_key(const SecretDigest &secret, const std::string &key) {
+    std::string out;
+    for (uint8_t b : secret) out += fmt::format("{:02x}", b);
+    return out + "/" + key;
+}
+
+std::string TeamEngine::plain_key(const std::string &node_key) {
+    const size_t slash = node_key.find('/');
+    return slash == std::string::npos ? node_key : node_key.substr(slash + 1);
+}
+
+void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
+                            const SecretDigest &secret) {
+    // A local join of the same key with another secret is another job's:
+    // refused here. Across nodes the agents agree on node_key(), so members
+    // with different secrets never meet in one team.
+    const std::string key = node_key(secret, m.key);
+    for (const auto &[k, j] : joining_)
+        if (plain_key(k) == m.key && k != key) {
+            DP_LOG_LIMITED(s.space().log(),
+                           "agent: team join from client {} (pid {}) refused: team '{}': wrong job "
+                           "secret",
+                           s.id, s.creds.pid, m.key);
+            hooks_.send_ready(s, {DP_ERR_DENIED, 0,
+                                  fmt::format("team '{}': wrong job secret (the team forming "
+                                              "under this key belongs to another job)",
+                                              m.key)});
+            return;
+        }
+    std::set<std::string> keys;
+    for (const auto &[k, j] : joining_) keys.insert(k);
+    if (!keys.count(key) && keys.size() >= config_.max_forming_teams) {
+        hooks_.send_ready(s, {DP_ERR_TOO_LARGE, 0,
+                              fmt::format("team '{}': {} teams are forming already "
+                                          "(max_forming_teams = {})",
+                                          m.key, keys.size(), config_.max_forming_teams)});
+        return;
+    }
+    joining_.insert({key, {s.id, m.rank, m.size}});
+    internode_->join(key, m.rank, m.size,
                      m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs));
 }
 
@@ -82,7 +120,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     auto team = std::make_unique<Team>();
     Team &t = *team;
     t.id = next_team_id_++;
-    t.key = e.key;
+    t.key = plain_key(e.key);
     t.size = uint32_t(e.node_of_rank.size());
     t.members.assign(t.size, 0);
     t.queues.resize(t.size);
@@ -123,9 +161,13 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
             ++it;
             continue;
         }
-        DP_LOG_WARN("agent: {}", e.reason);
+        // The agents name the team by node_key(): members know it by its key.
+        std::string reason = e.reason;
+        for (size_t at; (at = reason.find(e.key)) != std::string::npos;)
+            reason.replace(at, e.key.size(), plain_key(e.key));
+        DP_LOG_WARN("agent: {}", reason);
         if (ClientSession *c = hooks_.find_client(it->second.client))
-            hooks_.send_ready(*c, {e.status, 0, e.reason});
+            hooks_.send_ready(*c, {e.status, 0, reason});
         it = joining_.erase(it);
     }
 }
@@ -177,7 +219,8 @@ void TeamEngine::start_nodes(Team &t, std::vector<dp_desc_t> heads) {
         ClientSession *c = hooks_.find_client(t.members[r]);
         if (!c) return fail_here(DP_COMP_MEMBER_LOST);
         auto reachable = [&](uint64_t addr, uint64_t bytes, mover::Access a) {
-            return bytes == 0 || c->pool->translate(addr, bytes, a) || c->direct_allows(addr, bytes);
+            return bytes == 0 || c->space().translate(addr, bytes, a) ||
+                   c->space().direct_allows(addr, bytes);
         };
         if (!reachable(heads[r].src, len.src, mover::Access::read) ||
             !reachable(heads[r].dst, len.dst, mover::Access::write)) {
@@ -372,6 +415,10 @@ void TeamEngine::retire(Team &t) {
         if (t.running->send) abandoned_.push_back(t.running->send);
         if (t.running->recv) abandoned_.push_back(t.running->recv);
     }
+    // The engines may still run batches of it: keep its records and the
+    // members' memory until they are done (poll_orphans).
+    if (t.running && !t.running->node_step && t.running->submitted > 0)
+        orphans_.push_back(std::move(t.running));
     by_uid_.erase(t.uid);
 }
 

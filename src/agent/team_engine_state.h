@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <memory>
@@ -66,8 +67,17 @@ inline uint8_t head_invalid(const dp_desc_t &h, uint32_t team_size) {
     return 0;
 }
 
+// The digest a team keeps of its job secret (BLAKE2b-256): joiners are
+// compared against it, and the secret itself is never stored or shown.
+using SecretDigest = std::array<uint8_t, 32>;
+SecretDigest secret_digest(const std::string &secret);
+bool same_digest(const SecretDigest &a, const SecretDigest &b);  // constant time
+
 struct TeamEngine::Execution {
     std::vector<dp_desc_t> heads;
+    // The members' memory the engines' batches point into: held until the
+    // last batch completed, whoever of them leaves meanwhile.
+    std::vector<std::shared_ptr<ClientMemory>> memories;
     std::vector<std::vector<dp_desc_t>> batches;
     std::unique_ptr<dp_completion_t[]> records;
     size_t submitted = 0;
@@ -85,6 +95,7 @@ struct TeamEngine::Execution {
 struct TeamEngine::Team {
     uint32_t id = 0;
     std::string key;
+    SecretDigest secret{};
     uint32_t size = 0;
     std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
     std::vector<std::deque<dp_desc_t>> queues;

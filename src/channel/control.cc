@@ -144,6 +144,8 @@ void encode(const Attach &m, std::vector<uint8_t> *out) {
     w.u8(0);
     w.u32(m.ring_size);
     w.u64(m.pool_bytes);
+    w.u64(m.proof_addr);
+    w.bytes(m.proof.data(), m.proof.size());
     w.u32(uint32_t(m.token.size()));
     w.bytes(m.token.data(), m.token.size());
 }
@@ -154,7 +156,8 @@ dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error) 
     uint32_t token_len = 0;
     if (!r.u16(&out->version, "version") || !r.u8(&purpose, "purpose") ||
         !r.u8(&reserved, "reserved") || !r.u32(&out->ring_size, "ring_size") ||
-        !r.u64(&out->pool_bytes, "pool_bytes") || !r.u32(&token_len, "token_len"))
+        !r.u64(&out->pool_bytes, "pool_bytes") || !r.u64(&out->proof_addr, "proof_addr") ||
+        !r.bytes(out->proof.data(), out->proof.size(), "proof") || !r.u32(&token_len, "token_len"))
         return DP_ERR_INVALID;
     if (purpose > uint8_t(Purpose::kService))
         return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info, 2 service)",
@@ -309,6 +312,8 @@ void encode(const TeamJoin &m, std::vector<uint8_t> *out) {
     w.u32(m.timeout_ms);
     w.u32(uint32_t(m.key.size()));
     w.bytes(m.key.data(), m.key.size());
+    w.u32(uint32_t(m.secret.size()));
+    w.bytes(m.secret.data(), m.secret.size());
 }
 
 dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error) {
@@ -321,7 +326,15 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error
         return invalid(error, fmt::format("TEAM_JOIN: field 'key_len' = {} (1..{})", key_len,
                                           kMaxTokenBytes));
     out->key.resize(key_len);
-    if (!r.bytes(out->key.data(), key_len, "key") || !r.done()) return DP_ERR_INVALID;
+    uint32_t secret_len = 0;
+    if (!r.bytes(out->key.data(), key_len, "key") || !r.u32(&secret_len, "secret_len"))
+        return DP_ERR_INVALID;
+    if (secret_len == 0 || secret_len > kMaxTokenBytes)
+        return invalid(error, fmt::format("TEAM_JOIN: field 'secret_len' = {} (1..{}): joining a "
+                                          "team needs the job's secret",
+                                          secret_len, kMaxTokenBytes));
+    out->secret.resize(secret_len);
+    if (!r.bytes(out->secret.data(), secret_len, "secret") || !r.done()) return DP_ERR_INVALID;
     return DP_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <deputy/mover.h>
 #include <deputy/status.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -43,11 +44,18 @@ inline constexpr uint32_t kMaxStagedRanges = 8;
 // it from then on; the benchmark's channel peer is one.
 enum class Purpose : uint8_t { kAttach = 0, kInfo = 1, kService = 2 };
 
+inline constexpr size_t kIdentityProofBytes = 32;
+
 struct Attach {
     uint16_t version = kProtocolVersion;
     Purpose purpose = Purpose::kAttach;
     uint32_t ring_size = 0;   // descriptors in the client's ring; 0 = agent default
     uint64_t pool_bytes = 0;  // mapped pool; 0 = agent default
+    // Random bytes the client keeps at proof_addr in its own memory until
+    // ATTACHED: an agent that could only look up the client's pid (no
+    // SO_PEERPIDFD) reads them back to prove the pid still is the client.
+    uint64_t proof_addr = 0;
+    std::array<uint8_t, kIdentityProofBytes> proof{};
     std::string token;        // per-job token; empty when none
 };
 
@@ -100,7 +108,8 @@ struct StagedResult {
 };
 
 struct TeamJoin {
-    std::string key;  // at most kMaxTokenBytes
+    std::string key;     // at most kMaxTokenBytes
+    std::string secret;  // the job's secret (1..kMaxTokenBytes): joining needs it
     uint32_t rank = 0;
     uint32_t size = 0;
     uint32_t timeout_ms = 0;

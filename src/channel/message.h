@@ -17,12 +17,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace deputy::channel {
 
 // Version of the protocol in HELLO and KEY_EXCHANGE; a peer with another
 // version is refused at the handshake.
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 
 // The per-channel message limit: 1 MiB unless configured (the seed's DOCA
 // comch stops at 4080 bytes). The ceiling bounds what a configuration may ask,
@@ -109,6 +110,10 @@ inline void encode_frame_header(uint8_t out[kFrameHeaderBytes], MsgType type, ui
 // in the log line.
 dp_status_t decode_frame_header(const uint8_t in[kFrameHeaderBytes], size_t max_message,
                                 const char *where, FrameHeader *out);
+// The same checks without logging, the reason in *error: for a peer that
+// may be hostile, whose every mistake must not cost a log line.
+dp_status_t check_frame_header(const uint8_t in[kFrameHeaderBytes], size_t max_message,
+                               FrameHeader *out, std::string *error);
 
 // Refuses a message above the limit before anything is sent: DP_ERR_TOO_LARGE
 // and an error naming both sizes.

@@ -1,6 +1,7 @@
 #include "client/context.h"
 
 #include <poll.h>
+#include <sodium.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,15 +50,25 @@ const char *env_or(const char *name, const char *fallback) {
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
     dp_config_t defaults = DP_CONFIG_INITIALIZER;
     const dp_config_t &c = config ? *config : defaults;
-    if (c.size < sizeof(dp_config_t))
-        DP_FAIL(DP_ERR_INVALID, "dp_init: config.size {} (expected {}; use DP_CONFIG_INITIALIZER)",
-                c.size, sizeof(dp_config_t));
+    // Structs of callers built before job_secret existed are accepted.
+    constexpr size_t kOldestSize = offsetof(dp_config_t, job_secret);
+    if (c.size < kOldestSize || c.size > sizeof(dp_config_t))
+        DP_FAIL(DP_ERR_INVALID,
+                "dp_init: config.size {} (expected {}..{}; use DP_CONFIG_INITIALIZER)", c.size,
+                kOldestSize, sizeof(dp_config_t));
     out->address = channel::resolve_agent_address(c.agent ? c.agent : "");
     const char *token = c.token ? c.token : env_or("DEPUTY_TOKEN", "");
     out->token = token;
     if (out->token.size() > control::kMaxTokenBytes)
         DP_FAIL(DP_ERR_TOO_LARGE, "dp_init: token of {} bytes (at most {})", out->token.size(),
                 control::kMaxTokenBytes);
+    // Older callers' structs end before job_secret: read it only when there.
+    const bool has_secret = c.size >= offsetof(dp_config_t, job_secret) + sizeof(c.job_secret);
+    const char *secret = has_secret && c.job_secret ? c.job_secret : env_or("DEPUTY_JOB_SECRET", "");
+    out->job_secret = secret;
+    if (out->job_secret.size() > control::kMaxTokenBytes)
+        DP_FAIL(DP_ERR_TOO_LARGE, "dp_init: job secret of {} bytes (at most {})",
+                out->job_secret.size(), control::kMaxTokenBytes);
     out->pool_bytes = c.pool_bytes;
     out->ring_size = c.ring_size;
     std::string memory = env_or("DEPUTY_MEMORY", "");
@@ -81,6 +93,7 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
 }
 
 dp_status_t Context::open(const ClientOptions &options, std::unique_ptr<Context> *out) {
+    if (sodium_init() < 0) DP_FAIL(DP_ERR_INTERNAL, "dp_init: libsodium failed to initialise");
     std::unique_ptr<Context> ctx(new Context());
     ctx->options_ = options;
     DP_CHECK(ctx->attach());
@@ -95,9 +108,16 @@ dp_status_t Context::attach() {
     channel::sock::PeerCredentials creds;
     DP_CHECK(channel::sock::peer_credentials(socket_.get(), &creds));
     agent_pid_ = creds.pid;
+    // Where Yama restricts ptrace (scope 1), the agent's cross-memory access
+    // (reading the identity proof now, direct memory later) needs this
+    // process's consent. Without Yama the call fails: fine.
+    prctl(PR_SET_PTRACER, agent_pid_, 0, 0, 0);
+    randombytes_buf(identity_proof_.data(), identity_proof_.size());
     control::Attach hello;
     hello.ring_size = options_.ring_size;
     hello.pool_bytes = options_.pool_bytes;
+    hello.proof_addr = reinterpret_cast<uint64_t>(identity_proof_.data());
+    hello.proof = identity_proof_;
     hello.token = options_.token;
     std::vector<uint8_t> payload;
     control::encode(hello, &payload);
@@ -153,9 +173,6 @@ dp_status_t Context::attach() {
     if (!agent_pidfd_)
         DP_LOG_DEBUG("dp_init: pidfd_open({}): {}; falling back to kill(pid, 0)", agent_pid_,
                      std::strerror(errno));
-    // Where Yama restricts ptrace (scope 1), cross-memory attach from the
-    // agent needs this process's consent. Without Yama the call fails: fine.
-    prctl(PR_SET_PTRACER, agent_pid_, 0, 0, 0);
     control::Register base{reinterpret_cast<uint64_t>(segment_.data()), segment_.size(),
                            control::RegionKind::kSegmentBase};
     payload.clear();

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,7 @@ namespace deputy::client {
 struct ClientOptions {
     std::string address;
     std::string token;
+    std::string job_secret;  // empty: none (dp_team_create refuses)
     uint64_t pool_bytes = 0;
     uint32_t ring_size = 0;
     dp_memory_mode_t memory_mode = DP_MEMORY_DIRECT;
@@ -45,7 +47,8 @@ struct ClientOptions {
     int64_t connect_timeout_ns = 1'000'000'000;
 };
 
-// From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY.
+// From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
+// $DEPUTY_JOB_SECRET.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
 class Context {
@@ -103,6 +106,9 @@ class Context {
     UniqueFd agent_pidfd_;
     pid_t agent_pid_ = 0;
     Segment segment_;
+    // Random bytes the agent may read back at attach to prove our pid is us
+    // (agent/client_process.h); kept at this address for the context's life.
+    std::array<uint8_t, channel::control::kIdentityProofBytes> identity_proof_{};
     channel::ClientSegmentHeader *header_ = nullptr;
     channel::control::Attached attached_;
     mover::WorkQueue ring_;

@@ -16,7 +16,8 @@ dp_status_t coll_status(uint8_t status) {
         case DP_COMP_SUCCESS: return DP_OK;
         case DP_COMP_MISMATCH: return DP_ERR_MISMATCH;
         case DP_COMP_MEMBER_LOST: return DP_ERR_AGENT_LOST;
-        case DP_COMP_ADDRESS_DENIED: return DP_ERR_DENIED;
+        case DP_COMP_ADDRESS_DENIED:
+        case DP_COMP_PAGE_FAULT: return DP_ERR_DENIED;
         case DP_COMP_INVALID_SIZE: return DP_ERR_TOO_LARGE;
         case DP_COMP_INVALID_OPCODE:
         case DP_COMP_INVALID_FIELD:
@@ -42,6 +43,12 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     if (size < 1 || size > DP_TEAM_MAX_SIZE || rank < 0 || rank >= size)
         DP_FAIL(DP_ERR_INVALID, "dp_team_create: rank {} of size {} (size 1..{}, rank 0..size-1)",
                 rank, size, DP_TEAM_MAX_SIZE);
+    if (ctx->options().job_secret.empty())
+        DP_FAIL(DP_ERR_DENIED,
+                "dp_team_create: team '{}': no job secret. Joining a team needs the job's secret, "
+                "the same in every member: deputy launch sets DEPUTY_JOB_SECRET; otherwise set it "
+                "(or dp_config_t.job_secret) to a random value shared by the job's processes",
+                key);
     std::unique_ptr<Team> t(new Team());
     t->ctx_ = ctx;
     t->rank_ = rank;
@@ -54,7 +61,7 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     t->staged_ = ctx->options().memory_mode == DP_MEMORY_STAGED;
     for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i)
         t->slots_[i] = {t.get(), &t->records_[i], i, {}};
-    control::TeamJoin m{key, uint32_t(rank), uint32_t(size), timeout_ms};
+    control::TeamJoin m{key, ctx->options().job_secret, uint32_t(rank), uint32_t(size), timeout_ms};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
     MsgType type;

@@ -7,11 +7,15 @@
 // reads or writes a single byte, so a refused range leaves memory untouched.
 #pragma once
 
+#include <deputy/mover.h>
+
 #include <cstdint>
 
 namespace deputy::mover {
 
 enum class Access { read, write };
+struct OpResult;
+struct ExecLimits;
 
 class AddressSpace {
 public:
@@ -19,6 +23,23 @@ public:
     // A pointer to [addr, addr+len) when the submitter may access it so;
     // nullptr otherwise. len == 0 is allowed and still needs a valid addr.
     virtual void *translate(uint64_t addr, uint64_t len, Access access) const = 0;
+
+    // What an engine does with one descriptor of this space (any but DRAIN):
+    // run it and publish its completion record. The default (execute.cc)
+    // executes in place through translate(). A space whose memory the engine
+    // cannot address in place (another process's ordinary memory, reached
+    // by copies) overrides it. False when the descriptor asked for a record
+    // this space cannot write: it did not run (like DSA, it could not report).
+    virtual bool run(const dp_desc_t &desc, const ExecLimits &limits, OpResult *result) const;
+
+    // Logs a descriptor that could not report. A space serving an untrusted
+    // submitter rate-limits, so garbage cannot flood the log.
+    virtual void report_lost(const dp_desc_t &desc, const char *queue) const;
+
+    // An engine is done with `desc` (run, refused or drained), still inside
+    // the space: a space that counts its submitter's work in flight (the
+    // agent's, for fairness between clients) counts it out here.
+    virtual void finished(const dp_desc_t &) const {}
 };
 
 // The calling process's own memory: addresses are pointers. Refuses only what

@@ -14,7 +14,7 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
     std::unique_ptr<Device> device(new Device);
     device->config_ = config;
     device->nt_threshold_ = config.nt_threshold ? config.nt_threshold : kDefaultNtThreshold;
-    device->spaces_[kLocalPasid].store(&device->local_, std::memory_order_relaxed);
+    device->spaces_.set_local(&device->local_);
 
     for (const WqConfig &wq_config : config.wqs) {
         auto wq = std::make_unique<WqState>();
@@ -68,22 +68,6 @@ void Device::start_engines() {
 
 void Device::stop_engines() {
     for (auto &engine : engines_) engine->stop();
-}
-
-dp_status_t Device::add_address_space(const AddressSpace *space, uint32_t *pasid) {
-    for (uint32_t id = 1; id < kMaxAddressSpaces; ++id) {
-        const AddressSpace *expected = nullptr;
-        if (spaces_[id].compare_exchange_strong(expected, space, std::memory_order_release)) {
-            *pasid = id;
-            return DP_OK;
-        }
-    }
-    return DP_ERR_NOMEM;
-}
-
-void Device::remove_address_space(uint32_t pasid) {
-    if (pasid != kLocalPasid && pasid < kMaxAddressSpaces)
-        spaces_[pasid].store(nullptr, std::memory_order_release);
 }
 
 void Device::stats(dp_mover_stats_t *out) const {

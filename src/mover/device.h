@@ -13,14 +13,15 @@
 #include "mover/config.h"
 #include "mover/engine.h"
 #include "mover/queue_group.h"
+#include "mover/space_table.h"
 
 namespace deputy::mover {
 
 class Device {
 public:
     // Address space ids (PASIDs) available per device; 0 is the local process.
-    static constexpr uint32_t kMaxAddressSpaces = 1024;
-    static constexpr uint32_t kLocalPasid = 0;
+    static constexpr uint32_t kMaxAddressSpaces = SpaceTable::kSlots;
+    static constexpr uint32_t kLocalPasid = SpaceTable::kLocal;
 
     static dp_status_t create(const DeviceConfig &config, std::unique_ptr<Device> *out,
                               std::string *error);
@@ -48,9 +49,16 @@ public:
     void stop_engines();
 
     // Registers an address space; returns its PASID or DP_ERR_NOMEM when full.
-    dp_status_t add_address_space(const AddressSpace *space, uint32_t *pasid);
-    // Forgets a PASID. The caller guarantees nothing of it is queued or running.
-    void remove_address_space(uint32_t pasid);
+    // Only one thread (the device's owner) adds, retires and releases.
+    dp_status_t add_address_space(const AddressSpace *space, uint32_t *pasid) {
+        return spaces_.add(space, pasid);
+    }
+    // Stops all work of a PASID without waiting: descriptors still queued are
+    // dropped, and the space must outlive those running until
+    // address_space_idle(); then release_address_space() frees its slot.
+    void retire_address_space(uint32_t pasid) { spaces_.retire(pasid); }
+    bool address_space_idle(uint32_t pasid) const { return spaces_.idle(pasid); }
+    void release_address_space(uint32_t pasid) { spaces_.release(pasid); }
 
     void stats(dp_mover_stats_t *out) const;
     const DeviceConfig &config() const { return config_; }
@@ -65,7 +73,7 @@ private:
     std::vector<std::unique_ptr<WqState>> wqs_;
     std::vector<std::unique_ptr<GroupState>> groups_;
     std::vector<std::unique_ptr<Engine>> engines_;
-    SpaceTable spaces_{kMaxAddressSpaces};
+    SpaceTable spaces_;
     LocalAddressSpace local_;
     bool started_ = false;
 };

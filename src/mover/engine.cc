@@ -98,41 +98,49 @@ bool Engine::serve_once() {
 }
 
 void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
-    const AddressSpace *space =
-        pasid < spaces_->size() ? (*spaces_)[pasid].load(std::memory_order_acquire) : nullptr;
+    const AddressSpace *space = spaces_->enter(pasid);
     if (space == nullptr) {
-        DP_LOG_ERROR("{}: descriptor from unknown address space {} dropped", wq->config.name, pasid);
-        bump(counters_.lost_completions, 1);
-        bump(counters_.failed, 1);
-        return;
-    }
-    bool record_ok = true;
-    dp_completion_t *record = resolve_completion(desc, *space, &record_ok);
-    if (!record_ok) {
-        // Like DSA's software error register: the descriptor cannot report,
-        // so it does not run.
-        DP_LOG_ERROR("{}: completion address {:#x} is misaligned or outside the submitter's memory; "
-                     "descriptor ({}) not executed",
-                     wq->config.name, desc.completion, dp_opcode_name(dp_opcode_t(desc.opcode)));
-        bump(counters_.lost_completions, 1);
-        bump(counters_.failed, 1);
+        // Its submitter left (the agent retired its space) or never was:
+        // nobody is there to report to, and its memory may be gone.
+        DP_LOG_DEBUG("{}: descriptor of retired address space {:#x} dropped", wq->config.name,
+                     pasid);
+        bump(counters_.dropped, 1);
         return;
     }
     OpResult result;
     if (desc.opcode == DP_OP_DRAIN) {
+        bool record_ok = true;
+        dp_completion_t *record = resolve_completion(desc, *space, &record_ok);
+        if (!record_ok) {
+            space->report_lost(desc, wq->config.name.c_str());
+            bump(counters_.lost_completions, 1);
+            bump(counters_.failed, 1);
+            space->finished(desc);
+            spaces_->leave(pasid);
+            return;
+        }
         if (desc.flags & ~uint32_t(DP_FLAG_COMPLETION)) result.status = DP_COMP_INVALID_FLAGS;
         else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
                  desc.redop || desc.reserved)
             result.status = DP_COMP_INVALID_FIELD;
         else drain(wq);
-    } else {
-        result = execute(desc, *space, wq->limits);
+        if (record) publish_completion(record, result, desc.user);
+    } else if (!space->run(desc, wq->limits, &result)) {
+        // Like DSA's software error register: the descriptor cannot report,
+        // so it does not run.
+        space->report_lost(desc, wq->config.name.c_str());
+        bump(counters_.lost_completions, 1);
+        bump(counters_.failed, 1);
+        space->finished(desc);
+        spaces_->leave(pasid);
+        return;
     }
+    space->finished(desc);
+    spaces_->leave(pasid);
     bump(counters_.completed, 1 + result.members);
     bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
     // A batch's record counts members in bytes; its members' bytes are apart.
     bump(counters_.bytes, desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes);
-    if (record) publish_completion(record, result, desc.user);
 }
 
 void Engine::drain(WqState *wq) {

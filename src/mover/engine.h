@@ -12,6 +12,7 @@
 
 #include "mover/address_space.h"
 #include "mover/queue_group.h"
+#include "mover/space_table.h"
 
 namespace deputy::mover {
 
@@ -21,11 +22,8 @@ struct alignas(64) EngineCounters {
     std::atomic<uint64_t> failed{0};
     std::atomic<uint64_t> bytes{0};
     std::atomic<uint64_t> lost_completions{0};  // record address refused
+    std::atomic<uint64_t> dropped{0};           // descriptors of a retired address space
 };
-
-// Address spaces by PASID. Fixed size: engines read entries while the owner
-// adds new ones, without a lock.
-using SpaceTable = std::vector<std::atomic<const AddressSpace *>>;
 
 class Engine {
 public:

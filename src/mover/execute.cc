@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/futex.h"
+#include "common/log.h"
 #include "mover/kernels.h"
 
 namespace deputy::mover {
@@ -313,6 +314,21 @@ void publish_completion(dp_completion_t *record, const OpResult &result, uint64_
 OpResult execute(const dp_desc_t &desc, const AddressSpace &space, const ExecLimits &limits) {
     if (desc.opcode == DP_OP_BATCH) return execute_batch(desc, space, limits);
     return execute_one(desc, space, limits, /*in_batch=*/false);
+}
+
+bool AddressSpace::run(const dp_desc_t &desc, const ExecLimits &limits, OpResult *result) const {
+    bool record_ok = true;
+    dp_completion_t *record = resolve_completion(desc, *this, &record_ok);
+    if (!record_ok) return false;
+    *result = execute(desc, *this, limits);
+    if (record) publish_completion(record, *result, desc.user);
+    return true;
+}
+
+void AddressSpace::report_lost(const dp_desc_t &desc, const char *queue) const {
+    DP_LOG_ERROR("{}: completion address {:#x} is misaligned or outside the submitter's memory; "
+                 "descriptor ({}) not executed",
+                 queue, desc.completion, dp_opcode_name(dp_opcode_t(desc.opcode)));
 }
 
 }  // namespace deputy::mover

@@ -28,6 +28,9 @@ inline std::string make_private_dir() {
     return dir ? dir : "";
 }
 
+// The job secret the tests' teams share (dp_config_t.job_secret).
+inline constexpr const char *kTestJobSecret = "test-job-secret-0123456789abcdef";
+
 class AgentProcess {
   public:
     // extra: more `deputy agent` flags.
@@ -95,6 +98,7 @@ class AgentProcess {
         dp_config_t c = DP_CONFIG_INITIALIZER;
         c.agent = socket_.c_str();
         c.pool_bytes = 1 << 20;
+        c.job_secret = kTestJobSecret;
         return c;
     }
 

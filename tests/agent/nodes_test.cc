@@ -127,6 +127,7 @@ class SpanningTeam {
         for (size_t r = 0; r < node_of_.size(); ++r) {
             sockets_[r] = agents.socket(node_of_[r]);
             dp_config_t c = DP_CONFIG_INITIALIZER;
+            c.job_secret = deputy::testing::kTestJobSecret;
             c.agent = sockets_[r].c_str();
             c.pool_bytes = 32 << 20;
             if (memory == Memory::staged) c.memory_mode = DP_MEMORY_STAGED;
@@ -392,6 +393,7 @@ TEST_F(NodesTest, TeamMissingAMemberTimesOutOnEveryNode) {
     const std::string s0 = agents_->socket(0), s2 = agents_->socket(2);
     for (int r = 0; r < 2; ++r) {
         dp_config_t c = DP_CONFIG_INITIALIZER;
+        c.job_secret = deputy::testing::kTestJobSecret;
         c.agent = r == 0 ? s0.c_str() : s2.c_str();
         ASSERT_EQ(dp_init(&c, &ctx[r]), DP_OK);
     }
@@ -419,6 +421,7 @@ TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
     pid_t child = fork();
     if (child == 0) {  // rank 1 on node 1: joins, then hangs until killed
         dp_config_t c = DP_CONFIG_INITIALIZER;
+        c.job_secret = deputy::testing::kTestJobSecret;
         c.agent = s1.c_str();
         dp_context_t *ctx = nullptr;
         dp_team_t *t = nullptr;
@@ -431,6 +434,7 @@ TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
     close(ready[1]);
     const std::string s0 = agents_->socket(0);
     dp_config_t c = DP_CONFIG_INITIALIZER;
+    c.job_secret = deputy::testing::kTestJobSecret;
     c.agent = s0.c_str();
     dp_context_t *ctx = nullptr;
     dp_team_t *team = nullptr;

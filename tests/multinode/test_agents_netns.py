@@ -41,8 +41,12 @@ def node_socket(tag: str, node: int) -> Path:
     return STATE_DIR / tag / f"node{node}" / "run" / "deputy" / "agent.sock"
 
 
+# The job secret every coll_client of these tests shares (teams need one).
+JOB_SECRET = "netns-test-job-secret"
+
+
 def env_without_agent(tag: str) -> dict:
-    env = {**os.environ, "DPN_TAG": tag}
+    env = {**os.environ, "DPN_TAG": tag, "DEPUTY_JOB_SECRET": JOB_SECRET}
     env.pop("DEPUTY_AGENT", None)  # every rank would get the same socket
     return env
 

@@ -22,9 +22,11 @@ uint64_t round_up(uint64_t n, uint64_t to) {
     return (n + to - 1) / to * to;
 }
 
-std::string random_key() {
+std::string random_hex(int words) {
     std::random_device rd;
-    return fmt::format("bench-coll-{:08x}{:08x}", rd(), rd());
+    std::string out;
+    for (int i = 0; i < words; ++i) out += fmt::format("{:08x}", rd());
+    return out;
 }
 
 }  // namespace
@@ -41,21 +43,15 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
     // Mapped buffers live in the pool; staged mode's bounce buffers too.
-    if (memory != Memory::direct && pool_bytes > kAgentDefaultPool) {
-        config.pool_bytes = pool_bytes;
-        // Setting up a pool of GiBs takes the agent longer than the default
-        // second dp_init waits for its ATTACH answer (lost_timeout_ms): 3 s
-        // and then 11 s for two 4 GiB pools on this machine.
-        config.lost_timeout_ms = uint32_t(10000 + 5000 * (pool_bytes >> 30));
-    }
-    // Ranks attach one at a time when pools are big: the agent sets up one
-    // client's pool at a time (seconds for GiBs here), and a rank already
-    // attached that waits on a busy agent would take it for lost.
-    dp_status_t s = DP_OK;
-    for (int r = 0; r < world.size(); ++r) {
-        if (r == world.rank()) s = dp_init(&config, &ctx_);
-        if (config.pool_bytes != 0) world.barrier();
-    }
+    if (memory != Memory::direct && pool_bytes > kAgentDefaultPool) config.pool_bytes = pool_bytes;
+    // The team needs the job's secret: rank 0's (deputy launch's, or one it
+    // draws), broadcast, so that only this job's ranks hold it.
+    const char *launched = std::getenv("DEPUTY_JOB_SECRET");
+    secret_ = world.broadcast(world.rank() != 0            ? std::string()
+                              : launched && *launched ? std::string(launched)
+                                                      : random_hex(8));
+    config.job_secret = secret_.c_str();
+    dp_status_t s = dp_init(&config, &ctx_);
     if (s != DP_OK) {
         log::app().error("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
                          s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
@@ -70,7 +66,7 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     }
     if (!world.all(ctx_ != nullptr)) return false;
 
-    key_ = world.broadcast(world.rank() == 0 ? random_key() : std::string());
+    key_ = world.broadcast(world.rank() == 0 ? "bench-coll-" + random_hex(2) : std::string());
     s = dp_team_create(ctx_, key_.c_str(), world.rank(), world.size(), &team_);
     if (s != DP_OK) {
         log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}) with --memory {}: {}",

@@ -24,7 +24,8 @@ class DeputySession {
 
     // Collective over the world: every rank attaches to the agent (dp_init,
     // with a pool of pool_bytes for mapped memory) and joins one team whose
-    // key is rank 0's random key, broadcast with MPI. Returns the same
+    // key and job secret are rank 0's random ones, broadcast with MPI (or the
+    // secret deputy launch gave, $DEPUTY_JOB_SECRET). Returns the same
     // answer on every rank; a failing rank logs why.
     bool open(const World &world, Memory memory, dp_wait_mode_t wait,
               const std::string &agent_socket, uint64_t pool_bytes);
@@ -46,6 +47,7 @@ class DeputySession {
     dp_context_t *ctx_ = nullptr;
     dp_team_t *team_ = nullptr;
     std::string key_;
+    std::string secret_;
 };
 
 class Buffers {

@@ -72,8 +72,17 @@ int launch(const LaunchFlags &f) {
             std::fprintf(stderr, "deputy launch: %s\n", error.c_str());
             return 1;
     }
+    // The job secret: what makes the ranks of this job, and no other
+    // process, members of its teams (docs/agent.md, "Teams and jobs").
+    const std::string secret = launch::random_hex(32);
+    if (secret.empty()) {
+        std::fprintf(stderr, "deputy launch: the kernel gave no random bytes for the job secret\n");
+        agent.stop();
+        return 1;
+    }
     job.env = {"DEPUTY_SIZE=" + std::to_string(f.size), "DEPUTY_AGENT=" + agent.address(),
-               "DEPUTY_JOB=job-" + std::to_string(getpid()) + "-" + launch::random_hex(4)};
+               "DEPUTY_JOB=job-" + std::to_string(getpid()) + "-" + launch::random_hex(4),
+               "DEPUTY_JOB_SECRET=" + secret};
     if (!agent.token().empty()) job.env.push_back("DEPUTY_TOKEN=" + agent.token());
     int rc = launch::run_job(job, signals, [&agent] { agent.check(); });
     agent.stop();
@@ -87,7 +96,7 @@ void register_launch(CLI::App &app) {
     CLI::App *cmd = app.add_subcommand(
         "launch",
         "run N ranks of a program with an agent (DEPUTY_RANK, DEPUTY_SIZE, DEPUTY_AGENT, "
-        "DEPUTY_JOB); starts a private agent when none answers");
+        "DEPUTY_JOB, DEPUTY_JOB_SECRET); starts a private agent when none answers");
     cmd->add_option("-n,--np", f->size, "number of ranks")->required()->check(CLI::Range(1, 4096));
     cmd->add_option("--agent-config", f->agent_config,
                     "config for the agent launch starts (`deputy agent --config`)")

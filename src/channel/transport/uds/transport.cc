@@ -70,7 +70,9 @@ dp_status_t Listener::listen(const std::string &address, std::unique_ptr<Listene
         }
         if (err != 0) DP_FAIL(DP_ERR_IO, "uds listen {}: bind: {}", address, std::strerror(err));
     }
-    if (::listen(fd.get(), 64) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "uds listen {}: listen", address);
+    // The kernel's maximum (SOMAXCONN clamps it): every rank of a large node
+    // may connect to its agent in the same millisecond.
+    if (::listen(fd.get(), SOMAXCONN) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "uds listen {}: listen", address);
     auto listener = std::unique_ptr<Listener>(new Listener());
     listener->fd_ = std::move(fd);
     listener->address_ = address;

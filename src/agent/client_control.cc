@@ -1,0 +1,401 @@
+// What clients ask the agent over their control connection: ATTACH (with
+// authentication), REGISTER / DEREGISTER, STAGED, TEAM_JOIN / TEAM_LEAVE.
+// Every byte is decoded by channel/control.cc; every answer is queued on the
+// non-blocking connection, never waited for.
+#include <fmt/format.h>
+#include <sodium.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "agent/agent.h"
+#include "agent/bounce_space.h"
+#include "channel/message.h"
+#include "common/check.h"
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::agent {
+
+namespace control = channel::control;
+using channel::MsgType;
+
+namespace {
+
+// Before ATTACH only ATTACH may come, and it is small: a connection that has
+// not authenticated cannot make the agent buffer more than this.
+constexpr size_t kMaxAttachMessage = 4096;
+// Bytes read from one client per event, so that one flooding client cannot
+// keep the service thread from the others.
+constexpr size_t kReadBudget = 1 << 20;
+// Answers a client may leave unread before it is dropped: room for a full
+// STAGED_RESULT and a few small ones.
+constexpr size_t kMaxQueuedAnswers = 2 * control::kMaxControlMessage;
+
+size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+}  // namespace
+
+void Agent::send(ClientSession &s, MsgType type, const std::vector<uint8_t> &payload,
+                 const int *fds, size_t nfds) {
+    if (!s.broken.empty()) return;
+    const dp_status_t st = s.connection.send(type, payload, fds, nfds);
+    if (st != DP_OK)
+        s.broken = fmt::format("its connection broke ({})", dp_status_name(st));
+    else if (s.connection.queued_bytes() > kMaxQueuedAnswers)
+        s.broken = fmt::format("left {} bytes of answers unread", s.connection.queued_bytes());
+    else
+        update_epoll(s);
+}
+
+void Agent::update_epoll(ClientSession &s) {
+    const uint32_t want =
+        uint32_t(EPOLLIN | EPOLLRDHUP) | (s.connection.has_output() ? uint32_t(EPOLLOUT) : 0u);
+    if (want == s.epoll_events) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = tag(kClientSocket, s.id);
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, s.connection.fd(), &ev) == 0) s.epoll_events = want;
+}
+
+dp_status_t Agent::reply(ClientSession &s, dp_status_t status, const std::string &reason) {
+    std::vector<uint8_t> payload;
+    control::encode(control::Reply{status, reason}, &payload);
+    send(s, MsgType::kReply, payload);
+    return DP_OK;
+}
+
+void Agent::on_client_event(uint32_t id, uint32_t events) {
+    auto it = clients_.find(id);
+    if (it == clients_.end()) return;
+    ClientSession &s = *it->second;
+    if (events & EPOLLOUT) {
+        const dp_status_t st = s.connection.flush();
+        if (st != DP_OK) return drop_client(id, "its connection broke while answering", false);
+        update_epoll(s);
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        std::string error;
+        const size_t max_payload = s.state == ClientSession::State::kConnecting
+                                       ? kMaxAttachMessage
+                                       : control::kMaxControlMessage;
+        const dp_status_t st = s.connection.receive(max_payload, kReadBudget, &s.inbox, &error);
+        if (st == DP_ERR_AGENT_LOST) return drop_client(id, "closed its connection", false);
+        if (st != DP_OK)
+            return drop_client(id, fmt::format("unreadable message: {}", error), true);
+        if (!serve_inbox(s)) return;  // dropped
+    }
+    if (!s.broken.empty()) return drop_client(id, s.broken, true);
+    if (s.closing && !s.connection.has_output()) drop_client(id, s.closing_reason, false);
+}
+
+bool Agent::serve_inbox(ClientSession &s) {
+    const uint32_t id = s.id;
+    while (!s.inbox.empty() && !s.closing && s.broken.empty()) {
+        ControlConnection::Frame frame = std::move(s.inbox.front());
+        s.inbox.pop_front();
+        ++s.counters.requests;
+        dp_status_t st = DP_OK;
+        if (s.state == ClientSession::State::kConnecting) {
+            if (frame.type != MsgType::kAttach) {
+                reply(s, DP_ERR_INVALID, fmt::format("expected ATTACH first, got {}",
+                                                     channel::msg_type_name(frame.type)));
+                s.closing = true;
+                s.closing_ns = timing::now_ns();
+                s.closing_reason = "spoke before attaching";
+                ++counters_.dropped;
+                break;
+            }
+            st = handle_attach(s, frame.payload);
+            if (!clients_.count(id)) return false;  // handed to a service
+        } else {
+            switch (frame.type) {
+                case MsgType::kRegister: st = handle_register(s, frame.payload); break;
+                case MsgType::kDeregister: st = handle_deregister(s, frame.payload); break;
+                case MsgType::kStaged: st = handle_staged(s, frame.payload); break;
+                case MsgType::kTeamJoin: st = handle_team_join(s, frame.payload); break;
+                case MsgType::kTeamLeave: st = handle_team_leave(s, frame.payload); break;
+                default:
+                    reply(s, DP_ERR_INVALID,
+                          fmt::format("unexpected message {}", channel::msg_type_name(frame.type)));
+                    st = DP_ERR_INVALID;
+            }
+        }
+        // A request the agent could answer leaves the client attached; a
+        // protocol violation ends it once the answer saying so is out.
+        if (st != DP_OK && !s.closing) {
+            s.closing = true;
+            s.closing_ns = timing::now_ns();
+            s.closing_reason = fmt::format("request failed ({})", dp_status_name(st));
+        }
+    }
+    return true;
+}
+
+dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &payload) {
+    control::Attach m;
+    std::string error;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    auto refuse = [&](dp_status_t status, const std::string &why) {
+        ++counters_.refused;
+        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
+        reply(s, status, why);
+        return DP_ERR_INVALID;  // ends the connection once the answer is out
+    };
+    if (st != DP_OK) return refuse(st, error);
+    if (m.version != channel::kProtocolVersion)
+        return refuse(DP_ERR_MISMATCH, fmt::format("protocol version {} (the agent speaks {})",
+                                                   m.version, channel::kProtocolVersion));
+    if (!config_.token.empty()) {
+        const bool ok = m.token.size() == config_.token.size() &&
+                        sodium_memcmp(m.token.data(), config_.token.data(), m.token.size()) == 0;
+        if (!ok)
+            return refuse(DP_ERR_DENIED, m.token.empty() ? "this agent requires a token (none given)"
+                                                         : "wrong token");
+    }
+    if (m.purpose == control::Purpose::kInfo) {
+        ++counters_.info_requests;
+        std::string text = info_json();
+        send(s, MsgType::kInfoReply, std::vector<uint8_t>(text.begin(), text.end()));
+        s.closing = true;
+        s.closing_ns = timing::now_ns();
+        s.closing_reason = "info served";
+        return DP_OK;
+    }
+    if (m.purpose == control::Purpose::kService) {
+        if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
+        reply(s, DP_OK, "");
+        if (s.connection.has_output() || !s.broken.empty()) return DP_ERR_IO;  // would not take 20 bytes
+        ++counters_.services;
+        // The socket leaves the agent's care: take it out of epoll, hand it over.
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
+        UniqueFd socket = s.connection.release();
+        const channel::sock::PeerCredentials peer = s.creds;
+        --connecting_;
+        clients_.erase(s.id);
+        service_handler_(std::move(socket), peer);
+        return DP_OK;
+    }
+    // The pid is the client's until proven otherwise (client_process.h).
+    bool unsupported = false;
+    if (!s.process->prove(m.proof_addr, m.proof, &unsupported, &error)) {
+        if (!unsupported) return refuse(DP_ERR_DENIED, error);
+        DP_LOG_DEBUG("agent: connection {}: {}; direct memory will be refused", s.id, error);
+    }
+    if (attached_.size() >= config_.max_clients)
+        return refuse(DP_ERR_TOO_LARGE,
+                      fmt::format("too many clients (max_clients = {})", config_.max_clients));
+    const uint32_t ring_size = m.ring_size ? m.ring_size : config_.ring_size;
+    if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
+        return refuse(DP_ERR_INVALID, fmt::format("ring_size {} must be a power of two <= {}",
+                                                  ring_size, config_.max_ring_size));
+    const uint64_t pool_bytes = round_up(m.pool_bytes ? m.pool_bytes : config_.pool_bytes, 4096);
+    if (pool_bytes > config_.max_pool_bytes)
+        return refuse(DP_ERR_TOO_LARGE, fmt::format("pool_bytes {} is above max_pool_bytes {}",
+                                                    pool_bytes, config_.max_pool_bytes));
+    if (pool_bytes > config_.max_total_pool_bytes - total_pool_bytes_)
+        return refuse(DP_ERR_NOMEM,
+                      fmt::format("a pool of {} bytes would take the agent's clients above "
+                                  "max_total_pool_bytes {} ({} in use)",
+                                  pool_bytes, config_.max_total_pool_bytes, total_pool_bytes_));
+    s.ring_size = ring_size;
+    s.ring_offset = channel::kClientHeaderBytes;
+    s.pool_offset = round_up(s.ring_offset + mover::WorkQueue::bytes_for(ring_size), 4096);
+    s.pool_bytes = pool_bytes;
+    Segment segment;
+    // Lazily: the client faults in what it allocates; the service thread
+    // must not spend a second populating a large pool.
+    st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
+                         &segment, Segment::Pages::lazy);
+    if (st != DP_OK) return refuse(st, fmt::format("cannot allocate a {}-byte segment",
+                                                   s.pool_offset + pool_bytes));
+    s.memory = std::make_shared<ClientMemory>(std::move(segment), s.id, s.pool_offset, pool_bytes,
+                                              s.process, config_.max_direct_bytes);
+    Segment &seg = s.memory->segment;
+    s.header = new (seg.data()) channel::ClientSegmentHeader{};
+    s.header->magic = channel::kClientSegmentMagic;
+    s.header->version = channel::kProtocolVersion;
+    s.header->client_id = s.id;
+    s.header->agent_sleeping.store(sleeping_ ? 1 : 0, std::memory_order_relaxed);
+    s.header->agent_state.store(channel::kAgentServing, std::memory_order_relaxed);
+    mover::WorkQueue::format(seg.at(s.ring_offset), ring_size);
+    s.ring = ClientRing(seg.at(s.ring_offset), ring_size);
+    s.doorbell.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!s.doorbell) return refuse(DP_ERR_IO, "eventfd failed in the agent");
+    if (device_->add_address_space(&s.memory->space, &s.pasid) != DP_OK)
+        return refuse(DP_ERR_NOMEM, "the device's address-space table is full");
+    s.has_pasid = true;
+    s.wq = s.id % device_->num_wqs();
+    control::Attached a;
+    a.client_id = s.id;
+    a.num_engines = config_.device.total_engines();
+    a.agent_pid = uint64_t(getpid());
+    a.segment_bytes = seg.size();
+    a.ring_offset = s.ring_offset;
+    a.ring_size = ring_size;
+    a.pool_offset = s.pool_offset;
+    a.pool_bytes = pool_bytes;
+    a.max_transfer = limits_.max_transfer_size;
+    a.max_staged = config_.max_staged_bytes;
+    std::vector<uint8_t> out;
+    control::encode(a, &out);
+    int fds[2] = {seg.fd(), s.doorbell.get()};
+    send(s, MsgType::kAttached, out, fds, 2);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag(kClientDoorbell, s.id);
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.doorbell.get(), &ev) != 0) return DP_ERR_IO;
+    s.state = ClientSession::State::kAttached;
+    --connecting_;
+    total_pool_bytes_ += pool_bytes;
+    ++counters_.attached;
+    rebuild_attached();
+    DP_LOG_INFO("agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
+                "pool {} KiB",
+                s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
+                ring_size, pool_bytes >> 10);
+    return DP_OK;
+}
+
+dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> &payload) {
+    control::Register m;
+    std::string error;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    if (st != DP_OK) return reply(s, st, error);  // a bad request, answered; the connection is fine
+    ClientSpace &space = s.space();
+    if (m.kind == control::RegionKind::kSegmentBase) {
+        if (m.len != s.memory->segment.size())
+            return reply(s, DP_ERR_INVALID,
+                         fmt::format("segment base: len {} is not the segment's {} bytes", m.len,
+                                     s.memory->segment.size()));
+        space.set_client_pool(m.addr + s.pool_offset);
+        return reply(s, DP_OK, "");
+    }
+    if (!s.process->verified())
+        return reply(s, DP_ERR_UNSUPPORTED,
+                     "the agent could not verify this process's identity (cross-memory attach "
+                     "refused); use mapped (dp_malloc) or staged memory");
+    if (space.range_count() >= config_.max_registrations)
+        return reply(s, DP_ERR_TOO_LARGE,
+                     fmt::format("too many registered ranges (max_registrations = {})",
+                                 config_.max_registrations));
+    // Prove now that cross-memory attach works on this range, so the client
+    // learns at registration (not at its first descriptor) that it must use
+    // staged mode.
+    uint8_t probe;
+    std::string io_error;
+    if (!s.process->read(m.addr, &probe, 1, &io_error) ||
+        !s.process->read(m.addr + m.len - 1, &probe, 1, &io_error)) {
+        const bool refused = io_error.find("Operation not permitted") != std::string::npos;
+        return reply(s, refused ? DP_ERR_UNSUPPORTED : DP_ERR_DENIED,
+                     refused ? "the kernel refuses cross-memory attach to this process (" +
+                                   io_error + "); use staged memory mode"
+                             : "range not readable in the client: " + io_error);
+    }
+    space.add_range(m.addr, m.len);
+    DP_LOG_DEBUG("client {}: registered [0x{:x}, +{})", s.id, m.addr, m.len);
+    return reply(s, DP_OK, "");
+}
+
+dp_status_t Agent::handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload) {
+    uint64_t addr = 0;
+    std::string error;
+    dp_status_t st = control::decode_deregister(payload.data(), payload.size(), &addr, &error);
+    if (st != DP_OK) return reply(s, st, error);
+    // A descriptor still running on the range only reaches the client's own
+    // memory, as it asked; new ones are refused from now on.
+    if (s.space().remove_range(addr)) return reply(s, DP_OK, "");
+    return reply(s, DP_ERR_INVALID, fmt::format("no registered range starts at 0x{:x}", addr));
+}
+
+dp_status_t Agent::handle_staged(ClientSession &s, const std::vector<uint8_t> &payload) {
+    ++s.counters.staged;
+    ++counters_.staged;
+    control::Staged m;
+    std::string error;
+    control::StagedResult out;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    for (const control::StagedRange &r : m.sources)
+        if (st == DP_OK && r.bytes.size() > config_.max_staged_bytes) {
+            st = DP_ERR_TOO_LARGE;
+            error = fmt::format("STAGED: a {}-byte range is above max_staged_bytes {}",
+                                r.bytes.size(), config_.max_staged_bytes);
+        }
+    if (st != DP_OK) {
+        out.status = st;
+        DP_LOG_LIMITED(s.space().log(), "client {}: {}", s.id, error);
+    } else {
+        dp_desc_t body = m.desc;
+        body.completion = 0;
+        body.flags &= ~uint32_t(DP_FLAG_COMPLETION);
+        // The client's bytes came with the message: look ranges up there.
+        // A destination the client did not send starts zeroed; it is only
+        // returned when the descriptor succeeded (then fully written).
+        BounceSpace space(
+            nullptr, [](uint64_t, uint64_t) { return true; },
+            [&m](uint64_t a, uint64_t l, bool for_write, void *dst) {
+                for (const control::StagedRange &r : m.sources) {
+                    if (a >= r.addr && a - r.addr <= r.bytes.size() &&
+                        l <= r.bytes.size() - (a - r.addr)) {
+                        std::memcpy(dst, r.bytes.data() + (a - r.addr), l);
+                        return true;
+                    }
+                }
+                if (!for_write) return false;
+                std::memset(dst, 0, l);
+                return true;
+            },
+            config_.max_staged_bytes * control::kMaxStagedRanges);
+        mover::OpResult result;
+        if (body.opcode == DP_OP_DRAIN) {
+            // Staged descriptors run one at a time: everything before is done.
+            result.status = (body.flags || body.src || body.dst || body.src2 || body.size)
+                                ? DP_COMP_INVALID_FIELD
+                                : DP_COMP_SUCCESS;
+        } else {
+            result = mover::execute(body, space, limits_);
+        }
+        mover::publish_completion(&out.record, result, m.desc.user);
+        out.record.waiter = 0;
+        if (mover::is_success(result.status))
+            for (const auto &b : space.bounces())
+                if (b->written) out.writes.push_back({b->addr, b->bytes});
+        if (result.status == DP_COMP_ADDRESS_DENIED) {
+            ++s.counters.denied;
+            ++counters_.denied;
+        }
+    }
+    std::vector<uint8_t> bytes;
+    control::encode(out, &bytes);
+    send(s, MsgType::kStagedResult, bytes);
+    return DP_OK;
+}
+
+dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload) {
+    control::TeamJoin m;
+    std::string error;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    if (st != DP_OK) {
+        DP_LOG_LIMITED(s.space().log(), "client {}: team join refused: {}", s.id, error);
+        std::vector<uint8_t> out;
+        control::encode(control::TeamReady{st, 0, error}, &out);
+        send(s, MsgType::kTeamReady, out);
+        return DP_OK;
+    }
+    teams_->join(s, m);  // answered now (refusal) or when the team is complete
+    return DP_OK;
+}
+
+dp_status_t Agent::handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload) {
+    uint32_t team_id = 0;
+    std::string error;
+    dp_status_t st = control::decode_team_leave(payload.data(), payload.size(), &team_id, &error);
+    if (st == DP_OK) st = teams_->leave(s, team_id, &error);
+    return reply(s, st, st == DP_OK ? "" : error);
+}
+
+}  // namespace deputy::agent
