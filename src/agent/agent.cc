@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <immintrin.h>
+#include <malloc.h>
 #include <sched.h>
 #include <sodium.h>
 #include <sys/epoll.h>
@@ -19,6 +20,7 @@
 #include "channel/coll_desc.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "common/scratch.h"
 #include "common/timing.h"
 #include "mover/queue_group.h"
 #include <deputy/version.h>
@@ -54,6 +56,13 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         return DP_ERR_INTERNAL;
     }
     DP_CHECK(finalize_config(&config, error));
+    // Large allocations (messages of MiBs in and out) are mapped and
+    // unmapped one by one: glibc would otherwise raise this threshold as
+    // they come and go, keep them in its arenas and never give them back,
+    // and every client that came and went would grow the agent for good.
+    // (The agent owns its process: a global setting. Bounce buffers do not
+    // come from malloc: common/scratch.h.)
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
     std::unique_ptr<Agent> agent(new Agent());
     agent->config_ = std::move(config);
     agent->address_ = agent->config_.socket_path;
@@ -145,6 +154,7 @@ dp_status_t Agent::run() {
             // Sleep, but only after telling the clients to ring (then
             // looking once more: a descriptor pushed before they saw the
             // flag would otherwise wait for the next wake-up).
+            scratch::trim();  // staged descriptors' bounce buffers
             set_sleeping(true);
             mover::doorbell_fence();
             if (any_ring_nonempty()) {
@@ -410,6 +420,7 @@ void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
 }
 
 void Agent::reap_retired() {
+    bool released = false;
     for (size_t i = 0; i < retiring_.size();) {
         if (!device_->address_space_idle(retiring_[i].pasid)) {
             ++i;
@@ -418,7 +429,10 @@ void Agent::reap_retired() {
         device_->release_address_space(retiring_[i].pasid);
         retiring_[i] = std::move(retiring_.back());
         retiring_.pop_back();  // the last reference unmaps the segment (unless a collective holds it)
+        released = true;
     }
+    // Small allocations a client caused go back to the system with it too.
+    if (released) malloc_trim(0);
 }
 
 std::string Agent::info_json() const {

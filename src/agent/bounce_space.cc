@@ -22,15 +22,20 @@ void *BounceSpace::translate(uint64_t addr, uint64_t len, mover::Access access) 
     auto bounce = std::make_unique<Bounce>();
     bounce->addr = addr;
     bounce->written = access == mover::Access::write;
-    // At least one byte, so that len == 0 still yields a valid pointer.
-    bounce->bytes.resize(len ? len : 1);
+    if (len) {
+        bounce->bytes = scratch::get(len);
+        if (!bounce->bytes.data()) {
+            refusal_ = fmt::format("[0x{:x}, +{}): the agent is out of memory", addr, len);
+            return nullptr;
+        }
+    }
     if (len && !fetch_(addr, len, bounce->written, bounce->bytes.data())) {
         refusal_ = fmt::format("[0x{:x}, +{}) could not be read from the client", addr, len);
         return nullptr;
     }
     used_bytes_ += len;
-    void *p = bounce->bytes.data();
-    if (!len) bounce->bytes.clear(), bounce->bytes.shrink_to_fit(), p = &zero_length_target_;
+    // A 0-byte range still needs a valid pointer.
+    void *p = len ? static_cast<void *>(bounce->bytes.data()) : &zero_length_target_;
     bounces_.push_back(std::move(bounce));
     return p;
 }

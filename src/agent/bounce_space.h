@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/scratch.h"
 #include "mover/address_space.h"
 
 namespace deputy::agent {
@@ -29,7 +30,7 @@ class BounceSpace final : public mover::AddressSpace {
     struct Bounce {
         uint64_t addr;
         bool written;
-        std::vector<uint8_t> bytes;
+        scratch::Buffer bytes;  // the engine's reusable memory (common/scratch.h)
     };
 
     BounceSpace(const mover::AddressSpace *in_place, Allowed allowed, Fetch fetch,

@@ -95,6 +95,12 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
 bool Agent::serve_inbox(ClientSession &s) {
     const uint32_t id = s.id;
     while (!s.inbox.empty() && !s.closing && s.broken.empty()) {
+        // A request from a session whose process is gone comes from whoever
+        // inherited the socket: it is not the client's (client_process.h).
+        if (!s.process->alive()) {
+            drop_client(id, "its process exited", false);
+            return false;
+        }
         ControlConnection::Frame frame = std::move(s.inbox.front());
         s.inbox.pop_front();
         ++s.counters.requests;
@@ -363,7 +369,9 @@ dp_status_t Agent::handle_staged(ClientSession &s, const std::vector<uint8_t> &p
         out.record.waiter = 0;
         if (mover::is_success(result.status))
             for (const auto &b : space.bounces())
-                if (b->written) out.writes.push_back({b->addr, b->bytes});
+                if (b->written)
+                    out.writes.push_back(
+                        {b->addr, {b->bytes.data(), b->bytes.data() + b->bytes.size()}});
         if (result.status == DP_COMP_ADDRESS_DENIED) {
             ++s.counters.denied;
             ++counters_.denied;

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "agent/bounce_space.h"
+#include "mover/names.h"
 
 namespace deputy::agent {
 
@@ -77,7 +78,7 @@ void ClientSpace::report_lost(const dp_desc_t &desc, const char *queue) const {
     DP_LOG_LIMITED(log_,
                    "client {}: {}: completion address {:#x} is misaligned or outside its pool "
                    "and registered memory; {} not executed",
-                   client_id_, queue, desc.completion, dp_opcode_name(dp_opcode_t(desc.opcode)));
+                   client_id_, queue, desc.completion, mover::opcode_name(desc.opcode));
 }
 
 bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limits,
@@ -110,7 +111,7 @@ bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limit
             size_t written = 0;
             if (!process_->write(b->addr, b->bytes.data(), b->bytes.size(), &written, &io_error)) {
                 DP_LOG_LIMITED(log_, "client {}: {}: direct write-back faulted: {}", client_id_,
-                               dp_opcode_name(dp_opcode_t(d.opcode)), io_error);
+                               mover::opcode_name(d.opcode), io_error);
                 *result = {};
                 result->status = DP_COMP_PAGE_FAULT;
                 result->bytes = written;
@@ -121,7 +122,7 @@ bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limit
     }
     if (result->status == DP_COMP_ADDRESS_DENIED)
         DP_LOG_LIMITED(log_, "client {}: {} denied: {}{}", client_id_,
-                       dp_opcode_name(dp_opcode_t(d.opcode)), space.refusal(),
+                       mover::opcode_name(d.opcode), space.refusal(),
                        io_error.empty() ? "" : " (" + io_error + ")");
     if (wants_record) publish(d.completion, *result, d.user);
     return true;

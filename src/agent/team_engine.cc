@@ -12,6 +12,7 @@
 #include "common/timing.h"
 #include "mover/kernels.h"
 #include "mover/wait.h"
+#include "mover/names.h"
 
 namespace deputy::agent {
 namespace {
@@ -309,7 +310,7 @@ void TeamEngine::start(Team &t, std::vector<dp_desc_t> heads) {
     }
     ++t.ops;
     const uint8_t op = h0.opcode;
-    const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
+    const uint64_t esize = mover::dtype_size(h0.dtype);
     if (uint8_t invalid = head_invalid(h0, p)) return fail_all(heads, t, invalid);
     if (op == ch::kCollBarrier || h0.size == 0) {
         t.running = std::make_unique<Execution>();
@@ -475,7 +476,7 @@ void TeamEngine::finish(Team &t, uint8_t status) {
         ++failed_ops_;
         DP_LOG_WARN("agent: team '{}' {} failed: {}", t.key,
                     ch::coll_opcode_name(ex->heads[0].opcode),
-                    dp_comp_status_name(dp_comp_status_t(status)));
+                    mover::comp_status_name(status));
     }
     try_start(t);
 }
@@ -511,7 +512,7 @@ bool TeamEngine::write_member(uint32_t client, uint64_t addr, const void *in, ui
 bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why) {
     const uint32_t p = t.size;
     const dp_desc_t &h0 = heads[0];
-    const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
+    const uint64_t esize = mover::dtype_size(h0.dtype);
     const uint64_t n = h0.size * esize;
     auto read = [&](uint32_t r, uint64_t addr, void *out, uint64_t len) {
         return read_member(t.members[r], addr, out, len, why);

@@ -25,6 +25,7 @@
 #include "agent/team_engine_state.h"
 #include "common/log.h"
 #include "mover/kernels.h"
+#include "mover/names.h"
 
 namespace deputy::agent {
 namespace {
@@ -211,7 +212,7 @@ void TeamEngine::start_nodes(Team &t, std::vector<dp_desc_t> heads) {
     }
     if (uint8_t invalid = head_invalid(h0, t.size)) return fail_here(invalid);
     const uint8_t op = h0.opcode;
-    const uint64_t esize = dp_dtype_size(dp_dtype_t(h0.dtype));
+    const uint64_t esize = mover::dtype_size(h0.dtype);
     const uint64_t p = t.size;
     const uint64_t n = h0.size * esize;
     const CollLengths len = coll_lengths(op, h0.size, esize, p);
@@ -358,7 +359,7 @@ void TeamEngine::on_step_done(const InternodeEvent &e) {
     } else if (ex.node_status == DP_COMP_SUCCESS && ex.recv) {
         const dp_desc_t &h0 = ex.heads[t.local_ranks.front()];
         const uint8_t op = h0.opcode;
-        const uint64_t n = h0.size * dp_dtype_size(dp_dtype_t(h0.dtype));
+        const uint64_t n = h0.size * mover::dtype_size(h0.dtype);
         std::string why;
         bool ok = true;
         auto write = [&](uint32_t r, uint64_t addr, const void *in, uint64_t bytes) {

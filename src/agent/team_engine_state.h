@@ -15,6 +15,7 @@
 
 #include "agent/team_engine.h"
 #include "channel/coll_desc.h"
+#include "mover/names.h"
 
 namespace deputy::agent {
 
@@ -56,7 +57,7 @@ inline constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
 inline constexpr uint64_t kMaxCollBytes = 1ull << 36;
 inline uint8_t head_invalid(const dp_desc_t &h, uint32_t team_size) {
     namespace ch = channel;
-    const uint64_t esize = dp_dtype_size(dp_dtype_t(h.dtype));
+    const uint64_t esize = mover::dtype_size(h.dtype);
     if (h.opcode < ch::kCollFirst || h.opcode > ch::kCollLast) return DP_COMP_INVALID_OPCODE;
     if (h.opcode != ch::kCollBarrier &&
         (esize == 0 || (ch::coll_reduces(h.opcode) && h.redop >= DP_OP_COUNT) ||

@@ -7,6 +7,7 @@
 #include "common/futex.h"
 #include "common/timing.h"
 #include "mover/wait.h"
+#include "mover/names.h"
 
 namespace deputy::client {
 namespace {
@@ -37,7 +38,7 @@ dp_status_t AgentMover::submit_staged(const dp_desc_t &desc) {
     StagedPlan plan;
     if (plan_staged(desc, &plan) != DP_OK)
         DP_FAIL(DP_ERR_UNSUPPORTED, "dp_mover_submit: {} is not available in staged memory mode",
-                dp_opcode_name(dp_opcode_t(desc.opcode)));
+                mover::opcode_name(desc.opcode));
     const uint64_t limit = ctx_->attached().max_staged;
     control::Staged m;
     m.desc = desc;

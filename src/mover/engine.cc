@@ -5,6 +5,7 @@
 #include "common/affinity.h"
 #include "common/futex.h"
 #include "common/log.h"
+#include "common/scratch.h"
 #include "common/timing.h"
 
 namespace deputy::mover {
@@ -152,6 +153,9 @@ void Engine::drain(WqState *wq) {
 }
 
 void Engine::sleep() {
+    // Idle: the bounce buffers this thread kept for reuse go back to the
+    // system (common/scratch.h).
+    scratch::trim();
     uint32_t ticket = group_->doorbell.load(std::memory_order_acquire);
     group_->sleepers.fetch_add(1, std::memory_order_relaxed);
     // Pairs with GroupState::ring_doorbell(): after this fence either we see

@@ -5,6 +5,7 @@
 #include "common/futex.h"
 #include "common/log.h"
 #include "mover/kernels.h"
+#include "mover/names.h"
 
 namespace deputy::mover {
 namespace {
@@ -70,7 +71,7 @@ uint8_t check_size(const dp_desc_t &d, const ExecLimits &limits) {
             if (d.size % 8 != 0 || d.size > DP_DELTA_MAX_SIZE) return DP_COMP_INVALID_SIZE;
             break;
         case DP_OP_REDUCE: {
-            size_t esize = dp_dtype_size(dp_dtype_t(d.dtype));
+            size_t esize = mover::dtype_size(d.dtype);
             if (esize == 0 || d.redop >= DP_OP_COUNT) return DP_COMP_INVALID_FIELD;
             if (d.size % esize != 0) return DP_COMP_INVALID_SIZE;
             break;
@@ -219,7 +220,7 @@ OpResult run(const dp_desc_t &d, const Buffers &b, const ExecLimits &limits) {
             kernels::cache_flush(b.dst, d.size, (d.flags & DP_FLAG_CACHED) != 0);
             break;
         case DP_OP_REDUCE: {
-            size_t count = d.size / dp_dtype_size(dp_dtype_t(d.dtype));
+            size_t count = d.size / mover::dtype_size(d.dtype);
             // ACCUMULATE is dst = dst op src: the order matters for min/max
             // with NaN or signed zeros, so dst is the left operand.
             if (d.flags & DP_FLAG_ACCUMULATE)
@@ -328,7 +329,7 @@ bool AddressSpace::run(const dp_desc_t &desc, const ExecLimits &limits, OpResult
 void AddressSpace::report_lost(const dp_desc_t &desc, const char *queue) const {
     DP_LOG_ERROR("{}: completion address {:#x} is misaligned or outside the submitter's memory; "
                  "descriptor ({}) not executed",
-                 queue, desc.completion, dp_opcode_name(dp_opcode_t(desc.opcode)));
+                 queue, desc.completion, mover::opcode_name(desc.opcode));
 }
 
 }  // namespace deputy::mover

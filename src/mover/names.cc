@@ -1,4 +1,6 @@
 // Name tables of the mover's enums: what tables, logs and JSON print.
+#include "mover/names.h"
+
 #include <deputy/mover.h>
 
 #include <array>
@@ -43,15 +45,28 @@ constexpr std::array<const char *, DP_OP_COUNT> kOpNames{{"sum", "prod", "min", 
 
 }  // namespace
 
-extern "C" const char *dp_opcode_name(dp_opcode_t op) {
+namespace deputy::mover {
+
+const char *opcode_name(unsigned raw) {
     for (const auto &row : kOpcodeNames)
-        if (row.op == op) return row.name;
+        if (unsigned(row.op) == raw) return row.name;
     return "unknown";
 }
 
+const char *comp_status_name(unsigned raw) {
+    return raw < kCompStatusNames.size() ? kCompStatusNames[raw] : "unknown";
+}
+
+size_t dtype_size(unsigned raw) { return raw < kDtypeSizes.size() ? kDtypeSizes[raw] : 0; }
+
+}  // namespace deputy::mover
+
+extern "C" const char *dp_opcode_name(dp_opcode_t op) {
+    return deputy::mover::opcode_name(unsigned(op));
+}
+
 extern "C" const char *dp_comp_status_name(dp_comp_status_t status) {
-    unsigned index = unsigned(status);
-    return index < kCompStatusNames.size() ? kCompStatusNames[index] : "unknown";
+    return deputy::mover::comp_status_name(unsigned(status));
 }
 
 extern "C" const char *dp_dtype_name(dp_dtype_t dtype) {
@@ -65,6 +80,5 @@ extern "C" const char *dp_op_name(dp_op_t op) {
 }
 
 extern "C" size_t dp_dtype_size(dp_dtype_t dtype) {
-    unsigned index = unsigned(dtype);
-    return index < kDtypeSizes.size() ? kDtypeSizes[index] : 0;
+    return deputy::mover::dtype_size(unsigned(dtype));
 }

@@ -5,6 +5,7 @@
 
 #include <deputy/deputy.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -33,16 +35,36 @@ inline constexpr const char *kTestJobSecret = "test-job-secret-0123456789abcdef"
 
 class AgentProcess {
   public:
-    // extra: more `deputy agent` flags.
-    explicit AgentProcess(std::vector<std::string> extra = {}) {
+    // extra: more `deputy agent` flags. capture_log: its stdout and stderr
+    // go to log_path() instead of the test's output. env: more environment.
+    explicit AgentProcess(std::vector<std::string> extra = {}, bool capture_log = false,
+                          std::vector<std::string> env = {}) {
         dir_ = make_private_dir();
         socket_ = dir_ + "/agent.sock";
-        std::vector<std::string> args = {DEPUTY_BIN, "agent", "--socket", socket_, "-l", "30"};
+        log_ = dir_ + "/agent.log";
+        std::vector<std::string> args = {DEPUTY_BIN, "agent", "--socket", socket_};
+        if (std::find(extra.begin(), extra.end(), "-l") == extra.end())
+            args.insert(args.end(), {"-l", "30"});
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char *> argv;
         for (auto &a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
-        if (posix_spawn(&pid_, DEPUTY_BIN, nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+        std::vector<std::string> env_strings;
+        for (char **e = environ; *e; ++e) env_strings.push_back(*e);
+        env_strings.insert(env_strings.end(), env.begin(), env.end());
+        std::vector<char *> envp;
+        for (auto &e : env_strings) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        if (capture_log) {
+            posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                             0600);
+            posix_spawn_file_actions_adddup2(&actions, 1, 2);
+        }
+        if (posix_spawn(&pid_, DEPUTY_BIN, &actions, nullptr, argv.data(), envp.data()) != 0)
+            pid_ = -1;
+        posix_spawn_file_actions_destroy(&actions);
         // Ready when the socket exists (the agent creates it after listen()).
         for (int i = 0; i < 500 && pid_ > 0; ++i) {
             struct stat st;
@@ -63,6 +85,15 @@ class AgentProcess {
     pid_t pid() const { return pid_; }
     const std::string &socket() const { return socket_; }
     const std::string &dir() const { return dir_; }
+    const std::string &log_path() const { return log_; }
+    // Resident memory of the agent (VmRSS), in KiB.
+    long rss_kib() const {
+        std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+        return -1;
+    }
+    bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0 && !zombie(); }
 
     // Sends sig and reaps; returns the exit status as waitpid reports it.
     int stop(int sig = SIGTERM) {
@@ -103,8 +134,17 @@ class AgentProcess {
     }
 
   private:
+    bool zombie() const {
+        std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+        std::string line;
+        std::getline(stat, line);
+        const size_t paren = line.rfind(')');
+        return paren == std::string::npos || line.size() < paren + 3 || line[paren + 2] == 'Z';
+    }
+
     std::string dir_;
     std::string socket_;
+    std::string log_;
     pid_t pid_ = -1;
 };
 

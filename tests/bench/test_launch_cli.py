@@ -73,18 +73,24 @@ def env():
 
 def test_every_rank_gets_its_environment(env):
     r = env.launch("-n", "3", "--", "sh", "-c",
-                   'echo "$DEPUTY_RANK $DEPUTY_SIZE $DEPUTY_AGENT $DEPUTY_JOB $DEPUTY_TOKEN"')
+                   'echo "$DEPUTY_RANK $DEPUTY_SIZE $DEPUTY_AGENT $DEPUTY_JOB $DEPUTY_TOKEN '
+                   '$DEPUTY_JOB_SECRET"')
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {}
     for line in r.stdout.splitlines():
-        m = re.fullmatch(r"\[(\d)\] (\d) (\d) (\S+) (job-\d+-[0-9a-f]+) ([0-9a-f]{64})", line)
+        m = re.fullmatch(r"\[(\d)\] (\d) (\d) (\S+) (job-\d+-[0-9a-f]+) ([0-9a-f]{64}) ([0-9a-f]{64})",
+                         line)
         assert m, line
         assert m[1] == m[2]
         rows[int(m[1])] = m.groups()[2:]
     assert sorted(rows) == [0, 1, 2]
-    assert len(set(rows.values())) == 1, "ranks disagree on size, agent, job or token"
-    size, agent, job, token = rows[0]
+    assert len(set(rows.values())) == 1, "ranks disagree on size, agent, job, token or secret"
+    size, agent, job, token, secret = rows[0]
     assert size == "3"
+    assert secret != token
+    # A new job gets a new secret.
+    again = env.launch("-n", "1", "--", "sh", "-c", 'echo "$DEPUTY_JOB_SECRET"')
+    assert again.returncode == 0 and secret not in again.stdout, again.stdout
     assert re.fullmatch(re.escape(str(env.root)) + r"/deputy-launch-\w+/agent\.sock", agent)
     assert_clean(env, agent)
 

@@ -6,8 +6,9 @@
 // One input is looked at two ways:
 //   - bytes 0..7 (when there are 8) go to decode_frame_header;
 //   - byte 0 picks a control decoder, bytes 1.. are its payload. Byte 0 is
-//     the message's MsgType (9 ATTACH .. 15 STAGED_RESULT); other values are
-//     folded onto those seven so that no input is wasted.
+//     the message's MsgType (9 ATTACH .. 15 STAGED_RESULT, 17 TEAM_JOIN ..
+//     19 TEAM_LEAVE); other values are folded onto those ten so that no
+//     input is wasted.
 // The payload is the tail of libFuzzer's buffer, so a decoder reading one
 // byte past its length hits ASan's redzone.
 //
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,7 +59,15 @@ const char *g_checking = "";
 // bytes, so they compare as bytes.
 bool same(const Attach &a, const Attach &b) {
     return a.version == b.version && a.purpose == b.purpose && a.ring_size == b.ring_size &&
-           a.pool_bytes == b.pool_bytes && a.token == b.token;
+           a.pool_bytes == b.pool_bytes && a.proof_addr == b.proof_addr && a.proof == b.proof &&
+           a.token == b.token;
+}
+bool same(const TeamJoin &a, const TeamJoin &b) {
+    return a.key == b.key && a.secret == b.secret && a.rank == b.rank && a.size == b.size &&
+           a.timeout_ms == b.timeout_ms;
+}
+bool same(const TeamReady &a, const TeamReady &b) {
+    return a.status == b.status && a.team_id == b.team_id && a.reason == b.reason;
 }
 bool same(const Attached &a, const Attached &b) {
     return a.client_id == b.client_id && a.num_engines == b.num_engines &&
@@ -93,6 +103,15 @@ void encode(const Deregister &m, std::vector<uint8_t> *out) { encode_deregister(
 dp_status_t decode(const uint8_t *p, size_t n, Deregister *out, std::string *error) {
     return decode_deregister(p, n, &out->addr, error);
 }
+// TEAM_LEAVE likewise.
+struct TeamLeave {
+    uint32_t team_id = 0;
+};
+bool same(const TeamLeave &a, const TeamLeave &b) { return a.team_id == b.team_id; }
+void encode(const TeamLeave &m, std::vector<uint8_t> *out) { encode_team_leave(m.team_id, out); }
+dp_status_t decode(const uint8_t *p, size_t n, TeamLeave *out, std::string *error) {
+    return decode_team_leave(p, n, &out->team_id, error);
+}
 
 // A message full of leftovers from an earlier decode, to catch a decoder
 // that only writes some fields (an agent may reuse one message object).
@@ -105,8 +124,22 @@ Attach dirty<Attach>() {
     m.purpose = Purpose::kInfo;
     m.ring_size = 77;
     m.pool_bytes = 1 << 20;
+    m.proof_addr = 0x1234;
+    m.proof.fill(0x77);
     m.token = std::string(300, 'x');
     return m;
+}
+template <>
+TeamJoin dirty<TeamJoin>() {
+    return TeamJoin{std::string(200, 'k'), std::string(100, 's'), 9, 10, 11};
+}
+template <>
+TeamReady dirty<TeamReady>() {
+    return TeamReady{DP_ERR_TIMEOUT, 77, std::string(900, 'w')};
+}
+template <>
+TeamLeave dirty<TeamLeave>() {
+    return TeamLeave{0xdeadbeef};
 }
 template <>
 Attached dirty<Attached>() {
@@ -197,11 +230,19 @@ void frame_header(const uint8_t *in) {
     REQUIRE(std::memcmp(out, in, kFrameHeaderBytes) == 0);
 }
 
+// The messages with a decoder: every one a peer may send on a control
+// connection (INFO_REPLY is JSON, read by the JSON parser).
+constexpr MsgType kDecoded[] = {
+    MsgType::kAttach, MsgType::kAttached,     MsgType::kRegister,
+    MsgType::kDeregister, MsgType::kReply,    MsgType::kStaged,
+    MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
+    MsgType::kTeamLeave,
+};
+
 MsgType pick(uint8_t b) {
-    constexpr uint8_t first = uint8_t(MsgType::kAttach), count = 7;
-    static_assert(uint8_t(MsgType::kStagedResult) == first + count - 1);
-    if (b >= first && b < first + count) return MsgType(b);
-    return MsgType(first + b % count);
+    for (MsgType t : kDecoded)
+        if (uint8_t(t) == b) return t;
+    return kDecoded[b % std::size(kDecoded)];
 }
 
 // --- seeds ---------------------------------------------------------------
@@ -272,6 +313,15 @@ int write_seeds(const char *dir) {
     failed.status = DP_ERR_DENIED;
     seeds.push_back({"staged-result-denied", seed(MsgType::kStagedResult, failed)});
 
+    seeds.push_back({"team-join", seed(MsgType::kTeamJoin,
+                                       TeamJoin{"job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
+    seeds.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{DP_OK, 3, ""})});
+    seeds.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
+    Attach proven = attach;
+    proven.proof_addr = 0x7ffc12345670;
+    proven.proof.fill(0x5a);
+    seeds.push_back({"attach-proof", seed(MsgType::kAttach, proven)});
+
     // A valid frame header in bytes 0..7 (byte 0 then also picks a decoder).
     std::vector<uint8_t> frame(kFrameHeaderBytes);
     encode_frame_header(frame.data(), MsgType::kRegister, 24);
@@ -318,6 +368,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kReply: round_trip<Reply>(p, n, "REPLY"); break;
         case MsgType::kStaged: round_trip<Staged>(p, n, "STAGED"); break;
         case MsgType::kStagedResult: round_trip<StagedResult>(p, n, "STAGED_RESULT"); break;
+        case MsgType::kTeamJoin: round_trip<TeamJoin>(p, n, "TEAM_JOIN"); break;
+        case MsgType::kTeamReady: round_trip<TeamReady>(p, n, "TEAM_READY"); break;
+        case MsgType::kTeamLeave: round_trip<TeamLeave>(p, n, "TEAM_LEAVE"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/kernels.h"
+#include "mover/names.h"
 
 namespace deputy::agent {
 namespace {
@@ -62,7 +63,7 @@ constexpr auto kReduceFns = reduce_functions(std::make_index_sequence<size_t(DP_
 
 bool inline_reduction(const InterOp &op) {
     return op.check && op.kind == InterOp::Kind::allreduce &&
-           op.elements * dp_dtype_size(dp_dtype_t(op.dtype)) <= kInlineBytes;
+           op.elements * mover::dtype_size(op.dtype) <= kInlineBytes;
 }
 
 std::string mpi_error(int code) {
@@ -496,7 +497,7 @@ bool MpiInternode::post_next(Running &r) {
     const InterOp &op = r.op;
     const int n = int(t.nodes.size());
     int rc = MPI_SUCCESS;
-    const uint64_t esize = dp_dtype_size(dp_dtype_t(op.dtype));
+    const uint64_t esize = mover::dtype_size(op.dtype);
     if (r.phase == Running::Phase::header) {
         constexpr size_t slot = sizeof(Header) + kInlineBytes;
         r.mine = Header{op.count, op.root, op.opcode, op.dtype, op.redop, {}};
@@ -522,7 +523,7 @@ bool MpiInternode::post_next(Running &r) {
                 MPI_Op mpi_op;
                 MPI_Op_create(kReduceFns[op.dtype * DP_OP_COUNT + op.redop], 1, &mpi_op);
                 MPI_Datatype type;
-                MPI_Type_contiguous(int(dp_dtype_size(dp_dtype_t(op.dtype))), MPI_BYTE, &type);
+                MPI_Type_contiguous(int(mover::dtype_size(op.dtype)), MPI_BYTE, &type);
                 MPI_Type_commit(&type);
                 rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, int(op.elements), type, mpi_op, t.comm,
                                     &r.request);
@@ -582,7 +583,7 @@ bool MpiInternode::post_next(Running &r) {
 // The gathered parts reduced in node order into the operation's buffer.
 void MpiInternode::reduce_fused(Running &r, size_t nodes) {
     const size_t slot = sizeof(Header) + kInlineBytes;
-    const size_t bytes = r.op.elements * dp_dtype_size(dp_dtype_t(r.op.dtype));
+    const size_t bytes = r.op.elements * mover::dtype_size(r.op.dtype);
     auto *out = static_cast<uint8_t *>(r.op.recv);
     std::memcpy(out, r.fused.data() + sizeof(Header), bytes);
     for (size_t k = 1; k < nodes; ++k)
@@ -593,7 +594,7 @@ void MpiInternode::reduce_fused(Running &r, size_t nodes) {
 // An allreduce data step as a src/coll schedule over point-to-point, when
 // the configuration (or "auto" by size) asks for one. false: use MPI's own.
 bool MpiInternode::uses_schedule(const InterOp &op) const {
-    const uint64_t bytes = op.elements * dp_dtype_size(dp_dtype_t(op.dtype));
+    const uint64_t bytes = op.elements * mover::dtype_size(op.dtype);
     const std::string &want = options_.inter_algorithm;
     return !(want == "native" || (want == "auto" && bytes < kAutoScheduleBytes));
 }

@@ -2,6 +2,8 @@
 // through them (see dispatch.h for how the tables are built).
 #include "mover/kernels/dispatch.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 
 namespace deputy::mover::kernels {
@@ -11,10 +13,17 @@ namespace {
 // both SIMD levels use F16C for float16. __builtin_cpu_supports also checks
 // that the OS saves the wider registers (XCR0), so a kernel never runs where
 // its registers would be lost on a context switch.
+// F16C by CPUID: clang's __builtin_cpu_supports does not know the name
+// (the fuzz build compiles these kernels with clang).
+bool has_f16c() {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 Isa detect() {
     __builtin_cpu_init();  // may run from a static constructor before libgcc's
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+                      has_f16c() && __builtin_cpu_supports("bmi2");
     if (!avx2) return Isa::scalar;
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

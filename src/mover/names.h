@@ -1,0 +1,15 @@
+// Names and sizes for raw descriptor bytes. A client may put any value in a
+// descriptor's opcode, dtype or status byte, and in C++ converting a value
+// outside an enum's range to the enum is undefined behaviour: code that has
+// not validated the byte yet asks these, which take the integer.
+#pragma once
+
+#include <cstddef>
+
+namespace deputy::mover {
+
+const char *opcode_name(unsigned raw);       // "memmove", ...; "unknown"
+const char *comp_status_name(unsigned raw);  // "success", ...; "unknown"
+size_t dtype_size(unsigned raw);             // 0 for anything not a dp_dtype_t
+
+}  // namespace deputy::mover

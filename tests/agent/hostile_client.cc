@@ -1,0 +1,441 @@
+// The attacker of tests/agent/hostile_test.cc: a process of the agent's own
+// user that does what a buggy or hostile client can do, through libdeputy
+// or with its own socket and ring bytes. Each attack prints what it saw as
+// "key value" lines and exits 0 when the agent behaved (refused, dropped
+// it, or stayed correct), non-zero otherwise.
+//
+//   hostile_client SOCKET ATTACK [ARGS...]
+//
+// Attacks (see the test that runs each):
+//   delta-race SECONDS      APPLY_DELTA while a thread rewrites the record
+//   fork-exit               attach, fork, exit: the child keeps the socket
+//   exit-with-work N MIB    queue N memmoves of MIB MiB, then _exit
+//   coll-exit RANK OPS MIB  team of 2 (key "doomed"): post OPS allreduces; rank 1 exits
+//   trickle                 send an ATTACH header one byte every 50 ms
+//   no-read                 attached, send STAGED requests and never read
+//   idle N SECONDS          hold N connections that never attach
+//   join-flood N            TEAM_JOIN N distinct teams of 64
+//   garbage N               push N garbage descriptors into the ring
+//   big-pool                attach with a 1 GiB pool
+//   batch-registered SECONDS   BATCHes over registered memory
+//   join KEY RANK SIZE      join a team (secret from $DEPUTY_JOB_SECRET) and allreduce once
+#include <deputy/deputy.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "raw_client.h"
+
+namespace {
+
+namespace control = deputy::channel::control;
+using deputy::channel::MsgType;
+using deputy::testing::closed_by_agent;
+using deputy::testing::RawClient;
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+void say(const char *key, const std::string &value) {
+    std::printf("%s %s\n", key, value.c_str());
+    std::fflush(stdout);
+}
+
+dp_config_t config_for(const char *socket, uint64_t pool = 1 << 20) {
+    dp_config_t c = DP_CONFIG_INITIALIZER;
+    c.agent = socket;
+    c.pool_bytes = pool;
+    return c;
+}
+
+dp_desc_t desc(uint8_t opcode, uint64_t src, uint64_t dst, uint64_t size) {
+    dp_desc_t d{};
+    d.opcode = opcode;
+    d.src = src;
+    d.dst = dst;
+    d.size = size;
+    return d;
+}
+
+// --- the attacks ---
+
+int delta_race(const char *socket, double seconds) {
+    dp_config_t config = config_for(socket, 1 << 20);
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    if (dp_init(&config, &ctx) != DP_OK || dp_mover_attach(ctx, &mover) != DP_OK) return 2;
+    // dst at the very end of the pool: an overrun would leave the segment.
+    auto *pool = static_cast<uint8_t *>(dp_malloc(ctx, (1 << 20) - 64 * 4));
+    auto *record = static_cast<uint8_t *>(dp_malloc(ctx, 64));
+    auto *comp = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+    if (!pool || !record || !comp) return 2;
+    const size_t dst_bytes = 4096;
+    uint8_t *dst = pool + (1 << 20) - 64 * 4 - dst_bytes;
+    std::memset(pool, 0xA5, (1 << 20) - 64 * 4 - dst_bytes);
+    // A registered destination too: an overrun there is the agent's heap.
+    std::vector<uint8_t> heap(dst_bytes + 8192, 0x5A);
+    if (dp_mem_register(ctx, heap.data() + 4096, dst_bytes) != DP_OK) return 2;
+    std::atomic<bool> stop{false};
+    // One valid entry (granule 1); the racer flips its index to 0xffff.
+    std::memset(record, 0, 10);
+    record[0] = 1;
+    std::thread racer([&] {
+        auto *idx = reinterpret_cast<volatile uint8_t *>(record);
+        while (!stop.load(std::memory_order_relaxed)) {
+            idx[0] = 0xff;
+            idx[1] = 0xff;
+            idx[0] = 1;
+            idx[1] = 0;
+        }
+    });
+    uint64_t runs = 0, applied = 0, refused = 0, other = 0;
+    const double end = now_s() + seconds;
+    while (now_s() < end) {
+        for (uint8_t *target : {dst, heap.data() + 4096}) {
+            dp_desc_t d = desc(DP_OP_APPLY_DELTA, uint64_t(record), uint64_t(target), dst_bytes);
+            d.aux = 10;
+            d.flags = DP_FLAG_COMPLETION;
+            d.completion = uint64_t(comp);
+            std::memset(comp, 0, sizeof *comp);
+            if (dp_mover_submit(mover, 0, &d) != DP_OK ||
+                dp_mover_wait(mover, comp, DP_WAIT_YIELD, 2'000'000'000) != DP_OK) {
+                stop = true;
+                racer.join();
+                say("error", "the agent stopped answering");
+                return 1;
+            }
+            ++runs;
+            if (comp->status == DP_COMP_SUCCESS)
+                ++applied;
+            else if (comp->status == DP_COMP_INVALID_FIELD)
+                ++refused;
+            else
+                ++other;
+        }
+    }
+    stop = true;
+    racer.join();
+    bool intact = true;
+    for (size_t i = 0; i < 4096; ++i)
+        intact &= heap[i] == 0x5A && heap[4096 + dst_bytes + i] == 0x5A;
+    for (size_t i = 0; i < (1 << 20) - 64 * 4 - dst_bytes; ++i) intact &= pool[i] == 0xA5;
+    say("runs", std::to_string(runs));
+    say("applied", std::to_string(applied));
+    say("refused", std::to_string(refused));
+    say("other", std::to_string(other));
+    say("own_guards", intact ? "intact" : "overwritten");
+    dp_mover_close(mover);
+    dp_finalize(ctx);
+    return intact && other == 0 ? 0 : 1;
+}
+
+int fork_exit(const char *socket) {
+    dp_config_t config = config_for(socket);
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    if (dp_init(&config, &ctx) != DP_OK || dp_mover_attach(ctx, &mover) != DP_OK) return 2;
+    auto *buf = static_cast<uint8_t *>(dp_malloc(ctx, 8192));
+    auto *comp = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+    const pid_t parent = getpid();
+    const pid_t child = fork();
+    if (child < 0) return 2;
+    if (child > 0) _exit(0);  // the attached process leaves; its child keeps the socket
+    while (getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const double gone = now_s();
+    // The agent must drop the session: our requests fail, our ring is dead.
+    std::vector<uint8_t> heap(4096, 1);
+    dp_status_t reg = DP_OK;
+    for (int i = 0; i < 40 && reg == DP_OK; ++i) {
+        reg = dp_mem_register(ctx, heap.data(), heap.size());
+        if (reg == DP_OK) {
+            dp_mem_deregister(ctx, heap.data());
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    say("register", dp_status_name(reg));
+    say("dropped_after_s", std::to_string(now_s() - gone));
+    std::memset(buf, 7, 4096);
+    std::memset(buf + 4096, 0, 4096);
+    dp_desc_t d = desc(DP_OP_MEMMOVE, uint64_t(buf), uint64_t(buf + 4096), 4096);
+    d.flags = DP_FLAG_COMPLETION;
+    d.completion = uint64_t(comp);
+    dp_mover_submit(mover, 0, &d);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const bool moved = buf[4096] == 7;
+    say("memmove_after_drop", moved ? "executed" : "not executed");
+    // The test waits for this line: our parent's exit status says nothing.
+    say("verdict", reg != DP_OK && !moved ? "pass" : "fail");
+    return reg != DP_OK && !moved ? 0 : 1;
+}
+
+int exit_with_work(const char *socket, int n, uint64_t mib) {
+    dp_config_t config = config_for(socket, (2 * mib << 20) + (1 << 20));
+    config.ring_size = 1024;
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    if (dp_init(&config, &ctx) != DP_OK || dp_mover_attach(ctx, &mover) != DP_OK) return 2;
+    auto *a = static_cast<uint8_t *>(dp_malloc(ctx, mib << 20));
+    auto *b = static_cast<uint8_t *>(dp_malloc(ctx, mib << 20));
+    auto *comp = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+    if (!a || !b || !comp) return 2;
+    for (int i = 0; i < n; ++i) {
+        dp_desc_t d = desc(DP_OP_MEMMOVE, uint64_t(a), uint64_t(b), mib << 20);
+        d.flags = DP_FLAG_COMPLETION;
+        d.completion = uint64_t(comp);
+        while (dp_mover_submit(mover, 0, &d) == DP_ERR_RETRY) std::this_thread::yield();
+    }
+    say("queued", std::to_string(n));
+    _exit(0);  // no dp_finalize: the work stays queued
+}
+
+int coll_exit(const char *socket, int rank, int ops, uint64_t mib) {
+    dp_config_t config = config_for(socket, (2 * mib << 20) + (1 << 20));
+    dp_context_t *ctx;
+    dp_team_t *team;
+    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    if (dp_team_create_timeout(ctx, "doomed", rank, 2, 10000, &team) != DP_OK) return 2;
+    auto *src = static_cast<float *>(dp_malloc(ctx, mib << 20));
+    auto *dst = static_cast<float *>(dp_malloc(ctx, mib << 20));
+    if (!src || !dst) return 2;
+    std::vector<dp_request_t *> reqs(size_t(ops), nullptr);
+    for (int i = 0; i < ops; ++i)
+        if (dp_iallreduce(src, dst, (mib << 20) / 4, DP_FLOAT32, DP_SUM, team, &reqs[i]) != DP_OK)
+            return 2;
+    say("posted", std::to_string(ops));
+    if (rank == 1) _exit(0);  // dies with everything queued
+    int lost = 0, ok = 0;
+    for (dp_request_t *r : reqs) {
+        const dp_status_t s = dp_wait(r);
+        (s == DP_OK ? ok : lost) += 1;
+        dp_request_free(r);
+    }
+    say("completed", std::to_string(ok));
+    say("failed", std::to_string(lost));
+    dp_team_destroy(team);
+    dp_finalize(ctx);
+    return lost > 0 ? 0 : 1;  // the team broke: the rest failed, nothing hung
+}
+
+int trickle(const char *socket) {
+    RawClient c;
+    if (!c.connect(socket)) return 2;
+    uint8_t header[8];
+    deputy::channel::encode_frame_header(header, MsgType::kAttach, 200);
+    const double start = now_s();
+    for (int i = 0; i < 200; ++i) {
+        if (send(c.fd.get(), header + (i % 8), 1, MSG_NOSIGNAL) != 1 ||
+            closed_by_agent(c.fd.get(), 0.05)) {
+            say("dropped_after_s", std::to_string(now_s() - start));
+            return 0;
+        }
+    }
+    say("dropped_after_s", "never");
+    return 1;
+}
+
+int no_read(const char *socket) {
+    RawClient c;
+    if (!c.attach(socket, 4 << 20)) return 2;
+    int small = 4096;
+    setsockopt(c.fd.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    // Memmoves of 512 KiB whose results come back over the socket.
+    control::Staged staged;
+    staged.desc = desc(DP_OP_MEMMOVE, 0x10000000, 0x20000000, 512 << 10);
+    staged.sources.push_back({0x10000000, std::vector<uint8_t>(512 << 10, 3)});
+    std::vector<uint8_t> payload;
+    control::encode(staged, &payload);
+    const double start = now_s();
+    int sent = 0;
+    // Our unread answers pile up; the agent must drop us (the socket then
+    // breaks under our sends) rather than queue without end or wait.
+    dp_status_t s = DP_OK;
+    while (now_s() - start < 10) {
+        s = control::send_message(c.fd.get(), MsgType::kStaged, payload, nullptr, 0, 200'000'000,
+                                  "no-read");
+        if (s == DP_OK) ++sent;
+        else if (s != DP_ERR_TIMEOUT) break;
+    }
+    const bool dropped = s == DP_ERR_AGENT_LOST || s == DP_ERR_IO;
+    say("sent", std::to_string(sent));
+    say("dropped_after_s", dropped ? std::to_string(now_s() - start) : "never");
+    return dropped ? 0 : 1;
+}
+
+int idle(const char *socket, int n, double seconds) {
+    std::vector<deputy::UniqueFd> fds;
+    for (int i = 0; i < n; ++i) {
+        deputy::UniqueFd fd;
+        if (deputy::channel::uds::connect_fd(socket, 1'000'000'000, &fd) != DP_OK) break;
+        fds.push_back(std::move(fd));
+    }
+    say("opened", std::to_string(fds.size()));
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    int closed = 0;
+    for (auto &fd : fds) closed += closed_by_agent(fd.get(), 0);
+    say("closed_by_agent", std::to_string(closed));
+    return 0;
+}
+
+int join_flood(const char *socket, int n) {
+    RawClient c;
+    if (!c.attach(socket)) return 2;
+    int refused = 0, sent = 0;
+    for (int i = 0; i < n; ++i) {
+        control::TeamJoin m{"flood-" + std::to_string(i), "flood-secret", 0, 64, 60000};
+        std::vector<uint8_t> payload;
+        control::encode(m, &payload);
+        if (control::send_message(c.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                  1'000'000'000, "flood") != DP_OK)
+            break;
+        ++sent;
+        // Refusals come back at once; joins that wait do not.
+        MsgType type;
+        std::vector<uint8_t> answer;
+        while (control::recv_message(c.fd.get(), control::kMaxControlMessage, &type, &answer,
+                                     nullptr, 0, nullptr, 0, "flood") == DP_OK)
+            ++refused;
+    }
+    MsgType type;
+    std::vector<uint8_t> answer;
+    while (control::recv_message(c.fd.get(), control::kMaxControlMessage, &type, &answer, nullptr,
+                                 0, nullptr, 200'000'000, "flood") == DP_OK)
+        ++refused;
+    say("sent", std::to_string(sent));
+    say("refused", std::to_string(refused));
+    return 0;
+}
+
+int garbage(const char *socket, int n) {
+    RawClient c;
+    if (!c.attach(socket)) return 2;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    auto next = [&x] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+    for (int i = 0; i < n; ++i) {
+        dp_desc_t d;
+        auto *w = reinterpret_cast<uint64_t *>(&d);
+        for (int k = 0; k < 8; ++k) w[k] = next();
+        // Half of them ask for a record nobody may write: each would be a log line.
+        if (i % 2) {
+            d.opcode = DP_OP_MEMMOVE;
+            d.flags = DP_FLAG_COMPLETION;
+            d.completion = 0x1000 + uint64_t(i) * 32;
+        }
+        c.push(d);
+    }
+    say("pushed", std::to_string(n));
+    // Still attached and answered?
+    std::vector<uint8_t> payload;
+    control::encode_deregister(0x1234, &payload);
+    const dp_status_t s = c.request(MsgType::kDeregister, payload);
+    say("still_served", s == DP_ERR_INVALID ? "yes" : dp_status_name(s));
+    return s == DP_ERR_INVALID ? 0 : 1;
+}
+
+int big_pool(const char *socket) {
+    const double start = now_s();
+    dp_config_t config = config_for(socket, 1ull << 30);
+    dp_context_t *ctx;
+    const dp_status_t s = dp_init(&config, &ctx);
+    say("attach", dp_status_name(s));
+    say("attach_s", std::to_string(now_s() - start));
+    if (s != DP_OK) return 1;
+    dp_finalize(ctx);
+    return 0;
+}
+
+int batch_registered(const char *socket, double seconds) {
+    dp_config_t config = config_for(socket);
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    if (dp_init(&config, &ctx) != DP_OK || dp_mover_attach(ctx, &mover) != DP_OK) return 2;
+    std::vector<uint8_t> heap(32 << 20, 9);
+    if (dp_mem_register(ctx, heap.data(), heap.size()) != DP_OK) return 2;
+    auto *members = static_cast<dp_desc_t *>(dp_malloc(ctx, 16 * sizeof(dp_desc_t)));
+    auto *comp = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+    for (int i = 0; i < 16; ++i)
+        members[i] = desc(DP_OP_MEMMOVE, uint64_t(heap.data() + i * (1 << 20)),
+                          uint64_t(heap.data() + (16 + i) * (1 << 20)), 1 << 20);
+    uint64_t batches = 0;
+    const double end = now_s() + seconds;
+    while (now_s() < end) {
+        dp_desc_t b = desc(DP_OP_BATCH, uint64_t(members), 0, 16);
+        b.flags = DP_FLAG_COMPLETION;
+        b.completion = uint64_t(comp);
+        std::memset(comp, 0, sizeof *comp);
+        if (dp_mover_submit(mover, 0, &b) != DP_OK ||
+            dp_mover_wait(mover, comp, DP_WAIT_YIELD, 5'000'000'000) != DP_OK ||
+            comp->status != DP_COMP_SUCCESS)
+            return 1;
+        ++batches;
+    }
+    say("batches", std::to_string(batches));
+    dp_mover_close(mover);
+    dp_finalize(ctx);
+    return 0;
+}
+
+int join(const char *socket, const char *key, int rank, int size) {
+    dp_config_t config = config_for(socket);
+    dp_context_t *ctx;
+    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    dp_team_t *team = nullptr;
+    const dp_status_t s = dp_team_create_timeout(ctx, key, rank, size, 3000, &team);
+    say("join", dp_status_name(s));
+    if (s != DP_OK) {
+        dp_finalize(ctx);
+        return 1;
+    }
+    auto *v = static_cast<int32_t *>(dp_malloc(ctx, 64));
+    auto *out = static_cast<int32_t *>(dp_malloc(ctx, 64));
+    for (int i = 0; i < 16; ++i) v[i] = 1000 + i;
+    const dp_status_t r = dp_allreduce(v, out, 16, DP_INT32, DP_SUM, team);
+    say("allreduce", dp_status_name(r));
+    say("sum0", std::to_string(out[0]));
+    dp_team_destroy(team);
+    dp_finalize(ctx);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s SOCKET ATTACK [ARGS...]\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    const char *socket = argv[1];
+    const std::string attack = argv[2];
+    auto arg = [&](int i) { return i + 3 < argc ? argv[i + 3] : "0"; };
+    if (attack == "delta-race") return delta_race(socket, std::atof(arg(0)));
+    if (attack == "fork-exit") return fork_exit(socket);
+    if (attack == "exit-with-work")
+        return exit_with_work(socket, std::atoi(arg(0)), std::atoi(arg(1)));
+    if (attack == "coll-exit")
+        return coll_exit(socket, std::atoi(arg(0)), std::atoi(arg(1)), std::atoi(arg(2)));
+    if (attack == "trickle") return trickle(socket);
+    if (attack == "no-read") return no_read(socket);
+    if (attack == "idle") return idle(socket, std::atoi(arg(0)), std::atof(arg(1)));
+    if (attack == "join-flood") return join_flood(socket, std::atoi(arg(0)));
+    if (attack == "garbage") return garbage(socket, std::atoi(arg(0)));
+    if (attack == "big-pool") return big_pool(socket);
+    if (attack == "batch-registered") return batch_registered(socket, std::atof(arg(0)));
+    if (attack == "join") return join(socket, arg(0), std::atoi(arg(1)), std::atoi(arg(2)));
+    std::fprintf(stderr, "unknown attack %s\n", attack.c_str());
+    return 2;
+}

@@ -1,0 +1,577 @@
+// The agent under attack. Each test runs one attack from its own process
+// (hostile_client.cc: a process of the agent's user, through libdeputy or
+// with its own socket and ring bytes) while
+//   - a victim client holds guard patterns in its pool and in registered
+//     memory, and must find them untouched and its own work still correct;
+//   - a bystander client times small memmoves, which must keep completing
+//     (p99 within kBystanderP99) while the attack runs;
+// and afterwards the agent must be up, with its fds, client mappings and
+// memory back to what they were before the attacker came.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent_test_util.h"
+#include "channel/agent_info.h"
+#include "common/timing.h"
+#include "raw_client.h"
+
+namespace {
+
+using deputy::testing::AgentProcess;
+using deputy::testing::eventually;
+using deputy::testing::kTestJobSecret;
+using deputy::testing::RawClient;
+namespace control = deputy::channel::control;
+using deputy::channel::MsgType;
+
+constexpr double kBystanderP99Ms = 50;
+
+// Runs the attacker to its end (or kills it at the timeout) and collects
+// its "key value" lines. Reads until every writer of its stdout is gone:
+// a forked grandchild reports there too.
+struct Attack {
+    int exit_code = -1;
+    std::map<std::string, std::string> said;
+    std::string output;
+};
+
+Attack run_attack(const AgentProcess &agent, std::vector<std::string> args,
+                  std::vector<std::string> env = {}, int timeout_s = 60) {
+    args.insert(args.begin(), {HOSTILE_CLIENT_BIN, agent.socket()});
+    std::vector<char *> argv;
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    for (char **e = environ; *e; ++e)
+        if (std::strncmp(*e, "DEPUTY_JOB_SECRET=", 18) != 0) env_strings.push_back(*e);
+    env_strings.insert(env_strings.end(), env.begin(), env.end());
+    std::vector<char *> envp;
+    for (auto &e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int out[2];
+    Attack a;
+    if (pipe2(out, O_CLOEXEC) != 0) return a;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    pid_t pid = -1;
+    const int rc =
+        posix_spawn(&pid, HOSTILE_CLIENT_BIN, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    if (rc != 0) {
+        close(out[0]);
+        return a;
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    char buf[4096];
+    for (;;) {
+        pollfd p{out[0], POLLIN, 0};
+        const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 end - std::chrono::steady_clock::now())
+                                 .count());
+        if (left <= 0 || poll(&p, 1, left) <= 0) {
+            kill(pid, SIGKILL);
+            a.output += "\n(killed at the timeout)";
+            break;
+        }
+        const ssize_t n = read(out[0], buf, sizeof buf);
+        if (n <= 0) break;
+        a.output.append(buf, size_t(n));
+    }
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    a.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::istringstream lines(a.output);
+    for (std::string line; std::getline(lines, line);) {
+        const size_t sp = line.find(' ');
+        if (sp != std::string::npos) a.said[line.substr(0, sp)] = line.substr(sp + 1);
+    }
+    return a;
+}
+
+// A client that has something to lose: patterns in its whole pool and in a
+// registered heap range.
+struct Victim {
+    dp_context_t *ctx = nullptr;
+    dp_mover_t *mover = nullptr;
+    uint8_t *pool = nullptr;
+    static constexpr size_t kPool = 960 << 10;
+    std::vector<uint8_t> heap = std::vector<uint8_t>(256 << 10);
+
+    explicit Victim(const AgentProcess &agent) {
+        dp_config_t c = agent.config();
+        EXPECT_EQ(dp_init(&c, &ctx), DP_OK);
+        if (!ctx) return;
+        EXPECT_EQ(dp_mover_attach(ctx, &mover), DP_OK);
+        pool = static_cast<uint8_t *>(dp_malloc(ctx, kPool));
+        EXPECT_NE(pool, nullptr);
+        for (size_t i = 0; pool && i < kPool; ++i) pool[i] = pattern(i);
+        for (size_t i = 0; i < heap.size(); ++i) heap[i] = pattern(i + 7);
+        EXPECT_EQ(dp_mem_register(ctx, heap.data(), heap.size()), DP_OK);
+    }
+    ~Victim() {
+        if (mover) dp_mover_close(mover);
+        if (ctx) dp_finalize(ctx);
+    }
+    static uint8_t pattern(size_t i) { return uint8_t(i * 131 + 17); }
+    // Patterns untouched, and the victim's own ring still works: a memmove
+    // inside its registered memory gives the right bytes (then undone).
+    void expect_intact() {
+        ASSERT_NE(pool, nullptr);
+        size_t bad = 0;
+        for (size_t i = 0; i < kPool; ++i) bad += pool[i] != pattern(i);
+        EXPECT_EQ(bad, 0u) << "victim pool bytes changed";
+        bad = 0;
+        for (size_t i = 0; i < heap.size(); ++i) bad += heap[i] != pattern(i + 7);
+        EXPECT_EQ(bad, 0u) << "victim registered bytes changed";
+        auto *record = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+        ASSERT_NE(record, nullptr);
+        std::vector<uint8_t> saved(heap.begin() + 4096, heap.begin() + 8192);
+        dp_desc_t d{};
+        d.opcode = DP_OP_MEMMOVE;
+        d.src = uint64_t(heap.data());
+        d.dst = uint64_t(heap.data() + 4096);
+        d.size = 4096;
+        d.flags = DP_FLAG_COMPLETION;
+        d.completion = uint64_t(record);
+        ASSERT_EQ(dp_mover_submit(mover, 0, &d), DP_OK);
+        ASSERT_EQ(dp_mover_wait(mover, record, DP_WAIT_YIELD, 5'000'000'000), DP_OK);
+        EXPECT_EQ(record->status, DP_COMP_SUCCESS);
+        EXPECT_EQ(std::memcmp(heap.data(), heap.data() + 4096, 4096), 0);
+        std::copy(saved.begin(), saved.end(), heap.begin() + 4096);
+        dp_free(ctx, record);
+    }
+};
+
+// Times 4 KiB memmoves in its pool, one every millisecond, from a thread.
+class Bystander {
+  public:
+    explicit Bystander(const AgentProcess &agent) {
+        dp_config_t c = agent.config();
+        EXPECT_EQ(dp_init(&c, &ctx_), DP_OK);
+        if (!ctx_) return;
+        EXPECT_EQ(dp_mover_attach(ctx_, &mover_), DP_OK);
+        buf_ = static_cast<uint8_t *>(dp_malloc(ctx_, 8192));
+        record_ = static_cast<dp_completion_t *>(dp_malloc(ctx_, 64));
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~Bystander() {
+        stop();
+        if (mover_) dp_mover_close(mover_);
+        if (ctx_) dp_finalize(ctx_);
+    }
+    void stop() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    // Stops it and checks what it saw.
+    void expect_served() {
+        stop();
+        EXPECT_EQ(errors_, 0u) << "bystander operations failed";
+        ASSERT_GE(latencies_.size(), 20u) << "the bystander barely ran";
+        const double p99 = deputy::timing::percentile(latencies_, 0.99) / 1e6;
+        EXPECT_LE(p99, kBystanderP99Ms)
+            << "bystander p99 " << p99 << " ms over " << latencies_.size() << " memmoves";
+    }
+
+  private:
+    void loop() {
+        uint8_t seed = 0;
+        while (!stop_) {
+            std::memset(buf_, ++seed, 4096);
+            std::memset(record_, 0, sizeof *record_);
+            dp_desc_t d{};
+            d.opcode = DP_OP_MEMMOVE;
+            d.src = uint64_t(buf_);
+            d.dst = uint64_t(buf_ + 4096);
+            d.size = 4096;
+            d.flags = DP_FLAG_COMPLETION;
+            d.completion = uint64_t(record_);
+            const uint64_t start = deputy::timing::now_ns();
+            if (dp_mover_submit(mover_, 0, &d) != DP_OK ||
+                dp_mover_wait(mover_, record_, DP_WAIT_YIELD, 10'000'000'000) != DP_OK ||
+                record_->status != DP_COMP_SUCCESS || buf_[4096 + 100] != seed) {
+                ++errors_;
+            } else {
+                latencies_.push_back(deputy::timing::now_ns() - start);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+
+    dp_context_t *ctx_ = nullptr;
+    dp_mover_t *mover_ = nullptr;
+    uint8_t *buf_ = nullptr;
+    dp_completion_t *record_ = nullptr;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    uint64_t errors_ = 0;
+    std::vector<uint64_t> latencies_;
+};
+
+class HostileTest : public ::testing::Test {
+  protected:
+    explicit HostileTest(std::vector<std::string> flags = {}, bool capture_log = false,
+                         std::vector<std::string> env = {})
+        : agent(std::move(flags), capture_log, std::move(env)) {}
+
+    void SetUp() override {
+        ASSERT_TRUE(agent.running());
+        victim = std::make_unique<Victim>(agent);
+        bystander = std::make_unique<Bystander>(agent);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        fds_before = agent.count_fds();
+        mappings_before = agent.count_client_mappings();
+        rss_before_kib = agent.rss_kib();
+        ASSERT_EQ(mappings_before, 2);
+    }
+
+    // The agent is up, the victim untouched, the bystander was served.
+    void expect_survived() {
+        EXPECT_TRUE(agent.alive()) << "the agent died";
+        bystander->expect_served();
+        victim->expect_intact();
+    }
+    // Once the attacker is gone: fds, client mappings and memory as before.
+    void expect_nothing_left(long rss_slack_kib = 16 << 10) {
+        EXPECT_TRUE(eventually([&] { return agent.count_fds() == fds_before; }, 5000))
+            << agent.count_fds() << " fds, " << fds_before << " before the attack";
+        EXPECT_TRUE(
+            eventually([&] { return agent.count_client_mappings() == mappings_before; }, 5000))
+            << agent.count_client_mappings() << " client segments mapped, " << mappings_before
+            << " before";
+        EXPECT_LE(agent.rss_kib(), rss_before_kib + rss_slack_kib)
+            << "agent RSS " << agent.rss_kib() << " KiB, " << rss_before_kib << " before";
+    }
+
+    AgentProcess agent;
+    std::unique_ptr<Victim> victim;
+    std::unique_ptr<Bystander> bystander;
+    int fds_before = 0, mappings_before = 0;
+    long rss_before_kib = 0;
+};
+
+// 1. A delta record rewritten between the agent's check and its use can
+// change what is written, never where: the kernel applies its own copy.
+TEST_F(HostileTest, DeltaRecordRewrittenMidFlightWritesOnlyInsideTheDestination) {
+    const Attack a = run_attack(agent, {"delta-race", "3"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_GT(std::stoull(a.said.count("runs") ? a.said.at("runs") : "0"), 100u) << a.output;
+    EXPECT_EQ(a.said.count("own_guards") ? a.said.at("own_guards") : "", "intact") << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// 2. The session belongs to the process that attached: when it exits, the
+// session is dropped, whatever child holds the socket (no pid reuse).
+TEST_F(HostileTest, SessionIsDroppedWhenItsProcessExitsEvenIfAChildKeepsTheSocket) {
+    const Attack a = run_attack(agent, {"fork-exit"});
+    EXPECT_EQ(a.said.count("verdict") ? a.said.at("verdict") : "", "pass") << a.output;
+    EXPECT_EQ(a.said.count("register") ? a.said.at("register") : "", "DP_ERR_AGENT_LOST")
+        << a.output;
+    EXPECT_LT(std::stod(a.said.count("dropped_after_s") ? a.said.at("dropped_after_s") : "99"), 1.0)
+        << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// 2, on kernels without SO_PEERPIDFD: the agent takes the pid's pidfd and
+// has the connection prove it is that process, by reading back random
+// bytes the client named in its own memory. Bytes that do not match (the
+// pid now belongs to another process) refuse the client; bytes it cannot
+// read leave the identity unverified, and direct memory is refused.
+class HostileNoPeerPidfdTest : public HostileTest {
+  protected:
+    HostileNoPeerPidfdTest() : HostileTest({}, false, {"DEPUTY_AGENT_NO_PEERPIDFD=1"}) {}
+};
+
+TEST_F(HostileNoPeerPidfdTest, IdentityIsProvenByBytesOnlyTheClientHolds) {
+    // libdeputy proves itself: direct memory works (the victim registered).
+    std::array<uint8_t, control::kIdentityProofBytes> mine{};
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = uint8_t(0xC0 + i);
+    control::Attach liar;
+    liar.proof_addr = uint64_t(mine.data());
+    liar.proof = mine;
+    liar.proof[5] ^= 1;  // not what this process holds there
+    RawClient impostor;
+    control::Reply refusal;
+    EXPECT_FALSE(impostor.attach(agent.socket().c_str(), 0, &liar, &refusal));
+    EXPECT_EQ(refusal.status, DP_ERR_DENIED);
+    EXPECT_NE(refusal.reason.find("identity proof"), std::string::npos) << refusal.reason;
+    // Unreadable proof: attached, but no direct memory.
+    control::Attach unreadable;
+    unreadable.proof_addr = 8;
+    RawClient unverified;
+    ASSERT_TRUE(unverified.attach(agent.socket().c_str(), 0, &unreadable));
+    std::vector<uint8_t> payload;
+    control::encode(
+        control::Register{uint64_t(mine.data()), mine.size(), control::RegionKind::kDirect},
+        &payload);
+    EXPECT_EQ(unverified.request(MsgType::kRegister, payload), DP_ERR_UNSUPPORTED);
+    // The right bytes: verified, direct memory allowed.
+    control::Attach honest;
+    honest.proof_addr = uint64_t(mine.data());
+    honest.proof = mine;
+    RawClient verified;
+    ASSERT_TRUE(verified.attach(agent.socket().c_str(), 0, &honest));
+    EXPECT_EQ(verified.request(MsgType::kRegister, payload), DP_OK);
+    impostor.fd.reset();
+    unverified.fd.reset();
+    verified.fd.reset();
+    expect_survived();
+    expect_nothing_left();
+}
+
+// 3. A client that leaves with work queued (plain exit or death, mover
+// descriptors or collectives) cannot make the agent free memory an engine
+// still uses: queued work is dropped, running work finishes, then the
+// memory goes.
+TEST_F(HostileTest, ClientLeavingWithWorkQueuedFreesItsMemoryOnlyWhenTheEnginesAreDone) {
+    const Attack mover = run_attack(agent, {"exit-with-work", "256", "16"});
+    EXPECT_EQ(mover.exit_code, 0) << mover.output;
+    EXPECT_EQ(mover.said.count("queued") ? mover.said.at("queued") : "", "256") << mover.output;
+    // A team of two: rank 1 exits with 64 allreduces of 4 MiB posted.
+    Attack rank0;
+    std::thread t([&] {
+        rank0 = run_attack(agent, {"coll-exit", "0", "64", "4"}, {"DEPUTY_JOB_SECRET=doomed-job"});
+    });
+    const Attack rank1 =
+        run_attack(agent, {"coll-exit", "1", "64", "4"}, {"DEPUTY_JOB_SECRET=doomed-job"});
+    t.join();
+    EXPECT_EQ(rank1.exit_code, 0) << rank1.output;
+    EXPECT_EQ(rank0.exit_code, 0) << rank0.output;  // its team broke; nothing hung
+    EXPECT_NE(rank0.said.count("failed") ? rank0.said.at("failed") : "0", "0") << rank0.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// 5. Clients that stall the conversation: a message trickled a byte at a
+// time before attaching, answers never read, connections that never
+// attach. Each is dropped after its bound; nobody else waits meanwhile.
+TEST_F(HostileTest, TricklingAndSilentConnectionsAreDroppedWhileOthersAreServed) {
+    Attack trickle, idle;
+    std::thread a([&] { trickle = run_attack(agent, {"trickle"}); });
+    std::thread b([&] { idle = run_attack(agent, {"idle", "300", "3"}); });
+    // While 300 connections sit idle (more than max_connecting), a client
+    // attaches at once: the oldest idle one makes room.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    dp_config_t c = agent.config();
+    dp_context_t *ctx = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(dp_init(&c, &ctx), DP_OK);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+    if (ctx) dp_finalize(ctx);
+    a.join();
+    b.join();
+    EXPECT_EQ(trickle.exit_code, 0) << trickle.output;
+    // Dropped after request_timeout_ms (1 s), not after the 200 bytes' 10 s.
+    EXPECT_LT(std::stod(trickle.said.count("dropped_after_s") ? trickle.said.at("dropped_after_s")
+                                                              : "99"),
+              2.5)
+        << trickle.output;
+    EXPECT_EQ(idle.said.count("opened") ? idle.said.at("opened") : "", "300") << idle.output;
+    // Every idle one is gone after attach_timeout_ms (2 s) or evicted.
+    EXPECT_EQ(idle.said.count("closed_by_agent") ? idle.said.at("closed_by_agent") : "", "300")
+        << idle.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+TEST_F(HostileTest, AClientThatNeverReadsItsAnswersIsDroppedWithoutStallingOthers) {
+    const Attack a = run_attack(agent, {"no-read"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_LT(std::stod(a.said.count("dropped_after_s") ? a.said.at("dropped_after_s") : "99"), 5)
+        << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// A 1 GiB pool is not populated on the service thread; BATCHes over
+// registered memory run on the engines, not on the service thread.
+TEST_F(HostileTest, LargePoolsAndBatchesOverRegisteredMemoryDoNotHoldTheServiceThread) {
+    Attack batches;
+    std::thread t([&] { batches = run_attack(agent, {"batch-registered", "3"}); });
+    for (int i = 0; i < 4; ++i) {
+        const Attack pool = run_attack(agent, {"big-pool"});
+        EXPECT_EQ(pool.exit_code, 0) << pool.output;
+        EXPECT_LT(std::stod(pool.said.count("attach_s") ? pool.said.at("attach_s") : "99"), 0.5)
+            << pool.output;
+    }
+    t.join();
+    EXPECT_EQ(batches.exit_code, 0) << batches.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// A flood of team joins is bounded per client and in all; the agent's
+// memory and `deputy info` stay whole.
+TEST_F(HostileTest, TeamJoinFloodIsBoundedAndInfoStillAnswers) {
+    const Attack a = run_attack(agent, {"join-flood", "20000"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.said.count("sent") ? a.said.at("sent") : "", "20000") << a.output;
+    // max_teams_per_client = 64 wait; every other join is refused at once.
+    EXPECT_EQ(a.said.count("refused") ? a.said.at("refused") : "", std::to_string(20000 - 64))
+        << a.output;
+    std::string info, error;
+    EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &info, &error),
+              DP_OK)
+        << error;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// Garbage descriptors cost their sender, not the node's log: warnings are
+// rate-limited per client, with a count of what was suppressed.
+class HostileLogTest : public HostileTest {
+  protected:
+    HostileLogTest() : HostileTest({"-l", "50"}, true) {}
+};
+
+TEST_F(HostileLogTest, GarbageDescriptorsCostAFewLogLines) {
+    const Attack a = run_attack(agent, {"garbage", "200000"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    expect_survived();
+    expect_nothing_left();
+    std::ifstream log(agent.log_path());
+    std::stringstream text;
+    text << log.rdbuf();
+    EXPECT_LT(text.str().size(), 64u << 10) << "the agent logged " << text.str().size() << " bytes";
+    EXPECT_NE(text.str().find("suppressed"), std::string::npos);
+}
+
+// 4. A team is joined with the job's secret: another process of the same
+// user that knows the key but not the secret is refused, and the job's team
+// forms and computes as if it had not tried.
+TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretIsRefused) {
+    dp_config_t c = agent.config();
+    dp_context_t *ctx[2] = {};
+    for (auto &x : ctx) ASSERT_EQ(dp_init(&c, &x), DP_OK);
+    dp_team_t *team[2] = {};
+    dp_status_t st[2] = {DP_ERR_INTERNAL, DP_ERR_INTERNAL};
+    std::thread rank0(
+        [&] { st[0] = dp_team_create_timeout(ctx[0], "victim-job", 0, 2, 10000, &team[0]); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The attacker, as rank 1, before the real rank 1: wrong secret, no secret.
+    const Attack wrong =
+        run_attack(agent, {"join", "victim-job", "1", "2"}, {"DEPUTY_JOB_SECRET=guessed-secret"});
+    EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+    EXPECT_EQ(wrong.said.count("join") ? wrong.said.at("join") : "", "DP_ERR_DENIED")
+        << wrong.output;
+    const Attack none = run_attack(agent, {"join", "victim-job", "1", "2"});
+    EXPECT_EQ(none.said.count("join") ? none.said.at("join") : "", "DP_ERR_DENIED") << none.output;
+    // A raw TEAM_JOIN without a secret is refused by the agent itself.
+    RawClient raw;
+    ASSERT_TRUE(raw.attach(agent.socket().c_str()));
+    std::vector<uint8_t> payload;
+    control::encode(control::TeamJoin{"victim-job", "x", 1, 2, 1000}, &payload);
+    payload.resize(payload.size() - 5);  // drop the secret: length 0
+    payload.insert(payload.end(), {0, 0, 0, 0});
+    ASSERT_EQ(control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                    1'000'000'000, "test"),
+              DP_OK);
+    MsgType type;
+    std::vector<uint8_t> answer;
+    ASSERT_EQ(control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer,
+                                    nullptr, 0, nullptr, 2'000'000'000, "test"),
+              DP_OK);
+    control::TeamReady ready;
+    std::string error;
+    ASSERT_EQ(control::decode(answer.data(), answer.size(), &ready, &error), DP_OK);
+    EXPECT_EQ(ready.status, DP_ERR_INVALID);
+    EXPECT_NE(ready.reason.find("secret"), std::string::npos) << ready.reason;
+    // `deputy info` shows the forming team, never its secret.
+    std::string info;
+    ASSERT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &info, &error),
+              DP_OK);
+    EXPECT_EQ(info.find(kTestJobSecret), std::string::npos);
+    // The real rank 1 joins; the sum is the job's own.
+    st[1] = dp_team_create_timeout(ctx[1], "victim-job", 1, 2, 10000, &team[1]);
+    rank0.join();
+    ASSERT_EQ(st[0], DP_OK);
+    ASSERT_EQ(st[1], DP_OK);
+    int32_t *v[2], *out[2];
+    for (int r = 0; r < 2; ++r) {
+        v[r] = static_cast<int32_t *>(dp_malloc(ctx[r], 64));
+        out[r] = static_cast<int32_t *>(dp_malloc(ctx[r], 64));
+        for (int i = 0; i < 16; ++i) v[r][i] = (r + 1) * 100 + i;
+    }
+    dp_request_t *req[2];
+    for (int r = 0; r < 2; ++r)
+        ASSERT_EQ(dp_iallreduce(v[r], out[r], 16, DP_INT32, DP_SUM, team[r], &req[r]), DP_OK);
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(dp_wait(req[r]), DP_OK);
+        dp_request_free(req[r]);
+        for (int i = 0; i < 16; ++i) EXPECT_EQ(out[r][i], 300 + 2 * i);
+    }
+    for (int r = 0; r < 2; ++r) {
+        dp_team_destroy(team[r]);
+        dp_finalize(ctx[r]);
+    }
+    raw.fd.reset();  // the raw client leaves
+    expect_survived();
+    expect_nothing_left();
+}
+
+// 6. Direct memory: a FILL over a writable page and a read-only one. The
+// denied page is untouched and the status says exactly where writing
+// stopped (docs/agent.md, "Direct memory that faults").
+TEST_F(HostileTest, WriteThatFaultsPartWayIsReportedWithTheAddress) {
+    dp_config_t c = agent.config();
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
+    ASSERT_EQ(dp_mover_attach(ctx, &mover), DP_OK);
+    auto *pages = static_cast<uint8_t *>(
+        mmap(nullptr, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(pages, MAP_FAILED);
+    std::memset(pages, 0x11, 3 * 4096);
+    ASSERT_EQ(dp_mem_register(ctx, pages, 2 * 4096), DP_OK);
+    ASSERT_EQ(mprotect(pages + 4096, 4096, PROT_READ), 0);
+    auto *record = static_cast<dp_completion_t *>(dp_malloc(ctx, 64));
+    dp_desc_t d{};
+    d.opcode = DP_OP_FILL;
+    d.dst = uint64_t(pages);
+    d.src2 = 0x7777777777777777ull;
+    d.size = 2 * 4096;
+    d.flags = DP_FLAG_COMPLETION;
+    d.completion = uint64_t(record);
+    ASSERT_EQ(dp_mover_submit(mover, 0, &d), DP_OK);
+    ASSERT_EQ(dp_mover_wait(mover, record, DP_WAIT_YIELD, 5'000'000'000), DP_OK);
+    EXPECT_EQ(record->status, DP_COMP_PAGE_FAULT);
+    EXPECT_EQ(record->value, uint64_t(pages + 4096));
+    EXPECT_EQ(record->bytes_completed, 4096u);
+    for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(pages[i], 0x77) << i;
+    for (size_t i = 4096; i < 3 * 4096; ++i) ASSERT_EQ(pages[i], 0x11) << i;
+    // An unregistered destination: denied, nothing written at all.
+    std::memset(record, 0, sizeof *record);
+    d.dst = uint64_t(pages + 2 * 4096);
+    d.size = 4096;
+    ASSERT_EQ(dp_mover_submit(mover, 0, &d), DP_OK);
+    ASSERT_EQ(dp_mover_wait(mover, record, DP_WAIT_YIELD, 5'000'000'000), DP_OK);
+    EXPECT_EQ(record->status, DP_COMP_ADDRESS_DENIED);
+    for (size_t i = 2 * 4096; i < 3 * 4096; ++i) ASSERT_EQ(pages[i], 0x11) << i;
+    dp_mover_close(mover);
+    dp_finalize(ctx);
+    munmap(pages, 3 * 4096);
+    expect_survived();
+    expect_nothing_left();
+}
+
+}  // namespace
