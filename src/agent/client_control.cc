@@ -34,8 +34,12 @@ constexpr size_t kReadBudget = 1 << 20;
 // STAGED_RESULT and a few small ones.
 constexpr size_t kMaxQueuedAnswers = 2 * control::kMaxControlMessage;
 
-size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
-bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+size_t round_up(size_t x, size_t to) {
+    return (x + to - 1) / to * to;
+}
+bool power_of_two(uint64_t x) {
+    return x && !(x & (x - 1));
+}
 
 }  // namespace
 
@@ -84,8 +88,7 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
                                        : control::kMaxControlMessage;
         const dp_status_t st = s.connection.receive(max_payload, kReadBudget, &s.inbox, &error);
         if (st == DP_ERR_AGENT_LOST) return drop_client(id, "closed its connection", false);
-        if (st != DP_OK)
-            return drop_client(id, fmt::format("unreadable message: {}", error), true);
+        if (st != DP_OK) return drop_client(id, fmt::format("unreadable message: {}", error), true);
         if (!serve_inbox(s)) return;  // dropped
     }
     if (!s.broken.empty()) return drop_client(id, s.broken, true);
@@ -107,8 +110,9 @@ bool Agent::serve_inbox(ClientSession &s) {
         dp_status_t st = DP_OK;
         if (s.state == ClientSession::State::kConnecting) {
             if (frame.type != MsgType::kAttach) {
-                reply(s, DP_ERR_INVALID, fmt::format("expected ATTACH first, got {}",
-                                                     channel::msg_type_name(frame.type)));
+                reply(s, DP_ERR_INVALID,
+                      fmt::format("expected ATTACH first, got {}",
+                                  channel::msg_type_name(frame.type)));
                 s.closing = true;
                 s.closing_ns = timing::now_ns();
                 s.closing_reason = "spoke before attaching";
@@ -119,11 +123,21 @@ bool Agent::serve_inbox(ClientSession &s) {
             if (!clients_.count(id)) return false;  // handed to a service
         } else {
             switch (frame.type) {
-                case MsgType::kRegister: st = handle_register(s, frame.payload); break;
-                case MsgType::kDeregister: st = handle_deregister(s, frame.payload); break;
-                case MsgType::kStaged: st = handle_staged(s, frame.payload); break;
-                case MsgType::kTeamJoin: st = handle_team_join(s, frame.payload); break;
-                case MsgType::kTeamLeave: st = handle_team_leave(s, frame.payload); break;
+                case MsgType::kRegister:
+                    st = handle_register(s, frame.payload);
+                    break;
+                case MsgType::kDeregister:
+                    st = handle_deregister(s, frame.payload);
+                    break;
+                case MsgType::kStaged:
+                    st = handle_staged(s, frame.payload);
+                    break;
+                case MsgType::kTeamJoin:
+                    st = handle_team_join(s, frame.payload);
+                    break;
+                case MsgType::kTeamLeave:
+                    st = handle_team_leave(s, frame.payload);
+                    break;
                 default:
                     reply(s, DP_ERR_INVALID,
                           fmt::format("unexpected message {}", channel::msg_type_name(frame.type)));
@@ -159,8 +173,9 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
         const bool ok = m.token.size() == config_.token.size() &&
                         sodium_memcmp(m.token.data(), config_.token.data(), m.token.size()) == 0;
         if (!ok)
-            return refuse(DP_ERR_DENIED, m.token.empty() ? "this agent requires a token (none given)"
-                                                         : "wrong token");
+            return refuse(DP_ERR_DENIED, m.token.empty()
+                                             ? "this agent requires a token (none given)"
+                                             : "wrong token");
     }
     if (m.purpose == control::Purpose::kInfo) {
         ++counters_.info_requests;
@@ -174,7 +189,8 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     if (m.purpose == control::Purpose::kService) {
         if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
         reply(s, DP_OK, "");
-        if (s.connection.has_output() || !s.broken.empty()) return DP_ERR_IO;  // would not take 20 bytes
+        if (s.connection.has_output() || !s.broken.empty())
+            return DP_ERR_IO;  // would not take 20 bytes
         ++counters_.services;
         // The socket leaves the agent's care: take it out of epoll, hand it over.
         epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
@@ -217,8 +233,9 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     // must not spend a second populating a large pool.
     st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
                          &segment, Segment::Pages::lazy);
-    if (st != DP_OK) return refuse(st, fmt::format("cannot allocate a {}-byte segment",
-                                                   s.pool_offset + pool_bytes));
+    if (st != DP_OK)
+        return refuse(st,
+                      fmt::format("cannot allocate a {}-byte segment", s.pool_offset + pool_bytes));
     s.memory = std::make_shared<ClientMemory>(std::move(segment), s.id, s.pool_offset, pool_bytes,
                                               s.process, config_.max_direct_bytes);
     Segment &seg = s.memory->segment;
@@ -260,10 +277,11 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     total_pool_bytes_ += pool_bytes;
     ++counters_.attached;
     rebuild_attached();
-    DP_LOG_INFO("agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
-                "pool {} KiB",
-                s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
-                ring_size, pool_bytes >> 10);
+    DP_LOG_INFO(
+        "agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
+        "pool {} KiB",
+        s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
+        ring_size, pool_bytes >> 10);
     return DP_OK;
 }
 

@@ -31,9 +31,9 @@ bool transfer(const char *what, pid_t pid, uint64_t addr, char *local, size_t le
         ssize_t n = call(pid, &mine, 1, &theirs, 1, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            *error = fmt::format("{} of pid {} at 0x{:x} (+{} of {} bytes): {}", what, pid,
-                                 addr + *done, len - *done, len,
-                                 n < 0 ? std::strerror(errno) : "no progress");
+            *error =
+                fmt::format("{} of pid {} at 0x{:x} (+{} of {} bytes): {}", what, pid, addr + *done,
+                            len - *done, len, n < 0 ? std::strerror(errno) : "no progress");
             return false;
         }
         *done += size_t(n);
@@ -87,9 +87,10 @@ bool ClientProcess::prove(uint64_t addr, const std::array<uint8_t, kProofBytes> 
         return false;
     }
     if (sodium_memcmp(seen.data(), proof.data(), proof.size()) != 0) {
-        *error = fmt::format("pid {} does not hold the identity proof its connection sent (the "
-                             "process that connected is gone and its pid belongs to another)",
-                             pid_);
+        *error = fmt::format(
+            "pid {} does not hold the identity proof its connection sent (the "
+            "process that connected is gone and its pid belongs to another)",
+            pid_);
         return false;
     }
     verified_ = true;

@@ -12,8 +12,11 @@ namespace deputy::agent {
 
 ClientSpace::ClientSpace(uint32_t client_id, std::byte *agent_pool, uint64_t pool_bytes,
                          std::shared_ptr<const ClientProcess> process, uint64_t max_direct_bytes)
-    : client_id_(client_id), agent_pool_(agent_pool), pool_bytes_(pool_bytes),
-      process_(std::move(process)), max_direct_bytes_(max_direct_bytes),
+    : client_id_(client_id),
+      agent_pool_(agent_pool),
+      pool_bytes_(pool_bytes),
+      process_(std::move(process)),
+      max_direct_bytes_(max_direct_bytes),
       log_(fmt::format("agent: client {}", client_id)) {}
 
 void *ClientSpace::translate(uint64_t addr, uint64_t len, mover::Access) const {
@@ -121,9 +124,8 @@ bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limit
         }
     }
     if (result->status == DP_COMP_ADDRESS_DENIED)
-        DP_LOG_LIMITED(log_, "client {}: {} denied: {}{}", client_id_,
-                       mover::opcode_name(d.opcode), space.refusal(),
-                       io_error.empty() ? "" : " (" + io_error + ")");
+        DP_LOG_LIMITED(log_, "client {}: {} denied: {}{}", client_id_, mover::opcode_name(d.opcode),
+                       space.refusal(), io_error.empty() ? "" : " (" + io_error + ")");
     if (wants_record) publish(d.completion, *result, d.user);
     return true;
 }
@@ -131,8 +133,8 @@ bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limit
 bool ClientSpace::read(uint64_t addr, void *out, uint64_t len, std::string *why) const {
     if (void *q = translate(addr, len, mover::Access::read)) return std::memcpy(out, q, len), true;
     if (!direct_allows(addr, len)) {
-        *why = fmt::format("[0x{:x}, +{}) is outside the client's pool and registered memory",
-                           addr, len);
+        *why = fmt::format("[0x{:x}, +{}) is outside the client's pool and registered memory", addr,
+                           len);
         return false;
     }
     return process_->read(addr, out, len, why);
@@ -141,8 +143,8 @@ bool ClientSpace::read(uint64_t addr, void *out, uint64_t len, std::string *why)
 bool ClientSpace::write(uint64_t addr, const void *in, uint64_t len, std::string *why) const {
     if (void *q = translate(addr, len, mover::Access::write)) return std::memcpy(q, in, len), true;
     if (!direct_allows(addr, len)) {
-        *why = fmt::format("[0x{:x}, +{}) is outside the client's pool and registered memory",
-                           addr, len);
+        *why = fmt::format("[0x{:x}, +{}) is outside the client's pool and registered memory", addr,
+                           len);
         return false;
     }
     size_t written = 0;

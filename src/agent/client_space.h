@@ -49,7 +49,9 @@ class ClientSpace final : public mover::AddressSpace {
     // The client's address of its pool's first byte (0: not told yet). The
     // client tells it (REGISTER "segment base"); a lie only moves the window
     // over the client's own pool, never outside it.
-    void set_client_pool(uint64_t address) { client_pool_.store(address, std::memory_order_release); }
+    void set_client_pool(uint64_t address) {
+        client_pool_.store(address, std::memory_order_release);
+    }
     // Pool addresses only; everything else is refused.
     void *translate(uint64_t addr, uint64_t len, mover::Access access) const override;
     bool in_pool(uint64_t addr, uint64_t len) const {
@@ -77,8 +79,8 @@ class ClientSpace final : public mover::AddressSpace {
     // always gets one descriptor through, whatever its size.
     bool may_submit() const {
         const uint32_t n = inflight_.load(std::memory_order_relaxed);
-        return n == 0 || (n < kMaxInflight && inflight_bytes_.load(std::memory_order_relaxed) <
-                                                  kMaxInflightBytes);
+        return n == 0 || (n < kMaxInflight &&
+                          inflight_bytes_.load(std::memory_order_relaxed) < kMaxInflightBytes);
     }
     void submitted(const dp_desc_t &desc) {
         inflight_.fetch_add(1, std::memory_order_relaxed);

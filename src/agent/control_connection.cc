@@ -25,8 +25,8 @@ ControlConnection::ControlConnection(UniqueFd socket) : socket_(std::move(socket
     if (flags >= 0) fcntl(socket_.get(), F_SETFL, flags | O_NONBLOCK);
 }
 
-dp_status_t ControlConnection::receive(size_t max_payload, size_t budget,
-                                       std::deque<Frame> *frames, std::string *error) {
+dp_status_t ControlConnection::receive(size_t max_payload, size_t budget, std::deque<Frame> *frames,
+                                       std::string *error) {
     uint8_t chunk[64 << 10];
     size_t taken = 0;
     while (taken < budget) {

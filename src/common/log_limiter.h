@@ -76,7 +76,7 @@ class LogLimiter {
 }  // namespace deputy
 
 // Logs at warning level if `limiter` lets one more message through.
-#define DP_LOG_LIMITED(limiter, ...)                                                        \
-    do {                                                                                    \
-        if ((limiter).allow()) DP_LOG_WARN(__VA_ARGS__);                                    \
+#define DP_LOG_LIMITED(limiter, ...)                     \
+    do {                                                 \
+        if ((limiter).allow()) DP_LOG_WARN(__VA_ARGS__); \
     } while (0)

@@ -78,8 +78,12 @@ void Buffer::reset() {
     size_ = capacity_ = 0;
 }
 
-void trim() { cache().drop(); }
+void trim() {
+    cache().drop();
+}
 
-size_t cached_bytes() { return cache().bytes; }
+size_t cached_bytes() {
+    return cache().bytes;
+}
 
 }  // namespace deputy::scratch

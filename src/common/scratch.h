@@ -18,7 +18,8 @@ class Buffer {
     Buffer() = default;
     ~Buffer() { reset(); }
     Buffer(Buffer &&other) noexcept
-        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+        : data_(std::exchange(other.data_, nullptr)),
+          size_(std::exchange(other.size_, 0)),
           capacity_(std::exchange(other.capacity_, 0)) {}
     Buffer &operator=(Buffer &&other) noexcept {
         if (this != &other) {

@@ -57,9 +57,9 @@ class SpaceTable {
         Slot *s = owned(pasid);
         if (!s) return;
         s->space.store(nullptr);  // seq_cst: pairs with enter()
-        s->generation.store((s->generation.load(std::memory_order_relaxed) + 1) &
-                                (UINT32_MAX >> kSlotBits),
-                            std::memory_order_relaxed);
+        s->generation.store(
+            (s->generation.load(std::memory_order_relaxed) + 1) & (UINT32_MAX >> kSlotBits),
+            std::memory_order_relaxed);
     }
     // True once no engine is inside a descriptor of a retired `pasid`.
     bool idle(uint32_t pasid) const {

@@ -267,8 +267,10 @@ int no_read(const char *socket) {
     while (now_s() - start < 10) {
         s = control::send_message(c.fd.get(), MsgType::kStaged, payload, nullptr, 0, 200'000'000,
                                   "no-read");
-        if (s == DP_OK) ++sent;
-        else if (s != DP_ERR_TIMEOUT) break;
+        if (s == DP_OK)
+            ++sent;
+        else if (s != DP_ERR_TIMEOUT)
+            break;
     }
     const bool dropped = s == DP_ERR_AGENT_LOST || s == DP_ERR_IO;
     say("sent", std::to_string(sent));

@@ -257,8 +257,14 @@ class HostileTest : public ::testing::Test {
             eventually([&] { return agent.count_client_mappings() == mappings_before; }, 5000))
             << agent.count_client_mappings() << " client segments mapped, " << mappings_before
             << " before";
+#if !defined(__SANITIZE_ADDRESS__)
+        // (Under ASan the agent's freed memory sits in its quarantine, up to
+        // 256 MiB by design: resident memory says nothing there.)
         EXPECT_LE(agent.rss_kib(), rss_before_kib + rss_slack_kib)
             << "agent RSS " << agent.rss_kib() << " KiB, " << rss_before_kib << " before";
+#else
+        (void)rss_slack_kib;
+#endif
     }
 
     AgentProcess agent;
@@ -481,7 +487,7 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretIsRefused) {
     ASSERT_TRUE(raw.attach(agent.socket().c_str()));
     std::vector<uint8_t> payload;
     control::encode(control::TeamJoin{"victim-job", "x", 1, 2, 1000}, &payload);
-    payload.resize(payload.size() - 5);  // drop the secret: length 0
+    payload.erase(payload.end() - 5, payload.end());  // drop the secret: length 0
     payload.insert(payload.end(), {0, 0, 0, 0});
     ASSERT_EQ(control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
                                     1'000'000'000, "test"),

@@ -46,17 +46,16 @@ constexpr size_t kPage = 4096;
     std::fprintf(stderr, "descriptor_fuzz:%d: property broken: %s\n", line, what);
     std::abort();
 }
-#define REQUIRE(cond)                           \
-    do {                                        \
-        if (!(cond)) fail(#cond, __LINE__);     \
+#define REQUIRE(cond)                       \
+    do {                                    \
+        if (!(cond)) fail(#cond, __LINE__); \
     } while (0)
 
 uint8_t *guarded_pool() {
     static uint8_t *pool = [] {
-        auto *area = static_cast<uint8_t *>(mmap(nullptr, kPool + 2 * kPage, PROT_NONE,
-                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-        if (area == MAP_FAILED ||
-            mprotect(area + kPage, kPool, PROT_READ | PROT_WRITE) != 0)
+        auto *area = static_cast<uint8_t *>(
+            mmap(nullptr, kPool + 2 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        if (area == MAP_FAILED || mprotect(area + kPage, kPool, PROT_READ | PROT_WRITE) != 0)
             std::abort();
         return area + kPage;
     }();
@@ -90,13 +89,18 @@ std::vector<Range> writable(const dp_desc_t &d) {
         case DP_OP_COPY_CRC32C:
         case DP_OP_APPLY_DELTA:
         case DP_OP_REDUCE:
-        case DP_OP_CACHE_FLUSH: add(d.dst, d.size); break;
-        case DP_OP_CREATE_DELTA: add(d.dst, d.aux); break;
+        case DP_OP_CACHE_FLUSH:
+            add(d.dst, d.size);
+            break;
+        case DP_OP_CREATE_DELTA:
+            add(d.dst, d.aux);
+            break;
         case DP_OP_DUALCAST:
             add(d.dst, d.size);
             add(d.src2, d.size);
             break;
-        default: break;
+        default:
+            break;
     }
     if (d.flags & DP_FLAG_COMPLETION) add(d.completion, sizeof(dp_completion_t));
     return out;
@@ -124,7 +128,8 @@ int write_seeds(const char *dir) {
         return x;
     };
     std::vector<Seed> seeds;
-    seeds.push_back({"memmove", d(DP_OP_MEMMOVE, 0x100, 0x2000, 512), std::vector<uint8_t>(1024, 7)});
+    seeds.push_back(
+        {"memmove", d(DP_OP_MEMMOVE, 0x100, 0x2000, 512), std::vector<uint8_t>(1024, 7)});
     dp_desc_t fill = d(DP_OP_FILL, 0, 0x1000, 256);
     fill.src2 = 0x1122334455667788ull;
     fill.flags = DP_FLAG_COMPLETION;
@@ -205,8 +210,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bool allowed = false;
         for (const Range &r : ok) allowed |= i >= r.lo && i < r.hi;
         // A refused descriptor still reports: its record is all it writes.
-        if (nothing) allowed = (desc.flags & DP_FLAG_COMPLETION) && i >= record &&
-                               i < record + sizeof(dp_completion_t);
+        if (nothing)
+            allowed = (desc.flags & DP_FLAG_COMPLETION) && i >= record &&
+                      i < record + sizeof(dp_completion_t);
         REQUIRE(allowed);
     }
     return 0;

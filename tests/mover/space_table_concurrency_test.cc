@@ -2,14 +2,15 @@
 // TSan in CI): an engine that got a space from enter() always sees it
 // alive until leave(), however the owner retires, releases and reuses the
 // slot meanwhile; a stale PASID never reaches the slot's next space.
-#include "mover/space_table.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
+
+#include "mover/space_table.h"
 
 namespace deputy::mover {
 namespace {
@@ -49,7 +50,12 @@ TEST(SpaceTableConcurrency, EnteredSpacesStayAliveAndStalePasidsAreDropped) {
 
     // The owner: retire, wait for idle, free, add the next space (often in
     // the same slot, with the next generation).
-    for (int round = 0; round < 2000; ++round) {
+    // Until the engines got in often enough (they may start late under a
+    // sanitizer on a loaded machine), and at least 2000 rounds.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int round = 0;
+         round < 2000 || (entered.load() < 2000 && std::chrono::steady_clock::now() < deadline);
+         ++round) {
         const uint32_t old = published.load();
         table.retire(old);
         while (!table.idle(old)) std::this_thread::yield();
@@ -64,7 +70,7 @@ TEST(SpaceTableConcurrency, EnteredSpacesStayAliveAndStalePasidsAreDropped) {
     }
     stop = true;
     for (auto &t : engines) t.join();
-    EXPECT_GT(entered.load(), 0u);
+    EXPECT_GE(entered.load(), 2000u);
     EXPECT_EQ(dead_seen.load(), 0u);
     EXPECT_EQ(wrong_generation.load(), 0u);
 }
@@ -80,7 +86,7 @@ TEST(SpaceTableConcurrency, ARetiredPasidIsRefusedAndItsSlotReusedUnderANewOne) 
     table.release(pa);
     ASSERT_EQ(table.add(&b, &pb), DP_OK);
     EXPECT_EQ(pb & (SpaceTable::kSlots - 1), pa & (SpaceTable::kSlots - 1));  // same slot
-    EXPECT_NE(pb, pa);                                                       // new generation
+    EXPECT_NE(pb, pa);                                                        // new generation
     EXPECT_EQ(table.enter(pa), nullptr);  // the old id still finds nothing
     EXPECT_EQ(table.enter(pb), &b);
     EXPECT_FALSE(table.idle(pb));
