@@ -56,13 +56,6 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         return DP_ERR_INTERNAL;
     }
     DP_CHECK(finalize_config(&config, error));
-    // Large allocations (messages of MiBs in and out) are mapped and
-    // unmapped one by one: glibc would otherwise raise this threshold as
-    // they come and go, keep them in its arenas and never give them back,
-    // and every client that came and went would grow the agent for good.
-    // (The agent owns its process: a global setting. Bounce buffers do not
-    // come from malloc: common/scratch.h.)
-    mallopt(M_MMAP_THRESHOLD, 128 << 10);
     std::unique_ptr<Agent> agent(new Agent());
     agent->config_ = std::move(config);
     agent->address_ = agent->config_.socket_path;
@@ -99,6 +92,8 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->limits_,
                                                  agent->config_, std::move(hooks), internode);
     if (internode) DP_CHECK(epoll_add(agent->epoll_.get(), internode->event_fd(), tag(kInternode)));
+    agent->populator_ = std::make_unique<PoolPopulator>();
+    DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;
@@ -182,6 +177,7 @@ dp_status_t Agent::run() {
                 case kClientDoorbell: on_doorbell(id); break;
                 case kClientProcess: drop_client(id, "its process exited", false); break;
                 case kInternode: teams_->poll_internode(); break;
+                case kPopulated: on_populated(); break;
             }
         }
         if (timing::now_ns() >= next_housekeeping_ns_) housekeeping();
@@ -233,7 +229,7 @@ void Agent::housekeeping() {
             if (!c.has_output()) doomed.push_back({id, s->closing_reason, false});
             else if (now - s->closing_ns > request_ns)
                 doomed.push_back({id, s->closing_reason + "; its last answer was not taken", true});
-        } else if (s->state == ClientSession::State::kConnecting &&
+        } else if (s->state == ClientSession::State::kConnecting &&  // (not while we populate)
                    now - s->connected_ns > attach_ns) {
             doomed.push_back({id, fmt::format("did not attach within attach_timeout_ms = {}",
                                               config_.attach_timeout_ms),
@@ -342,6 +338,13 @@ void Agent::accept_clients() {
             for (const auto &[id, c] : clients_)
                 if (c->state == ClientSession::State::kConnecting && c->connected_ns < oldest_ns)
                     oldest = id, oldest_ns = c->connected_ns;
+            // (All of them attaching, pools being populated: refuse the new one.)
+            if (oldest == 0) {
+                refuse(DP_ERR_RETRY, fmt::format("{} clients are attaching (max_connecting); try "
+                                                 "again",
+                                                 connecting_));
+                continue;
+            }
             drop_client(oldest, fmt::format("had not attached when max_connecting = {} newer "
                                             "connections were waiting",
                                             config_.max_connecting),
@@ -398,9 +401,11 @@ void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
         device_->retire_address_space(s.pasid);
         retiring_.push_back({s.pasid, s.memory});
     }
-    if (s.memory) s.space().log().flush();
-    if (was_attached) {
+    if (s.memory) {
+        s.space().log().flush();
         total_pool_bytes_ -= s.pool_bytes;
+    }
+    if (was_attached) {
         ++counters_.detached;
     } else {
         --connecting_;
@@ -431,7 +436,10 @@ void Agent::reap_retired() {
         retiring_.pop_back();  // the last reference unmaps the segment (unless a collective holds it)
         released = true;
     }
-    // Small allocations a client caused go back to the system with it too.
+    // What a client made this thread allocate (messages of MiBs in and out)
+    // goes back to the system with it: glibc keeps freed memory otherwise,
+    // and clients that come and go would grow the agent for good. (Bounce
+    // buffers do not come from malloc: common/scratch.h.)
     if (released) malloc_trim(0);
 }
 

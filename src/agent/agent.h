@@ -31,6 +31,7 @@
 
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
+#include "agent/pool_populator.h"
 #include "agent/team_engine.h"
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
@@ -92,6 +93,7 @@ class Agent {
         kClientDoorbell = 4,
         kInternode = 5,
         kClientProcess = 6,
+        kPopulated = 7,
     };
     static uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
 
@@ -115,6 +117,8 @@ class Agent {
               const int *fds = nullptr, size_t nfds = 0);
     void update_epoll(ClientSession &s);
     dp_status_t handle_attach(ClientSession &s, const std::vector<uint8_t> &payload);
+    void finish_attach(ClientSession &s);
+    void on_populated();
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
@@ -151,6 +155,7 @@ class Agent {
     LogLimiter connection_log_{"agent: connections"};
     ServiceHandler service_handler_;
     std::unique_ptr<TeamEngine> teams_;
+    std::unique_ptr<PoolPopulator> populator_;
 };
 
 }  // namespace deputy::agent

@@ -69,6 +69,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "attach_timeout_ms")
             c->attach_timeout_ms = uint32_t(get_uint(v, path, 600000));
         else if (key == "max_total_pool_bytes") c->max_total_pool_bytes = get_uint(v, path, 1ull << 48);
+        else if (key == "pool_pages") {
+            const std::string how = get_string(v, path);
+            if (how != "prefault" && how != "lazy")
+                throw KeyError{fmt::format("{}: '{}' is not prefault or lazy", path, how)};
+            c->pool_prefault = how == "prefault";
+        }
         else if (key == "max_teams_per_client")
             c->max_teams_per_client = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_forming_teams") c->max_forming_teams = uint32_t(get_uint(v, path, 1u << 20));

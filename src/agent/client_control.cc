@@ -97,7 +97,8 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
 
 bool Agent::serve_inbox(ClientSession &s) {
     const uint32_t id = s.id;
-    while (!s.inbox.empty() && !s.closing && s.broken.empty()) {
+    while (!s.inbox.empty() && !s.closing && s.broken.empty() &&
+           s.state != ClientSession::State::kPopulating) {
         // A request from a session whose process is gone comes from whoever
         // inherited the socket: it is not the client's (client_process.h).
         if (!s.process->alive()) {
@@ -229,8 +230,9 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     s.pool_offset = round_up(s.ring_offset + mover::WorkQueue::bytes_for(ring_size), 4096);
     s.pool_bytes = pool_bytes;
     Segment segment;
-    // Lazily: the client faults in what it allocates; the service thread
-    // must not spend a second populating a large pool.
+    // Lazily: the service thread must not spend a second populating a large
+    // pool. The populator faults it in (pool_prefault), or the client does
+    // as it allocates.
     st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
                          &segment, Segment::Pages::lazy);
     if (st != DP_OK)
@@ -238,6 +240,7 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
                       fmt::format("cannot allocate a {}-byte segment", s.pool_offset + pool_bytes));
     s.memory = std::make_shared<ClientMemory>(std::move(segment), s.id, s.pool_offset, pool_bytes,
                                               s.process, config_.max_direct_bytes);
+    total_pool_bytes_ += pool_bytes;  // given back in drop_client
     Segment &seg = s.memory->segment;
     s.header = new (seg.data()) channel::ClientSegmentHeader{};
     s.header->magic = channel::kClientSegmentMagic;
@@ -253,15 +256,38 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
         return refuse(DP_ERR_NOMEM, "the device's address-space table is full");
     s.has_pasid = true;
     s.wq = s.id % device_->num_wqs();
+    if (config_.pool_prefault) {
+        s.state = ClientSession::State::kPopulating;  // ATTACHED once the pool is in
+        populator_->populate(s.id, s.memory);
+    } else {
+        finish_attach(s);
+    }
+    return DP_OK;
+}
+
+void Agent::on_populated() {
+    for (uint32_t id : populator_->done()) {
+        auto it = clients_.find(id);
+        if (it == clients_.end() || it->second->state != ClientSession::State::kPopulating) continue;
+        ClientSession &s = *it->second;
+        finish_attach(s);
+        // Requests it sent before its answer (it should not) are served now.
+        if (!serve_inbox(s)) continue;
+        if (!s.broken.empty()) drop_client(id, s.broken, true);
+    }
+}
+
+void Agent::finish_attach(ClientSession &s) {
+    Segment &seg = s.memory->segment;
     control::Attached a;
     a.client_id = s.id;
     a.num_engines = config_.device.total_engines();
     a.agent_pid = uint64_t(getpid());
     a.segment_bytes = seg.size();
     a.ring_offset = s.ring_offset;
-    a.ring_size = ring_size;
+    a.ring_size = s.ring_size;
     a.pool_offset = s.pool_offset;
-    a.pool_bytes = pool_bytes;
+    a.pool_bytes = s.pool_bytes;
     a.max_transfer = limits_.max_transfer_size;
     a.max_staged = config_.max_staged_bytes;
     std::vector<uint8_t> out;
@@ -271,18 +297,17 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag(kClientDoorbell, s.id);
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.doorbell.get(), &ev) != 0) return DP_ERR_IO;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.doorbell.get(), &ev) != 0 && s.broken.empty())
+        s.broken = "the agent could not watch its doorbell";
+    s.header->agent_sleeping.store(sleeping_ ? 1 : 0, std::memory_order_relaxed);
     s.state = ClientSession::State::kAttached;
     --connecting_;
-    total_pool_bytes_ += pool_bytes;
     ++counters_.attached;
     rebuild_attached();
-    DP_LOG_INFO(
-        "agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
-        "pool {} KiB",
-        s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
-        ring_size, pool_bytes >> 10);
-    return DP_OK;
+    DP_LOG_INFO("agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
+                "pool {} KiB",
+                s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
+                s.ring_size, s.pool_bytes >> 10);
 }
 
 dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> &payload) {

@@ -31,7 +31,9 @@ struct ClientCounters {
 };
 
 struct ClientSession {
-    enum class State { kConnecting, kAttached };
+    // kPopulating: ATTACH accepted, the pool being faulted in (PoolPopulator);
+    // ATTACHED is sent when it is done.
+    enum class State { kConnecting, kPopulating, kAttached };
 
     uint32_t id = 0;
     State state = State::kConnecting;

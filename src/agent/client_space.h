@@ -105,10 +105,12 @@ class ClientSpace final : public mover::AddressSpace {
     bool publish(uint64_t record, const mover::OpResult &result, uint64_t user) const;
 
   private:
-    // What a descriptor counts against the budget: its bytes (a batch counts
-    // by member, its members' sizes being in the client's memory).
+    // What a descriptor counts against the budget: its bytes. A batch's
+    // members' sizes are in the client's memory, which it may rewrite after
+    // we looked: each member counts as 1 MiB, so a 16-member batch has the
+    // client's whole share to itself.
     static uint64_t cost(const dp_desc_t &d) {
-        return d.opcode == DP_OP_BATCH ? d.size * 4096 : d.size;
+        return d.opcode == DP_OP_BATCH ? d.size * (1ull << 20) : d.size;
     }
     bool touches_direct(uint64_t addr) const;
     bool needs_bounce(const dp_desc_t &desc) const;

@@ -9,6 +9,7 @@
 #include "agent/team_engine_state.h"
 #include "channel/coll_desc.h"
 #include "common/log.h"
+#include "common/scratch.h"
 #include "common/timing.h"
 #include "mover/kernels.h"
 #include "mover/wait.h"
@@ -521,7 +522,10 @@ bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::
         return write_member(t.members[r], addr, in, len, why);
     };
     const uint64_t chunk = std::max<uint64_t>(esize, (1ull << 20) / esize * esize);
-    std::vector<uint8_t> acc(chunk), tmp(chunk);
+    // Reused between operations, given back when the thread goes idle
+    // (common/scratch.h).
+    scratch::Buffer acc = scratch::get(chunk), tmp = scratch::get(chunk);
+    if (!acc.data() || !tmp.data()) return *why = "the agent is out of memory", false;
     const auto dt = dp_dtype_t(h0.dtype);
     const auto rop = dp_op_t(h0.redop);
     // Reduce block at byte offset `base` of every member's src into acc, in rank order.
@@ -569,7 +573,8 @@ bool TeamEngine::run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::
                                    uint64_t(p) * p * n, config_.max_direct_bytes);
                 return false;
             }
-            std::vector<uint8_t> all(size_t(p) * p * n);
+            scratch::Buffer all = scratch::get(size_t(p) * p * n);
+            if (!all.data()) return *why = "the agent is out of memory", false;
             for (uint32_t m = 0; m < p; ++m)
                 if (!read(m, heads[m].src, all.data() + size_t(m) * p * n, p * n)) return false;
             for (uint32_t r = 0; r < p; ++r)

@@ -121,7 +121,10 @@ dp_status_t Context::attach() {
     hello.token = options_.token;
     std::vector<uint8_t> payload;
     control::encode(hello, &payload);
-    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    // The agent faults the pool in before it answers (about 1 s per GiB on a
+    // small VM, off its service thread): give a large pool the time that takes.
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000) +
+                            int64_t(options_.pool_bytes >> 30) * 2'000'000'000;
     // An agent that refuses (another uid) answers and closes at once, so
     // our ATTACH may meet a closed socket: read its answer all the same.
     const dp_status_t sent = control::send_message(socket_.get(), MsgType::kAttach, payload,

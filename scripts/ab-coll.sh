@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Two builds of deputy on the same `deputy bench coll` run, alternated, each
+# with a private agent of its own build: how a change moved a figure, in
+# one session (this machine is too noisy for figures from different days).
+# Prints each run's deputy time per size, then the medians and new/old.
+#
+# Usage: scripts/ab-coll.sh [--runs N] [--own-core] [--agent-config JSON] OLD-BUILD NEW-BUILD \
+#            -- BENCH-COLL-FLAGS...
+#   --own-core: the agent's engine pinned to the last CPU and never sleeping,
+#               the 2 ranks on the other CPUs (docs/PERFORMANCE.md, placements)
+# Example (a build of the previous commit in /tmp/old):
+#   git worktree add /tmp/old HEAD~1 && cmake -S /tmp/old -B /tmp/old/build -G Ninja &&
+#   cmake --build /tmp/old/build --target deputy_cli deputy-bench-coll
+#   scripts/ab-coll.sh --runs 6 /tmp/old/build build -- --op allreduce -m 256K:4M --factor 4 -i 300 -x 30
+set -euo pipefail
+runs=4
+own_core=0
+agent_config=
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --own-core) own_core=1; shift ;;
+    --agent-config) agent_config=$2; shift 2 ;;
+    *) echo "ab-coll: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ $# -ge 3 && $3 == -- ]] || { sed -n '2,15p' "$0" >&2; exit 2; }
+old=$1 new=$2
+shift 3
+for b in "$old" "$new"; do
+  [[ -x $b/tools/deputy ]] || { echo "ab-coll: $b/tools/deputy not built" >&2; exit 1; }
+done
+if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+work=$(mktemp -d /tmp/deputy-ab-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+last_cpu=$(( $(nproc) - 1 ))
+
+one() {  # build, out-json
+  local b=$1 out=$2 dir config flags=() prefix=() mpi_flags=()
+  shift 2
+  dir=$(mktemp -d "$work/agent-XXXXXX")
+  config=$agent_config
+  if (( own_core )); then
+    config=${config:-'{"agent": {"idle_spin_us": 1000000}}'}
+    flags=(--cpus "$last_cpu")
+    prefix=(taskset -c "0-$(( last_cpu - 1 ))")
+    mpi_flags=(--bind-to none --mca mpi_yield_when_idle 1)
+  fi
+  if [[ -n $config ]]; then echo "$config" > "$dir/config.json"; flags+=(--config "$dir/config.json"); fi
+  "$b/tools/deputy" agent --daemon --socket "$dir/a.sock" "${flags[@]}" > /dev/null
+  DEPUTY_AGENT=$dir/a.sock "${prefix[@]}" mpirun -np 2 "${mpi_flags[@]}" "$b/tools/deputy" bench coll \
+    "$@" --out "$out" > "$dir/bench.log" 2>&1 || { echo "ab-coll: $b failed:"; tail -5 "$dir/bench.log"; }
+  kill "$(cat "$dir/agent.pid")" 2>/dev/null || true
+  sleep 0.3
+}
+
+for (( i = 1; i <= runs; ++i )); do
+  one "$old" "$work/old-$i.json" "$@"
+  one "$new" "$work/new-$i.json" "$@"
+done
+python3 - "$work" "$runs" <<'EOF'
+import json, statistics, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+times = {}
+for side in ("old", "new"):
+    for i in range(1, runs + 1):
+        try:
+            rows = json.load(open(f"{work}/{side}-{i}.json"))["results"]
+        except OSError:
+            continue
+        for r in rows:
+            if r["impl"] == "deputy":
+                times.setdefault((side, r["size"]), []).append(r["time_us"])
+for size in sorted({s for _, s in times}):
+    o, n = times.get(("old", size), []), times.get(("new", size), [])
+    if not o or not n:
+        continue
+    mo, mn = statistics.median(o), statistics.median(n)
+    print(f"{size:>11} B  old {' '.join(f'{x:.1f}' for x in o)} (median {mo:.1f} us)")
+    print(f"{'':>13}  new {' '.join(f'{x:.1f}' for x in n)} (median {mn:.1f} us)  new/old {mn / mo:.2f}")
+EOF
