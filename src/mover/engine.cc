@@ -109,35 +109,30 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
         return;
     }
     OpResult result;
+    bool reported = true;
     if (desc.opcode == DP_OP_DRAIN) {
-        bool record_ok = true;
-        dp_completion_t *record = resolve_completion(desc, *space, &record_ok);
-        if (!record_ok) {
-            space->report_lost(desc, wq->config.name.c_str());
-            bump(counters_.lost_completions, 1);
-            bump(counters_.failed, 1);
-            space->finished(desc);
-            spaces_->leave(pasid);
-            return;
+        dp_completion_t *record = resolve_completion(desc, *space, &reported);
+        if (reported) {
+            if (desc.flags & ~uint32_t(DP_FLAG_COMPLETION)) result.status = DP_COMP_INVALID_FLAGS;
+            else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
+                     desc.redop || desc.reserved)
+                result.status = DP_COMP_INVALID_FIELD;
+            else drain(wq);
+            if (record) publish_completion(record, result, desc.user);
         }
-        if (desc.flags & ~uint32_t(DP_FLAG_COMPLETION)) result.status = DP_COMP_INVALID_FLAGS;
-        else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
-                 desc.redop || desc.reserved)
-            result.status = DP_COMP_INVALID_FIELD;
-        else drain(wq);
-        if (record) publish_completion(record, result, desc.user);
-    } else if (!space->run(desc, wq->limits, &result)) {
-        // Like DSA's software error register: the descriptor cannot report,
-        // so it does not run.
+    } else {
+        reported = space->run(desc, wq->limits, &result);
+    }
+    if (!reported) {
+        // Like DSA's software error register: a descriptor that cannot
+        // report does not run.
         space->report_lost(desc, wq->config.name.c_str());
         bump(counters_.lost_completions, 1);
         bump(counters_.failed, 1);
-        space->finished(desc);
-        spaces_->leave(pasid);
-        return;
     }
     space->finished(desc);
     spaces_->leave(pasid);
+    if (!reported) return;
     bump(counters_.completed, 1 + result.members);
     bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
     // A batch's record counts members in bytes; its members' bytes are apart.
