@@ -99,9 +99,7 @@ typedef enum dp_comp_status {
     DP_COMP_ADDRESS_DENIED = 10, /* a range is outside the submitter's address space */
     DP_COMP_ABANDONED = 11,      /* batch member skipped after a fence saw a failure */
     DP_COMP_INVALID_BATCH = 12,  /* batch: count 0 or above max_batch_size, nested batch */
-    DP_COMP_MISMATCH = 13,       /* collective: members disagree (op, count, dtype, op, root) */
-    DP_COMP_MEMBER_LOST = 14,    /* collective: a member of the team left or died */
-    DP_COMP_PAGE_FAULT = 15,     /* behind an agent, direct memory: writing a destination
+    DP_COMP_PAGE_FAULT = 13,     /* behind an agent, direct memory: writing a destination
                                     faulted part-way (a page not writable); value = the
                                     client address of the first byte not written. Bytes
                                     below it in that destination (and in the destinations

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/socket_dir.h"
-#include "channel/coll_desc.h"
+#include "channel/coll_post.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/scratch.h"
@@ -89,8 +89,8 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         control::encode(m, &out);
         self->send(s, MsgType::kTeamReady, out);
     };
-    agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->limits_,
-                                                 agent->config_, std::move(hooks), internode);
+    agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->config_,
+                                                 std::move(hooks), internode);
     if (internode) DP_CHECK(epoll_add(agent->epoll_.get(), internode->event_fd(), tag(kInternode)));
     agent->populator_ = std::make_unique<PoolPopulator>();
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
@@ -279,9 +279,11 @@ bool Agent::poll_rings() {
             dp_desc_t d;
             if (s->pending) d = *s->pending;
             else if (!s->ring.pop(&d)) break;
-            if (channel::is_coll_opcode(d.opcode)) {
+            if (channel::is_coll_post(d.opcode)) {
                 s->pending.reset();
-                teams_->post(*s, d);
+                channel::CollPost post;
+                std::memcpy(&post, &d, sizeof(post));  // the slot's copy, decoded as a post
+                teams_->post(*s, post);
                 worked = true;
                 continue;
             }

@@ -38,6 +38,8 @@ struct AgentConfig {
     bool pool_prefault = true;
     uint32_t max_teams_per_client = 64;      // teams a client belongs to or is joining
     uint32_t max_forming_teams = 1024;       // teams waiting for members, all clients together
+    uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)
+    uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
     uint32_t max_registrations = 256;        // direct ranges per client
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor

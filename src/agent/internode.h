@@ -27,7 +27,7 @@ struct InterOp {
     uint64_t sequence = 0;  // the team's operation number: chunks of one share it
     // What every node must agree on (the members' descriptor heads); a
     // difference between nodes fails the operation on all of them with
-    // DP_COMP_MISMATCH. Only the first chunk of an operation checks.
+    // kCollMismatch. Only the first chunk of an operation checks.
     bool check = false;
     uint8_t opcode = 0, dtype = 0, redop = 0;
     uint64_t count = 0, root = 0;
@@ -70,7 +70,7 @@ class Internode {
     virtual void join(const std::string &key, uint32_t rank, uint32_t size,
                       uint32_t timeout_ms) = 0;
     // A local member of the team left or died: the other nodes break the
-    // team too (their members get DP_COMP_MEMBER_LOST).
+    // team too (their members get kCollMemberLost).
     virtual void broken(uint64_t team_uid, const std::string &why) = 0;
     virtual void start(InterOp op) = 0;
     virtual bool poll(InternodeEvent *out) = 0;

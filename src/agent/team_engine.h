@@ -1,31 +1,28 @@
-// Teams and the collectives the agent runs for them (single node).
+// Teams, and the collectives the agent runs for them.
 //
-// Forming: members send TEAM_JOIN (key, rank, size); the team is ready when
-// all `size` ranks joined, and every member is answered then (or at the
-// first joiner's timeout, naming the missing ranks).
+// Forming: members send TEAM_JOIN (key, job secret, rank, size); the team
+// is ready when all `size` ranks joined, and every member is answered then
+// (or at the first joiner's timeout, naming the missing ranks).
 //
-// Running: members post collective descriptors into their rings
-// (channel/coll_desc.h). Each member's posts queue in order; when every
-// member has a head, the heads must agree (op, count, dtype, reduction,
-// root) or all get DP_COMP_MISMATCH. Then the agent moves the bytes itself,
-// with direct access to every member's buffers:
-//  - all buffers in the members' pools (mapped): the operation becomes
-//    batches of mover descriptors on agent pointers, one batch per chunk, so
-//    the engines share the work and chunks pipeline across them. Allreduce
-//    is the single-pass reduce for one node: rank 0's destination chunk =
-//    src0 op src1, then += src2 ... += src(P-1), then copied to every other
-//    destination — (P-1) reads and P writes per chunk, no scratch;
-//  - any buffer in registered (direct) memory: the same order of work on the
-//    service thread through bounce buffers (process_vm_readv/writev).
-// The reduction order is fixed (rank 0, 1, 2, ...), so results are
-// bit-exact and the same on every member, floats included.
-// Operations of one team run one at a time in posting order.
+// Running: members post collectives into their rings (channel/coll_post.h).
+// Each member's posts queue in order; when every member has a head, the
+// heads must agree (collective, count, dtype, op, root) or all get
+// kCollMismatch. The operation then becomes a plan of tasks
+// (coll/local_plan.h; across nodes coll/node_plan.h), which the engines run
+// (agent/coll_tasks.h): a member's mapped buffers in place, its ordinary
+// memory copied through its process, on any engine, a window of tasks at a
+// time so that other teams' operations interleave. The reduction order is
+// fixed (rank 0, 1, 2, ...; across nodes each node's ranks, then the nodes),
+// so results are bit-exact and the same on every member, floats included.
+// Operations of one team run one at a time in posting order. The service
+// thread only matches, submits and collects: it never moves an operation's
+// bytes.
 //
 // With agents on several nodes (an Internode), membership is agreed among
 // the agents, and a team whose members sit on more than one node runs its
-// collectives hierarchically (team_engine_nodes.cc): this agent gathers its
-// local members' part into its own buffers, the agents of the team's nodes
-// exchange it, and this agent writes the results to its local members.
+// collectives as a task graph (team_engine_nodes.cc): the engines gather
+// the local members' part into the agent's buffers, the agents exchange it,
+// the engines write the results back; a reduction goes chunk by chunk.
 #pragma once
 
 #include <deputy/coll.h>
@@ -43,7 +40,9 @@
 
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
+#include "agent/coll_tasks.h"
 #include "agent/internode.h"
+#include "channel/coll_post.h"
 #include "channel/control.h"
 #include "mover/device.h"
 #include "mover/execute.h"
@@ -57,8 +56,8 @@ class TeamEngine {
         std::function<void(ClientSession &, const channel::control::TeamReady &)> send_ready;
     };
 
-    TeamEngine(mover::Device *device, const mover::ExecLimits &limits, const AgentConfig &config,
-               Hooks hooks, Internode *internode = nullptr);
+    TeamEngine(mover::Device *device, const AgentConfig &config, Hooks hooks,
+               Internode *internode = nullptr);
     ~TeamEngine();
 
     // A member asks to join: checked against the per-client and agent-wide
@@ -66,7 +65,7 @@ class TeamEngine {
     // first member gave (compared as digests, in constant time).
     void join(ClientSession &s, const channel::control::TeamJoin &m);
     dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
-    void post(ClientSession &s, const dp_desc_t &d);
+    void post(ClientSession &s, const channel::CollPost &post);
     // A client left or died: fails what its teams have queued and breaks
     // them. Never waits: an operation running over its buffers holds their
     // memory (ClientMemory) until the engines are done with it.
@@ -94,19 +93,23 @@ class TeamEngine {
 
     Team *find_member_team(const ClientSession &s, uint32_t team_id, uint32_t *rank);
     void try_start(Team &t);
-    void start(Team &t, std::vector<dp_desc_t> heads);
-    bool advance(Team &t);  // submits/polls the running execution; true when it finished
-    void finish(Team &t, uint8_t status);
-    void fail_all(const std::vector<dp_desc_t> &heads, Team &t, uint8_t status);
+    // Agreement and checks common to one node and several, each 0 when
+    // fine, else the status every local member gets: the heads of the local
+    // ranks agree and are valid;
+    uint8_t check_heads(Team &t, const std::vector<channel::CollPost> &heads);
+    // the members' buffers of the heads are theirs, and their memory is held
+    // while the engines may touch it (DP_COMP_ADDRESS_DENIED, kCollMemberLost).
+    uint8_t bind_members(Team &t, Execution &ex);
+    void start(Team &t, std::vector<channel::CollPost> heads);  // one node
+    bool advance(Team &t);  // submits/collects the running execution; true when it finished
+    void finish(Team &t, uint8_t status, const std::string &why = {});
+    void fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status);
     void publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes, uint64_t user);
     uint32_t teams_of(uint32_t client) const;  // teams it belongs to or is joining
     bool poll_orphans();
-    bool run_bounced(Team &t, const std::vector<dp_desc_t> &heads, std::string *why);
     void form_timeouts();
     void break_team(Team &t, const std::string &why);
-    bool read_member(uint32_t client, uint64_t addr, void *out, uint64_t len, std::string *why);
-    bool write_member(uint32_t client, uint64_t addr, const void *in, uint64_t len,
-                      std::string *why);
+    size_t window() const;  // tasks of one operation with the engines at once
     // Several nodes (team_engine_nodes.cc).
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }
     void join_nodes(ClientSession &s, const channel::control::TeamJoin &m,
@@ -116,20 +119,23 @@ class TeamEngine {
     void on_formed(const InternodeEvent &e);
     void on_join_failed(const InternodeEvent &e);
     void on_step_done(const InternodeEvent &e);
-    void start_nodes(Team &t, std::vector<dp_desc_t> heads);
-    void finish_nodes(Team &t);
+    void start_nodes(Team &t, std::vector<channel::CollPost> heads);
+    bool advance_nodes(Team &t);
+    void post_step(Team &t, uint32_t group);
     void retire(Team &t);  // before a team is erased
     void forget_joins(uint32_t client);
 
     mover::Device *device_;
-    mover::ExecLimits limits_;
+    // The agent's own address space for collective tasks (coll_tasks.h).
+    CollTaskSpace task_space_;
+    uint32_t task_pasid_ = 0;
     const AgentConfig &config_;
     Hooks hooks_;
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
     std::map<std::string, uint32_t> forming_;  // key -> team id while members join
     // Operations whose team is gone while the engines still run their
-    // batches: kept (records, members' memory) until those complete.
+    // tasks: kept (records, members' memory) until those complete.
     std::vector<std::unique_ptr<Execution>> orphans_;
     Internode *internode_ = nullptr;
     struct PendingJoin {

@@ -1,19 +1,21 @@
-// Teams whose members sit on several nodes: hierarchical collectives.
+// Teams whose members sit on several nodes: one task graph per operation.
 //
-// Each node's agent does the same three steps for its local members:
-//  1. gather: read the local members' sources into the agent's own buffer
-//     (reduced in rank order for the reductions, packed per node for the
-//     moves) — direct access, through the pool or process_vm_readv;
-//  2. the inter-node step among the team's nodes (Internode: MPI);
+// Each node's agent does three stages for its local members
+// (coll/node_plan.h), the first and last as tasks on its engines:
+//  1. gather: the local members' sources into the agent's buffers (reduced
+//     in rank order for the reductions, packed per node for the moves);
+//  2. the step between the team's nodes (Internode: MPI, on the agents'
+//     own thread);
 //  3. write-back of the results into every local member's destination.
-// Allreduce and reduce_scatter are cut into chunks: the inter-node step of
-// chunk k runs on the node thread while the service thread reduces chunk
-// k+1, and each chunk is written back as soon as it returns.
+// A reduction goes in chunks (groups): the step of chunk k starts as soon
+// as the engines gathered chunk k, and chunk k is written back as soon as
+// its step returns, while the next chunks are still being gathered.
 //
-// Every node posts the same sequence of inter-node steps for a team, even
-// when its own members fail locally (disagreeing heads, a buffer out of
-// range): it then posts a "poisoned" check that makes the other nodes fail
-// the operation with DP_COMP_MISMATCH instead of waiting for it.
+// Every node posts the same sequence of steps for a team, even when its own
+// members fail locally (disagreeing heads, a buffer out of range): it then
+// posts a "poisoned" check that makes the other nodes fail the operation
+// with kCollMismatch instead of waiting for it; a gather that fails still
+// posts its steps, and its node fails the operation when they return.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,7 +26,6 @@
 #include "agent/team_engine.h"
 #include "agent/team_engine_state.h"
 #include "common/log.h"
-#include "mover/kernels.h"
 #include "mover/names.h"
 
 namespace deputy::agent {
@@ -38,14 +39,14 @@ constexpr uint64_t kNodeChunkBytes = 4ull << 20;
 constexpr uint64_t kMaxStepBytes = INT_MAX;
 constexpr uint8_t kPoisonOpcode = 0xff;
 
-InterOp check_of(const dp_desc_t &h) {
+InterOp check_of(const ch::CollPost &h) {
     InterOp op;
     op.check = true;
     op.opcode = h.opcode;
     op.dtype = h.dtype;
     op.redop = h.redop;
-    op.count = h.size;
-    op.root = h.aux;
+    op.count = h.count;
+    op.root = h.root;
     return op;
 }
 
@@ -173,21 +174,13 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
     }
 }
 
-void TeamEngine::start_nodes(Team &t, std::vector<dp_desc_t> heads) {
+void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     auto ex = std::make_unique<Execution>();
-    ex->node_step = true;
+    ex->spans_nodes = true;
     const uint64_t sequence = ++t.ops;
     const uint32_t first_local = t.local_ranks.front();
-    const dp_desc_t &h0 = heads[first_local];
-    // Posts one inter-node step of this operation; off/len: the part of the
-    // agent's buffer it covers, for the write-back.
-    auto post = [&](InterOp op, uint64_t off, uint64_t len) {
-        op.team_uid = t.uid;
-        op.op_id = next_step_id_++;
-        op.sequence = sequence;
-        ex->steps[op.op_id] = {off, len};
-        internode_->start(std::move(op));
-    };
+    const ch::CollPost h0 = heads[first_local];
+    ex->heads = std::move(heads);
     // A local failure: the other nodes must fail too, not wait.
     auto fail_here = [&](uint8_t status) {
         InterOp poison = check_of(h0);
@@ -198,248 +191,177 @@ void TeamEngine::start_nodes(Team &t, std::vector<dp_desc_t> heads) {
         poison.op_id = next_step_id_++;  // not tracked: its answer is ignored
         poison.sequence = sequence;
         internode_->start(std::move(poison));
-        ex->heads = std::move(heads);
-        t.running = std::move(ex);
-        finish(t, status);
+        fail_all(ex->heads, t, status);
     };
-    for (uint32_t r : t.local_ranks) {
-        const std::string diff = head_difference(h0, heads[r]);
-        if (!diff.empty()) {
-            DP_LOG_WARN("agent: team '{}' operation {}: ranks {} and {} disagree: {}", t.key,
-                        sequence, first_local, r, diff);
-            return fail_here(DP_COMP_MISMATCH);
-        }
-    }
-    if (uint8_t invalid = head_invalid(h0, t.size)) return fail_here(invalid);
-    const uint8_t op = h0.opcode;
-    const uint64_t esize = mover::dtype_size(h0.dtype);
-    const uint64_t p = t.size;
-    const uint64_t n = h0.size * esize;
-    const CollLengths len = coll_lengths(op, h0.size, esize, p);
-    for (uint32_t r : t.local_ranks) {
-        ClientSession *c = hooks_.find_client(t.members[r]);
-        if (!c) return fail_here(DP_COMP_MEMBER_LOST);
-        auto reachable = [&](uint64_t addr, uint64_t bytes, mover::Access a) {
-            return bytes == 0 || c->space().translate(addr, bytes, a) ||
-                   c->space().direct_allows(addr, bytes);
-        };
-        if (!reachable(heads[r].src, len.src, mover::Access::read) ||
-            !reachable(heads[r].dst, len.dst, mover::Access::write)) {
-            DP_LOG_WARN("agent: team '{}' {}: rank {}'s buffers are outside its pool and "
-                        "registered memory",
-                        t.key, ch::coll_opcode_name(op), r);
-            return fail_here(DP_COMP_ADDRESS_DENIED);
-        }
-    }
-    ex->bytes = len.dst;
-    std::string why;
-    auto read = [&](uint32_t r, uint64_t addr, void *out, uint64_t bytes) {
-        if (read_member(t.members[r], addr, out, bytes, &why)) return;
-        ex->node_status = DP_COMP_ADDRESS_DENIED;  // the steps still run: the others wait for them
-        ex->node_reason = why;
-    };
-    // Node order of the team, and each node's ranks (ascending).
-    std::vector<uint32_t> nodes = t.node_of_rank;
-    std::sort(nodes.begin(), nodes.end());
-    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    std::vector<std::vector<uint32_t>> ranks_of(nodes.size());
-    for (uint32_t r = 0; r < p; ++r)
-        ranks_of[size_t(std::lower_bound(nodes.begin(), nodes.end(), t.node_of_rank[r]) -
-                        nodes.begin())]
-            .push_back(r);
-    const uint64_t local = t.local_ranks.size();
-    bool checked = false;
-    auto step = [&](InterOp::Kind kind) {
-        InterOp o = check_of(h0);
-        o.check = !checked;
-        checked = true;
-        o.kind = kind;
-        return o;
-    };
-    if (op == ch::kCollBarrier || n == 0) {
-        post(step(InterOp::Kind::barrier), 0, 0);
-    } else if (op == ch::kCollAllreduce || op == ch::kCollReduceScatter) {
-        // Reduce everything (p blocks for reduce_scatter), then keep ours.
-        const uint64_t total = op == ch::kCollAllreduce ? n : p * n;
-        if (total > kMaxStepBytes * 64) return fail_here(DP_COMP_INVALID_SIZE);
-        ex->recv = std::make_shared<std::vector<uint8_t>>(total);
-        std::vector<uint8_t> tmp;
-        const uint64_t chunk = std::max<uint64_t>(esize, kNodeChunkBytes / esize * esize);
-        for (uint64_t off = 0; off < total; off += chunk) {
-            const uint64_t c = std::min(chunk, total - off);
-            uint8_t *acc = ex->recv->data() + off;
-            read(first_local, heads[first_local].src + off, acc, c);
-            tmp.resize(c);
-            for (size_t i = 1; i < t.local_ranks.size(); ++i) {
-                read(t.local_ranks[i], heads[t.local_ranks[i]].src + off, tmp.data(), c);
-                mover::kernels::reduce(acc, acc, tmp.data(), c / esize, dp_dtype_t(h0.dtype),
-                                       dp_op_t(h0.redop));
-            }
-            InterOp o = step(InterOp::Kind::allreduce);
-            o.recv = acc;
-            o.elements = c / esize;
-            post(std::move(o), off, c);
-        }
-    } else if (op == ch::kCollAllgather) {
-        if (p * n > kMaxStepBytes) return fail_here(DP_COMP_INVALID_SIZE);
-        ex->send = std::make_shared<std::vector<uint8_t>>(local * n);
-        ex->recv = std::make_shared<std::vector<uint8_t>>(p * n);
-        for (size_t i = 0; i < local; ++i)
-            read(t.local_ranks[i], heads[t.local_ranks[i]].src, ex->send->data() + i * n, n);
-        InterOp o = step(InterOp::Kind::allgatherv);
-        o.send = ex->send->data();
-        o.recv = ex->recv->data();
-        for (const auto &rs : ranks_of) o.part_bytes.push_back(rs.size() * n);
-        post(std::move(o), 0, p * n);
-    } else if (op == ch::kCollAlltoall) {
-        // To node k: for each local source s, its blocks for k's ranks.
-        if (local * p * n > kMaxStepBytes || p * local * n > kMaxStepBytes)
-            return fail_here(DP_COMP_INVALID_SIZE);
-        ex->send = std::make_shared<std::vector<uint8_t>>(local * p * n);
-        ex->recv = std::make_shared<std::vector<uint8_t>>(p * local * n);
-        std::vector<uint8_t> whole(p * n);
-        InterOp o = step(InterOp::Kind::alltoallv);
-        uint64_t at = 0;
-        std::vector<uint64_t> part_at(nodes.size());
-        for (size_t k = 0; k < nodes.size(); ++k) {
-            part_at[k] = at;
-            o.send_offsets.push_back(at);
-            o.send_bytes.push_back(local * ranks_of[k].size() * n);
-            at += o.send_bytes.back();
-        }
-        for (size_t i = 0; i < local; ++i) {
-            const uint32_t s = t.local_ranks[i];
-            read(s, heads[s].src, whole.data(), p * n);
-            for (size_t k = 0; k < nodes.size(); ++k)
-                for (size_t j = 0; j < ranks_of[k].size(); ++j)
-                    std::memcpy(ex->send->data() + part_at[k] + (i * ranks_of[k].size() + j) * n,
-                                whole.data() + ranks_of[k][j] * n, n);
-        }
-        at = 0;
-        for (size_t k = 0; k < nodes.size(); ++k) {
-            o.recv_offsets.push_back(at);
-            o.recv_bytes.push_back(ranks_of[k].size() * local * n);
-            at += o.recv_bytes.back();
-        }
-        o.send = ex->send->data();
-        o.recv = ex->recv->data();
-        post(std::move(o), 0, 0);
-    } else if (op == ch::kCollBcast) {
-        if (n > kMaxStepBytes) return fail_here(DP_COMP_INVALID_SIZE);
-        const uint32_t root = uint32_t(h0.aux);
-        ex->recv = std::make_shared<std::vector<uint8_t>>(n);
-        if (t.node_of_rank[root] == internode_->node()) read(root, heads[root].src, ex->recv->data(), n);
-        InterOp o = step(InterOp::Kind::bcast);
-        o.recv = ex->recv->data();
-        o.bytes = n;
-        o.root_node = uint32_t(std::lower_bound(nodes.begin(), nodes.end(), t.node_of_rank[root]) -
-                               nodes.begin());
-        post(std::move(o), 0, n);
-    }
-    ex->heads = std::move(heads);
+    if (uint8_t bad = check_heads(t, ex->heads)) return fail_here(bad);
+    ex->collective = *collective_of(h0);
+    if (uint8_t bad = bind_members(t, *ex)) return fail_here(bad);
+    coll::NodeArgs args;
+    args.collective.collective = ex->collective;
+    args.collective.size = t.size;
+    args.collective.count = h0.count;
+    args.collective.dtype = dp_dtype_t(h0.dtype);
+    args.collective.op = coll::reduces(ex->collective) ? dp_op_t(h0.redop) : DP_SUM;
+    args.collective.root = h0.root;
+    args.collective.chunk_bytes = config_.coll_chunk_bytes;
+    args.node_of_rank = t.node_of_rank;
+    args.node = internode_->node();
+    args.stage_bytes = kNodeChunkBytes;
+    ex->node_plan = coll::build_node_plan(args);
+    const coll::NodePlan &np = ex->node_plan;
+    // MPI counts are ints.
+    const uint64_t moved = std::max(np.send_bytes, np.recv_bytes);
+    if (moved > (coll::reduces(ex->collective) ? kMaxStepBytes * 64 : kMaxStepBytes))
+        return fail_here(DP_COMP_INVALID_SIZE);
+    ex->send = std::make_shared<std::vector<uint8_t>>(np.send_bytes);
+    ex->recv = std::make_shared<std::vector<uint8_t>>(np.recv_bytes);
+    ex->buffers.send = ex->send->data();
+    ex->buffers.send_bytes = np.send_bytes;
+    ex->buffers.recv = ex->recv->data();
+    ex->buffers.recv_bytes = np.recv_bytes;
+    ex->gather.reset(&np.gather.plan, np.gather.group_of_task, np.gather.groups, &ex->buffers);
+    ex->write_back.reset(&np.write_back.plan, np.write_back.group_of_task, np.write_back.groups,
+                         &ex->buffers);
+    ex->gather.enable_all();
     t.running = std::move(ex);
+    advance_nodes(t);
+}
+
+void TeamEngine::post_step(Team &t, uint32_t group) {
+    Execution &ex = *t.running;
+    const ch::CollPost &h0 = ex.heads[t.local_ranks.front()];
+    const coll::NodePlan &np = ex.node_plan;
+    const uint64_t n = h0.count * mover::dtype_size(h0.dtype);
+    InterOp o = check_of(h0);
+    o.check = !ex.checked;
+    ex.checked = true;
+    o.team_uid = t.uid;
+    o.op_id = next_step_id_++;
+    o.sequence = t.ops;
+    const auto piece = np.groups[group];
+    switch (ex.collective) {
+        case coll::Collective::allreduce:
+        case coll::Collective::reduce_scatter:
+            o.kind = InterOp::Kind::allreduce;
+            o.recv = ex.recv->data() + piece.offset;
+            o.elements = piece.bytes / mover::dtype_size(h0.dtype);
+            break;
+        case coll::Collective::allgather:
+            o.kind = InterOp::Kind::allgatherv;
+            o.send = ex.send->data();
+            o.recv = ex.recv->data();
+            for (const auto &rs : np.ranks_of) o.part_bytes.push_back(rs.size() * n);
+            break;
+        case coll::Collective::alltoall: {
+            o.kind = InterOp::Kind::alltoallv;
+            const uint64_t local = np.local_ranks.size();
+            uint64_t at = 0;
+            for (const auto &rs : np.ranks_of) {
+                o.send_offsets.push_back(at);
+                o.send_bytes.push_back(local * rs.size() * n);
+                at += o.send_bytes.back();
+            }
+            at = 0;
+            for (const auto &rs : np.ranks_of) {
+                o.recv_offsets.push_back(at);
+                o.recv_bytes.push_back(rs.size() * local * n);
+                at += o.recv_bytes.back();
+            }
+            o.send = ex.send->data();
+            o.recv = ex.recv->data();
+            break;
+        }
+        case coll::Collective::bcast:
+            o.kind = InterOp::Kind::bcast;
+            o.recv = ex.recv->data();
+            o.bytes = n;
+            o.root_node = uint32_t(std::lower_bound(np.nodes.begin(), np.nodes.end(),
+                                                    t.node_of_rank[h0.root]) -
+                                   np.nodes.begin());
+            break;
+        case coll::Collective::barrier:
+            o.kind = InterOp::Kind::barrier;
+            break;
+    }
+    ex.steps[o.op_id] = group;
+    ++ex.steps_posted;
+    internode_->start(std::move(o));
+}
+
+bool TeamEngine::advance_nodes(Team &t) {
+    Execution &ex = *t.running;
+    // Gathered chunks go to the other nodes, in order (every node posts the
+    // same steps in the same order); a failed gather posts them all the same.
+    for (uint32_t group : ex.gather.poll()) (void)group;
+    if (ex.gather.failed() && ex.node_status == DP_COMP_SUCCESS) {
+        ex.node_status = ex.gather.status();
+        ex.node_reason = ex.gather.why();
+    }
+    const uint32_t groups = uint32_t(ex.node_plan.groups.size());
+    while (ex.steps_posted < groups &&
+           (ex.gather.failed() || ex.gather.group_done(ex.steps_posted)))
+        post_step(t, ex.steps_posted);
+    ex.write_back.poll();
+    if (ex.write_back.failed() && ex.node_status == DP_COMP_SUCCESS) {
+        ex.node_status = ex.write_back.status();
+        ex.node_reason = ex.write_back.why();
+    }
+    const bool steps_done = ex.steps_done == groups;
+    const bool written = ex.node_status != DP_COMP_SUCCESS || ex.write_back.done();
+    if (steps_done && written && ex.idle()) {
+        if (ex.node_status != DP_COMP_SUCCESS) {
+            // MPI may still write into the buffers of steps it gave up on.
+            if (ex.node_status == ch::kCollMemberLost) {
+                abandoned_.push_back(ex.send);
+                abandoned_.push_back(ex.recv);
+            }
+        }
+        finish(t, ex.node_status, ex.node_reason);
+        return true;
+    }
+    ex.gather.pump(*device_, 0, task_pasid_, window());
+    if (ex.node_status == DP_COMP_SUCCESS) ex.write_back.pump(*device_, 0, task_pasid_, window());
+    return false;
 }
 
 void TeamEngine::on_step_done(const InternodeEvent &e) {
     auto id = by_uid_.find(e.team_uid);
     if (id == by_uid_.end() || !teams_.count(id->second)) return;
     Team &t = *teams_.at(id->second);
-    if (!t.running || !t.running->node_step) return;
+    if (!t.running || !t.running->spans_nodes) return;
     Execution &ex = *t.running;
     auto step = ex.steps.find(e.op_id);
     if (step == ex.steps.end()) return;  // a poisoned check's answer
-    const auto [off, len] = step->second;
+    const uint32_t group = step->second;
     ex.steps.erase(step);
+    ++ex.steps_done;
     if (!e.algorithm.empty()) ++t.inter_algorithms[e.algorithm];
     if (e.comp_status != DP_COMP_SUCCESS) {
         if (ex.node_status == DP_COMP_SUCCESS || ex.node_status == DP_COMP_ADDRESS_DENIED) {
             ex.node_status = e.comp_status;
             ex.node_reason = e.reason;
         }
-    } else if (ex.node_status == DP_COMP_SUCCESS && ex.recv) {
-        const dp_desc_t &h0 = ex.heads[t.local_ranks.front()];
-        const uint8_t op = h0.opcode;
-        const uint64_t n = h0.size * mover::dtype_size(h0.dtype);
-        std::string why;
-        bool ok = true;
-        auto write = [&](uint32_t r, uint64_t addr, const void *in, uint64_t bytes) {
-            if (bytes) ok &= write_member(t.members[r], addr, in, bytes, &why);
-        };
-        const uint8_t *res = ex.recv->data();
-        if (op == ch::kCollAllreduce) {
-            for (uint32_t r : t.local_ranks) write(r, ex.heads[r].dst + off, res + off, len);
-        } else if (op == ch::kCollReduceScatter) {
-            for (uint32_t r : t.local_ranks) {  // block r of the reduced whole
-                const uint64_t lo = std::max<uint64_t>(off, r * n), hi = std::min(off + len, (r + 1) * n);
-                if (lo < hi) write(r, ex.heads[r].dst + (lo - r * n), res + lo, hi - lo);
-            }
-        } else if (op == ch::kCollAllgather) {
-            // recv holds the nodes' parts in node order, each in rank order.
-            std::vector<uint32_t> order(t.size);
-            for (uint32_t r = 0; r < t.size; ++r) order[r] = r;
-            std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-                return t.node_of_rank[a] < t.node_of_rank[b];
-            });
-            for (uint32_t r : t.local_ranks)
-                for (uint32_t i = 0; i < t.size; ++i) {
-                    const uint64_t to = ex.heads[r].dst + uint64_t(order[i]) * n;
-                    if (order[i] == r && to == ex.heads[r].src) continue;  // in place
-                    write(r, to, res + uint64_t(i) * n, n);
-                }
-        } else if (op == ch::kCollAlltoall) {
-            // From node k: for each of its ranks s, one block per local rank.
-            const uint64_t local = t.local_ranks.size();
-            std::vector<uint32_t> order(t.size);
-            for (uint32_t r = 0; r < t.size; ++r) order[r] = r;
-            std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-                return t.node_of_rank[a] < t.node_of_rank[b];
-            });
-            for (uint32_t i = 0; i < t.size; ++i)
-                for (uint64_t j = 0; j < local; ++j)
-                    write(t.local_ranks[j], ex.heads[t.local_ranks[j]].dst + uint64_t(order[i]) * n,
-                          res + (i * local + j) * n, n);
-        } else if (op == ch::kCollBcast) {
-            for (uint32_t r : t.local_ranks)
-                if (r != h0.aux) write(r, ex.heads[r].dst, res, n);
-        }
-        if (!ok) {
-            ex.node_status = DP_COMP_ADDRESS_DENIED;
-            ex.node_reason = why;
-        }
+    } else if (ex.node_status == DP_COMP_SUCCESS) {
+        ex.write_back.enable(group);
     }
-    if (ex.steps.empty()) finish_nodes(t);
+    advance_nodes(t);
 }
 
 void TeamEngine::retire(Team &t) {
     // MPI may still write into the buffers of a step in flight.
-    if (t.running && t.running->node_step) {
+    if (t.running && t.running->spans_nodes) {
         if (t.running->send) abandoned_.push_back(t.running->send);
         if (t.running->recv) abandoned_.push_back(t.running->recv);
     }
-    // The engines may still run batches of it: keep its records and the
+    // The engines may still run tasks of it: keep its records and the
     // members' memory until they are done (poll_orphans).
-    if (t.running && !t.running->node_step && t.running->submitted > 0)
-        orphans_.push_back(std::move(t.running));
+    if (t.running && !t.running->idle()) orphans_.push_back(std::move(t.running));
     by_uid_.erase(t.uid);
 }
 
 void TeamEngine::forget_joins(uint32_t client) {
     for (auto it = joining_.begin(); it != joining_.end();)
         it = it->second.client == client ? joining_.erase(it) : std::next(it);
-}
-
-void TeamEngine::finish_nodes(Team &t) {
-    Execution &ex = *t.running;
-    if (ex.node_status != DP_COMP_SUCCESS) {
-        DP_LOG_WARN("agent: team '{}' {}: {}", t.key,
-                    ch::coll_opcode_name(ex.heads[t.local_ranks.front()].opcode), ex.node_reason);
-        // MPI may still write into the buffers of steps it gave up on.
-        if (ex.node_status == DP_COMP_MEMBER_LOST) {
-            if (ex.send) abandoned_.push_back(ex.send);
-            if (ex.recv) abandoned_.push_back(ex.recv);
-        }
-    }
-    finish(t, ex.node_status);
 }
 
 }  // namespace deputy::agent

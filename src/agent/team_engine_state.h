@@ -1,5 +1,6 @@
 // The state TeamEngine keeps per team and per running operation, shared by
-// team_engine.cc (one node) and team_engine_nodes.cc (several nodes).
+// team_engine.cc (membership, queues, agreement), coll_execution.cc (one
+// node) and team_engine_nodes.cc (several nodes).
 #pragma once
 
 #include <fmt/format.h>
@@ -9,45 +10,42 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "agent/coll_tasks.h"
 #include "agent/team_engine.h"
-#include "channel/coll_desc.h"
+#include "channel/coll_post.h"
+#include "coll/collective.h"
+#include "coll/local_plan.h"
+#include "coll/node_plan.h"
 #include "mover/names.h"
 
 namespace deputy::agent {
 
-// Bytes a member reads and writes for one collective of `count` elements.
-struct CollLengths {
-    uint64_t src = 0, dst = 0;
-};
-
-inline CollLengths coll_lengths(uint8_t opcode, uint64_t count, uint64_t esize, uint64_t p) {
-    const uint64_t n = count * esize;
-    switch (opcode) {
-        case channel::kCollAllreduce: return {n, n};
-        case channel::kCollReduceScatter: return {p * n, n};
-        case channel::kCollAllgather: return {n, p * n};
-        case channel::kCollAlltoall: return {p * n, p * n};
-        case channel::kCollBcast: return {n, n};
-        default: return {0, 0};
-    }
+// The collective a post names (a byte a client chose: checked).
+inline std::optional<coll::Collective> collective_of(const channel::CollPost &p) {
+    return coll::collective_from_byte(uint8_t(p.opcode - channel::kCollPostBase));
+}
+inline const char *collective_name_of(const channel::CollPost &p) {
+    const auto c = collective_of(p);
+    return c ? coll::collective_name(*c) : "unknown";
 }
 
-// How two members' heads differ (empty: they agree), for DP_COMP_MISMATCH.
-inline std::string head_difference(const dp_desc_t &a, const dp_desc_t &b) {
-    namespace ch = channel;
+// How two members' heads differ (empty: they agree), for kCollMismatch.
+inline std::string head_difference(const channel::CollPost &a, const channel::CollPost &b) {
     if (b.opcode != a.opcode)
-        return fmt::format("operation {} vs {}", ch::coll_opcode_name(a.opcode),
-                           ch::coll_opcode_name(b.opcode));
-    if (b.size != a.size) return fmt::format("count {} vs {}", a.size, b.size);
+        return fmt::format("operation {} vs {}", collective_name_of(a), collective_name_of(b));
+    const auto c = collective_of(a);
+    if (c == coll::Collective::barrier) return {};
+    if (b.count != a.count) return fmt::format("count {} vs {}", a.count, b.count);
     if (b.dtype != a.dtype) return fmt::format("dtype {} vs {}", a.dtype, b.dtype);
-    if (ch::coll_reduces(a.opcode) && b.redop != a.redop)
+    if (c && coll::reduces(*c) && b.redop != a.redop)
         return fmt::format("reduction {} vs {}", a.redop, b.redop);
-    if (a.opcode == ch::kCollBcast && b.aux != a.aux)
-        return fmt::format("root {} vs {}", a.aux, b.aux);
+    if (c == coll::Collective::bcast && b.root != a.root)
+        return fmt::format("root {} vs {}", a.root, b.root);
     return {};
 }
 
@@ -55,16 +53,16 @@ inline constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
 
 // A completion status for fields out of range in agreed heads; 0 if fine.
 inline constexpr uint64_t kMaxCollBytes = 1ull << 36;
-inline uint8_t head_invalid(const dp_desc_t &h, uint32_t team_size) {
-    namespace ch = channel;
+inline uint8_t head_invalid(const channel::CollPost &h, uint32_t team_size) {
+    const auto c = collective_of(h);
+    if (!c) return DP_COMP_INVALID_OPCODE;
+    if (h.reserved0 || h.reserved1 || h.reserved2) return DP_COMP_INVALID_FIELD;
+    if (*c == coll::Collective::barrier) return 0;
     const uint64_t esize = mover::dtype_size(h.dtype);
-    if (h.opcode < ch::kCollFirst || h.opcode > ch::kCollLast) return DP_COMP_INVALID_OPCODE;
-    if (h.opcode != ch::kCollBarrier &&
-        (esize == 0 || (ch::coll_reduces(h.opcode) && h.redop >= DP_OP_COUNT) ||
-         (h.opcode == ch::kCollBcast && h.aux >= team_size)))
+    if (esize == 0 || (coll::reduces(*c) && h.redop >= DP_OP_COUNT) ||
+        (coll::collective_info(*c).rooted && h.root >= team_size))
         return DP_COMP_INVALID_FIELD;
-    if (h.size > kMaxCollBytes / std::max<uint64_t>(esize, 1) / team_size)
-        return DP_COMP_INVALID_SIZE;
+    if (h.count > kMaxCollBytes / esize / team_size) return DP_COMP_INVALID_SIZE;
     return 0;
 }
 
@@ -75,22 +73,32 @@ SecretDigest secret_digest(const std::string &secret);
 bool same_digest(const SecretDigest &a, const SecretDigest &b);  // constant time
 
 struct TeamEngine::Execution {
-    std::vector<dp_desc_t> heads;
-    // The members' memory the engines' batches point into: held until the
-    // last batch completed, whoever of them leaves meanwhile.
+    std::vector<channel::CollPost> heads;  // by rank (local ranks filled)
+    coll::Collective collective = coll::Collective::barrier;
+    uint64_t bytes = 0;  // bytes a member receives (counters)
+    // The members' memory the engines' tasks touch: held until the last
+    // task finished, whoever of them leaves meanwhile.
     std::vector<std::shared_ptr<ClientMemory>> memories;
-    std::vector<std::vector<dp_desc_t>> batches;
-    std::unique_ptr<dp_completion_t[]> records;
-    size_t submitted = 0;
-    uint64_t bytes = 0;
-    // Several nodes: the agent's buffers for the inter-node step (shared
-    // with the abandoned list if the team breaks), the steps still out (one
-    // per chunk) and the chunk each step covers.
-    bool node_step = false;
+    MemberBuffers buffers;
+    // One node: the plan and its tasks.
+    coll::LocalPlan plan;
+    TaskSet tasks;
+    // Several nodes: the stages around the steps between agents, the
+    // agent's buffers (shared with the abandoned list if the team breaks:
+    // MPI may still write into them), the steps out (step id -> group) and
+    // the groups whose step came back.
+    bool spans_nodes = false;
+    coll::NodePlan node_plan;
+    TaskSet gather, write_back;
     std::shared_ptr<std::vector<uint8_t>> send, recv;
-    std::map<uint64_t, std::pair<uint64_t, uint64_t>> steps;  // step id -> [offset, bytes)
+    std::map<uint64_t, uint32_t> steps;
+    uint32_t steps_posted = 0, steps_done = 0;
+    bool checked = false;  // the first step carried the heads' check
     uint8_t node_status = DP_COMP_SUCCESS;
     std::string node_reason;
+
+    // Nothing of it is with the engines.
+    bool idle() const { return tasks.idle() && gather.idle() && write_back.idle(); }
 };
 
 struct TeamEngine::Team {
@@ -99,7 +107,7 @@ struct TeamEngine::Team {
     SecretDigest secret{};
     uint32_t size = 0;
     std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
-    std::vector<std::deque<dp_desc_t>> queues;
+    std::vector<std::deque<channel::CollPost>> queues;
     bool ready = false;
     bool broken = false;
     std::string broken_reason;

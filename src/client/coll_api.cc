@@ -1,7 +1,7 @@
 // The C API of include/deputy/coll.h: teams and collectives over client::Team.
 #include <deputy/coll.h>
 
-#include "channel/coll_desc.h"
+#include "coll/collective.h"
 #include "client/handles.h"
 #include "client/team.h"
 #include "common/check.h"
@@ -19,29 +19,30 @@ namespace {
 
 using deputy::client::Request;
 using deputy::client::Team;
-namespace ch = deputy::channel;
+using deputy::coll::Collective;
+using deputy::coll::collective_name;
 
 // The post and test paths are [[gnu::hot]]: the compiler puts them in
 // .text.hot, a few contiguous lines of code, instead of pages apart (see
 // client/team.h for why pages matter here).
-[[gnu::hot]] dp_status_t post(dp_team_t *team, uint8_t opcode, const void *src, void *dst,
+[[gnu::hot]] dp_status_t post(dp_team_t *team, Collective c, const void *src, void *dst,
                               size_t count, dp_dtype_t dtype, dp_op_t op, uint64_t root,
                               dp_request_t **req) {
     if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
-    if (count > 0 && opcode != ch::kCollBarrier && (src == nullptr || dst == nullptr))
-        DP_FAIL(DP_ERR_INVALID, "deputy {}: a NULL buffer with count {}", ch::coll_opcode_name(opcode),
+    if (count > 0 && c != Collective::barrier && (src == nullptr || dst == nullptr))
+        DP_FAIL(DP_ERR_INVALID, "deputy {}: a NULL buffer with count {}", collective_name(c),
                 count);
     // A range check, not dp_dtype_size(): that one is exported, so the call
     // would go through the PLT.
-    if (opcode != ch::kCollBarrier && unsigned(dtype) >= DP_DTYPE_COUNT)
-        DP_FAIL(DP_ERR_INVALID, "deputy {}: dtype {} is not a dp_dtype_t", ch::coll_opcode_name(opcode),
+    if (c != Collective::barrier && unsigned(dtype) >= DP_DTYPE_COUNT)
+        DP_FAIL(DP_ERR_INVALID, "deputy {}: dtype {} is not a dp_dtype_t", collective_name(c),
                 int(dtype));
-    if (ch::coll_reduces(opcode) && (op < 0 || op >= DP_OP_COUNT))
-        DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t", ch::coll_opcode_name(opcode),
+    if (deputy::coll::reduces(c) && (op < 0 || op >= DP_OP_COUNT))
+        DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t", collective_name(c),
                 int(op));
     Request *r = nullptr;
-    DP_CHECK(team->impl->post(opcode, src, dst, count, dtype, op, root, &r));
+    DP_CHECK(team->impl->post(c, src, dst, count, dtype, op, root, &r));
     // A dp_request_t is the Request itself (first member): no allocation.
     *req = reinterpret_cast<dp_request_t *>(r);
     return DP_OK;
@@ -49,10 +50,10 @@ namespace ch = deputy::channel;
 
 Request *unwrap(dp_request_t *req) { return reinterpret_cast<Request *>(req); }
 
-dp_status_t post_and_wait(dp_team_t *team, uint8_t opcode, const void *src, void *dst,
+dp_status_t post_and_wait(dp_team_t *team, Collective c, const void *src, void *dst,
                           size_t count, dp_dtype_t dtype, dp_op_t op, uint64_t root) {
     dp_request_t *req = nullptr;
-    DP_CHECK(post(team, opcode, src, dst, count, dtype, op, root, &req));
+    DP_CHECK(post(team, c, src, dst, count, dtype, op, root, &req));
     dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;
@@ -92,32 +93,32 @@ extern "C" int dp_team_size(const dp_team_t *team) { return team ? team->impl->s
 extern "C" [[gnu::hot]] dp_status_t dp_iallreduce(const void *src, void *dst, size_t count,
                                                   dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
                                                   dp_request_t **req) {
-    return post(team, ch::kCollAllreduce, src, dst, count, dtype, op, 0, req);
+    return post(team, Collective::allreduce, src, dst, count, dtype, op, 0, req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ireduce_scatter(const void *src, void *dst,
                                                        size_t count, dp_dtype_t dtype, dp_op_t op,
                                                        dp_team_t *team, dp_request_t **req) {
-    return post(team, ch::kCollReduceScatter, src, dst, count, dtype, op, 0, req);
+    return post(team, Collective::reduce_scatter, src, dst, count, dtype, op, 0, req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_iallgather(const void *src, void *dst, size_t count,
                                                   dp_dtype_t dtype, dp_team_t *team,
                                                   dp_request_t **req) {
-    return post(team, ch::kCollAllgather, src, dst, count, dtype, DP_SUM, 0, req);
+    return post(team, Collective::allgather, src, dst, count, dtype, DP_SUM, 0, req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ialltoall(const void *src, void *dst, size_t count,
                                                   dp_dtype_t dtype, dp_team_t *team,
                                                   dp_request_t **req) {
-    return post(team, ch::kCollAlltoall, src, dst, count, dtype, DP_SUM, 0, req);
+    return post(team, Collective::alltoall, src, dst, count, dtype, DP_SUM, 0, req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype,
                                               int root, dp_team_t *team, dp_request_t **req) {
     if (team && (root < 0 || root >= team->impl->size()))
         DP_FAIL(DP_ERR_INVALID, "dp_ibcast: root {} is not a rank of this team (0..{})", root,
                 team->impl->size() - 1);
-    return post(team, ch::kCollBcast, buf, buf, count, dtype, DP_SUM, uint64_t(root), req);
+    return post(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, uint64_t(root), req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **req) {
-    return post(team, ch::kCollBarrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0, req);
+    return post(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0, req);
 }
 
 extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
@@ -147,27 +148,27 @@ extern "C" [[gnu::hot]] void dp_request_free(dp_request_t *req) {
 
 extern "C" dp_status_t dp_allreduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
                                     dp_op_t op, dp_team_t *team) {
-    return post_and_wait(team, ch::kCollAllreduce, src, dst, count, dtype, op, 0);
+    return post_and_wait(team, Collective::allreduce, src, dst, count, dtype, op, 0);
 }
 extern "C" dp_status_t dp_reduce_scatter(const void *src, void *dst, size_t count,
                                          dp_dtype_t dtype, dp_op_t op, dp_team_t *team) {
-    return post_and_wait(team, ch::kCollReduceScatter, src, dst, count, dtype, op, 0);
+    return post_and_wait(team, Collective::reduce_scatter, src, dst, count, dtype, op, 0);
 }
 extern "C" dp_status_t dp_allgather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
                                     dp_team_t *team) {
-    return post_and_wait(team, ch::kCollAllgather, src, dst, count, dtype, DP_SUM, 0);
+    return post_and_wait(team, Collective::allgather, src, dst, count, dtype, DP_SUM, 0);
 }
 extern "C" dp_status_t dp_alltoall(const void *src, void *dst, size_t count, dp_dtype_t dtype,
                                    dp_team_t *team) {
-    return post_and_wait(team, ch::kCollAlltoall, src, dst, count, dtype, DP_SUM, 0);
+    return post_and_wait(team, Collective::alltoall, src, dst, count, dtype, DP_SUM, 0);
 }
 extern "C" dp_status_t dp_bcast(void *buf, size_t count, dp_dtype_t dtype, int root,
                                 dp_team_t *team) {
     if (team && (root < 0 || root >= team->impl->size()))
         DP_FAIL(DP_ERR_INVALID, "dp_bcast: root {} is not a rank of this team (0..{})", root,
                 team->impl->size() - 1);
-    return post_and_wait(team, ch::kCollBcast, buf, buf, count, dtype, DP_SUM, uint64_t(root));
+    return post_and_wait(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, uint64_t(root));
 }
 extern "C" dp_status_t dp_barrier(dp_team_t *team) {
-    return post_and_wait(team, ch::kCollBarrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0);
+    return post_and_wait(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0);
 }

@@ -5,33 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "channel/coll_desc.h"
 #include "common/check.h"
 #include "common/log.h"
 
 namespace deputy::client {
 namespace {
-
-namespace ch = channel;
-
-// The bytes a member reads and the bytes it receives, as the agent sees
-// them (agent/team_engine.cc, lengths()).
-struct Ranges {
-    uint64_t in = 0, out = 0;
-};
-
-Ranges ranges(uint8_t opcode, int rank, int size, uint64_t n, uint64_t root) {
-    const uint64_t p = uint64_t(size);
-    switch (opcode) {
-        case ch::kCollAllreduce: return {n, n};
-        case ch::kCollReduceScatter: return {p * n, n};
-        case ch::kCollAllgather: return {n, p * n};
-        case ch::kCollAlltoall: return {p * n, p * n};
-        // One buffer: the root sends it, the others receive into it.
-        case ch::kCollBcast: return uint64_t(rank) == root ? Ranges{n, 0} : Ranges{0, n};
-        default: return {0, 0};
-    }
-}
 
 constexpr uint64_t round_up(uint64_t v) {
     return (v + PoolAllocator::kAlign - 1) / PoolAllocator::kAlign * PoolAllocator::kAlign;
@@ -39,19 +17,21 @@ constexpr uint64_t round_up(uint64_t v) {
 
 }  // namespace
 
-dp_status_t stage_in(PoolAllocator &pool, uint8_t opcode, int rank, int size, const void *src,
+dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size, const void *src,
                      void *dst, uint64_t count, uint64_t elem_bytes, uint64_t root,
                      StagedCollective *staged, StagedPointers *ptrs) {
     *staged = {};
     ptrs->src = src;
     ptrs->dst = dst;
-    const Ranges r = ranges(opcode, rank, size, count * elem_bytes, root);
-    if (r.in == 0 && r.out == 0) return DP_OK;
+    // The bytes a member reads and the bytes it receives, from the one table.
+    const coll::MemberBytes r =
+        coll::member_bytes(c, count, elem_bytes, uint32_t(size), uint32_t(rank), uint32_t(root));
+    if (r.source == 0 && r.destination == 0) return DP_OK;
     // The descriptor still names both buffers even where one is unused (a
     // bcast member's side): the agent checks them, so both point inside the
     // bounce block.
-    const uint64_t in_len = std::max<uint64_t>(r.in, opcode == ch::kCollBcast ? r.out : 0);
-    const uint64_t out_len = std::max<uint64_t>(r.out, opcode == ch::kCollBcast ? r.in : 0);
+    const uint64_t in_len = std::max<uint64_t>(r.source, c == coll::Collective::bcast ? r.destination : 0);
+    const uint64_t out_len = std::max<uint64_t>(r.destination, c == coll::Collective::bcast ? r.source : 0);
     const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(dst);
     const bool overlap = s < d + out_len && d < s + in_len;
     uint64_t bytes, in_off, out_off;
@@ -71,13 +51,13 @@ dp_status_t stage_in(PoolAllocator &pool, uint8_t opcode, int rank, int size, co
         DP_FAIL(DP_ERR_NOMEM,
                 "deputy {} (staged memory): no {}-byte bounce buffer in the mapped pool ({} bytes "
                 "free); raise dp_config_t.pool_bytes or the agent's pool_bytes",
-                ch::coll_opcode_name(opcode), bytes, pool.free_bytes());
+                coll::collective_name(c), bytes, pool.free_bytes());
     auto *base = static_cast<uint8_t *>(block);
-    if (r.in) std::memcpy(base + in_off, src, r.in);
+    if (r.source) std::memcpy(base + in_off, src, r.source);
     staged->bounce = block;
     staged->user_out = static_cast<uint8_t *>(dst);
     staged->bounce_out = base + out_off;
-    staged->out_bytes = r.out;
+    staged->out_bytes = r.destination;
     ptrs->src = base + in_off;
     ptrs->dst = base + out_off;
     return DP_OK;

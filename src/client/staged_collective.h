@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "client/pool_allocator.h"
+#include "coll/collective.h"
 
 namespace deputy::client {
 
@@ -34,7 +35,7 @@ struct StagedPointers {
 // as in place does; else source then destination), copies the bytes in, and
 // fills *staged and *ptrs. DP_ERR_NOMEM names the pool's free bytes when the
 // block does not fit. Nothing is allocated for zero bytes.
-dp_status_t stage_in(PoolAllocator &pool, uint8_t opcode, int rank, int size, const void *src,
+dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size, const void *src,
                      void *dst, uint64_t count, uint64_t elem_bytes, uint64_t root,
                      StagedCollective *staged, StagedPointers *ptrs);
 

@@ -1,6 +1,8 @@
 #include "client/team.h"
 
-#include "channel/coll_desc.h"
+#include <cstring>
+
+#include "channel/coll_post.h"
 #include "channel/control.h"
 #include "common/check.h"
 #include "common/log.h"
@@ -14,8 +16,9 @@ using channel::MsgType;
 dp_status_t coll_status(uint8_t status) {
     switch (status) {
         case DP_COMP_SUCCESS: return DP_OK;
-        case DP_COMP_MISMATCH: return DP_ERR_MISMATCH;
-        case DP_COMP_MEMBER_LOST: return DP_ERR_AGENT_LOST;
+        case channel::kCollMismatch: return DP_ERR_MISMATCH;
+        case channel::kCollMemberLost: return DP_ERR_AGENT_LOST;
+        case channel::kCollQueueFull: return DP_ERR_RETRY;
         case DP_COMP_ADDRESS_DENIED:
         case DP_COMP_PAGE_FAULT: return DP_ERR_DENIED;
         case DP_COMP_INVALID_SIZE: return DP_ERR_TOO_LARGE;
@@ -101,7 +104,7 @@ bool Team::take_slot(uint32_t *slot) {
     return false;
 }
 
-dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t count,
+dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t count,
                        dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req) {
     if (req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
@@ -116,7 +119,7 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
     *r.record = dp_completion_t{};  // 32 bytes: stores, not a call
     if (staged_) [[unlikely]] {
         StagedPointers staged;
-        if (dp_status_t s = stage_in(ctx_->pool(), opcode, rank_, size_, src, dst, count,
+        if (dp_status_t s = stage_in(ctx_->pool(), c, rank_, size_, src, dst, count,
                                      dp_dtype_size(dtype), root, &r.staged, &staged);
             s != DP_OK) {
             release(&r);
@@ -125,18 +128,20 @@ dp_status_t Team::post(uint8_t opcode, const void *src, void *dst, uint64_t coun
         src = staged.src;
         dst = staged.dst;
     }
-    dp_desc_t d{};
-    d.opcode = opcode;
-    d.dtype = uint8_t(dtype);
-    d.redop = uint8_t(op);
-    d.completion = reinterpret_cast<uint64_t>(r.record);
-    d.src = reinterpret_cast<uint64_t>(src);
-    d.dst = reinterpret_cast<uint64_t>(dst);
-    d.src2 = id_;
-    d.size = count;
-    d.aux = root;
-    d.user = sequence;
-    dp_status_t s = ctx_->push(d, true);
+    channel::CollPost post{};
+    post.opcode = uint8_t(channel::kCollPostBase + uint8_t(c));
+    post.dtype = uint8_t(dtype);
+    post.redop = uint8_t(op);
+    post.team = id_;
+    post.completion = reinterpret_cast<uint64_t>(r.record);
+    post.src = reinterpret_cast<uint64_t>(src);
+    post.dst = reinterpret_cast<uint64_t>(dst);
+    post.count = count;
+    post.root = uint32_t(root);
+    post.sequence = sequence;
+    dp_desc_t slot_bytes;
+    std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
+    dp_status_t s = ctx_->push(slot_bytes, true);
     if (s != DP_OK) [[unlikely]] {
         release(&r);
         return s;

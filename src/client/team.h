@@ -1,7 +1,7 @@
 // A member's view of a team: its id at the agent, rank and size, and a slab
 // of completion records in the mapped pool, one per outstanding request.
 // Posting a collective = take a free slot, zero its record, push one
-// descriptor (channel/coll_desc.h); dp_test = one acquire load of the
+// post (channel/coll_post.h); dp_test = one acquire load of the
 // record's status. No allocation, lock or system call on that path (the
 // doorbell write happens only when the agent sleeps).
 //
@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "client/context.h"
+#include "coll/collective.h"
 #include "client/staged_collective.h"
 
 namespace deputy::client {
@@ -41,8 +42,8 @@ class Team {
                             unsigned timeout_ms, Team **out);
     ~Team();
 
-    // Posts a collective descriptor; *req gets a slot.
-    [[gnu::hot]] dp_status_t post(uint8_t opcode, const void *src, void *dst, uint64_t count,
+    // Posts a collective (channel/coll_post.h); *req gets a slot.
+    [[gnu::hot]] dp_status_t post(coll::Collective c, const void *src, void *dst, uint64_t count,
                                   dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req);
     dp_status_t leave();
 

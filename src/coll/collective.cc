@@ -1,5 +1,6 @@
 #include "coll/collective.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "coll/region.h"
@@ -7,59 +8,84 @@
 namespace deputy::coll {
 namespace {
 
-constexpr const char *kCollectiveNames[] = {
-    "allreduce", "reduce_scatter", "allgather", "alltoall", "bcast", "barrier",
+double two_rounds(int p) { return 2.0 * (p - 1) / p; }
+double one_round(int p) { return double(p - 1) / p; }
+double whole(int) { return 1.0; }
+double none(int) { return 0.0; }
+
+constexpr uint8_t P = kBlocksPerMember;
+// Indexed by Collective (checked below).
+constexpr CollectiveInfo kCollectives[] = {
+    {Collective::allreduce, "allreduce", true, false, 1, 1, two_rounds},
+    {Collective::reduce_scatter, "reduce_scatter", true, false, P, 1, one_round},
+    {Collective::allgather, "allgather", false, false, 1, P, one_round},
+    {Collective::alltoall, "alltoall", false, false, P, P, one_round},
+    {Collective::bcast, "bcast", false, true, 1, 1, whole},
+    {Collective::barrier, "barrier", false, false, 0, 0, none},
 };
-static_assert(std::size(kCollectiveNames) == kCollectiveCount);
+static_assert(std::size(kCollectives) == kCollectiveCount);
+constexpr bool in_order() {
+    for (size_t i = 0; i < std::size(kCollectives); ++i)
+        if (size_t(kCollectives[i].collective) != i) return false;
+    return true;
+}
+static_assert(in_order(), "kCollectives is indexed by Collective");
 
 constexpr const char *kBufferNames[] = {"source", "destination", "scratch"};
 static_assert(std::size(kBufferNames) == kBufferCount);
 
-// The factor P (or 1) by which a buffer exceeds the per-rank n bytes.
+size_t blocks(uint8_t table_blocks, int size) {
+    return table_blocks == P ? static_cast<size_t>(size) : table_blocks;
+}
+
+// The factor P (or 1) by which a schedule's buffer exceeds the per-rank n
+// bytes. A rooted collective works in its one buffer (the destination); in
+// place the destination holds the input too.
 size_t source_blocks(const CollectiveArgs &a) {
-    if (a.in_place) return 0;
-    switch (a.collective) {
-        case Collective::allreduce:
-        case Collective::allgather:
-            return 1;
-        case Collective::reduce_scatter:
-        case Collective::alltoall:
-            return static_cast<size_t>(a.size);
-        case Collective::bcast:
-        case Collective::barrier:
-            return 0;
-    }
-    return 0;
+    const CollectiveInfo &c = kCollectives[size_t(a.collective)];
+    return a.in_place || c.rooted ? 0 : blocks(c.source_blocks, a.size);
 }
 
 size_t destination_blocks(const CollectiveArgs &a) {
-    switch (a.collective) {
-        case Collective::allreduce:
-        case Collective::bcast:
-            return 1;
-        case Collective::reduce_scatter:
-            return a.in_place ? static_cast<size_t>(a.size) : 1;
-        case Collective::allgather:
-        case Collective::alltoall:
-            return static_cast<size_t>(a.size);
-        case Collective::barrier:
-            return 0;
-    }
-    return 0;
+    const CollectiveInfo &c = kCollectives[size_t(a.collective)];
+    const size_t dst = blocks(c.dest_blocks, a.size);
+    return a.in_place ? std::max(dst, blocks(c.source_blocks, a.size)) : dst;
 }
 
 }  // namespace
 
+const CollectiveInfo &collective_info(Collective c) {
+    const auto i = static_cast<size_t>(c);
+    return kCollectives[i < std::size(kCollectives) ? i : 0];
+}
+
 const char *collective_name(Collective c) {
     const auto i = static_cast<size_t>(c);
-    return i < std::size(kCollectiveNames) ? kCollectiveNames[i] : "unknown";
+    return i < std::size(kCollectives) ? kCollectives[i].name : "unknown";
 }
 
 std::optional<Collective> collective_from_name(std::string_view name) {
-    for (size_t i = 0; i < std::size(kCollectiveNames); ++i) {
-        if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
-    }
+    for (const CollectiveInfo &info : kCollectives)
+        if (name == info.name) return info.collective;
     return std::nullopt;
+}
+
+std::optional<Collective> collective_from_byte(uint8_t value) {
+    if (value >= std::size(kCollectives)) return std::nullopt;
+    return static_cast<Collective>(value);
+}
+
+MemberBytes member_bytes(Collective c, uint64_t count, uint64_t element_bytes, uint32_t size,
+                         uint32_t rank, uint32_t root) {
+    const CollectiveInfo &info = collective_info(c);
+    const uint64_t n = count * element_bytes;
+    auto blocks = [&](uint8_t b) { return b == kBlocksPerMember ? uint64_t(size) * n : b * n; };
+    MemberBytes out{blocks(info.source_blocks), blocks(info.dest_blocks)};
+    if (info.rooted) {  // one buffer: the root's data goes out, the others' comes in
+        if (rank == root) out.destination = 0;
+        else out.source = 0;
+    }
+    return out;
 }
 
 const char *buffer_name(BufferId id) {
@@ -72,9 +98,8 @@ dp_status_t check_args(const CollectiveArgs &a) {
     if (a.size < 1 || a.rank < 0 || a.rank >= a.size) return DP_ERR_INVALID;
     if (a.dtype < 0 || a.dtype >= DP_DTYPE_COUNT) return DP_ERR_INVALID;
     if (reduces(a.collective) && (a.op < 0 || a.op >= DP_OP_COUNT)) return DP_ERR_INVALID;
-    if (a.collective == Collective::bcast && (a.root < 0 || a.root >= a.size)) {
+    if (collective_info(a.collective).rooted && (a.root < 0 || a.root >= a.size))
         return DP_ERR_INVALID;
-    }
     // Every byte offset a schedule computes is below P * n, so checking that
     // product once keeps all later arithmetic in range.
     constexpr size_t kMax = std::numeric_limits<size_t>::max();

@@ -37,8 +37,36 @@ enum class Collective : uint8_t {
 };
 inline constexpr int kCollectiveCount = 6;
 
+// The one table of collectives: what every layer that names one uses (the
+// client's posts and staged copies, the wire, the agent's engine and its
+// step between nodes, `deputy bench coll`). In blocks of n = count x
+// element bytes, per member, with buffers as the C API passes them
+// (include/deputy/coll.h): src and dst pointers, bcast's one buffer in both.
+struct CollectiveInfo {
+    Collective collective;
+    const char *name;        // "allreduce"
+    bool reduces;            // uses dtype arithmetic and op
+    bool rooted;             // bcast: root names the member whose data goes out
+    uint8_t source_blocks;   // 0, 1 (n) or kBlocksPerMember (P x n) bytes read at src
+    uint8_t dest_blocks;     // likewise, bytes written at dst
+    // nccl-tests' bus bandwidth factor: busbw = algbw x factor(P).
+    double (*bus_factor)(int size);
+};
+inline constexpr uint8_t kBlocksPerMember = 255;  // "P blocks"
+
+const CollectiveInfo &collective_info(Collective c);
 const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
 std::optional<Collective> collective_from_name(std::string_view name);
+// A raw byte (from the wire) as a collective; nullopt when it names none.
+std::optional<Collective> collective_from_byte(uint8_t value);
+
+// Bytes member `rank` reads at src and writes at dst for `count` elements
+// of `element_bytes` (bcast: the root reads, the others write its buffer).
+struct MemberBytes {
+    uint64_t source = 0, destination = 0;
+};
+MemberBytes member_bytes(Collective c, uint64_t count, uint64_t element_bytes, uint32_t size,
+                         uint32_t rank = 0, uint32_t root = 0);
 
 struct CollectiveArgs {
     Collective collective = Collective::allreduce;
@@ -66,9 +94,7 @@ size_t source_bytes(const CollectiveArgs &args);
 size_t destination_bytes(const CollectiveArgs &args);
 
 // Whether a collective reduces (and so uses dtype's arithmetic and op).
-inline bool reduces(Collective c) {
-    return c == Collective::allreduce || c == Collective::reduce_scatter;
-}
+inline bool reduces(Collective c) { return collective_info(c).reduces; }
 // Whether MPI defines an in-place form of the collective.
 inline bool has_in_place(Collective c) {
     return c != Collective::bcast && c != Collective::barrier;

@@ -32,9 +32,9 @@ constexpr std::array<OpcodeName, 14> kOpcodeNames{{
 constexpr std::array<const char *, DP_COMP_STATUS_COUNT> kCompStatusNames{{
     "pending", "success", "false_predicate", "invalid_opcode", "invalid_size", "invalid_flags",
     "invalid_field", "batch_failed", "overlap", "delta_overflow", "address_denied", "abandoned",
-    "invalid_batch", "mismatch", "member_lost", "page_fault",
+    "invalid_batch", "page_fault",
 }};
-static_assert(DP_COMP_STATUS_COUNT == 16, "completion status names out of date");
+static_assert(DP_COMP_STATUS_COUNT == 14, "completion status names out of date");
 
 constexpr std::array<const char *, DP_DTYPE_COUNT> kDtypeNames{{
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",

@@ -1,8 +1,10 @@
-// The operations `deputy bench coll` measures, how a size in bytes maps to
-// the count passed to the call, and the nccl-tests bandwidth factors.
+// The operations `deputy bench coll` measures (each collective blocking and
+// non-blocking), and how a row's size in bytes maps to the count passed to
+// the call. What a collective reads, writes and reduces, its name and its
+// bus-bandwidth factor come from the one table, coll/collective.h.
 //
-// Size convention (nccl-tests, and the seed's all-to-all `-m`): the size of
-// a row is the bytes of the largest buffer one rank passes:
+// Size convention (nccl-tests): the size of a row is the bytes of the
+// largest buffer one rank passes:
 //   allreduce, bcast    count elements
 //   reduce_scatter      the input, n blocks of count elements
 //   allgather           the output, n blocks of count elements
@@ -16,30 +18,34 @@
 #include <string>
 #include <string_view>
 
+#include "coll/collective.h"
+
 namespace deputy::bench::coll {
 
-enum class Coll { allreduce, reduce_scatter, allgather, alltoall, bcast, barrier };
+using Coll = ::deputy::coll::Collective;
 
 struct OpInfo {
-    const char *name;  // "iallreduce"
+    std::string name;  // "iallreduce"
     Coll coll;
     bool nonblocking;
 };
 
 const OpInfo *find_op(std::string_view name);
 std::string op_names();
-const char *coll_name(Coll c);  // "allreduce"
-bool reduces(Coll c);
+// collective_name(c) and reduces(c) are the table's (found by argument-
+// dependent lookup).
 
-// Elements in each rank's send and receive buffer for a call with `count`.
+// Elements in each rank's send and receive buffer for a call with `count`
+// (bcast: the one buffer, both).
 size_t send_elems(Coll c, size_t count, int ranks);
 size_t recv_elems(Coll c, size_t count, int ranks);
 // The count for a size in bytes (rounded down), and the size of a count.
 size_t count_for_size(Coll c, uint64_t bytes, size_t elem_bytes, int ranks);
 uint64_t size_of(Coll c, size_t count, size_t elem_bytes, int ranks);
 
-// nccl-tests' busbw = algbw x factor: allreduce 2(n-1)/n; reduce_scatter,
-// allgather, alltoall (n-1)/n; bcast 1; barrier 0 (no bandwidth).
-double bus_factor(Coll c, int ranks);
+// nccl-tests' busbw = algbw x factor (the table's).
+inline double bus_factor(Coll c, int ranks) {
+    return ::deputy::coll::collective_info(c).bus_factor(ranks);
+}
 
 }  // namespace deputy::bench::coll

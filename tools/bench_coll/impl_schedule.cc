@@ -19,18 +19,6 @@ namespace {
 
 namespace dc = deputy::coll;
 
-dc::Collective collective_of(Coll c) {
-    switch (c) {
-        case Coll::allreduce: return dc::Collective::allreduce;
-        case Coll::reduce_scatter: return dc::Collective::reduce_scatter;
-        case Coll::allgather: return dc::Collective::allgather;
-        case Coll::alltoall: return dc::Collective::alltoall;
-        case Coll::bcast: return dc::Collective::bcast;
-        case Coll::barrier: return dc::Collective::barrier;
-    }
-    return dc::Collective::barrier;
-}
-
 class ScheduleImpl final : public Impl {
   public:
     ScheduleImpl(MPI_Comm comm, std::string forced) : forced_(std::move(forced)) {
@@ -84,7 +72,7 @@ class ScheduleImpl final : public Impl {
     }
     bool build(Coll coll, const CallArgs &a, dc::Schedule *out, std::string *why) const {
         dc::CollectiveArgs args;
-        args.collective = collective_of(coll);
+        args.collective = coll;
         args.rank = rank_;
         args.size = size_;
         args.count = a.count;

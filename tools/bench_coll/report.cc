@@ -61,7 +61,7 @@ void print_banner(const RunInfo &info) {
     std::printf(
         "# deputy bench coll: %s, %s, %d ranks (%d on this node, %d CPUs), memory %s, "
         "implementations: %s\n",
-        op.name, type.c_str(), info.ranks, info.local_ranks, info.cpus, memory_name(p.memory),
+        op.name.c_str(), type.c_str(), info.ranks, info.local_ranks, info.cpus, memory_name(p.memory),
         impls.c_str());
     std::printf("# %s; validation %s\n", info.mpi_version.c_str(),
                 info.options->check ? "every iteration (--check)" : "once per size");

@@ -1,4 +1,5 @@
 #include "agent/mpi/mpi_internode.h"
+#include "channel/coll_post.h"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -256,7 +257,7 @@ void MpiInternode::loop() {
                         e.kind = InternodeEvent::Kind::done;
                         e.team_uid = r.op.team_uid;
                         e.op_id = r.op.op_id;
-                        e.comp_status = DP_COMP_MEMBER_LOST;
+                        e.comp_status = channel::kCollMemberLost;
                         e.reason = it == teams_.end() ? "no such team among the agents"
                                                       : it->second->dead_reason;
                         push_event(std::move(e));
@@ -470,7 +471,7 @@ void MpiInternode::on_broken(uint64_t uid, const std::string &why) {
     t.dead_reason = why;
     // Requests of collectives cannot be cancelled or freed (MPI 3.1
     // §5.12): the ones in flight are abandoned with the team.
-    while (!t.ops.empty()) finish(t.ops.front(), DP_COMP_MEMBER_LOST, why), t.ops.pop_front();
+    while (!t.ops.empty()) finish(t.ops.front(), channel::kCollMemberLost, why), t.ops.pop_front();
     InternodeEvent e;
     e.kind = InternodeEvent::Kind::broken;
     e.team_uid = uid;
@@ -569,12 +570,12 @@ bool MpiInternode::post_next(Running &r) {
         }
         r.phase = Running::Phase::data_wait;
         if (!r.error.empty()) {
-            finish(r, DP_COMP_MEMBER_LOST, r.error);
+            finish(r, channel::kCollMemberLost, r.error);
             return false;
         }
     }
     if (rc != MPI_SUCCESS) {
-        finish(r, DP_COMP_MEMBER_LOST, "MPI refused the inter-node step: " + mpi_error(rc));
+        finish(r, channel::kCollMemberLost, "MPI refused the inter-node step: " + mpi_error(rc));
         return false;
     }
     return true;
@@ -642,7 +643,7 @@ bool MpiInternode::progress_ops() {
             Running &r = *it;
             bool done_now = false;
             if (r.op.sequence == t.mismatched_sequence) {
-                finish(r, DP_COMP_MISMATCH, "the nodes' members disagree on the operation");
+                finish(r, channel::kCollMismatch, "the nodes' members disagree on the operation");
                 done_now = true;
             } else {
                 if (earlier_posted && (r.phase == Running::Phase::header ||
@@ -658,7 +659,7 @@ bool MpiInternode::progress_ops() {
                         flag = r.runner->progress();
                         if (flag && r.runner->failed()) {
                             --t.schedules_in_flight;
-                            finish(r, DP_COMP_MEMBER_LOST,
+                            finish(r, channel::kCollMemberLost,
                                    "inter-node " + r.algorithm + " failed: " + r.runner->error());
                             done_now = true;
                         } else if (flag) {
@@ -669,7 +670,7 @@ bool MpiInternode::progress_ops() {
                     }
                     if (done_now) {
                     } else if (rc != MPI_SUCCESS) {
-                        finish(r, DP_COMP_MEMBER_LOST, "inter-node step failed: " + mpi_error(rc));
+                        finish(r, channel::kCollMemberLost, "inter-node step failed: " + mpi_error(rc));
                         done_now = true;
                     } else if (flag && r.phase == Running::Phase::header_wait) {
                         progressed = true;
@@ -687,7 +688,7 @@ bool MpiInternode::progress_ops() {
                             done_now = true;
                         } else if (!same) {
                             t.mismatched_sequence = r.op.sequence;
-                            finish(r, DP_COMP_MISMATCH,
+                            finish(r, channel::kCollMismatch,
                                    "the members on different nodes disagree on the operation");
                             done_now = true;
                         } else {

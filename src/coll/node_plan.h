@@ -1,0 +1,63 @@
+// The two local stages of a collective whose team spans several nodes (one
+// agent per node; docs/nodes.md): each node's agent gathers its members'
+// part into its own buffers (the gather plan), the agents exchange them
+// (an inter-node step: MPI between agents), and each agent writes the
+// results back to its members (the write-back plan). Both are LocalPlans
+// (coll/local_plan.h) whose pieces name the agent's send and receive
+// buffers beside the members' buffers; every task carries the stage's
+// group it belongs to, so a reduction can go chunk by chunk: group k of the
+// gather, then the step of chunk k, then group k of the write-back, while
+// the next chunks are still being gathered.
+//
+// Layouts of the agent's buffers (n = count x element bytes, P the team,
+// L the ranks on this node, nodes in ascending id, ranks ascending):
+//   allreduce       recv: n bytes, the local partial reduction, then the whole
+//   reduce_scatter  recv: P x n, likewise; member r keeps block r
+//   allgather       send: the L local sources; recv: every rank's block, in
+//                   node order then rank order
+//   alltoall        send: for each node k, for each local source i, its blocks
+//                   for k's ranks; recv: from each node, for each of its ranks,
+//                   one block per local rank
+//   bcast           recv: the root's data (gathered there by the root's node)
+//   barrier         nothing
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "coll/local_plan.h"
+
+namespace deputy::coll {
+
+struct NodeArgs {
+    LocalArgs collective;                // size: the whole team
+    std::vector<uint32_t> node_of_rank;  // per rank of the team
+    uint32_t node = 0;                   // this agent's node id
+    uint64_t stage_bytes = 4 << 20;      // a reduction goes to the other nodes in pieces this big
+};
+
+struct NodeStage {
+    LocalPlan plan;
+    std::vector<uint32_t> group_of_task;  // per task
+    uint32_t groups = 0;
+};
+
+struct NodePlan {
+    NodeStage gather, write_back;
+    uint64_t send_bytes = 0, recv_bytes = 0;  // the agent's buffers
+    // The part [offset, +bytes) of recv that the step of each group
+    // exchanges (a reduction's chunks; one group, the whole, otherwise).
+    struct Exchange {
+        uint64_t offset, bytes;
+    };
+    std::vector<Exchange> groups;
+    std::vector<uint32_t> local_ranks;    // ascending
+    std::vector<uint32_t> nodes;          // the team's node ids, ascending
+    std::vector<std::vector<uint32_t>> ranks_of;  // per node index, ascending
+};
+
+// Trusted arguments (the agent checked the heads); every rank of
+// node_of_rank[...] == node is a local member.
+NodePlan build_node_plan(const NodeArgs &args);
+
+}  // namespace deputy::coll
