@@ -4,8 +4,10 @@
 # one session (this machine is too noisy for figures from different days).
 # Prints each run's deputy time per size, then the medians and new/old.
 #
-# Usage: scripts/ab-coll.sh [--runs N] [--own-core] [--agent-config JSON] OLD-BUILD NEW-BUILD \
+# Usage: scripts/ab-coll.sh [--runs N] [--own-core] [--agent-config JSON]
+#            [--old-agent-config JSON] [--new-agent-config JSON] OLD-BUILD NEW-BUILD \
 #            -- BENCH-COLL-FLAGS...
+#   (one build twice with two agent configs compares the configs)
 #   --own-core: the agent's engine pinned to the last CPU and never sleeping,
 #               the 2 ranks on the other CPUs (docs/PERFORMANCE.md, placements)
 # Example (a build of the previous commit in /tmp/old):
@@ -16,15 +18,18 @@ set -euo pipefail
 runs=4
 own_core=0
 agent_config=
+old_config= new_config=
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --own-core) own_core=1; shift ;;
     --agent-config) agent_config=$2; shift 2 ;;
+    --old-agent-config) old_config=$2; shift 2 ;;
+    --new-agent-config) new_config=$2; shift 2 ;;
     *) echo "ab-coll: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# -ge 3 && $3 == -- ]] || { sed -n '2,15p' "$0" >&2; exit 2; }
+[[ $# -ge 3 && $3 == -- ]] || { sed -n '2,17p' "$0" >&2; exit 2; }
 old=$1 new=$2
 shift 3
 for b in "$old" "$new"; do
@@ -35,11 +40,10 @@ work=$(mktemp -d /tmp/deputy-ab-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 last_cpu=$(( $(nproc) - 1 ))
 
-one() {  # build, out-json
-  local b=$1 out=$2 dir config flags=() prefix=() mpi_flags=()
-  shift 2
+one() {  # build, agent config (or empty), out-json
+  local b=$1 config=${2:-$agent_config} out=$3 dir flags=() prefix=() mpi_flags=()
+  shift 3
   dir=$(mktemp -d "$work/agent-XXXXXX")
-  config=$agent_config
   if (( own_core )); then
     config=${config:-'{"agent": {"idle_spin_us": 1000000}}'}
     flags=(--cpus "$last_cpu")
@@ -55,8 +59,8 @@ one() {  # build, out-json
 }
 
 for (( i = 1; i <= runs; ++i )); do
-  one "$old" "$work/old-$i.json" "$@"
-  one "$new" "$work/new-$i.json" "$@"
+  one "$old" "$old_config" "$work/old-$i.json" "$@"
+  one "$new" "$new_config" "$work/new-$i.json" "$@"
 done
 python3 - "$work" "$runs" <<'EOF'
 import json, statistics, sys

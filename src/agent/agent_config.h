@@ -32,10 +32,12 @@ struct AgentConfig {
     uint32_t max_connecting = 256;           // connections that have not attached yet
     uint32_t attach_timeout_ms = 2000;       // ... must send ATTACH within this
     uint64_t max_total_pool_bytes = 0;       // sum of all clients' pools; 0: the machine's memory
-    // "prefault": the agent faults a new client's pool in (on a thread of
-    // its own) before it answers ATTACHED; "lazy": pages are committed only
-    // as the client allocates (pool_populator.h says what that costs).
-    bool pool_prefault = true;
+    // "lazy" (default): a client's pool pages are committed only as it
+    // allocates, so an attached client costs the node ~36 KiB and a node's
+    // worth of ranks attach at once. "prefault": the agent faults the whole
+    // pool in (on a thread of its own) before it answers ATTACHED
+    // (pool_populator.h says what each costs).
+    bool pool_prefault = false;
     uint32_t max_teams_per_client = 64;      // teams a client belongs to or is joining
     uint32_t max_forming_teams = 1024;       // teams waiting for members, all clients together
     uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)

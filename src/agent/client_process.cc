@@ -21,9 +21,10 @@ namespace {
 
 // process_vm_* may stop short (a range crossing into an unmapped page, or
 // the kernel's per-call limit); continue until done or no progress.
+// *exiting: the call found no process or no address space (ESRCH).
 template <typename Call>
 bool transfer(const char *what, pid_t pid, uint64_t addr, char *local, size_t len, Call call,
-              size_t *done, std::string *error) {
+              size_t *done, std::string *error, std::atomic<bool> *exiting) {
     *done = 0;
     while (*done < len) {
         iovec mine{local + *done, len - *done};
@@ -31,6 +32,7 @@ bool transfer(const char *what, pid_t pid, uint64_t addr, char *local, size_t le
         ssize_t n = call(pid, &mine, 1, &theirs, 1, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
+            if (n < 0 && errno == ESRCH) exiting->store(true, std::memory_order_relaxed);
             *error =
                 fmt::format("{} of pid {} at 0x{:x} (+{} of {} bytes): {}", what, pid, addr + *done,
                             len - *done, len, n < 0 ? std::strerror(errno) : "no progress");
@@ -98,6 +100,7 @@ bool ClientProcess::prove(uint64_t addr, const std::array<uint8_t, kProofBytes> 
 }
 
 bool ClientProcess::alive() const {
+    if (exiting_.load(std::memory_order_relaxed)) return false;
     pollfd p{pidfd_.get(), POLLIN, 0};
     // The pidfd becomes readable when the process exits.
     return poll(&p, 1, 0) == 0;
@@ -107,7 +110,7 @@ bool ClientProcess::read(uint64_t addr, void *dst, size_t len, std::string *erro
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     size_t done = 0;
     if (!transfer("process_vm_readv", pid_, addr, static_cast<char *>(dst), len, process_vm_readv,
-                  &done, error))
+                  &done, error, &exiting_))
         return false;
     // If it died meanwhile, the pid may have named another process.
     if (!alive()) return *error = fmt::format("process {} exited during a read", pid_), false;
@@ -120,7 +123,7 @@ bool ClientProcess::write(uint64_t addr, const void *src, size_t len, size_t *wr
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     return transfer("process_vm_writev", pid_, addr,
                     const_cast<char *>(static_cast<const char *>(src)), len, process_vm_writev,
-                    written, error);
+                    written, error, &exiting_);
 }
 
 }  // namespace deputy::agent

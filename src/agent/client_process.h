@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,7 +58,9 @@ class ClientProcess {
     int pidfd() const { return pidfd_.get(); }
     // Direct memory needs a verified identity.
     bool verified() const { return verified_; }
-    // False once the process exited (never blocks).
+    // False once the process exited, or a cross-memory call found it
+    // without an address space (it is exiting: the kernel tears the memory
+    // down before the pidfd turns readable). Never blocks.
     bool alive() const;
 
     // Exactly len bytes, or false with *error (the process exited, the range
@@ -75,6 +78,7 @@ class ClientProcess {
     pid_t pid_ = 0;
     UniqueFd pidfd_;
     bool verified_ = false;
+    mutable std::atomic<bool> exiting_{false};  // ESRCH from process_vm_*, on any engine
 };
 
 }  // namespace deputy::agent

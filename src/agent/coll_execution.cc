@@ -91,6 +91,11 @@ bool TeamEngine::advance(Team &t) {
 
 void TeamEngine::finish(Team &t, uint8_t status, const std::string &why) {
     std::unique_ptr<Execution> ex = std::move(t.running);
+    // A member that died while its memory was being read or written makes
+    // the copy fail: that is a lost member, not a bad address (its pidfd
+    // tells, before the session is dropped).
+    if (status != DP_COMP_SUCCESS && status != channel::kCollMismatch && ex->buffers.member_gone())
+        status = channel::kCollMemberLost;
     for (uint32_t r : t.local_ranks)
         publish(t.members[r], ex->heads[r].completion, status, ex->bytes, ex->heads[r].sequence);
     if (status == DP_COMP_SUCCESS) {

@@ -43,6 +43,11 @@ bool MemberBuffers::copy_out(const coll::Piece &p, const void *in, uint64_t len,
     return m.space->write(m.dst + p.offset, in, len, why);
 }
 
+bool MemberBuffers::member_gone() const {
+    return std::any_of(members.begin(), members.end(),
+                       [](const Member &m) { return m.space && !m.space->process().alive(); });
+}
+
 bool CollTaskSpace::run(const dp_desc_t &desc, const mover::ExecLimits &,
                         mover::OpResult *result) const {
     auto *ctx = reinterpret_cast<TaskContext *>(desc.src);

@@ -39,6 +39,8 @@ class MemberBuffers final : public coll::TaskBuffers {
                  std::string *why) const override;
     bool copy_out(const coll::Piece &piece, const void *in, uint64_t len,
                   std::string *why) const override;
+    // Some member's process has exited.
+    bool member_gone() const;
 
   private:
     uint8_t *agent(const coll::Piece &piece, uint64_t len) const;

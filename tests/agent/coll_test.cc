@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <semaphore>
@@ -22,6 +24,8 @@
 namespace {
 
 using deputy::testing::AgentProcess;
+using deputy::testing::fill;
+using deputy::testing::Team;
 using deputy::testing::kAllMemory;
 using deputy::testing::Memory;
 using deputy::testing::name;
@@ -33,91 +37,6 @@ using deputy::testing::kAllreduce;
 using deputy::testing::kAlltoall;
 using deputy::testing::kBcast;
 using deputy::testing::kReduceScatter;
-
-struct Member {
-    dp_context_t *ctx = nullptr;
-    dp_team_t *team = nullptr;
-};
-
-class Team {
-  public:
-    Team(const AgentProcess &agent, int size, const std::string &key,
-         Memory memory = Memory::mapped)
-        : members_(size), memory_(memory) {
-        dp_config_t config = agent.config();
-        config.pool_bytes = 32 << 20;
-        if (memory == Memory::staged) config.memory_mode = DP_MEMORY_STAGED;
-        for (auto &m : members_) EXPECT_EQ(dp_init(&config, &m.ctx), DP_OK);
-        // Joining blocks until all joined: post every join but the last
-        // from helper threads.
-        std::vector<std::thread> joiners;
-        for (int r = 0; r < size; ++r)
-            joiners.emplace_back([&, r] {
-                EXPECT_EQ(dp_team_create(members_[r].ctx, key.c_str(), r, size, &members_[r].team),
-                          DP_OK);
-            });
-        for (auto &t : joiners) t.join();
-    }
-    ~Team() {
-        for (auto &m : members_) {
-            if (m.team) dp_team_destroy(m.team);
-            if (m.ctx) dp_finalize(m.ctx);
-        }
-        for (void *p : owned_) free(p);
-    }
-    int size() const { return int(members_.size()); }
-    // Gives a buffer from buffer() back (pool or registration).
-    void release(int r, uint8_t *p) {
-        if (memory_ == Memory::mapped) return dp_free(members_[r].ctx, p);
-        if (memory_ == Memory::direct) {
-            EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
-        }
-        owned_.erase(std::find(owned_.begin(), owned_.end(), p));
-        free(p);
-    }
-    Member &operator[](int r) { return members_[r]; }
-    // A buffer for the team's memory mode: dp_malloc, registered, or plain.
-    uint8_t *buffer(int r, size_t bytes) {
-        bytes = std::max<size_t>(bytes, 64);
-        if (memory_ == Memory::mapped) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
-        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        owned_.push_back(p);
-        if (memory_ == Memory::direct) {
-            EXPECT_EQ(dp_mem_register(members_[r].ctx, p, bytes), DP_OK);
-        }
-        return static_cast<uint8_t *>(p);
-    }
-    // Posts one op per member (post(r, &req)) and waits for all.
-    template <typename Post>
-    std::vector<dp_status_t> run(Post post) {
-        std::vector<dp_request_t *> reqs(members_.size());
-        for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[r]), DP_OK);
-        std::vector<dp_status_t> out;
-        for (auto *req : reqs) {
-            out.push_back(req ? dp_wait(req) : DP_ERR_INTERNAL);
-            dp_request_free(req);
-        }
-        return out;
-    }
-
-  private:
-    std::vector<Member> members_;
-    Memory memory_;
-    std::vector<void *> owned_;
-};
-
-void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
-    std::mt19937 rng(seed);
-    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(rng());
-    // Keep floats finite and small: NaN payloads would make "bit-exact"
-    // depend on which operand x86 returns (see kernels.h).
-    const size_t e = dp_dtype_size(dt);
-    for (size_t i = 0; i < n / e; ++i) {
-        if (dt == DP_FLOAT32) reinterpret_cast<float *>(p)[i] = float(int(rng() % 2001) - 1000) / 8;
-        if (dt == DP_FLOAT64) reinterpret_cast<double *>(p)[i] = double(int(rng() % 2001) - 1000) / 8;
-        if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
-    }
-}
 
 class CollTest : public ::testing::Test {
   protected:
@@ -258,10 +177,11 @@ TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
 // 0, 1, 13, 4097 (and 1 Mi + 1 where the buffers do not scale with the
 // team) x mapped, direct and staged memory x in place where the operation
 // allows it.
-TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
+void run_matrix(const AgentProcess &agent, const std::string &key_prefix) {
+    int next_key = 0;
     for (Memory memory : kAllMemory) {
         for (int p : {1, 2, 3, 4, 7, 8}) {
-            Team team(agent, p, key(), memory);
+            Team team(agent, p, key_prefix + std::to_string(next_key++), memory);
             for (CollOp op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
                 const bool scales = op == kReduceScatter || op == kAllgather || op == kAlltoall;
                 std::vector<size_t> counts = {0, 1, 13, 4097};
@@ -320,6 +240,27 @@ TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) {
             }
         }
     }
+}
+
+TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) { run_matrix(agent, "m"); }
+
+// The same matrix with one engine, and with two engines sharing every
+// operation in 4 KiB tasks (the smallest chunk the agent accepts): results
+// must not depend on how an operation is cut or who runs which piece.
+TEST(CollEngines, MatrixWithOneEngine) {
+    AgentProcess agent({"--engines", "1"});
+    run_matrix(agent, "one");
+}
+
+TEST(CollEngines, MatrixWithTwoEnginesInSmallChunks) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string config = dir + "/agent.json";
+    {
+        std::ofstream(config) << R"({"agent": {"engines": 2, "coll_chunk_bytes": 4096}})";
+    }
+    AgentProcess agent({"--config", config});
+    run_matrix(agent, "small");
+    std::filesystem::remove_all(dir);
 }
 
 TEST_F(CollTest, SixteenOutstandingCompleteInOrderAndTeamsRunSideBySide) {

@@ -1,12 +1,20 @@
 // What the collective tests against real agents share: the memory modes a
-// team's buffers may live in, and the reference reduction.
+// team's buffers may live in, a team of clients of one agent, input fill
+// and the reference reduction.
 #pragma once
 
 #include <deputy/deputy.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "agent_test_util.h"
 #include "mover/kernels.h"
 
 namespace deputy::testing {
@@ -53,6 +61,91 @@ inline std::vector<uint8_t> expected_block(CollOp op, const std::vector<std::vec
         case kBarrier: return {};
     }
     return {};
+}
+
+struct Member {
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+};
+
+class Team {
+  public:
+    Team(const AgentProcess &agent, int size, const std::string &key,
+         Memory memory = Memory::mapped)
+        : members_(size), memory_(memory) {
+        dp_config_t config = agent.config();
+        config.pool_bytes = 32 << 20;
+        if (memory == Memory::staged) config.memory_mode = DP_MEMORY_STAGED;
+        for (auto &m : members_) EXPECT_EQ(dp_init(&config, &m.ctx), DP_OK);
+        // Joining blocks until all joined: post every join but the last
+        // from helper threads.
+        std::vector<std::thread> joiners;
+        for (int r = 0; r < size; ++r)
+            joiners.emplace_back([&, r] {
+                EXPECT_EQ(dp_team_create(members_[r].ctx, key.c_str(), r, size, &members_[r].team),
+                          DP_OK);
+            });
+        for (auto &t : joiners) t.join();
+    }
+    ~Team() {
+        for (auto &m : members_) {
+            if (m.team) dp_team_destroy(m.team);
+            if (m.ctx) dp_finalize(m.ctx);
+        }
+        for (void *p : owned_) free(p);
+    }
+    int size() const { return int(members_.size()); }
+    // Gives a buffer from buffer() back (pool or registration).
+    void release(int r, uint8_t *p) {
+        if (memory_ == Memory::mapped) return dp_free(members_[r].ctx, p);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
+        }
+        owned_.erase(std::find(owned_.begin(), owned_.end(), p));
+        free(p);
+    }
+    Member &operator[](int r) { return members_[r]; }
+    // A buffer for the team's memory mode: dp_malloc, registered, or plain.
+    uint8_t *buffer(int r, size_t bytes) {
+        bytes = std::max<size_t>(bytes, 64);
+        if (memory_ == Memory::mapped) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        owned_.push_back(p);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_register(members_[r].ctx, p, bytes), DP_OK);
+        }
+        return static_cast<uint8_t *>(p);
+    }
+    // Posts one op per member (post(r, &req)) and waits for all.
+    template <typename Post>
+    std::vector<dp_status_t> run(Post post) {
+        std::vector<dp_request_t *> reqs(members_.size());
+        for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[r]), DP_OK);
+        std::vector<dp_status_t> out;
+        for (auto *req : reqs) {
+            out.push_back(req ? dp_wait(req) : DP_ERR_INTERNAL);
+            dp_request_free(req);
+        }
+        return out;
+    }
+
+  private:
+    std::vector<Member> members_;
+    Memory memory_;
+    std::vector<void *> owned_;
+};
+
+inline void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(rng());
+    // Keep floats finite and small: NaN payloads would make "bit-exact"
+    // depend on which operand x86 returns (see kernels.h).
+    const size_t e = dp_dtype_size(dt);
+    for (size_t i = 0; i < n / e; ++i) {
+        if (dt == DP_FLOAT32) reinterpret_cast<float *>(p)[i] = float(int(rng() % 2001) - 1000) / 8;
+        if (dt == DP_FLOAT64) reinterpret_cast<double *>(p)[i] = double(int(rng() % 2001) - 1000) / 8;
+        if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
+    }
 }
 
 }  // namespace deputy::testing
