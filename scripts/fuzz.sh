@@ -7,9 +7,9 @@
 #        scripts/fuzz.sh --check   exit 0 if clang and libFuzzer are installed
 #
 # For each target, first replays its inputs under tests/fuzz/crashes/ (each a
-# bug found earlier: it must no longer crash), then fuzzes from the seeds in
+# bug found earlier: it must no longer crash), then fuzzes from the seed corpus in
 # tests/fuzz/corpus/<target> plus what earlier runs found
-# (build-fuzz/corpus/<target>; the committed seeds are never written to).
+# (build-fuzz/corpus/<target>; the committed corpus is never written to).
 # Prints the number of executions; exits non-zero on a crash, with the input
 # saved under build-fuzz/artifacts/.
 set -uo pipefail

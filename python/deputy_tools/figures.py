@@ -4,8 +4,8 @@ Figures are built on matplotlib.figure.Figure objects, never pyplot, so
 nothing depends on a display or on global state, and tests can inspect the
 returned Figure (labels, series) instead of pixels. Every figure gets a
 title, a subtitle with the settings common to all its points, axis labels
-with units, a dashed y grid as in the seed's figures, and is saved as PNG
-(for a quick look) and SVG (for documents).
+with units, a dashed y grid as in the published dsa_perf_micros figures,
+and is saved as PNG (for a quick look) and SVG (for documents).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The `reproduce` command: every shipped spec, swept, plotted and tabulated.
 
-One command for the whole set of seed experiments, so a fresh machine
+One command for the whole set of reproduced experiments, so a fresh machine
 regenerates all figures with `deputy-tools reproduce --small -o results/`
 (a few minutes on 2 cores) and the full-size run is the same command
 without --small. Being made of sweeps, it resumes where it stopped.

@@ -7,7 +7,7 @@ and re-run or resumed exactly. Shape::
     {
       "name": "mover_fig2",                    # names the output directory
       "description": "what it reproduces",
-      "seed": "004, figure 2",                 # where the experiment comes from
+      "reproduces": "a DSA sweep, figure 2",   # where the experiment comes from
       "bench": "mover",                        # -> deputy bench mover
       "flags": {"op": "memmove", "reps": 3},   # fixed flags of every point
       "grid": {                                # one point per combination
@@ -59,7 +59,7 @@ Scalar = Union[str, int, float, bool, None]
 FlagValue = Union[Scalar, list]
 
 _SPEC_KEYS = {"name", "description", "bench", "flags", "grid", "figures", "timeout_s",
-              "launcher", "profiles", "seed", "setup", "env", "agent"}
+              "launcher", "profiles", "reproduces", "setup", "env", "agent"}
 _PROFILE_KEYS = {"description", "flags", "grid", "timeout_s"}
 _SETUP_KEYS = {"creates", "run"}
 _AGENT_KEYS = {"config"}

@@ -1,7 +1,7 @@
 """Byte sizes as the benchmarks print them (4K, 64K, 1M).
 
-Figures and tables label transfer sizes the way `deputy bench` and the
-seed's plots do, so a reader can match a bar to a command line.
+Figures and tables label transfer sizes the way `deputy bench` and
+dsa_perf_micros' plots do, so a reader can match a bar to a command line.
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ def _coll(argv: list[str]) -> tuple[dict, str, str]:
     p.add_argument("--wait", default="")
     p.add_argument("--compare", default="")
     p.add_argument("--no-deputy", action="store_true")
-    p.add_argument("--seed-table", action="store_true")
+    p.add_argument("--allreduce-table", action="store_true")
     p.add_argument("--max", default="512m")
     p.add_argument("--out", required=True)
     args, _ = p.parse_known_args(argv)
@@ -192,7 +192,7 @@ def _coll(argv: list[str]) -> tuple[dict, str, str]:
         raise SystemExit(1)
     impls = ([] if args.no_deputy else ["deputy"]) + (["mpi"] if args.compare else [])
     nonblocking = args.op.startswith("i")
-    if args.seed_table:
+    if args.allreduce_table:
         impls = ([] if args.no_deputy else ["deputy"]) + ["mpi", "ring"]
         sizes, top = [], _size(args.max)
         size = 128
@@ -211,13 +211,13 @@ def _coll(argv: list[str]) -> tuple[dict, str, str]:
     for size in sizes:
         for impl in impls:
             t = {"deputy": 50.0, "mpi": 10.0, "ring": 12.0}[impl] + size / 4e3
-            row = {"impl": impl, "op": "allreduce" if args.seed_table else args.op,
-                   "nonblocking": nonblocking and not args.seed_table, "size": size,
+            row = {"impl": impl, "op": "allreduce" if args.allreduce_table else args.op,
+                   "nonblocking": nonblocking and not args.allreduce_table, "size": size,
                    "count": size // 4, "dtype": "float32", "redop": "sum", "iterations": 10,
                    "warmup": 1, "time_us": t, "time_max_us": t, "algbw_gbps": size / t / 1e3,
                    "busbw_gbps": size / t / 1e3, "wrong": 0}
-            if args.seed_table:
-                row["mode"] = "seed-table"
+            if args.allreduce_table:
+                row["mode"] = "allreduce-table"
             elif nonblocking:
                 row.update({"overall_us": 1.2 * t, "compute_us": t, "coll_init_us": 0.1,
                             "test_us": 0.0, "wait_us": 0.2 * t, "pure_comm_us": t,
@@ -228,14 +228,14 @@ def _coll(argv: list[str]) -> tuple[dict, str, str]:
               "dtype": "float32", "redop": "sum", "memory": args.memory,
               "compute": args.compute, "num_test_calls": args.num_test_calls,
               "wait": args.wait, "compare": args.compare, "no_deputy": args.no_deputy,
-              "seed_table": args.seed_table, "max": args.max, "implementations": impls,
+              "allreduce_table": args.allreduce_table, "max": args.max, "implementations": impls,
               "ranks": 2, "local_ranks": 2}
     doc = {"benchmark": "coll", "schema": 1, "config": config,
            "versions": {"deputy": "fake", "mpi": "fake MPI"}, "host": {"cpus": 2},
            "averaging": "mean over iterations, then mean over ranks (OSU, nccl-tests)",
            "cpu_clock_cost_ns": 400, "results": rows}
     key = f"coll:{args.op}:{args.message_size}:{args.memory}:{args.compute}" + (
-        f":seed-table:{args.max}" if args.seed_table else "")
+        f":allreduce-table:{args.max}" if args.allreduce_table else "")
     return doc, key, args.out
 
 

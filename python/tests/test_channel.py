@@ -1,4 +1,4 @@
-"""The channel kind: records, the seed's tables (exact text) and figures, from real results.
+"""The channel kind: records, the DOCA report's tables (exact text) and figures, from real results.
 
 The documents in data/channel/ were written by the real `deputy bench channel
 --out` (see data/README.md); figures are inspected as matplotlib objects.
@@ -171,7 +171,7 @@ def test_significant_digits() -> None:
         "12763", "29.26", "0.4974", "0.00001053", "0"]
 
 
-# Tables: the seed's columns, exact
+# Tables: the DOCA report's columns, exact
 
 
 def test_count_table_markdown_exact(data: Path) -> None:

@@ -57,10 +57,10 @@ Same in every row: op allreduce, dtype float32, redop sum, wait default, ranks 2
 | direct | 16777216 | 4194304 | ring   |   3124.67 |           3125.03 |        5.369 |        5.369 |      0 |  0.75x |
 """
 
-SEED_MD = """\
-### coll: the seed's allreduce table (2 ranks, float32, memory mapped, wait default)
+TABLE_MD = """\
+### coll: allreduce table (2 ranks, float32, memory mapped, wait default)
 
-Seed 002's table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; Native = MPI_Allreduce, Ring = the seed's ring allreduce on MPI point-to-point.
+Allreduce table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; Native = MPI_Allreduce, Ring = a ring allreduce on MPI point-to-point.
 
 | DataSize(Bytes) | Num of float | Native Allreduce | Ring Allreduce | deputy Allreduce |
 |----------------:|-------------:|-----------------:|---------------:|-----------------:|
@@ -154,7 +154,7 @@ def test_skipped_rows_keep_their_reason_and_no_numbers(data: Path) -> None:
 
 
 def test_missing_field_names_file_and_field(data: Path, tmp_path: Path) -> None:
-    doc = json.loads((coll_dir(data, "seed") / "max-16m.json").read_text())
+    doc = json.loads((coll_dir(data, "allreduce-table") / "max-16m.json").read_text())
     del doc["config"]["memory"]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
@@ -166,13 +166,13 @@ def test_missing_field_names_file_and_field(data: Path, tmp_path: Path) -> None:
 # Tables: exact
 
 
-def test_memory_and_seed_tables_markdown_exact(data: Path) -> None:
-    text = table_text([coll_dir(data, "memory"), coll_dir(data, "seed")])
-    assert text == MEMORY_MD + "\n" + SEED_MD
+def test_memory_and_allreduce_tables_markdown_exact(data: Path) -> None:
+    text = table_text([coll_dir(data, "memory"), coll_dir(data, "allreduce-table")])
+    assert text == MEMORY_MD + "\n" + TABLE_MD
 
 
-def test_seed_table_has_the_seeds_five_columns(data: Path) -> None:
-    lines = table_text([coll_dir(data, "seed")]).splitlines()
+def test_allreduce_table_has_the_published_five_columns(data: Path) -> None:
+    lines = table_text([coll_dir(data, "allreduce-table")]).splitlines()
     header = next(line for line in lines if line.startswith("| DataSize"))
     assert [c.strip() for c in header.strip("|").split("|")] == [
         "DataSize(Bytes)", "Num of float", "Native Allreduce", "Ring Allreduce",
@@ -249,13 +249,13 @@ def test_time_figure_deputy_mpi_ring_log_log(data: Path, tmp_path: Path) -> None
     plotted, notes = plot([coll_dir(data, "allreduce")], tmp_path)
     assert set(plotted) == {"time_vs_size", "busbw_vs_size"}
     assert sorted(notes) == [
+        "coll:allreduce_table not drawn: no allreduce-table rows (--allreduce-table)",
         "coll:host_cpu_vs_size not drawn: no non-blocking results (--op iallreduce, "
         "ialltoall, ...)",
         "coll:overall_vs_size not drawn: no non-blocking results (--op iallreduce, "
         "ialltoall, ...)",
         "coll:overlap_vs_size not drawn: no non-blocking results (--op iallreduce, "
-        "ialltoall, ...)",
-        "coll:seed_table not drawn: no seed-table rows (--seed-table)"]
+        "ialltoall, ...)"]
     p = plotted["time_vs_size"]
     png, svg = p.paths
     assert png == tmp_path / "coll_time_vs_size.png"
@@ -267,7 +267,7 @@ def test_time_figure_deputy_mpi_ring_log_log(data: Path, tmp_path: Path) -> None
     assert ax.get_xlabel() == "Message size (bytes, per rank, log)"
     assert ax.get_ylabel() == "Time per operation (µs, log)"
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert legend_texts(ax) == ["deputy", "MPI", "ring (seed 002)"]
+    assert legend_texts(ax) == ["deputy", "MPI", "ring"]
     assert ticks(ax) == ["8", "32", "128", "512", "2K", "8K", "32K", "128K", "512K", "2M"]
     lines = line_data(ax)
     assert len(lines) == 3
@@ -275,7 +275,7 @@ def test_time_figure_deputy_mpi_ring_log_log(data: Path, tmp_path: Path) -> None
     mpi = [r["time_us"] for r in docs[0].doc["results"] if r["impl"] == "mpi"]
     assert lines["MPI"][1] == pytest.approx(mpi)
     colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
-    assert colours == {"deputy": "tab:blue", "MPI": "tab:orange", "ring (seed 002)": "tab:green"}
+    assert colours == {"deputy": "tab:blue", "MPI": "tab:orange", "ring": "tab:green"}
 
     bw = plotted["busbw_vs_size"].figure.axes[0]
     assert bw.get_ylabel() == "busbw (GB/s = 1e9 B/s, log)" and len(bw.get_lines()) == 3
@@ -310,7 +310,7 @@ def test_overlap_host_cpu_and_overall_figures_for_nonblocking(data: Path, tmp_pa
 def test_skipped_rows_draw_no_line(data: Path, tmp_path: Path) -> None:
     plotted, _ = plot([coll_dir(data, "float16")], tmp_path, ("time_vs_size",))
     ax = plotted["time_vs_size"].figure.axes[0]
-    assert legend_texts(ax) == ["deputy", "ring (seed 002)"]
+    assert legend_texts(ax) == ["deputy", "ring"]
 
 
 def test_memory_modes_split_every_implementation(data: Path, tmp_path: Path) -> None:
@@ -318,26 +318,26 @@ def test_memory_modes_split_every_implementation(data: Path, tmp_path: Path) -> 
     ax = plotted["time_vs_size"].figure.axes[0]
     assert legend_texts(ax) == ["deputy, memory mapped", "deputy, memory direct",
                                 "MPI, memory mapped", "MPI, memory direct",
-                                "ring (seed 002), memory mapped", "ring (seed 002), memory direct"]
+                                "ring, memory mapped", "ring, memory direct"]
     styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
     assert {styles[label] for label in styles if "direct" in label} == {"--"}
     assert ticks(ax) == ["1M", "4M", "16M"]
 
 
-def test_seed_table_figure_grouped_bars_in_the_seeds_order(data: Path, tmp_path: Path) -> None:
-    plotted, notes = plot([coll_dir(data, "seed")], tmp_path)
-    assert set(plotted) == {"seed_table"}  # the seed's runs are not OSU rows
-    p = plotted["seed_table"]
+def test_allreduce_table_figure_bars_in_column_order(data: Path, tmp_path: Path) -> None:
+    plotted, notes = plot([coll_dir(data, "allreduce-table")], tmp_path)
+    assert set(plotted) == {"allreduce_table"}  # the table's runs are not OSU rows
+    p = plotted["allreduce_table"]
     assert all(path.exists() for path in p.paths)
     ax = p.figure.axes[0]
-    assert legend_texts(ax) == ["Native Allreduce (MPI)", "Ring Allreduce (seed 002)",
+    assert legend_texts(ax) == ["Native Allreduce (MPI)", "Ring Allreduce",
                                 "deputy Allreduce"]
     assert len(ax.patches) == 3 * 9
     assert ax.get_yscale() == "log" and ax.get_ylabel() == "Time per allreduce (µs, log)"
     assert ax.get_xlabel() == "Data size (bytes, float32, log steps of 4)"
     assert ticks(ax) == ["128", "512", "2K", "8K", "32K", "128K", "512K", "2M", "8M"]
-    assert ax.get_title().startswith("The seed's allreduce table: Native (MPI) vs Ring vs deputy")
-    docs, _ = load_results([coll_dir(data, "seed")])
+    assert ax.get_title().startswith("Allreduce table: Native (MPI) vs Ring vs deputy")
+    docs, _ = load_results([coll_dir(data, "allreduce-table")])
     native = [r["time_us"] for r in docs[0].doc["results"] if r["impl"] == "mpi"]
     heights = [bar.get_height() for bar in ax.containers[0]]
     assert heights == pytest.approx(native)
@@ -357,7 +357,7 @@ def test_cli_plot_writes_png_and_svg(data: Path, tmp_path: Path,
 def test_shipped_coll_specs() -> None:
     specs = {s.name: s for s in (load_spec(p) for p in select_specs(["coll"]))}
     assert set(specs) == {"coll_allreduce", "coll_iallreduce_overlap", "coll_memory",
-                          "coll_seed_table"}
+                          "coll_allreduce_table"}
     for spec in specs.values():
         assert spec.bench == ("coll",) and spec.launcher == ("mpirun", "-np", "2")
         assert spec.env == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -368,9 +368,9 @@ def test_shipped_coll_specs() -> None:
     memory = specs["coll_memory"]
     assert [p.flags["memory"] for p in points.expand(memory)] == ["mapped", "direct"]
     assert memory.flags["message-size"] == "1m:64m"
-    seed = specs["coll_seed_table"]
-    assert seed.agent == {"config": {"agent": {"max_pool_bytes": 4294967296}}}
-    assert load_spec(seed.source, "small").axes[0].values[0].flags == {"max": "8m"}
+    table = specs["coll_allreduce_table"]
+    assert table.agent == {"config": {"agent": {"max_pool_bytes": 4294967296}}}
+    assert load_spec(table.source, "small").axes[0].values[0].flags == {"max": "8m"}
 
 
 @pytest.mark.parametrize("change,message", [
@@ -418,7 +418,7 @@ def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
     runs = [c for c in calls() if c.startswith("coll:")]
     assert len(agents) == len(specs)  # one private agent per spec, each stopped afterwards
     assert not any(_alive(int(a.split(":")[1])) for a in agents)
-    assert sum(a.endswith(":config") for a in agents) == 1  # the seed table's big pool
+    assert sum(a.endswith(":config") for a in agents) == 1  # the allreduce table's big pool
     assert len(runs) == sum(len(points.expand(spec)) for spec in specs)
     assert (tmp_path / "mpirun.txt").read_text().split() == ["mpirun"] * len(runs)
     for spec in specs:
@@ -430,7 +430,8 @@ def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
         assert "OMPI_ALLOW_RUN_AS_ROOT=1" in log.splitlines()[0]
     tables = (out / "tables.md").read_text()
     assert [line for line in tables.splitlines() if line.startswith("## ")] == [
-        "## coll_allreduce", "## coll_iallreduce_overlap", "## coll_memory", "## coll_seed_table"]
+        "## coll_allreduce", "## coll_allreduce_table", "## coll_iallreduce_overlap",
+        "## coll_memory"]
     assert "| DataSize(Bytes) | Num of float | Native Allreduce | Ring Allreduce | " \
            "deputy Allreduce |" in tables
 
@@ -478,7 +479,7 @@ def test_points_need_the_agent(tmp_path: Path, fake_deputy: Path) -> None:
 def test_dry_run_names_the_agent_and_environment(tmp_path: Path, fake_deputy: Path,
                                                  calls: Callable[[], list[str]],
                                                  capsys: pytest.CaptureFixture) -> None:
-    assert main(["sweep", "coll_seed_table", "--small", "--dry-run", "-o", str(tmp_path / "o"),
+    assert main(["sweep", "coll_allreduce_table", "--small", "--dry-run", "-o", str(tmp_path / "o"),
                  "--deputy", str(fake_deputy)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("# environment: OMPI_ALLOW_RUN_AS_ROOT=1 "
@@ -487,6 +488,6 @@ def test_dry_run_names_the_agent_and_environment(tmp_path: Path, fake_deputy: Pa
                                "directory; DEPUTY_AGENT=$AGENT_DIR/agent.sock): ")
     assert "agent --daemon --socket '$AGENT_DIR/agent.sock'" in lines[1]
     assert "--config '$AGENT_DIR/agent.json'" in lines[1]
-    assert lines[2].startswith(f"mpirun -np 2 {fake_deputy.resolve()} bench coll --seed-table "
+    assert lines[2].startswith(f"mpirun -np 2 {fake_deputy.resolve()} bench coll --allreduce-table "
                                "--max 8m --out ")
     assert len(lines) == 3 and calls() == [] and not (tmp_path / "o").exists()

@@ -25,9 +25,9 @@ namespace deputy::channel {
 // version is refused at the handshake.
 inline constexpr uint16_t kProtocolVersion = 2;
 
-// The per-channel message limit: 1 MiB unless configured (the seed's DOCA
-// comch stops at 4080 bytes). The ceiling bounds what a configuration may ask,
-// because the receiver keeps a buffer of the limit's size.
+// The per-channel message limit: 1 MiB unless configured (DOCA's comm
+// channel stops at 4080 bytes). The ceiling bounds what a configuration may
+// ask, because the receiver keeps a buffer of the limit's size.
 inline constexpr size_t kDefaultMaxMessage = size_t(1) << 20;
 inline constexpr size_t kMaxMessageCeiling = size_t(64) << 20;
 

@@ -3,8 +3,8 @@
 // collective on the bounce buffers (as for dp_malloc memory), and the host
 // copies the result out when dp_test/dp_wait first sees the operation done.
 // The two host copies are the price that direct access avoids: this is the
-// baseline of the seed's GVMI-vs-staging comparison, and the one mode that
-// needs no access by the agent to the caller's own memory.
+// baseline of the published BlueField GVMI-vs-staging comparison, and the
+// one mode that needs no access by the agent to the caller's own memory.
 #pragma once
 
 #include <deputy/status.h>

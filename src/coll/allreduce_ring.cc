@@ -1,5 +1,6 @@
 // Ring allreduce: a reduce-scatter then an allgather around the ring
-// rank -> rank + 1, the seed's algorithm (shared/seeds/002).
+// rank -> rank + 1 (the classic bandwidth-optimal ring, as the ring baseline
+// of `deputy bench coll` runs it on MPI point-to-point).
 //
 // The vector is cut into P blocks (BlockPartition: sizes differ by at most
 // one element, so any count works, including count < P where some blocks are

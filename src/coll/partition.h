@@ -8,8 +8,8 @@
 namespace deputy::coll {
 
 // `count` elements cut into `parts` contiguous blocks whose sizes differ by at
-// most one element, the larger ones first (the seed's ring layout): block i
-// has count / parts + (i < count % parts) elements. Works for any count,
+// most one element, the larger ones first (the classic ring allreduce's
+// layout): block i has count / parts + (i < count % parts) elements. Works for any count,
 // including count < parts (the trailing blocks are then empty).
 class BlockPartition {
   public:

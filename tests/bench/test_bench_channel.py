@@ -3,7 +3,7 @@
 What a user and deputy_tools rely on: --loopback runs the experiment in one
 command on every transport, plain and secure; two processes with --peer;
 the perftest-style table, the SEND/RECV timestamps and per-message TRACE
-lines of the seed's app; counts that differ reported exactly with exit 2;
+lines of DOCA's secure-channel sample; counts that differ reported exactly with exit 2;
 refusals (oversize message, plain TCP, wrong key) that name the problem;
 --json flag files and --out results; and a peer killed mid-stream ending the
 other side with an error, not a hang. Every command is bounded by a timeout.

@@ -1,12 +1,13 @@
 """End-to-end tests of `deputy bench coll` (DEPUTY_BIN), an MPI program.
 
 The MPI paths first (they need no agent): MPI's own collectives and the
-seed's ring allreduce on 2 and 3 ranks, every result validated (#wrong 0),
-the nccl-tests columns and bus factors, the OSU overlap columns and formula,
-the seed's all-to-all buffer print, the seed's allreduce table, --json flag
-files and --out results, and usage errors that name the flag. Then the
-deputy paths against a real agent (`deputy agent --daemon`). Runs are tiny (a few
-iterations) and bounded by timeouts; the whole file takes well under 60 s.
+ring allreduce on 2 and 3 ranks, every result validated (#wrong 0), the
+nccl-tests columns and bus factors, the OSU overlap columns and formula,
+the all-to-all buffer print in the layout of DOCA's DPA sample, the
+allreduce table (--allreduce-table), --json flag files and --out results,
+and usage errors that name the flag. Then the deputy paths against a real
+agent (`deputy agent --daemon`). Runs are tiny (a few iterations) and
+bounded by timeouts; the whole file takes well under 60 s.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def test_help_names_the_flags() -> None:
     r = coll("--help", ranks=None)
     assert r.returncode == 0, r.stderr
     for flag in ["--op", "-m,--message-size", "--compare", "--memory", "--compute",
-                 "--print-buffers", "--seed-table", "--check", "--json", "--out", "-t,"]:
+                 "--print-buffers", "--allreduce-table", "--check", "--json", "--out", "-t,"]:
         assert flag in r.stdout, flag
 
 
@@ -101,8 +102,8 @@ def test_help_names_the_flags() -> None:
     (["--factor", "1"], "--factor 1"),
     (["--no-deputy"], "--no-deputy"),
     (["--max", "1g"], "--max"),
-    (["--seed-table", "--op", "alltoall"], "--seed-table"),
-    (["--seed-table", "--max", "4g"], "--max 4g"),
+    (["--allreduce-table", "--op", "alltoall"], "--allreduce-table"),
+    (["--allreduce-table", "--max", "4g"], "--max 4g"),
     (["--root", "5", "--op", "bcast", *MPI_ONLY], "--root 5"),
     (["--op", "alltoall", "-d", "bfloat16", *MPI_ONLY], "-d bfloat16"),
 ])
@@ -227,8 +228,8 @@ def parse_buffers(stdout: str) -> dict[str, list[list[int]]]:
     return blocks
 
 
-def test_print_buffers_alltoall_in_the_seeds_layout(tmp_path: Path) -> None:
-    # The seed: 4 ranks, -m 32 -> 8 int32 per rank, 2 per destination.
+def test_print_buffers_alltoall_in_the_dpa_samples_layout(tmp_path: Path) -> None:
+    # As DOCA's DPA all-to-all sample: 4 ranks, -m 32 -> 8 int32 per rank, 2 per destination.
     stdout, _ = run_ok(tmp_path, *MPI_ONLY, "--op", "alltoall", "-d", "int32", "-m", "32:32",
                        "--print-buffers", *QUICK, ranks=4)
     buf = parse_buffers(stdout)
@@ -239,8 +240,8 @@ def test_print_buffers_alltoall_in_the_seeds_layout(tmp_path: Path) -> None:
             assert recv[r][2 * m:2 * m + 2] == send[m][2 * r:2 * r + 2]
 
 
-def test_seed_table_columns_and_sizes(tmp_path: Path) -> None:
-    stdout, doc = run_ok(tmp_path, "--seed-table", "--no-deputy", "--max", "32k")
+def test_allreduce_table_columns_and_sizes(tmp_path: Path) -> None:
+    stdout, doc = run_ok(tmp_path, "--allreduce-table", "--no-deputy", "--max", "32k")
     lines = stdout.splitlines()
     head = [line for line in lines if "DataSize(Bytes)" in line]
     assert head and head[0].split("  ") and re.search(
@@ -249,7 +250,7 @@ def test_seed_table_columns_and_sizes(tmp_path: Path) -> None:
     rows = [line.split() for line in lines if re.match(r"^\s+\d+\s+\d+\s", line)]
     assert [int(r[0]) for r in rows] == [128, 512, 2048, 8192, 32768]
     assert all(int(r[1]) == int(r[0]) // 4 and r[2].endswith("us") and r[4] == "-" for r in rows)
-    assert {r["mode"] for r in doc["results"]} == {"seed-table"}
+    assert {r["mode"] for r in doc["results"]} == {"allreduce-table"}
 
 
 def test_refuses_sizes_this_node_cannot_hold() -> None:

@@ -29,8 +29,9 @@ TEST(BlockPartitionTest, CoversAnyCountContiguouslyLargerBlocksFirst) {
     }
 }
 
-TEST(BlockPartitionTest, TheSeedsLayout) {
-    // 10 elements over 4 ranks: 3 3 2 2, as the seed's segment_sizes.
+TEST(BlockPartitionTest, TheRingAllreduceLayout) {
+    // 10 elements over 4 ranks: 3 3 2 2, the segment sizes of the classic ring
+    // allreduce (the first count % P segments one element longer).
     const BlockPartition b(10, 4, 1);
     EXPECT_EQ(b.elements(0), 3u);
     EXPECT_EQ(b.elements(1), 3u);

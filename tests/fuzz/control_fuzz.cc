@@ -20,7 +20,7 @@
 // error naming the message. Any broken property aborts, so libFuzzer saves
 // the input.
 //
-// `control_fuzz -write_seeds=DIR` writes the seed corpus (valid messages from
+// `control_fuzz -write_corpus=DIR` writes the seed corpus (valid messages from
 // the encoders) to DIR and exits; tests/fuzz/corpus/control was made so.
 #include <deputy/log.h>
 
@@ -245,7 +245,7 @@ MsgType pick(uint8_t b) {
     return kDecoded[b % std::size(kDecoded)];
 }
 
-// --- seeds ---------------------------------------------------------------
+// --- seed corpus ---------------------------------------------------------
 
 template <class M>
 std::vector<uint8_t> seed(MsgType type, const M &m) {
@@ -258,37 +258,37 @@ StagedRange range(uint64_t addr, size_t len, uint8_t fill) {
     return StagedRange{addr, std::vector<uint8_t>(len, fill)};
 }
 
-int write_seeds(const char *dir) {
-    struct Seed {
+int write_corpus(const char *dir) {
+    struct Input {
         const char *name;
         std::vector<uint8_t> bytes;
     };
-    std::vector<Seed> seeds;
+    std::vector<Input> inputs;
 
     Attach attach;
     attach.ring_size = 256;
     attach.pool_bytes = 64 << 20;
     attach.token = "0123456789abcdef0123456789abcdef";
-    seeds.push_back({"attach-token", seed(MsgType::kAttach, attach)});
+    inputs.push_back({"attach-token", seed(MsgType::kAttach, attach)});
     Attach info;
     info.purpose = Purpose::kInfo;
-    seeds.push_back({"attach-info", seed(MsgType::kAttach, info)});
+    inputs.push_back({"attach-info", seed(MsgType::kAttach, info)});
 
     Attached attached{7, 2, 4242, 80 << 20, 4096, 256, 1 << 20, 64 << 20, 2 << 20, 1 << 20};
-    seeds.push_back({"attached", seed(MsgType::kAttached, attached)});
+    inputs.push_back({"attached", seed(MsgType::kAttached, attached)});
 
-    seeds.push_back({"register-segment",
-                     seed(MsgType::kRegister, Register{0x7f0000000000, 80 << 20,
-                                                       RegionKind::kSegmentBase})});
-    seeds.push_back({"register-direct",
-                     seed(MsgType::kRegister, Register{0x7f1234560000, 1 << 16,
-                                                       RegionKind::kDirect})});
-    seeds.push_back({"deregister", seed(MsgType::kDeregister, Deregister{0x7f1234560000})});
+    inputs.push_back({"register-segment",
+                      seed(MsgType::kRegister, Register{0x7f0000000000, 80 << 20,
+                                                        RegionKind::kSegmentBase})});
+    inputs.push_back({"register-direct",
+                      seed(MsgType::kRegister, Register{0x7f1234560000, 1 << 16,
+                                                        RegionKind::kDirect})});
+    inputs.push_back({"deregister", seed(MsgType::kDeregister, Deregister{0x7f1234560000})});
 
-    seeds.push_back({"reply-ok", seed(MsgType::kReply, Reply{DP_OK, ""})});
-    seeds.push_back({"reply-denied",
-                     seed(MsgType::kReply,
-                          Reply{DP_ERR_DENIED, "register: [0x1000, +4096) is not mapped"})});
+    inputs.push_back({"reply-ok", seed(MsgType::kReply, Reply{DP_OK, ""})});
+    inputs.push_back({"reply-denied",
+                      seed(MsgType::kReply,
+                           Reply{DP_ERR_DENIED, "register: [0x1000, +4096) is not mapped"})});
 
     Staged staged;
     staged.desc.opcode = 1;
@@ -299,36 +299,36 @@ int write_seeds(const char *dir) {
     staged.desc.user = 99;
     staged.sources.push_back(range(0x7f0000010000, 64, 0xab));
     staged.sources.push_back(range(0x7f0000030000, 16, 0xcd));
-    seeds.push_back({"staged-2-ranges", seed(MsgType::kStaged, staged)});
+    inputs.push_back({"staged-2-ranges", seed(MsgType::kStaged, staged)});
     Staged empty;
-    seeds.push_back({"staged-no-range", seed(MsgType::kStaged, empty)});
+    inputs.push_back({"staged-no-range", seed(MsgType::kStaged, empty)});
 
     StagedResult result;
     result.record.status = 1;
     result.record.bytes_completed = 64;
     result.record.user = 99;
     result.writes.push_back(range(0x7f0000020000, 64, 0xab));
-    seeds.push_back({"staged-result", seed(MsgType::kStagedResult, result)});
+    inputs.push_back({"staged-result", seed(MsgType::kStagedResult, result)});
     StagedResult failed;
     failed.status = DP_ERR_DENIED;
-    seeds.push_back({"staged-result-denied", seed(MsgType::kStagedResult, failed)});
+    inputs.push_back({"staged-result-denied", seed(MsgType::kStagedResult, failed)});
 
-    seeds.push_back({"team-join", seed(MsgType::kTeamJoin,
-                                       TeamJoin{"job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
-    seeds.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{DP_OK, 3, ""})});
-    seeds.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
+    inputs.push_back({"team-join", seed(MsgType::kTeamJoin,
+                                        TeamJoin{"job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
+    inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{DP_OK, 3, ""})});
+    inputs.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
     Attach proven = attach;
     proven.proof_addr = 0x7ffc12345670;
     proven.proof.fill(0x5a);
-    seeds.push_back({"attach-proof", seed(MsgType::kAttach, proven)});
+    inputs.push_back({"attach-proof", seed(MsgType::kAttach, proven)});
 
     // A valid frame header in bytes 0..7 (byte 0 then also picks a decoder).
     std::vector<uint8_t> frame(kFrameHeaderBytes);
     encode_frame_header(frame.data(), MsgType::kRegister, 24);
     encode(Register{0x7f1234560000, 1 << 16, RegionKind::kDirect}, &frame);
-    seeds.push_back({"frame-register", frame});
+    inputs.push_back({"frame-register", frame});
 
-    for (const Seed &s : seeds) {
+    for (const Input &s : inputs) {
         std::string path = std::string(dir) + "/" + s.name;
         FILE *f = std::fopen(path.c_str(), "wb");
         if (f == nullptr || std::fwrite(s.bytes.data(), 1, s.bytes.size(), f) != s.bytes.size() ||
@@ -337,17 +337,17 @@ int write_seeds(const char *dir) {
             return 1;
         }
     }
-    std::printf("control_fuzz: wrote %zu seeds to %s\n", seeds.size(), dir);
+    std::printf("control_fuzz: wrote %zu corpus inputs to %s\n", inputs.size(), dir);
     return 0;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    constexpr std::string_view flag = "-write_seeds=";
+    constexpr std::string_view flag = "-write_corpus=";
     for (int i = 1; i < *argc; ++i) {
         std::string_view arg = (*argv)[i];
-        if (arg.substr(0, flag.size()) == flag) std::exit(write_seeds((*argv)[i] + flag.size()));
+        if (arg.substr(0, flag.size()) == flag) std::exit(write_corpus((*argv)[i] + flag.size()));
     }
     // decode_frame_header logs every refused header at error level: millions
     // of lines, and slow. The properties are checked, not read from the log.

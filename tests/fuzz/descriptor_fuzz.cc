@@ -8,7 +8,7 @@
 // segment is (common/segment.h). Addresses in the descriptor are the
 // client's: [kBase, kBase + 64 KiB) is the pool, anything else is refused,
 // as the agent's ClientSpace refuses it. The fuzzer steers addresses into
-// the pool through the seeds (tests/fuzz/corpus/descriptor).
+// the pool through the seed corpus (tests/fuzz/corpus/descriptor).
 //
 // Besides ASan and UBSan (any report stops the run; the guard pages turn an
 // overrun of the pool into a crash even without ASan's redzones), the
@@ -113,8 +113,8 @@ bool refused(uint8_t status) {
            status == DP_COMP_INVALID_BATCH;
 }
 
-int write_seeds(const char *dir) {
-    struct Seed {
+int write_corpus(const char *dir) {
+    struct Input {
         const char *name;
         dp_desc_t desc;
         std::vector<uint8_t> pool;
@@ -127,39 +127,39 @@ int write_seeds(const char *dir) {
         x.size = size;
         return x;
     };
-    std::vector<Seed> seeds;
-    seeds.push_back(
+    std::vector<Input> inputs;
+    inputs.push_back(
         {"memmove", d(DP_OP_MEMMOVE, 0x100, 0x2000, 512), std::vector<uint8_t>(1024, 7)});
     dp_desc_t fill = d(DP_OP_FILL, 0, 0x1000, 256);
     fill.src2 = 0x1122334455667788ull;
     fill.flags = DP_FLAG_COMPLETION;
     fill.completion = kBase + 0x3000;
-    seeds.push_back({"fill-record", fill, {}});
+    inputs.push_back({"fill-record", fill, {}});
     // APPLY_DELTA: a record of two entries at pool offset 0.
     dp_desc_t apply = d(DP_OP_APPLY_DELTA, 0x40, 0x1000, 64);
     apply.aux = 20;
     std::vector<uint8_t> delta(0x40 + 20, 0);
     delta[0x40] = 1;
     delta[0x40 + 10] = 7;
-    seeds.push_back({"apply-delta", apply, delta});
+    inputs.push_back({"apply-delta", apply, delta});
     dp_desc_t create = d(DP_OP_CREATE_DELTA, 0x100, 0x4000, 64);
     create.src2 = kBase + 0x200;
     create.aux = 80;
-    seeds.push_back({"create-delta", create, std::vector<uint8_t>(0x300, 3)});
+    inputs.push_back({"create-delta", create, std::vector<uint8_t>(0x300, 3)});
     // A BATCH of two members at pool offset 0.
     dp_desc_t members[2] = {d(DP_OP_MEMMOVE, 0x1000, 0x2000, 64), d(DP_OP_FILL, 0, 0x3000, 64)};
     members[1].flags = DP_FLAG_COMPLETION | DP_FLAG_FENCE;
     members[1].completion = kBase + 0x4000;
     std::vector<uint8_t> array(sizeof members);
     std::memcpy(array.data(), members, sizeof members);
-    seeds.push_back({"batch", d(DP_OP_BATCH, 0, 0, 2), array});
-    seeds.back().desc.src = kBase;
+    inputs.push_back({"batch", d(DP_OP_BATCH, 0, 0, 2), array});
+    inputs.back().desc.src = kBase;
     dp_desc_t reduce = d(DP_OP_REDUCE, 0x100, 0x1000, 256);
     reduce.src2 = kBase + 0x400;
     reduce.dtype = DP_FLOAT32;
     reduce.redop = DP_SUM;
-    seeds.push_back({"reduce", reduce, {}});
-    for (const Seed &s : seeds) {
+    inputs.push_back({"reduce", reduce, {}});
+    for (const Input &s : inputs) {
         std::string path = std::string(dir) + "/" + s.name;
         FILE *f = std::fopen(path.c_str(), "wb");
         if (!f || std::fwrite(&s.desc, 1, 64, f) != 64 ||
@@ -169,7 +169,7 @@ int write_seeds(const char *dir) {
             return 1;
         }
     }
-    std::printf("descriptor_fuzz: wrote %zu seeds to %s\n", seeds.size(), dir);
+    std::printf("descriptor_fuzz: wrote %zu corpus inputs to %s\n", inputs.size(), dir);
     return 0;
 }
 
@@ -177,10 +177,10 @@ int write_seeds(const char *dir) {
 
 extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv) {
     deputy::log::set_sdk_level(DP_LOG_DISABLE);  // refusals are checked, not read
-    constexpr std::string_view flag = "-write_seeds=";
+    constexpr std::string_view flag = "-write_corpus=";
     for (int i = 1; i < *argc; ++i) {
         std::string_view arg = (*argv)[i];
-        if (arg.substr(0, flag.size()) == flag) std::exit(write_seeds((*argv)[i] + flag.size()));
+        if (arg.substr(0, flag.size()) == flag) std::exit(write_corpus((*argv)[i] + flag.size()));
     }
     return 0;
 }

@@ -1,6 +1,7 @@
-// accel-config-shaped JSON (src/mover/config.cc): the DSA seed's saved config
-// loads as is, errors name the offending key by its path, and several groups
-// with per-queue priorities configure the device the way they say.
+// accel-config-shaped JSON (src/mover/config.cc): a configuration as
+// accel-config saves it loads as is, errors name the offending key by its
+// path, and several groups with per-queue priorities configure the device
+// the way they say.
 #include "mover/config.h"
 
 #include <deputy/mover.h>
@@ -19,10 +20,9 @@ namespace {
 
 using mover::DeviceConfig;
 
-// Verbatim from /work/shared/seeds/004_672382ea91f753e1.txt: "enable dsa0 with
-// 1 engine and 1 work queue, max_batch_size 64" as accel-config saves it,
-// hardware-only keys and empty groups included.
-const char *const kSeedConfig = R"json(
+// "enable dsa0 with 1 engine and 1 work queue, max_batch_size 64" as
+// accel-config saves it, hardware-only keys and empty groups included.
+const char *const kAccelConfigSaved = R"json(
 [
   {
     "dev":"dsa0",
@@ -138,10 +138,10 @@ std::string with_wq(const std::string &wq_fields, const std::string &group_field
                        group_fields, device_fields);
 }
 
-TEST(MoverConfig, SeedConfigLoads) {
+TEST(MoverConfig, AccelConfigSavedLoads) {
     DeviceConfig config;
     std::string error;
-    ASSERT_EQ(parse(kSeedConfig, &config, &error), DP_OK) << error;
+    ASSERT_EQ(parse(kAccelConfigSaved, &config, &error), DP_OK) << error;
     EXPECT_EQ(config.name, "dsa0");
     ASSERT_EQ(config.wqs.size(), 1u);
     const mover::WqConfig &wq = config.wqs[0];
@@ -161,10 +161,10 @@ TEST(MoverConfig, SeedConfigLoads) {
     EXPECT_EQ(config.wait_mode, DP_WAIT_SPIN);
 }
 
-TEST(MoverConfig, SeedConfigOpensAWorkingDevice) {
+TEST(MoverConfig, AccelConfigSavedOpensAWorkingDevice) {
     dp_mover_t *raw = nullptr;
     const char *error = "unset";
-    ASSERT_EQ(dp_mover_open_json(kSeedConfig, &raw, &error), DP_OK);
+    ASSERT_EQ(dp_mover_open_json(kAccelConfigSaved, &raw, &error), DP_OK);
     EXPECT_EQ(error, nullptr);
     MoverPtr mover(raw);
     dp_mover_stats_t stats;
@@ -320,7 +320,7 @@ TEST(MoverConfig, OpenJsonReportsTheErrorAndNoDevice) {
     EXPECT_EQ(std::string(error).rfind("not valid JSON: ", 0), 0u) << error;
     // NULL arguments.
     EXPECT_EQ(dp_mover_open_json(nullptr, &mover, &error), DP_ERR_INVALID);
-    EXPECT_EQ(dp_mover_open_json(kSeedConfig, nullptr, nullptr), DP_ERR_INVALID);
+    EXPECT_EQ(dp_mover_open_json(kAccelConfigSaved, nullptr, nullptr), DP_ERR_INVALID);
     // NULL error pointer is allowed.
     EXPECT_EQ(dp_mover_open_json("[]", &mover, nullptr), DP_ERR_INVALID);
 }

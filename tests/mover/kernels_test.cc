@@ -62,7 +62,7 @@ const uint8_t *random_pool() {
     return pool.data();
 }
 
-// n random bytes; different seeds start at pool offsets far enough apart that
+// n random bytes; different seed values start at pool offsets far enough apart that
 // buffers are not shifted copies of each other at small distances.
 Bytes random_bytes(size_t n, size_t seed) {
     const uint8_t *p = random_pool() + seed * 977 % 4096;

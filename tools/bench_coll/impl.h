@@ -1,7 +1,7 @@
 // The implementations a run measures side by side on the same buffers:
 // deputy (the agent does the work), mpi (the MPI library's own collective,
-// blocking or non-blocking), ring (the seed's ring allreduce written on
-// MPI point-to-point) and sched (deputy's src/coll schedule run by the host
+// blocking or non-blocking), ring (a ring allreduce written on MPI
+// point-to-point) and sched (deputy's src/coll schedule run by the host
 // ranks). One outstanding non-blocking operation at a time.
 #pragma once
 

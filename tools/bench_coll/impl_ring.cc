@@ -1,13 +1,14 @@
-// The seed's ring allreduce on MPI point-to-point (002: "Ring-Allreduce"):
-// the count is cut into n segments, the first count % n one element longer,
-// so any count works (segments may be empty); n-1 reduce-scatter steps
-// (receive from the previous rank, send to the next, reduce), then n-1
-// allgather steps with MPI_Sendrecv. Two changes from the seed's code: it
-// runs out of place (step 0 sends from the source and every reduction
-// writes src + received into the destination, so no copy is added), and
-// the MPI_Barrier the seed puts between the two phases is left out (the
-// algorithm does not need it). Reductions use the mover's SIMD kernels, so
-// every dtype works; float16/bfloat16 travel as bytes.
+// The ring allreduce on MPI point-to-point of a published "RoCEv2
+// AllReduce" article ("Ring-Allreduce"): the count is cut into n segments,
+// the first count % n one element longer, so any count works (segments may
+// be empty); n-1 reduce-scatter steps (receive from the previous rank, send
+// to the next, reduce), then n-1 allgather steps with MPI_Sendrecv. Two
+// changes from the article's code: it runs out of place (step 0 sends from
+// the source and every reduction writes src + received into the
+// destination, so no copy is added), and the MPI_Barrier the article puts
+// between the two phases is left out (the algorithm does not need it).
+// Reductions use the mover's SIMD kernels, so every dtype works;
+// float16/bfloat16 travel as bytes.
 #include <fmt/format.h>
 
 #include <climits>

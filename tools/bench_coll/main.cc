@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_coll/allreduce_table.h"
 #include "bench_coll/compute.h"
 #include "bench_coll/impl.h"
 #include "bench_coll/options.h"
@@ -23,7 +24,6 @@
 #include "bench_coll/print_buffers.h"
 #include "bench_coll/report.h"
 #include "bench_coll/runner.h"
-#include "bench_coll/seed_table.h"
 #include "bench_coll/session.h"
 #include "bench_coll/world.h"
 #include "common/affinity.h"
@@ -77,8 +77,9 @@ int run(const CollOptions &o, CLI::App &app) {
     }
     Plan plan;
     try {
-        if (app.count("--max") > 0 && !o.seed_table)
-            throw CLI::ValidationError("--max applies to --seed-table (use -m MIN:MAX for sizes)");
+        if (app.count("--max") > 0 && !o.allreduce_table)
+            throw CLI::ValidationError(
+                "--max applies to --allreduce-table (use -m MIN:MAX for sizes)");
         plan = resolve(o, world.size());
     } catch (const CLI::Error &e) {
         return root_rank ? app.exit(e) : e.get_exit_code();
@@ -92,8 +93,8 @@ int run(const CollOptions &o, CLI::App &app) {
     std::vector<uint64_t> dropped;
     for (uint64_t s : plan.sizes) {
         size_t count =
-            o.seed_table ? size_t(s / dt.bytes) : count_for_size(op.coll, s, dt.bytes, n);
-        uint64_t eff = o.seed_table ? s : size_of(op.coll, count, dt.bytes, n);
+            o.allreduce_table ? size_t(s / dt.bytes) : count_for_size(op.coll, s, dt.bytes, n);
+        uint64_t eff = o.allreduce_table ? s : size_of(op.coll, count, dt.bytes, n);
         if (op.coll != Coll::barrier && count == 0) {
             dropped.push_back(s);
             continue;
@@ -126,10 +127,10 @@ int run(const CollOptions &o, CLI::App &app) {
             log::app().error(
                 "{} needs {} on this node ({} ranks x (send {} + receive {}{})) but "
                 "MemAvailable is {}: lower {}",
-                o.seed_table ? "--seed-table --max " + o.max : "-m " + o.sizes, gib(need),
+                o.allreduce_table ? "--allreduce-table --max " + o.max : "-m " + o.sizes, gib(need),
                 world.local_size(), units::format_size(send_max), units::format_size(recv_max),
                 ring ? " + ring segment " + units::format_size(ring_bytes) : "", gib(avail),
-                o.seed_table ? "--max" : "-m MAX");
+                o.allreduce_table ? "--max" : "-m MAX");
             fits = false;
         }
     }
@@ -178,10 +179,10 @@ int run(const CollOptions &o, CLI::App &app) {
                         dt.name);
     }
 
-    if (o.seed_table) {
-        wrong = run_seed_table(world, info, buffers, *impls[plan.run_deputy ? 1 : 0],
-                               *impls[plan.run_deputy ? 2 : 1],
-                               plan.run_deputy ? impls[0].get() : nullptr, &results);
+    if (o.allreduce_table) {
+        wrong = run_allreduce_table(world, info, buffers, *impls[plan.run_deputy ? 1 : 0],
+                                    *impls[plan.run_deputy ? 2 : 1],
+                                    plan.run_deputy ? impls[0].get() : nullptr, &results);
     } else {
         if (root_rank) print_table_header(info);
         Compute compute(plan.compute_idle);

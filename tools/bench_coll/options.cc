@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kDefaultMax = 1ull << 20;
 constexpr uint64_t kOsuLarge = 8192;            // OSU's LARGE_MESSAGE_SIZE
-constexpr uint64_t kSeedMaxLimit = 2ull << 30;  // the seed's largest row
+constexpr uint64_t kMaxTableSize = 2ull << 30;  // the allreduce table's largest row
 
 uint64_t parse_bytes(const std::string &flag, const std::string &text) {
     auto v = units::parse_size(text);
@@ -107,10 +107,10 @@ void add_options(CLI::App &app, CollOptions *o) {
                    "also run, on the same buffers: mpi (MPI's own collective; for allreduce also "
                    "a ring allreduce on MPI point-to-point)");
     app.add_flag("--no-deputy", o->no_deputy, "run only the MPI baselines (no agent needed)");
-    app.add_flag("--seed-table", o->seed_table,
-                 "the seed's table: native vs ring vs deputy allreduce of float, 128 B to --max "
-                 "in x4 steps, average of 3");
-    app.add_option("--max", o->max, "--seed-table: largest size (at most 2g)")
+    app.add_flag("--allreduce-table", o->allreduce_table,
+                 "a published allreduce table: native vs ring vs deputy allreduce of float, "
+                 "128 B to --max in x4 steps, average of 3");
+    app.add_option("--max", o->max, "--allreduce-table: largest size (at most 2g)")
         ->capture_default_str();
     app.add_option("--wait", o->wait,
                    "how dp_wait waits: spin, pause, yield, block (default: the library's)");
@@ -152,12 +152,14 @@ Plan resolve(const CollOptions &o, int ranks) {
     p.compare_mpi = o.compare == "mpi";
     p.run_deputy = !o.no_deputy;
     const bool sched = o.sched || !o.host_algorithm.empty();
-    if (o.no_deputy && !p.compare_mpi && !o.seed_table && !sched)
-        usage_error("--no-deputy leaves nothing to run: add --compare mpi, --sched (or "
-                    "--seed-table)");
+    if (o.no_deputy && !p.compare_mpi && !o.allreduce_table && !sched)
+        usage_error(
+            "--no-deputy leaves nothing to run: add --compare mpi, --sched (or "
+            "--allreduce-table)");
     if (o.no_deputy) p.memory = Memory::host;
     const bool ring = p.op->coll == Coll::allreduce && !p.op->nonblocking;
-    if (o.no_deputy && mpi_type(*p.dtype) == MPI_DATATYPE_NULL && !ring && !o.seed_table && !sched)
+    if (o.no_deputy && mpi_type(*p.dtype) == MPI_DATATYPE_NULL && !ring && !o.allreduce_table &&
+        !sched)
         usage_error("-d " + o.dtype +
                     ": MPI has no such datatype, and --no-deputy leaves nothing "
                     "else to run (only the ring allreduce handles it)");
@@ -173,17 +175,17 @@ Plan resolve(const CollOptions &o, int ranks) {
         usage_error(
             fmt::format("{} ranks: a deputy team has at most 64 members (use --no-deputy)", ranks));
 
-    if (o.seed_table) {
+    if (o.allreduce_table) {
         if (p.op->coll != Coll::allreduce || p.op->nonblocking)
-            usage_error("--seed-table is the seed's allreduce table: --op must be allreduce");
+            usage_error("--allreduce-table is an allreduce table: --op must be allreduce");
         if (p.dtype->dp != DP_FLOAT32 || p.redop != DP_SUM)
-            usage_error("--seed-table reduces float32 with sum, as the seed: drop -d/--redop");
-        p.seed_max = parse_bytes("--max", o.max);
-        if (p.seed_max < 128)
-            usage_error("--max " + o.max + ": the seed's table starts at 128 bytes");
-        if (p.seed_max > kSeedMaxLimit)
-            usage_error("--max " + o.max + ": at most 2g (the seed's largest row)");
-        for (uint64_t s = 128; s <= p.seed_max; s *= 4) p.sizes.push_back(s);
+            usage_error("--allreduce-table reduces float32 with sum: drop -d/--redop");
+        p.table_max = parse_bytes("--max", o.max);
+        if (p.table_max < 128)
+            usage_error("--max " + o.max + ": the allreduce table starts at 128 bytes");
+        if (p.table_max > kMaxTableSize)
+            usage_error("--max " + o.max + ": at most 2g (the table's largest row)");
+        for (uint64_t s = 128; s <= p.table_max; s *= 4) p.sizes.push_back(s);
         p.compare_mpi = true;
     } else {
         p.sizes = parse_size_range(o.sizes, o.factor);

@@ -32,8 +32,8 @@ struct CollOptions {
     bool check = false;             // --check: validate every iteration
     std::string compare;            // --compare mpi
     bool no_deputy = false;         // --no-deputy: only the MPI baselines
-    bool seed_table = false;        // --seed-table
-    std::string max = "512m";       // --max (seed table)
+    bool allreduce_table = false;   // --allreduce-table
+    std::string max = "512m";       // --max (--allreduce-table)
     std::string wait;               // --wait: dp_wait's mode (empty: the library's)
     std::string agent_socket;       // --agent-socket
     bool sched = false;             // --sched: src/coll's schedules run by the host ranks
@@ -55,7 +55,7 @@ struct Plan {
     dp_wait_mode_t wait = DP_WAIT_DEFAULT;
     bool run_deputy = true;
     bool compare_mpi = false;
-    uint64_t seed_max = 0;   // --seed-table: largest size
+    uint64_t table_max = 0;  // --allreduce-table: largest size
     int64_t iterations = 0;  // as given (0: auto)
     int64_t warmup = -1;     // as given (-1: auto)
 

@@ -16,7 +16,8 @@ uint64_t mix(uint64_t a, uint64_t b) {
     return z;
 }
 
-// Data that is only moved: 0..span-1, like the seed's printed buffers.
+// Data that is only moved: 0..span-1, like the buffers the DPA all-to-all
+// sample of DOCA prints.
 int64_t data_value(const Dtype &t, int rank, size_t i) {
     return int64_t(mix(uint64_t(rank) + 1, i) % uint64_t(t.exact_span));
 }

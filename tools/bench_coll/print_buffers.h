@@ -1,5 +1,5 @@
 // --print-buffers: every rank's send and receive buffers, gathered to rank 0
-// and printed in rank order, in the layout of the seed's DPA all-to-all:
+// and printed in rank order, in the layout of DOCA's DPA all-to-all sample:
 //            ----send buffs---
 //  Rank 0 | 9923 9245 755 8690 ...
 //            ----recv buffs---

@@ -65,10 +65,10 @@ void print_banner(const RunInfo &info) {
         impls.c_str());
     std::printf("# %s; validation %s\n", info.mpi_version.c_str(),
                 info.options->check ? "every iteration (--check)" : "once per size");
-    if (info.options->seed_table) {
+    if (info.options->allreduce_table) {
         std::printf(
-            "# the seed's table (002): barrier, then 3 x (allreduce; barrier), elapsed / 3 on "
-            "rank 0; one untimed call first; Native = MPI_Allreduce, Ring = the seed's ring "
+            "# the allreduce table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on "
+            "rank 0; one untimed call first; Native = MPI_Allreduce, Ring = a ring allreduce "
             "on MPI point-to-point\n");
     } else if (op.nonblocking) {
         std::printf(
@@ -241,7 +241,7 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
                              {"check", o.check},
                              {"compare", o.compare},
                              {"no_deputy", o.no_deputy},
-                             {"seed_table", o.seed_table},
+                             {"allreduce_table", o.allreduce_table},
                              {"max", o.max},
                              {"agent_socket", o.agent_socket},
                              {"wait", o.wait},

@@ -1,6 +1,6 @@
-"""`deputy bench channel` results: rate and bandwidth vs size, count and buffer; the seed's tables.
+"""`deputy bench channel` results: rate and bandwidth vs size, count and buffer; DOCA's tables.
 
-Seed 000 (§1.6, §1.7) times the DOCA secure channel for message sizes
+A BlueField DOCA secure-channel report times the channel for message sizes
 128..1024 B, message counts 1..1000 and buffer sizes 64..1024 B, and
 tabulates total time and average time per message (and send / receive
 time for the buffer runs). The same questions are asked of deputy's
@@ -9,7 +9,7 @@ channel here, over each transport (shm, uds, tcp) plain and secure, from
 
 One record per direction that carried messages: a one-way stream has one
 (connect -> listen), a stream both ways two, a pingpong one (round trips,
-timed by the connecting side). Times, as the seed's tables use them:
+timed by the connecting side). Times, as the DOCA report's tables use them:
 
 - send time: the sender's thread, first send to last send returning;
 - receive time: the receiver's thread, its start to the peer's END;
@@ -336,15 +336,15 @@ def latency_vs_size(docs: Sequence[ResultDoc]) -> Figure:
 
 FIGURES = (
     FigureDef("rate_bandwidth_vs_size",
-              "messages/s and MB/s per message size, a line per transport x secure (seed §1.6)",
+              "messages/s and MB/s per message size, per transport x secure (DOCA table 1)",
               _vs(SIZE, "Message size (bytes)", "Channel rate and bandwidth vs message size",
                   format_size)),
     FigureDef("rate_bandwidth_vs_count",
-              "messages/s and MB/s per message count, a line per transport x secure (seed §1.6)",
+              "messages/s and MB/s per message count, per transport x secure (DOCA table 2)",
               _vs(COUNT, "Messages sent (log)", "Channel rate and bandwidth vs message count",
                   None)),
     FigureDef("rate_bandwidth_vs_buffer",
-              "messages/s and MB/s per buffer size, a line per transport x secure (seed §1.7)",
+              "messages/s and MB/s per buffer size, per transport x secure (DOCA tables 3-4)",
               _vs(BUFFER, "Buffer size (bytes, as requested)",
                   "Channel rate and bandwidth vs buffer size", format_size,
                   "buffer: the shm ring per direction; for uds and tcp the SO_SNDBUF/SO_RCVBUF "
@@ -398,7 +398,7 @@ def _row_order(r: dict[str, Any]) -> tuple:
 
 
 def tables(docs: Sequence[ResultDoc]) -> list[Table]:
-    """Every direction of every run: the seed's tables 1-4 columns and more."""
+    """Every direction of every run: the DOCA report's tables 1-4 columns and more."""
     recs = sorted(records(docs), key=_row_order)  # stable: file order never matters
     rows = [[r["transport"], r["secure"], r["mode"], r["direction"], r["size"], r["count"],
              r["buffer"], r["buffer_granted"], r["sent"], r["received"], r["send_s"],

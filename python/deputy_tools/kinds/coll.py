@@ -1,20 +1,22 @@
-"""`deputy bench coll` results: deputy's collectives against MPI's and the seed's ring.
+"""`deputy bench coll` results: deputy's collectives against MPI's and a ring allreduce.
 
-Seed 001 measures non-blocking collectives the OSU way (Overall, Compute,
-Pure Comm., Overlap(%)), seed 002 tabulates MPI's allreduce against its
-ring allreduce from 128 B to 2 GiB; DESIGN.md §5 adds nccl-tests' algbw /
-busbw and the host CPU time per operation. The same questions are asked of
-deputy here, from `--out` documents only (schema: tools/bench_coll/report.cc
-and seed_table.cc, docs/coll-bench.md): every result row becomes a flat
-record, each figure puts the message size on x and draws one line per
-implementation (deputy, MPI, ring); anything else that varies among the
-documents (op, memory mode, compute, wait mode, ...) joins the label.
+The published BlueField offload results measure non-blocking collectives
+the OSU way (Overall, Compute, Pure Comm., Overlap(%)); a published RoCEv2
+AllReduce article tabulates MPI's allreduce against a ring allreduce on MPI
+point-to-point from 128 B to 2 GiB; nccl-tests adds algbw / busbw, and the
+host CPU time per operation is what offload is for. The same questions are
+asked of deputy here, from `--out` documents only (schema:
+tools/bench_coll/report.cc and allreduce_table.cc, docs/coll-bench.md):
+every result row becomes a flat record, each figure puts the message size
+on x and draws one line per implementation (deputy, MPI, ring); anything
+else that varies among the documents (op, memory mode, compute, wait
+mode, ...) joins the label.
 
 Times are as the benchmark measured them: mean over iterations, then over
 ranks. For non-blocking ops "time" is OSU's Pure Comm. (post + wait, no
-compute). Seed-table rows (`--seed-table`: barrier, 3 x (allreduce;
-barrier), elapsed / 3 on rank 0) are another measurement and only appear in
-the seed's table and its figure.
+compute). Allreduce-table rows (`--allreduce-table`: barrier, 3 x
+(allreduce; barrier), elapsed / 3 on rank 0) are another measurement and
+only appear in the allreduce table and its figure.
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ from deputy_tools.tables import Column, Table
 from deputy_tools.units import format_size
 
 IMPL_ORDER = ("deputy", "mpi", "ring")
-IMPL_NAMES = {"deputy": "deputy", "mpi": "MPI", "ring": "ring (seed 002)"}
+IMPL_NAMES = {"deputy": "deputy", "mpi": "MPI", "ring": "ring"}
 _IMPL_COLOURS = {"deputy": "tab:blue", "mpi": "tab:orange", "ring": "tab:green"}
 OP_ORDER = ("allreduce", "iallreduce", "reduce_scatter", "ireduce_scatter", "allgather",
             "iallgather", "alltoall", "ialltoall", "bcast", "ibcast", "barrier", "ibarrier")
 MEMORY_ORDER = ("mapped", "direct", "staged")
-SEED_MODE = "seed-table"
-SEED_ORDER = ("mpi", "ring", "deputy")
+TABLE_MODE = "allreduce-table"
+TABLE_ORDER = ("mpi", "ring", "deputy")
 # Line styles for series that share an implementation (memory mapped vs direct, ...).
 _DASHES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -135,9 +137,9 @@ def records(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
     return out
 
 
-def _measured(docs: Sequence[ResultDoc], seed: bool = False) -> list[dict[str, Any]]:
+def _measured(docs: Sequence[ResultDoc], table: bool = False) -> list[dict[str, Any]]:
     return [r for r in records(docs)
-            if r["skipped"] is None and (r["mode"] == SEED_MODE) == seed]
+            if r["skipped"] is None and (r["mode"] == TABLE_MODE) == table]
 
 
 def _contention_note(recs: Sequence[dict[str, Any]]) -> str:
@@ -252,20 +254,20 @@ _CPU_NOTE = ("the calling thread's CPU time inside post, test and wait "
              "(CLOCK_THREAD_CPUTIME_ID, clock cost subtracted)")
 
 
-def seed_table_figure(docs: Sequence[ResultDoc]) -> Figure:
-    """Seed 002's table as grouped bars: MPI's allreduce, the ring, deputy, per size."""
-    recs = _measured(docs, seed=True)
+def allreduce_table_figure(docs: Sequence[ResultDoc]) -> Figure:
+    """The allreduce table as grouped bars: MPI's allreduce, the ring, deputy, per size."""
+    recs = _measured(docs, table=True)
     if not recs:
-        raise NotApplicable("no seed-table rows (--seed-table)")
+        raise NotApplicable("no allreduce-table rows (--allreduce-table)")
     grouping = group(recs, SIZE, PARAMS)
     first: dict[str, dict[str, Any]] = {}
     for r in recs:
         first.setdefault(grouping.label(r), r)
-    # The seed's column order: Native, Ring, then deputy.
+    # The table's column order: Native, Ring, then deputy.
     series = dict(sorted(grouping.values(recs, lambda r: r["time_us"]).items(),
-                         key=lambda item: _index(SEED_ORDER)(first[item[0]]["impl"])))
+                         key=lambda item: _index(TABLE_ORDER)(first[item[0]]["impl"])))
     styles = _styles(grouping, recs)
-    names = {"mpi": "Native Allreduce (MPI)", "ring": "Ring Allreduce (seed 002)",
+    names = {"mpi": "Native Allreduce (MPI)", "ring": "Ring Allreduce",
              "deputy": "deputy Allreduce"}
     fig, ax = new_axes(max(10.0, 0.9 * len(grouping.xs) + 4), 5.8)
     count = max(len(series), 1)
@@ -282,9 +284,9 @@ def seed_table_figure(docs: Sequence[ResultDoc]) -> Figure:
                edgecolor="white")
     ax.set_xticks(range(len(grouping.xs)), [format_size(x) for x in grouping.xs])
     ax.set_yscale("log")
-    decorate(ax, "The seed's allreduce table: Native (MPI) vs Ring vs deputy",
+    decorate(ax, "Allreduce table: Native (MPI) vs Ring vs deputy",
              _subtitle(grouping, recs, "barrier, then 3 x (allreduce; barrier), elapsed / 3 "
-                                       "on rank 0 (seed 002)"),
+                                       "on rank 0"),
              "Data size (bytes, float32, log steps of 4)", "Time per allreduce (µs, log)")
     ax.grid(axis="y", which="minor", linestyle=":", linewidth=0.3, alpha=0.5)
     _legend(ax, len(series))
@@ -311,8 +313,8 @@ FIGURES = (
     FigureDef("host_cpu_vs_size", "host CPU time per operation (µs) per size, non-blocking ops",
               _vs_size("host_cpu_us", "Host CPU time per operation vs message size",
                        "Host CPU per operation (µs, log)", nonblocking=True, extra=_CPU_NOTE)),
-    FigureDef("seed_table", "the seed's Native/Ring(/deputy) allreduce table as grouped bars",
-              seed_table_figure),
+    FigureDef("allreduce_table", "the Native/Ring(/deputy) allreduce table as grouped bars",
+              allreduce_table_figure),
 )
 
 
@@ -375,8 +377,9 @@ NONBLOCKING_COLUMNS = [
     Column("skipped", "skipped", optional=True),
 ]
 
-# Seed 002's five columns, as its program printed them ("%20.1fus").
-SEED_COLUMNS = [
+# The allreduce table's five columns, as the published ring-allreduce
+# program printed them ("%20.1fus").
+TABLE_COLUMNS = [
     Column("data_size_bytes", "DataSize(Bytes)", numeric=True),
     Column("num_of_float", "Num of float", numeric=True),
     Column("native_allreduce_us", "Native Allreduce", lambda v: f"{v:.1f}us", numeric=True),
@@ -393,8 +396,8 @@ _NONBLOCKING_NOTE = ("OSU's method: Pure Comm. = post + wait; Overall = post + c
                      "test that completes, per operation; Poll CPU: per test that found it not "
                      "done; Wait CPU: inside the wait of the Overall loop; "
                      "algbw/busbw from Pure Comm.; Overall vs MPI: Overall / MPI's.")
-_SEED_NOTE = ("Seed 002's table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; "
-              "Native = MPI_Allreduce, Ring = the seed's ring allreduce on MPI point-to-point.")
+_TABLE_NOTE = ("Allreduce table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; "
+               "Native = MPI_Allreduce, Ring = a ring allreduce on MPI point-to-point.")
 
 
 def _row_order(r: dict[str, Any]) -> tuple:
@@ -419,7 +422,7 @@ def _tail(r: dict[str, Any]) -> list[Any]:
     return [r["wait"], r["ranks"], r["size"], r["count"], r["impl"]]
 
 
-def _seed_tables(recs: Sequence[dict[str, Any]]) -> list[Table]:
+def _allreduce_tables(recs: Sequence[dict[str, Any]]) -> list[Table]:
     """One five-column table per configuration (ranks, memory, wait, file set)."""
     configs: dict[tuple, dict[int, dict[str, Any]]] = {}
     for r in sorted(recs, key=_row_order):
@@ -428,20 +431,20 @@ def _seed_tables(recs: Sequence[dict[str, Any]]) -> list[Table]:
         row[r["impl"]] = r["time_us"]
     tables = []
     for (ranks, memory, wait, dtype), rows in configs.items():
-        title = (f"coll: the seed's allreduce table ({ranks} ranks, {dtype}, memory {memory}, "
+        title = (f"coll: allreduce table ({ranks} ranks, {dtype}, memory {memory}, "
                  f"{_wait_name(wait)})")
         body = [[size, row["count"], row.get("mpi"), row.get("ring"), row.get("deputy")]
                 for size, row in sorted(rows.items())]
-        tables.append(Table(title=title, columns=SEED_COLUMNS, rows=body, note=_SEED_NOTE))
+        tables.append(Table(title=title, columns=TABLE_COLUMNS, rows=body, note=_TABLE_NOTE))
     return tables
 
 
 def tables(docs: Sequence[ResultDoc]) -> list[Table]:
-    """Blocking rows (nccl-tests columns), non-blocking rows (OSU's), the seed's table."""
+    """Blocking rows (nccl-tests columns), non-blocking rows (OSU's), the allreduce table."""
     recs = sorted(records(docs), key=_row_order)
-    blocking = [r for r in recs if r["mode"] != SEED_MODE and not r["nonblocking"]]
-    nonblocking = [r for r in recs if r["mode"] != SEED_MODE and r["nonblocking"]]
-    seed = [r for r in recs if r["mode"] == SEED_MODE and r["skipped"] is None]
+    blocking = [r for r in recs if r["mode"] != TABLE_MODE and not r["nonblocking"]]
+    nonblocking = [r for r in recs if r["mode"] != TABLE_MODE and r["nonblocking"]]
+    table = [r for r in recs if r["mode"] == TABLE_MODE and r["skipped"] is None]
     out = []
     if blocking:
         rows = [[*_settings(r), *_tail(r), r["time_us"], r["time_max_us"], r["algbw_gbps"],
@@ -458,7 +461,7 @@ def tables(docs: Sequence[ResultDoc]) -> list[Table]:
         out.append(Table(title="coll: non-blocking collectives (OSU overlap)",
                          columns=NONBLOCKING_COLUMNS, rows=rows,
                          note=_note(_NONBLOCKING_NOTE, nonblocking)))
-    out += _seed_tables(seed)
+    out += _allreduce_tables(table)
     return out
 
 

@@ -1,14 +1,15 @@
-"""`deputy bench mover` results: the seed's figures 2, 3, 4, 6 and 7, and one table.
+"""`deputy bench mover` results: a published DSA sweep's figures 2, 3, 4, 6 and 7, and a table.
 
-Seed 004 sweeps dsa_perf_micros and plots throughput vs transfer size for
-the CPU and for synchronous / asynchronous offload with the improvement
-over the CPU (fig. 2), vs batch size (3), vs work-queue size (4), with
-latency (6) and vs the number of engines (7). The same questions are
-asked of deputy's mover here, from `--out` documents only: every row
-becomes a flat record, and each figure puts one parameter on x and lets
-series.group() turn whatever else varies into labelled series.
+A published Intel DSA configuration-and-test article sweeps dsa_perf_micros
+and plots throughput vs transfer size for the CPU and for synchronous /
+asynchronous offload with the improvement over the CPU (fig. 2), vs batch
+size (3), vs work-queue size (4), with latency (6) and vs the number of
+engines (7). The same questions are asked of deputy's mover here, from
+`--out` documents only: every row becomes a flat record, and each figure
+puts one parameter on x and lets series.group() turn whatever else varies
+into labelled series.
 
-Wait modes are named as the seed names DSA modes: spin is synchronous
+Wait modes are named as that article names DSA modes: spin is synchronous
 offload, pause/yield/block are asynchronous (dsa_perf_micros' -x 0x100,
 umwait, maps to block).
 """
@@ -124,7 +125,7 @@ def _subtitle(grouping: Grouping, recs: Sequence[dict[str, Any]]) -> str:
 
 def _vs(x: Param, xlabel: str, title: str,
         include_cpu: bool) -> Callable[[Sequence[ResultDoc]], Figure]:
-    """Throughput as grouped bars against `x` (the seed's figures 2a/b, 3, 4 and 7)."""
+    """Throughput as grouped bars against `x` (the DSA sweep's figures 2a/b, 3, 4 and 7)."""
     def build(docs: Sequence[ResultDoc]) -> Figure:
         recs = [r for r in records(docs) if include_cpu or r["mode"] != CPU]
         grouping = group(recs, x, PARAMS)
@@ -140,7 +141,7 @@ def _vs(x: Param, xlabel: str, title: str,
 
 
 def improvement_vs_size(docs: Sequence[ResultDoc]) -> Figure:
-    """Seed fig. 2c/d: (mover - CPU) / CPU per size, for each mover configuration."""
+    """DSA sweep fig. 2c/d: (mover - CPU) / CPU per size, for each mover configuration."""
     recs = records(docs)
     baselines = cpu_baselines(recs)
     movers = [dict(r, improvement=100.0 * (r["gbps"] / baselines[_baseline_key(r)] - 1.0))
@@ -159,7 +160,7 @@ def improvement_vs_size(docs: Sequence[ResultDoc]) -> Figure:
 
 
 def latency_vs_size(docs: Sequence[ResultDoc]) -> Figure:
-    """Seed fig. 6 style: throughput bars and median-latency lines on a log axis."""
+    """DSA sweep fig. 6 style: throughput bars and median-latency lines on a log axis."""
     recs = records(docs)
     grouping = group(recs, SIZE, PARAMS)
     if len(grouping.xs) < 2:
@@ -183,23 +184,23 @@ def latency_vs_size(docs: Sequence[ResultDoc]) -> Figure:
 
 FIGURES = (
     FigureDef("throughput_vs_size",
-              "GB/s per transfer size, CPU vs sync/async (seed fig. 2a/b, 3, 4)",
+              "GB/s per transfer size, CPU vs sync/async (DSA sweep fig. 2a/b, 3, 4)",
               _vs(SIZE, SIZE_LABEL, "Mover throughput vs transfer size", include_cpu=True)),
-    FigureDef("improvement_vs_size", "mover over CPU, % per transfer size (seed fig. 2c/d)",
+    FigureDef("improvement_vs_size", "mover over CPU, % per transfer size (DSA sweep fig. 2c/d)",
               improvement_vs_size),
-    FigureDef("throughput_vs_batch", "GB/s per batch size (seed fig. 3)",
+    FigureDef("throughput_vs_batch", "GB/s per batch size (DSA sweep fig. 3)",
               _vs(BATCH, "Batch size (descriptors per batch)", "Mover throughput vs batch size",
                   include_cpu=False)),
-    FigureDef("throughput_vs_wq_size", "GB/s per work-queue size (seed fig. 4)",
+    FigureDef("throughput_vs_wq_size", "GB/s per work-queue size (DSA sweep fig. 4)",
               _vs(WQ_SIZE, "Work queue size (entries)", "Mover throughput vs work queue size",
                   include_cpu=False)),
     FigureDef("throughput_vs_queue_depth", "GB/s per queue depth (outstanding submissions)",
               _vs(QUEUE_DEPTH, "Queue depth (outstanding submissions)",
                   "Mover throughput vs queue depth", include_cpu=False)),
-    FigureDef("throughput_vs_engines", "GB/s per number of engines (seed fig. 7)",
+    FigureDef("throughput_vs_engines", "GB/s per number of engines (DSA sweep fig. 7)",
               _vs(ENGINES, "Engines (worker threads)", "Mover throughput vs engines",
                   include_cpu=False)),
-    FigureDef("latency_vs_size", "GB/s bars and median latency lines per size (seed fig. 6)",
+    FigureDef("latency_vs_size", "GB/s bars and median latency lines per size (DSA sweep fig. 6)",
               latency_vs_size),
 )
 

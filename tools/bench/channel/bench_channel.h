@@ -1,6 +1,6 @@
-// `deputy bench channel`: the seed's DOCA secure-channel sample done
-// properly: N messages of S bytes both ways at once (or pingpong) over shm,
-// uds or tcp, optionally in the secure session, with counts, timestamps and
+// `deputy bench channel`: DOCA's secure-channel sample done properly: N
+// messages of S bytes both ways at once (or pingpong) over shm, uds or tcp,
+// optionally in the secure session, with counts, timestamps and
 // perftest-style rates (docs/channel.md).
 #pragma once
 

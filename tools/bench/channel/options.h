@@ -1,6 +1,6 @@
 // Options of `deputy bench channel` and their resolution into what a run
-// needs (an endpoint configuration and a plan). The flag letters follow the
-// seed's DOCA secure-channel sample (-s, -n, -l, --sdk-log-level, --json).
+// needs (an endpoint configuration and a plan). The flag letters follow
+// DOCA's secure-channel sample (-s, -n, -l, --sdk-log-level, --json).
 #pragma once
 
 #include <cstdint>

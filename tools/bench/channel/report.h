@@ -1,6 +1,6 @@
 // Output of `deputy bench channel`: a perftest-style table on stdout
-// (`#bytes #iterations BW average MsgRate`, DESIGN §5), the counts verdict,
-// and the --out JSON (config, versions, host, every figure).
+// (`#bytes #iterations BW average MsgRate`, as perftest prints it), the
+// counts verdict, and the --out JSON (config, versions, host, every figure).
 #pragma once
 
 #include <nlohmann/json.hpp>

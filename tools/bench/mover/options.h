@@ -1,5 +1,5 @@
-// Options of `deputy bench mover`. Flag letters follow dsa_perf_micros so the
-// seed's sweep scripts port by changing the program name.
+// Options of `deputy bench mover`. Flag letters follow dsa_perf_micros so
+// its sweep scripts port by changing the program name.
 #pragma once
 
 #include <deputy/mover.h>

@@ -1,4 +1,4 @@
-#include "bench_coll/seed_table.h"
+#include "bench_coll/allreduce_table.h"
 
 #include <cstdio>
 
@@ -8,7 +8,7 @@
 namespace deputy::bench::coll {
 namespace {
 
-constexpr int kRounds = 3;  // the seed averages three calls
+constexpr int kRounds = 3;  // the article averages three calls
 
 void call(const World &world, Impl &impl, const CallArgs &args) {
     if (impl.run(Coll::allreduce, args)) return;
@@ -17,9 +17,9 @@ void call(const World &world, Impl &impl, const CallArgs &args) {
     world.abort(3);
 }
 
-// This rank's average time per call in us (rank 0's is the seed's figure).
-double seed_time(const World &world, Impl &impl, const CallArgs &args, const Pattern &p,
-                 uint64_t *wrong) {
+// This rank's average time per call in us (rank 0's is the table's figure).
+double table_time(const World &world, Impl &impl, const CallArgs &args, const Pattern &p,
+                  uint64_t *wrong) {
     reset_recv(p, world.rank(), args.recv);
     call(world, impl, args);  // warm-up, untimed
     world.barrier();
@@ -35,8 +35,8 @@ double seed_time(const World &world, Impl &impl, const CallArgs &args, const Pat
 
 }  // namespace
 
-uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &buffers,
-                        Impl &native, Impl &ring, Impl *deputy, nlohmann::json *results) {
+uint64_t run_allreduce_table(const World &world, const RunInfo &info, const Buffers &buffers,
+                             Impl &native, Impl &ring, Impl *deputy, nlohmann::json *results) {
     const Plan &plan = *info.plan;
     if (world.rank() == 0) {
         std::printf("%20s %20s %22s %22s %22s\n", "DataSize(Bytes)", "Num of float",
@@ -58,12 +58,12 @@ uint64_t run_seed_table(const World &world, const RunInfo &info, const Buffers &
         for (int k = 0; k < 3; ++k) {
             if (impls[k] == nullptr) continue;
             uint64_t wrong = 0;
-            us[k] = seed_time(world, *impls[k], args, p, &wrong);
+            us[k] = table_time(world, *impls[k], args, p, &wrong);
             total_wrong += wrong;
             if (world.rank() == 0)
                 results->push_back({{"impl", impls[k]->name()},
                                     {"op", "allreduce"},
-                                    {"mode", "seed-table"},
+                                    {"mode", "allreduce-table"},
                                     {"size", size},
                                     {"count", p.count},
                                     {"dtype", "float32"},
