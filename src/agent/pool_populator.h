@@ -1,6 +1,8 @@
-// Allocates and maps a new client's pool in the agent before the client is
-// told it attached, on a thread of its own: the service thread goes on
-// serving everyone else meanwhile (a 1 GiB pool takes about a second here).
+// With `"pool_pages": "prefault"` (not the default: it commits every pool
+// whole, and 128 ranks attaching at once then wait seconds), allocates and
+// maps a new client's pool in the agent before the client is told it
+// attached, on a thread of its own: the service thread goes on serving
+// everyone else meanwhile (a 1 GiB pool takes about a second here).
 //
 // Why the agent faults the pool in at all, rather than leave the pages to
 // the client's first touches: measured here (2 vCPUs, blocking allreduce of
@@ -10,8 +12,9 @@
 // thread 39 ms per 64 MiB), 57-68 us with this thread doing it before the
 // answer, and 130 us when the client's dp_malloc faulted its pages in. No
 // page fault happens in any steady state; why placement at attach matters
-// is not understood yet (docs/PERFORMANCE.md). `"pool_pages": "lazy"`
-// leaves the pages to the client, committing memory only as it allocates.
+// is not understood yet (docs/PERFORMANCE.md). `"pool_pages": "lazy"` (the
+// default) leaves the pages to the client, committing memory only as it
+// allocates.
 #pragma once
 
 #include <sys/types.h>

@@ -198,6 +198,10 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
     }
     j["time_us"] = r.time_us;
     j["time_max_us"] = r.time_max_us;
+    if (!r.nonblocking) {
+        j["time_p50_us"] = r.time_p50_us;
+        j["time_p99_us"] = r.time_p99_us;
+    }
     j["algbw_gbps"] = r.algbw;
     j["busbw_gbps"] = r.busbw;
     j["wrong"] = r.wrong;

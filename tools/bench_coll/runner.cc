@@ -33,11 +33,13 @@ Row measure_blocking(Impl &impl, const SizeJob &job, Row row) {
         if (!impl.run(job.pattern.coll, job.args)) failed(impl, job, "a warm-up call");
     w.barrier();
     uint64_t total_ns = 0, wrong = 0;
+    std::vector<uint64_t> call_ns(job.iterations);
     for (uint64_t i = 0; i < job.iterations; ++i) {
         if (job.check_every) reset_recv(job.pattern, rank, recv);
         const uint64_t t0 = timing::now_ns();
         if (!impl.run(job.pattern.coll, job.args)) failed(impl, job, "a timed call");
-        total_ns += timing::now_ns() - t0;
+        call_ns[i] = timing::now_ns() - t0;
+        total_ns += call_ns[i];
         if (job.check_every) wrong += count_wrong(job.pattern, rank, recv);
         w.barrier();
     }
@@ -45,6 +47,17 @@ Row measure_blocking(Impl &impl, const SizeJob &job, Row row) {
     const double mine_us = double(total_ns) / double(job.iterations) / 1e3;
     row.time_us = w.average({mine_us})[0];
     row.time_max_us = w.maximum({mine_us})[0];
+    // Latency under load is a distribution: the slower rank's median and
+    // 99th percentile of single calls.
+    const auto percentile_us = [&](double q) {
+        if (call_ns.empty()) return 0.0;
+        const size_t k = std::min(call_ns.size() - 1, size_t(q * double(call_ns.size())));
+        std::nth_element(call_ns.begin(), call_ns.begin() + long(k), call_ns.end());
+        return double(call_ns[k]) / 1e3;
+    };
+    const std::vector<double> tails = w.maximum({percentile_us(0.5), percentile_us(0.99)});
+    row.time_p50_us = tails[0];
+    row.time_p99_us = tails[1];
     row.wrong = w.sum(wrong);
     finish_row(row, job);
     return row;

@@ -50,6 +50,7 @@ struct Row {
     std::string skipped;  // why this implementation did not run
     double time_us = 0;   // blocking: per call; non-blocking: Pure Comm.
     double time_max_us = 0;
+    double time_p50_us = 0, time_p99_us = 0;  // blocking: single calls, the slower rank's
     double algbw = 0;  // GB/s = size / time
     double busbw = 0;
     uint64_t wrong = 0;

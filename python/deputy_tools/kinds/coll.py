@@ -78,7 +78,7 @@ PARAMS = [IMPL, OP, DTYPE, REDOP, MEMORY, COMPUTE, TESTS, WAIT, RANKS]
 
 SIZE_LABEL = "Message size (bytes, per rank, log)"
 
-_METRICS = ("time_us", "time_max_us", "algbw_gbps", "busbw_gbps", "wrong", "overall_us",
+_METRICS = ("time_us", "time_max_us", "time_p50_us", "time_p99_us", "algbw_gbps", "busbw_gbps", "wrong", "overall_us",
             "compute_us", "coll_init_us", "test_us", "wait_us", "pure_comm_us", "overlap_pct",
             "host_cpu_us", "poll_cpu_us", "polls_per_op", "wait_cpu_us", "time_vs_mpi",
             "overall_vs_mpi")
