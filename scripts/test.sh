@@ -17,16 +17,28 @@ scripts/deps.sh test || exit 1
 
 declare -a summary
 failed=0
+marker=$(mktemp /tmp/deputy-test-step-XXXXXX)
+trap 'rm -f "$marker" "$marker.pytest"' EXIT
 step() {
   local name=$1; shift
   echo
   echo "=== $name ==="
   local start=$SECONDS
+  touch "$marker"
   if "$@"; then
     summary+=("PASS  $name ($((SECONDS - start)) s)")
   else
     summary+=("FAIL  $name ($((SECONDS - start)) s)")
     failed=$((failed + 1))
+    # Name the failed tests in the summary too: it is what a CI report's
+    # tail shows, and a flaky test must be findable from it.
+    local log
+    for log in $(find build*/Testing/Temporary -name LastTestsFailed.log -newer "$marker" 2>/dev/null); do
+      while read -r line; do summary+=("      failed: ${line#*:} (${log%%/*})"); done < "$log"
+    done
+    if [[ -s $marker.pytest ]]; then
+      while read -r line; do summary+=("      $line"); done < <(grep -E '^(FAILED|ERROR) ' "$marker.pytest")
+    fi
   fi
 }
 
@@ -52,7 +64,8 @@ python_tests() {
     /usr/bin/python3 -m venv --system-site-packages "$venv" || return 1
   fi
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
-  DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q python/tests tests/bench tests/multinode
+  DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q -rfE python/tests tests/bench \
+    tests/multinode 2>&1 | tee "$marker.pytest"
 }
 
 asan() {
