@@ -1,11 +1,10 @@
-// The agent's event loop and the lives of its clients: accepting them,
-// polling their rings, sleeping, dropping them and freeing their memory once
-// nothing uses it. What clients ask for is answered in client_control.cc.
+// The agent's event loop: create and destroy, run (poll, spin, sleep in
+// epoll_wait, dispatch events) and housekeeping (timeouts). What happens to
+// clients, their rings and their requests lives in the files named in agent.h.
 #include "agent/agent.h"
 
 #include <fmt/format.h>
 #include <immintrin.h>
-#include <malloc.h>
 #include <sched.h>
 #include <sodium.h>
 #include <sys/epoll.h>
@@ -14,10 +13,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
+#include "agent/agent_epoll.h"
 #include "agent/socket_dir.h"
-#include "channel/coll_post.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/scratch.h"
@@ -32,20 +30,8 @@ using channel::MsgType;
 
 namespace {
 
-// Descriptors taken from one client per turn, so one busy client cannot
-// starve the others.
-constexpr int kDescriptorsPerTurn = 32;
 // How often timeouts are looked at (and how late a drop for one may come).
 constexpr uint64_t kHousekeepingNs = 10'000'000;
-
-dp_status_t epoll_add(int ep, int fd, uint64_t data, uint32_t events = EPOLLIN) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = data;
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
-        DP_FAIL(DP_ERR_IO, "agent: epoll_ctl(ADD, fd {}): {}", fd, std::strerror(errno));
-    return DP_OK;
-}
 
 }  // namespace
 
@@ -250,260 +236,6 @@ void Agent::housekeeping() {
     reap_retired();
     connection_log_.flush_if_due();
     for (ClientSession *s : attached_) s->space().log().flush_if_due();
-}
-
-void Agent::rebuild_attached() {
-    attached_.clear();
-    for (auto &[id, s] : clients_)
-        if (s->state == ClientSession::State::kAttached) attached_.push_back(s.get());
-}
-
-void Agent::set_sleeping(bool sleeping) {
-    if (sleeping == sleeping_) return;
-    sleeping_ = sleeping;
-    for (ClientSession *s : attached_)
-        s->header->agent_sleeping.store(sleeping ? 1 : 0, std::memory_order_relaxed);
-}
-
-bool Agent::any_ring_nonempty() const {
-    for (const ClientSession *s : attached_)
-        if (s->pending || s->ring.maybe_nonempty()) return true;
-    return false;
-}
-
-bool Agent::poll_rings() {
-    bool worked = false;
-    for (ClientSession *s : attached_) {
-        ClientSpace &space = s->space();
-        for (int k = 0; k < kDescriptorsPerTurn; ++k) {
-            dp_desc_t d;
-            if (s->pending) d = *s->pending;
-            else if (!s->ring.pop(&d)) break;
-            if (channel::is_coll_post(d.opcode)) {
-                s->pending.reset();
-                channel::CollPost post;
-                std::memcpy(&post, &d, sizeof(post));  // the slot's copy, decoded as a post
-                teams_->post(*s, post);
-                worked = true;
-                continue;
-            }
-            // Every descriptor goes to the engines, under the client's own
-            // address space, whatever memory it names (client_space.h), as
-            // long as the client is within its share (may_submit).
-            if (!space.may_submit()) {
-                s->pending = d;
-                break;
-            }
-            space.submitted(d);
-            if (device_->submit(s->wq, d, s->pasid) == DP_ERR_RETRY) {
-                space.finished(d);
-                s->pending = d;  // the device queue is full: keep it, try again later
-                break;
-            }
-            s->pending.reset();
-            worked = true;
-            ++s->counters.forwarded;
-            ++counters_.forwarded;
-        }
-    }
-    return worked;
-}
-
-void Agent::accept_clients() {
-    for (;;) {
-        UniqueFd conn;
-        if (listener_->accept_fd(0, &conn) != DP_OK) return;
-        ++counters_.connections;
-        channel::sock::PeerCredentials creds;
-        if (channel::sock::peer_credentials(conn.get(), &creds) != DP_OK) continue;
-        auto refuse = [&](dp_status_t status, const std::string &why) {
-            ++counters_.refused;
-            DP_LOG_LIMITED(connection_log_, "agent: refused connection from pid {} uid {}: {}",
-                           creds.pid, creds.uid, why);
-            // One non-blocking try: a fresh socket takes a short answer, and
-            // a peer that made it not do so gets nothing.
-            std::vector<uint8_t> payload;
-            control::encode(control::Reply{status, why}, &payload);
-            ControlConnection(std::move(conn)).send(MsgType::kReply, payload);
-        };
-        if (creds.uid != geteuid()) {
-            refuse(DP_ERR_DENIED, fmt::format("uid {} is not the agent's user (uid {})", creds.uid,
-                                              geteuid()));
-            continue;
-        }
-        if (connecting_ >= config_.max_connecting) {
-            // Full of connections that have not attached: the oldest goes.
-            // Anyone of our uid can open idle connections; a real client
-            // sends ATTACH at once and is served before it would be next.
-            uint32_t oldest = 0;
-            uint64_t oldest_ns = UINT64_MAX;
-            for (const auto &[id, c] : clients_)
-                if (c->state == ClientSession::State::kConnecting && c->connected_ns < oldest_ns)
-                    oldest = id, oldest_ns = c->connected_ns;
-            // (All of them attaching, pools being populated: refuse the new one.)
-            if (oldest == 0) {
-                refuse(DP_ERR_RETRY, fmt::format("{} clients are attaching (max_connecting); try "
-                                                 "again",
-                                                 connecting_));
-                continue;
-            }
-            drop_client(oldest, fmt::format("had not attached when max_connecting = {} newer "
-                                            "connections were waiting",
-                                            config_.max_connecting),
-                        true);
-        }
-        auto process = std::make_shared<ClientProcess>();
-        std::string error;
-        if (ClientProcess::open(conn.get(), creds, process.get(), &error) != DP_OK) {
-            refuse(DP_ERR_DENIED, error);
-            continue;
-        }
-        auto s = std::make_unique<ClientSession>();
-        s->id = next_id_++;
-        if (next_id_ == 0) next_id_ = 1;
-        s->creds = creds;
-        s->process = std::move(process);
-        s->connected_ns = timing::now_ns();
-        s->connection = ControlConnection(std::move(conn));
-        s->epoll_events = EPOLLIN | EPOLLRDHUP;
-        if (epoll_add(epoll_.get(), s->connection.fd(), tag(kClientSocket, s->id),
-                      s->epoll_events) != DP_OK ||
-            epoll_add(epoll_.get(), s->process->pidfd(), tag(kClientProcess, s->id)) != DP_OK) {
-            epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->connection.fd(), nullptr);
-            continue;
-        }
-        ++connecting_;
-        DP_LOG_DEBUG("agent: connection {} from pid {} uid {} (identity {})", s->id, creds.pid,
-                     creds.uid, s->process->verified() ? "from the kernel" : "to be proven");
-        clients_.emplace(s->id, std::move(s));
-    }
-}
-
-void Agent::on_doorbell(uint32_t id) {
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return;
-    uint64_t count;
-    // Reset the eventfd; the rings are polled by the loop anyway.
-    [[maybe_unused]] ssize_t n = ::read(it->second->doorbell.get(), &count, sizeof(count));
-}
-
-void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return;
-    ClientSession &s = *it->second;
-    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
-    if (s.doorbell) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.doorbell.get(), nullptr);
-    if (s.process) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
-    teams_->client_gone(s);
-    const bool was_attached = s.state == ClientSession::State::kAttached;
-    // Work of this client may still be queued or running: the device drops
-    // what is queued, and the memory stays until the engines are out of it
-    // (reap_retired). Nothing here waits.
-    if (s.has_pasid) {
-        device_->retire_address_space(s.pasid);
-        retiring_.push_back({s.pasid, s.memory});
-    }
-    if (s.memory) {
-        s.space().log().flush();
-        total_pool_bytes_ -= s.pool_bytes;
-    }
-    if (was_attached) {
-        ++counters_.detached;
-    } else {
-        --connecting_;
-    }
-    if (misbehaved) ++counters_.dropped;
-    if (was_attached && misbehaved)
-        DP_LOG_WARN("agent: client {} (pid {}) dropped: {}", id, s.creds.pid, why);
-    else if (was_attached)
-        DP_LOG_INFO("agent: client {} (pid {}) detached: {}; {} descriptors, {} staged, {} denied",
-                    id, s.creds.pid, why, s.counters.forwarded, s.counters.staged,
-                    s.counters.denied);
-    else if (misbehaved)
-        DP_LOG_LIMITED(connection_log_, "agent: connection {} (pid {}) closed: {}", id,
-                       s.creds.pid, why);
-    clients_.erase(it);  // closes socket, doorbell and pidfd; the memory lives on while shared
-    if (was_attached) rebuild_attached();
-}
-
-void Agent::reap_retired() {
-    bool released = false;
-    for (size_t i = 0; i < retiring_.size();) {
-        if (!device_->address_space_idle(retiring_[i].pasid)) {
-            ++i;
-            continue;
-        }
-        device_->release_address_space(retiring_[i].pasid);
-        retiring_[i] = std::move(retiring_.back());
-        retiring_.pop_back();  // the last reference unmaps the segment (unless a collective holds it)
-        released = true;
-    }
-    // What a client made this thread allocate (messages of MiBs in and out)
-    // goes back to the system with it: glibc keeps freed memory otherwise,
-    // and clients that come and go would grow the agent for good. (Bounce
-    // buffers do not come from malloc: common/scratch.h.)
-    if (released) malloc_trim(0);
-}
-
-std::string Agent::info_json() const {
-    nlohmann::json j;
-    j["version"] = DEPUTY_VERSION_STRING;
-    j["pid"] = getpid();
-    j["socket"] = address_;
-    j["uptime_s"] = double(timing::now_ns() - started_ns_) / 1e9;
-    j["engines"] = config_.device.total_engines();
-    j["queues"] = device_->num_wqs();
-    j["token_required"] = !config_.token.empty();
-    j["limits"] = {{"pool_bytes", config_.pool_bytes},
-                   {"max_pool_bytes", config_.max_pool_bytes},
-                   {"max_total_pool_bytes", config_.max_total_pool_bytes},
-                   {"ring_size", config_.ring_size},
-                   {"max_clients", config_.max_clients},
-                   {"max_connecting", config_.max_connecting},
-                   {"max_registrations", config_.max_registrations},
-                   {"max_teams_per_client", config_.max_teams_per_client},
-                   {"max_staged_bytes", config_.max_staged_bytes},
-                   {"max_direct_bytes", config_.max_direct_bytes}};
-    nlohmann::json clients = nlohmann::json::array();
-    uint64_t direct = 0;
-    for (const ClientSession *s : attached_) {
-        const uint64_t bounced = s->space().bounced();
-        direct += bounced;
-        clients.push_back({{"id", s->id},
-                           {"pid", s->creds.pid},
-                           {"uid", s->creds.uid},
-                           {"identity", s->process->verified() ? "verified" : "unverified"},
-                           {"pool_bytes", s->pool_bytes},
-                           {"ring_size", s->ring_size},
-                           {"registered_ranges", s->space().range_count()},
-                           {"descriptors", s->counters.forwarded},
-                           {"direct", bounced},
-                           {"staged", s->counters.staged},
-                           {"denied", s->counters.denied}});
-    }
-    j["clients"] = clients;
-    teams_->info(&j);
-    dp_mover_stats_t stats{};
-    stats.size = sizeof(stats);
-    device_->stats(&stats);
-    j["counters"] = {{"connections", counters_.connections},
-                     {"connecting", connecting_},
-                     {"refused", counters_.refused},
-                     {"attached", counters_.attached},
-                     {"detached", counters_.detached},
-                     {"dropped", counters_.dropped},
-                     {"retiring", retiring_.size()},
-                     {"info_requests", counters_.info_requests},
-                     {"services", counters_.services},
-                     {"descriptors_forwarded", counters_.forwarded},
-                     {"descriptors_direct", direct},
-                     {"descriptors_staged", counters_.staged},
-                     {"denied", counters_.denied},
-                     {"device_submitted", stats.submitted},
-                     {"device_completed", stats.completed},
-                     {"device_failed", stats.failed},
-                     {"device_bytes", stats.bytes}};
-    return j.dump();
 }
 
 }  // namespace deputy::agent

@@ -98,19 +98,22 @@ class Agent {
     static uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
 
     // Event loop (agent.cc).
+    bool any_pending() const;
+    void housekeeping();
+    int sleep_timeout_ms() const;
+    // Rings to engines (ring_service.cc).
     bool poll_rings();
     void set_sleeping(bool sleeping);
     bool any_ring_nonempty() const;
-    bool any_pending() const;
-    void accept_clients();
     void on_doorbell(uint32_t id);
-    void housekeeping();
-    int sleep_timeout_ms() const;
+    void rebuild_attached();
+    // Clients arriving and leaving (client_admission.cc).
+    void accept_clients();
     void drop_client(uint32_t id, const std::string &why, bool misbehaved);
     void reap_retired();
+    // `deputy info` (agent_info.cc).
     std::string info_json() const;
-    void rebuild_attached();
-    // Client control (client_control.cc).
+    // Client control (client_control.cc; handle_staged in staged_execution.cc).
     void on_client_event(uint32_t id, uint32_t events);
     bool serve_inbox(ClientSession &s);
     void send(ClientSession &s, channel::MsgType type, const std::vector<uint8_t> &payload,

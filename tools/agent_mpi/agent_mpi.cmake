@@ -16,6 +16,8 @@ if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_membership.cc
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_operations.cc
     ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc)
   set_target_properties(deputy_agent_mpi PROPERTIES OUTPUT_NAME deputy-agent-mpi)
   target_include_directories(deputy_agent_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -1,0 +1,74 @@
+// `deputy info`: the agent's configuration, clients and counters as JSON.
+// Separate because it only reads the agent's state and is no part of serving.
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "common/timing.h"
+#include <deputy/version.h>
+
+namespace deputy::agent {
+
+std::string Agent::info_json() const {
+    nlohmann::json j;
+    j["version"] = DEPUTY_VERSION_STRING;
+    j["pid"] = getpid();
+    j["socket"] = address_;
+    j["uptime_s"] = double(timing::now_ns() - started_ns_) / 1e9;
+    j["engines"] = config_.device.total_engines();
+    j["queues"] = device_->num_wqs();
+    j["token_required"] = !config_.token.empty();
+    j["limits"] = {{"pool_bytes", config_.pool_bytes},
+                   {"max_pool_bytes", config_.max_pool_bytes},
+                   {"max_total_pool_bytes", config_.max_total_pool_bytes},
+                   {"ring_size", config_.ring_size},
+                   {"max_clients", config_.max_clients},
+                   {"max_connecting", config_.max_connecting},
+                   {"max_registrations", config_.max_registrations},
+                   {"max_teams_per_client", config_.max_teams_per_client},
+                   {"max_staged_bytes", config_.max_staged_bytes},
+                   {"max_direct_bytes", config_.max_direct_bytes}};
+    nlohmann::json clients = nlohmann::json::array();
+    uint64_t direct = 0;
+    for (const ClientSession *s : attached_) {
+        const uint64_t bounced = s->space().bounced();
+        direct += bounced;
+        clients.push_back({{"id", s->id},
+                           {"pid", s->creds.pid},
+                           {"uid", s->creds.uid},
+                           {"identity", s->process->verified() ? "verified" : "unverified"},
+                           {"pool_bytes", s->pool_bytes},
+                           {"ring_size", s->ring_size},
+                           {"registered_ranges", s->space().range_count()},
+                           {"descriptors", s->counters.forwarded},
+                           {"direct", bounced},
+                           {"staged", s->counters.staged},
+                           {"denied", s->counters.denied}});
+    }
+    j["clients"] = clients;
+    teams_->info(&j);
+    dp_mover_stats_t stats{};
+    stats.size = sizeof(stats);
+    device_->stats(&stats);
+    j["counters"] = {{"connections", counters_.connections},
+                     {"connecting", connecting_},
+                     {"refused", counters_.refused},
+                     {"attached", counters_.attached},
+                     {"detached", counters_.detached},
+                     {"dropped", counters_.dropped},
+                     {"retiring", retiring_.size()},
+                     {"info_requests", counters_.info_requests},
+                     {"services", counters_.services},
+                     {"descriptors_forwarded", counters_.forwarded},
+                     {"descriptors_direct", direct},
+                     {"descriptors_staged", counters_.staged},
+                     {"denied", counters_.denied},
+                     {"device_submitted", stats.submitted},
+                     {"device_completed", stats.completed},
+                     {"device_failed", stats.failed},
+                     {"device_bytes", stats.bytes}};
+    return j.dump();
+}
+
+}  // namespace deputy::agent

@@ -1,0 +1,79 @@
+// The node thread's private state of MpiInternode (commands, teams, running
+// operations), shared by mpi_internode.cc, mpi_membership.cc and
+// mpi_operations.cc; internal to src/agent/mpi.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/mpi/mpi_internode.h"
+#include "coll/schedule.h"
+#include "coll/transport/mpi/schedule_runner.h"
+
+namespace deputy::agent {
+
+// MPI's text for an error code.
+inline std::string mpi_error(int code) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(code, text, &len);
+    return std::string(text, size_t(std::max(len, 0)));
+}
+
+// The fields every node must agree on, as bytes for an allgather.
+struct Header {
+    uint64_t count, root;
+    uint8_t opcode, dtype, redop, pad[5];
+};
+static_assert(sizeof(Header) == 24);
+
+struct MpiInternode::Command {
+    enum class Kind { join, broken, start } kind = Kind::join;
+    std::string key;
+    uint32_t rank = 0, size = 0, timeout_ms = 0;
+    uint64_t uid = 0;
+    std::string why;
+    InterOp op;
+};
+
+struct MpiInternode::Running {
+    InterOp op;
+    enum class Phase { header, header_wait, data, data_wait } phase = Phase::header;
+    MPI_Request request = MPI_REQUEST_NULL;
+    Header mine{};
+    std::vector<uint8_t> fused;  // the check: every node's slot, then this node's
+    std::vector<int> counts, displs, send_counts, send_displs;
+    uint64_t deadline_ns = 0;
+    std::string algorithm = "mpi-native";
+    std::unique_ptr<coll::Schedule> schedule;  // point-to-point allreduce
+    std::unique_ptr<coll::mpi::ScheduleRunner> runner;
+    std::string error;
+    bool all_posted() const { return phase == Phase::data_wait; }
+};
+
+struct MpiInternode::TeamComm {
+    MPI_Comm comm = MPI_COMM_NULL;
+    std::vector<uint32_t> nodes;  // ascending node ids
+    uint32_t index = 0;           // this node's place in `nodes`
+    std::list<Running> ops;
+    uint64_t schedules_posted = 0;
+    size_t schedules_in_flight = 0;
+    bool dead = false;
+    std::string dead_reason;
+    uint64_t mismatched_sequence = UINT64_MAX;
+};
+
+struct MpiInternode::Forming {
+    uint32_t size = 0;
+    std::vector<uint32_t> node_of_rank;  // UINT32_MAX: not joined
+    uint64_t deadline_ns = 0;
+    uint32_t timeout_ms = 0;
+};
+
+}  // namespace deputy::agent

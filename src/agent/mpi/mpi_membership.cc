@@ -1,0 +1,210 @@
+// Agents forming teams: control messages between nodes, the sequencer on
+// node 0 (joins, timeouts) and a team formed or broken. Separate from the
+// operations: nothing here moves a collective's bytes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "agent/mpi/mpi_internode.h"
+#include "agent/mpi/mpi_internode_state.h"
+#include "channel/coll_post.h"
+#include "common/log.h"
+#include "common/timing.h"
+
+namespace deputy::agent {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kControlTag = 1;
+
+}  // namespace
+
+void MpiInternode::send_control(uint32_t to, const std::string &message) {
+    auto text = std::make_shared<std::string>(message);
+    MPI_Request req;
+    int rc = MPI_Isend(text->data(), int(text->size()), MPI_CHAR, int(to), kControlTag, control_,
+                       &req);
+    if (rc != MPI_SUCCESS) {
+        DP_LOG_WARN("agent node {}: sending to node {} failed: {}", node_, to, mpi_error(rc));
+        return;
+    }
+    sends_.emplace_back(req, std::move(text));
+}
+
+void MpiInternode::receive_control() {
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, kControlTag, control_, &flag, &st) != MPI_SUCCESS || !flag)
+            return;
+        int n = 0;
+        MPI_Get_count(&st, MPI_CHAR, &n);
+        std::string text(size_t(std::max(n, 0)), '\0');
+        if (MPI_Recv(text.data(), n, MPI_CHAR, st.MPI_SOURCE, kControlTag, control_,
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return;
+        on_control(uint32_t(st.MPI_SOURCE), text);
+    }
+}
+
+void MpiInternode::on_control(uint32_t from, const std::string &text) {
+    // Peers are agents of the same MPI job, but a malformed message must
+    // still only cost a warning.
+    json m = json::parse(text, nullptr, false);
+    if (m.is_discarded() || !m.is_object() || !m.contains("t")) {
+        DP_LOG_WARN("agent node {}: malformed message from node {} ignored", node_, from);
+        return;
+    }
+    try {
+        const std::string t = m.at("t").get<std::string>();
+        if (t == "join" && node_ == 0) {
+            sequencer_join(from, m.at("key").get<std::string>(), m.at("rank").get<uint32_t>(),
+                           m.at("size").get<uint32_t>(), m.at("timeout").get<uint32_t>());
+        } else if (t == "formed") {
+            on_formed(m.at("key").get<std::string>(), m.at("uid").get<uint64_t>(),
+                      m.at("map").get<std::vector<uint32_t>>());
+        } else if (t == "join_failed") {
+            InternodeEvent e;
+            e.kind = InternodeEvent::Kind::join_failed;
+            e.key = m.at("key").get<std::string>();
+            e.rank = m.at("rank").get<uint32_t>();
+            e.status = dp_status_t(m.at("status").get<int>());
+            e.reason = m.at("reason").get<std::string>();
+            push_event(std::move(e));
+        } else if (t == "broken") {
+            on_broken(m.at("uid").get<uint64_t>(), m.at("why").get<std::string>());
+        } else {
+            DP_LOG_WARN("agent node {}: unknown message '{}' from node {}", node_, t, from);
+        }
+    } catch (const json::exception &e) {
+        DP_LOG_WARN("agent node {}: bad message from node {}: {}", node_, from, e.what());
+    }
+}
+
+void MpiInternode::sequencer_join(uint32_t from, const std::string &key, uint32_t rank,
+                                  uint32_t size, uint32_t timeout_ms) {
+    auto refuse = [&](dp_status_t status, const std::string &why) {
+        json m{{"t", "join_failed"}, {"key", key}, {"rank", rank}, {"status", int(status)},
+               {"reason", why}};
+        if (from == node_) on_control(node_, m.dump());
+        else send_control(from, m.dump());
+    };
+    auto [it, fresh] = forming_.try_emplace(key);
+    Forming &f = it->second;
+    if (fresh) {
+        f.size = size;
+        f.node_of_rank.assign(size, UINT32_MAX);
+        f.timeout_ms = timeout_ms;
+        f.deadline_ns = timing::now_ns() + uint64_t(timeout_ms) * 1'000'000;
+    }
+    if (f.size != size)
+        return refuse(DP_ERR_MISMATCH,
+                      fmt::format("team '{}' has size {}; this member says {}", key, f.size, size));
+    if (rank >= size)
+        return refuse(DP_ERR_INVALID, fmt::format("team '{}': rank {} is not in 0..{}", key, rank,
+                                                  size - 1));
+    if (f.node_of_rank[rank] != UINT32_MAX)
+        return refuse(DP_ERR_INVALID, fmt::format("team '{}': rank {} joined already (on node {})",
+                                                  key, rank, f.node_of_rank[rank]));
+    f.node_of_rank[rank] = from;
+    if (std::count(f.node_of_rank.begin(), f.node_of_rank.end(), UINT32_MAX) != 0) return;
+    const uint64_t uid = next_uid_++;
+    std::vector<uint32_t> map = f.node_of_rank;
+    forming_.erase(it);
+    std::vector<uint32_t> nodes = map;
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    const std::string formed = json{{"t", "formed"}, {"key", key}, {"uid", uid}, {"map", map}}.dump();
+    for (uint32_t n : nodes)
+        if (n != node_) send_control(n, formed);
+    if (std::find(nodes.begin(), nodes.end(), node_) != nodes.end()) on_formed(key, uid, map);
+}
+
+void MpiInternode::sequencer_timeouts() {
+    const uint64_t now = timing::now_ns();
+    for (auto it = forming_.begin(); it != forming_.end();) {
+        const Forming &f = it->second;
+        if (now < f.deadline_ns) {
+            ++it;
+            continue;
+        }
+        std::string missing;
+        std::vector<uint32_t> nodes;
+        uint32_t joined = 0;
+        for (uint32_t r = 0; r < f.size; ++r) {
+            if (f.node_of_rank[r] == UINT32_MAX) {
+                missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            } else {
+                ++joined;
+                nodes.push_back(f.node_of_rank[r]);
+            }
+        }
+        const std::string why = fmt::format(
+            "team '{}': {} of {} members joined within {} ms on {} node(s); missing rank(s) {}",
+            it->first, joined, f.size, f.timeout_ms, nodes_, missing);
+        std::sort(nodes.begin(), nodes.end());
+        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+        const std::string m = json{{"t", "join_failed"}, {"key", it->first}, {"rank", UINT32_MAX},
+                                   {"status", int(DP_ERR_TIMEOUT)}, {"reason", why}}
+                                  .dump();
+        it = forming_.erase(it);
+        for (uint32_t n : nodes) {
+            if (n == node_) on_control(node_, m);
+            else send_control(n, m);
+        }
+    }
+}
+
+void MpiInternode::on_formed(const std::string &key, uint64_t uid,
+                             const std::vector<uint32_t> &map) {
+    auto t = std::make_unique<TeamComm>();
+    t->nodes = map;
+    std::sort(t->nodes.begin(), t->nodes.end());
+    t->nodes.erase(std::unique(t->nodes.begin(), t->nodes.end()), t->nodes.end());
+    t->index = uint32_t(std::find(t->nodes.begin(), t->nodes.end(), node_) - t->nodes.begin());
+    if (t->nodes.size() > 1) {
+        // Collective over the team's nodes only; they all get here in the
+        // order the sequencer formed the teams.
+        MPI_Group world, group;
+        MPI_Comm_group(control_, &world);
+        std::vector<int> ranks(t->nodes.begin(), t->nodes.end());
+        MPI_Group_incl(world, int(ranks.size()), ranks.data(), &group);
+        int rc = MPI_Comm_create_group(control_, group, int(10 + uid % 30000), &t->comm);
+        MPI_Group_free(&group);
+        MPI_Group_free(&world);
+        if (rc != MPI_SUCCESS) {
+            t->dead = true;
+            t->dead_reason = "creating the team's communicator failed: " + mpi_error(rc);
+        } else {
+            MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
+        }
+    }
+    InternodeEvent e;
+    e.kind = InternodeEvent::Kind::formed;
+    e.key = key;
+    e.team_uid = uid;
+    e.node_of_rank = map;
+    teams_[uid] = std::move(t);
+    ++teams_formed_;
+    push_event(std::move(e));
+}
+
+void MpiInternode::on_broken(uint64_t uid, const std::string &why) {
+    auto it = teams_.find(uid);
+    if (it == teams_.end() || it->second->dead) return;
+    TeamComm &t = *it->second;
+    t.dead = true;
+    t.dead_reason = why;
+    // Requests of collectives cannot be cancelled or freed (MPI 3.1
+    // §5.12): the ones in flight are abandoned with the team.
+    while (!t.ops.empty()) finish(t.ops.front(), channel::kCollMemberLost, why), t.ops.pop_front();
+    InternodeEvent e;
+    e.kind = InternodeEvent::Kind::broken;
+    e.team_uid = uid;
+    e.reason = why;
+    push_event(std::move(e));
+}
+
+}  // namespace deputy::agent

@@ -1,0 +1,84 @@
+// Descriptors from the clients' rings to the engines: polling the rings,
+// telling clients when the agent sleeps (so they ring its doorbell) and the
+// polling order. Separate from the loop: this is the data path of every client.
+#include <cstring>
+
+#include "agent/agent.h"
+#include "channel/coll_post.h"
+
+namespace deputy::agent {
+
+namespace {
+
+// Descriptors taken from one client per turn, so one busy client cannot
+// starve the others.
+constexpr int kDescriptorsPerTurn = 32;
+
+}  // namespace
+
+void Agent::rebuild_attached() {
+    attached_.clear();
+    for (auto &[id, s] : clients_)
+        if (s->state == ClientSession::State::kAttached) attached_.push_back(s.get());
+}
+
+void Agent::set_sleeping(bool sleeping) {
+    if (sleeping == sleeping_) return;
+    sleeping_ = sleeping;
+    for (ClientSession *s : attached_)
+        s->header->agent_sleeping.store(sleeping ? 1 : 0, std::memory_order_relaxed);
+}
+
+bool Agent::any_ring_nonempty() const {
+    for (const ClientSession *s : attached_)
+        if (s->pending || s->ring.maybe_nonempty()) return true;
+    return false;
+}
+
+bool Agent::poll_rings() {
+    bool worked = false;
+    for (ClientSession *s : attached_) {
+        ClientSpace &space = s->space();
+        for (int k = 0; k < kDescriptorsPerTurn; ++k) {
+            dp_desc_t d;
+            if (s->pending) d = *s->pending;
+            else if (!s->ring.pop(&d)) break;
+            if (channel::is_coll_post(d.opcode)) {
+                s->pending.reset();
+                channel::CollPost post;
+                std::memcpy(&post, &d, sizeof(post));  // the slot's copy, decoded as a post
+                teams_->post(*s, post);
+                worked = true;
+                continue;
+            }
+            // Every descriptor goes to the engines, under the client's own
+            // address space, whatever memory it names (client_space.h), as
+            // long as the client is within its share (may_submit).
+            if (!space.may_submit()) {
+                s->pending = d;
+                break;
+            }
+            space.submitted(d);
+            if (device_->submit(s->wq, d, s->pasid) == DP_ERR_RETRY) {
+                space.finished(d);
+                s->pending = d;  // the device queue is full: keep it, try again later
+                break;
+            }
+            s->pending.reset();
+            worked = true;
+            ++s->counters.forwarded;
+            ++counters_.forwarded;
+        }
+    }
+    return worked;
+}
+
+void Agent::on_doorbell(uint32_t id) {
+    auto it = clients_.find(id);
+    if (it == clients_.end()) return;
+    uint64_t count;
+    // Reset the eventfd; the rings are polled by the loop anyway.
+    [[maybe_unused]] ssize_t n = ::read(it->second->doorbell.get(), &count, sizeof(count));
+}
+
+}  // namespace deputy::agent
