@@ -5,7 +5,7 @@
 // space hands out an agent-side buffer filled with the range's current bytes,
 // and remembers the ranges the mover may write so the caller can copy them
 // back after a successful execution. Pool addresses still translate in
-// place. Single-threaded: one BounceSpace per descriptor, on the agent's
+// place, but for completion records. Single-threaded: one BounceSpace per descriptor, on the agent's
 // service thread.
 #pragma once
 
@@ -30,6 +30,7 @@ class BounceSpace final : public mover::AddressSpace {
     struct Bounce {
         uint64_t addr;
         bool written;
+        bool record;  // a completion record (a batch member's): written back last
         scratch::Buffer bytes;  // the engine's reusable memory (common/scratch.h)
     };
 
@@ -40,8 +41,14 @@ class BounceSpace final : public mover::AddressSpace {
 
     void *translate(uint64_t addr, uint64_t len, mover::Access access) const override;
 
-    // Every range handed out, in order (the caller copies back the written ones).
+    // Every range handed out, in order.
     const std::vector<std::unique_ptr<Bounce>> &bounces() const { return bounces_; }
+    // The written ranges in the order to copy them back: as the kernel asked
+    // for them, except that a batch member's completion record (bounced
+    // even in the pool: Access::record) comes after the data of its member,
+    // which the kernel asked for after the record. The caller publishes a
+    // record through ClientSpace::publish, so none says done too early.
+    std::vector<const Bounce *> write_back_order() const;
     // Why the last refusal happened, for the log ("" when none).
     const std::string &refusal() const { return refusal_; }
 

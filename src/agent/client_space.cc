@@ -107,10 +107,23 @@ bool ClientSpace::run_bounced(const dp_desc_t &d, const mover::ExecLimits &limit
     const bool wrote = mover::is_success(result->status) || result->status == DP_COMP_BATCH_FAILED;
     if (wrote) {
         // In the order the kernel asked for them (dst before dualcast's
-        // second destination). A fault part-way stops here: what was
-        // written stays, the rest is untouched, and the status says where.
-        for (const auto &b : space.bounces()) {
-            if (!b->written || b->bytes.empty()) continue;
+        // second destination), a batch member's record after its data,
+        // through publish(). A fault part-way stops here: what was written
+        // stays, the rest (later records too) is untouched, and the status
+        // says where.
+        for (const BounceSpace::Bounce *b : space.write_back_order()) {
+            if (b->record) {
+                dp_completion_t rec;
+                std::memcpy(&rec, b->bytes.data(), sizeof rec);
+                mover::OpResult member;
+                member.status = rec.status;
+                member.result = rec.result;
+                member.bytes = rec.bytes_completed;
+                member.value = rec.value;
+                publish(b->addr, member, rec.user);
+                continue;
+            }
+            if (b->bytes.empty()) continue;
             size_t written = 0;
             if (!process_->write(b->addr, b->bytes.data(), b->bytes.size(), &written, &io_error)) {
                 DP_LOG_LIMITED(log_, "client {}: {}: direct write-back faulted: {}", client_id_,

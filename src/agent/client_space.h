@@ -100,8 +100,9 @@ class ClientSpace final : public mover::AddressSpace {
     bool write(uint64_t addr, const void *in, uint64_t len, std::string *why) const;
     // The one way a completion record reaches a client: in its pool, in
     // place (waking a block-mode waiter); in a registered range, written
-    // back with the status byte last. False when `record` is misaligned or
-    // in neither (nothing is written then).
+    // back with the status byte last. A batch's member records too, after
+    // their member's data when that ran on bounce buffers. False when
+    // `record` is misaligned or in neither (nothing is written then).
     bool publish(uint64_t record, const mover::OpResult &result, uint64_t user) const;
 
   private:

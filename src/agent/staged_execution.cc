@@ -63,11 +63,12 @@ dp_status_t Agent::handle_staged(ClientSession &s, const std::vector<uint8_t> &p
         }
         mover::publish_completion(&out.record, result, m.desc.user);
         out.record.waiter = 0;
+        // A batch member's record after its member's data: the client
+        // copies them in this order.
         if (mover::is_success(result.status))
-            for (const auto &b : space.bounces())
-                if (b->written)
-                    out.writes.push_back(
-                        {b->addr, {b->bytes.data(), b->bytes.data() + b->bytes.size()}});
+            for (const BounceSpace::Bounce *b : space.write_back_order())
+                out.writes.push_back(
+                    {b->addr, {b->bytes.data(), b->bytes.data() + b->bytes.size()}});
         if (result.status == DP_COMP_ADDRESS_DENIED) {
             ++s.counters.denied;
             ++counters_.denied;

@@ -13,7 +13,10 @@
 
 namespace deputy::mover {
 
-enum class Access { read, write };
+// record: a completion record, written. A space that copies memory rather
+// than addressing it (the agent's bounce buffers) writes records back after
+// the data, status byte last, so a poller never sees "done" before the bytes.
+enum class Access { read, write, record };
 struct OpResult;
 struct ExecLimits;
 

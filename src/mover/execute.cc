@@ -294,7 +294,7 @@ dp_completion_t *resolve_completion(const dp_desc_t &desc, const AddressSpace &s
         return nullptr;
     }
     auto *record = static_cast<dp_completion_t *>(
-        space.translate(desc.completion, sizeof(dp_completion_t), Access::write));
+        space.translate(desc.completion, sizeof(dp_completion_t), Access::record));
     if (record == nullptr) *ok = false;
     return record;
 }
