@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "coll/node_plan.h"
+
 namespace deputy::agent {
 
 // The inter-node part of one collective, between the agents of a team's
 // nodes (node order = ascending node id). Buffers belong to the agent and
 // stay untouched by it until the matching `done` event.
 struct InterOp {
-    enum class Kind : uint8_t { allreduce, allgatherv, alltoallv, bcast, barrier };
-    Kind kind = Kind::barrier;
     uint64_t team_uid = 0;
     uint64_t op_id = 0;     // echoed in the done event
     uint64_t sequence = 0;  // the team's operation number: chunks of one share it
@@ -31,18 +31,11 @@ struct InterOp {
     bool check = false;
     uint8_t opcode = 0, dtype = 0, redop = 0;
     uint64_t count = 0, root = 0;
-    // allreduce: `elements` of `dtype` reduced with `redop` in place in
-    // recv (a chunk of the operation's `count`). bcast: `bytes` from the node at index root_node into recv.
-    // allgatherv: this node's part in send, parts of every node (bytes per
-    // node in part_bytes) concatenated in node order into recv.
-    // alltoallv: send holds the part for node j at send_offsets[j] of
-    // send_bytes[j] bytes; recv gets node i's at recv_offsets[i].
+    // The exchange (coll/node_plan.h), over the agent's send and recv
+    // buffers; an allreduce's recv_offset is already applied to recv.
+    coll::NodeExchange step;
     void *send = nullptr;
     void *recv = nullptr;
-    uint64_t bytes = 0;
-    uint32_t root_node = 0;
-    uint64_t elements = 0;
-    std::vector<uint64_t> part_bytes, send_bytes, send_offsets, recv_bytes, recv_offsets;
 };
 
 struct InternodeEvent {

@@ -186,7 +186,7 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
         InterOp poison = check_of(h0);
         poison.opcode = kPoisonOpcode;
         poison.count = internode_->node();  // unlike any other node's
-        poison.kind = InterOp::Kind::barrier;
+        poison.step.kind = coll::NodeExchange::Kind::barrier;
         poison.team_uid = t.uid;
         poison.op_id = next_step_id_++;  // not tracked: its answer is ignored
         poison.sequence = sequence;
@@ -208,6 +208,7 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     args.node = internode_->node();
     args.stage_bytes = kNodeChunkBytes;
     ex->node_plan = coll::build_node_plan(args);
+    ex->node_args = std::move(args);
     const coll::NodePlan &np = ex->node_plan;
     // MPI counts are ints.
     const uint64_t moved = std::max(np.send_bytes, np.recv_bytes);
@@ -230,59 +231,15 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
 void TeamEngine::post_step(Team &t, uint32_t group) {
     Execution &ex = *t.running;
     const ch::CollPost &h0 = ex.heads[t.local_ranks.front()];
-    const coll::NodePlan &np = ex.node_plan;
-    const uint64_t n = h0.count * mover::dtype_size(h0.dtype);
     InterOp o = check_of(h0);
     o.check = !ex.checked;
     ex.checked = true;
     o.team_uid = t.uid;
     o.op_id = next_step_id_++;
     o.sequence = t.ops;
-    const auto piece = np.groups[group];
-    switch (ex.collective) {
-        case coll::Collective::allreduce:
-        case coll::Collective::reduce_scatter:
-            o.kind = InterOp::Kind::allreduce;
-            o.recv = ex.recv->data() + piece.offset;
-            o.elements = piece.bytes / mover::dtype_size(h0.dtype);
-            break;
-        case coll::Collective::allgather:
-            o.kind = InterOp::Kind::allgatherv;
-            o.send = ex.send->data();
-            o.recv = ex.recv->data();
-            for (const auto &rs : np.ranks_of) o.part_bytes.push_back(rs.size() * n);
-            break;
-        case coll::Collective::alltoall: {
-            o.kind = InterOp::Kind::alltoallv;
-            const uint64_t local = np.local_ranks.size();
-            uint64_t at = 0;
-            for (const auto &rs : np.ranks_of) {
-                o.send_offsets.push_back(at);
-                o.send_bytes.push_back(local * rs.size() * n);
-                at += o.send_bytes.back();
-            }
-            at = 0;
-            for (const auto &rs : np.ranks_of) {
-                o.recv_offsets.push_back(at);
-                o.recv_bytes.push_back(rs.size() * local * n);
-                at += o.recv_bytes.back();
-            }
-            o.send = ex.send->data();
-            o.recv = ex.recv->data();
-            break;
-        }
-        case coll::Collective::bcast:
-            o.kind = InterOp::Kind::bcast;
-            o.recv = ex.recv->data();
-            o.bytes = n;
-            o.root_node = uint32_t(std::lower_bound(np.nodes.begin(), np.nodes.end(),
-                                                    t.node_of_rank[h0.root]) -
-                                   np.nodes.begin());
-            break;
-        case coll::Collective::barrier:
-            o.kind = InterOp::Kind::barrier;
-            break;
-    }
+    o.step = coll::node_exchange(ex.node_args, ex.node_plan, group);
+    o.send = ex.send->data();
+    o.recv = ex.recv->data() + o.step.recv_offset;
     ex.steps[o.op_id] = group;
     ++ex.steps_posted;
     internode_->start(std::move(o));

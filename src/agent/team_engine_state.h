@@ -88,6 +88,7 @@ struct TeamEngine::Execution {
     // MPI may still write into them), the steps out (step id -> group) and
     // the groups whose step came back.
     bool spans_nodes = false;
+    coll::NodeArgs node_args;
     coll::NodePlan node_plan;
     TaskSet gather, write_back;
     std::shared_ptr<std::vector<uint8_t>> send, recv;

@@ -169,4 +169,48 @@ NodePlan build_node_plan(const NodeArgs &args) {
     return plan;
 }
 
+NodeExchange node_exchange(const NodeArgs &args, const NodePlan &plan, uint32_t group) {
+    const LocalArgs &a = args.collective;
+    const uint64_t element = dp_dtype_size(a.dtype);
+    const uint64_t n = a.count * element;
+    NodeExchange x;
+    switch (a.collective) {
+        case Collective::allreduce:
+        case Collective::reduce_scatter:
+            x.kind = NodeExchange::Kind::allreduce;
+            x.recv_offset = plan.groups[group].offset;
+            x.elements = plan.groups[group].bytes / element;
+            break;
+        case Collective::allgather:
+            x.kind = NodeExchange::Kind::allgatherv;
+            for (const auto &rs : plan.ranks_of) x.part_bytes.push_back(rs.size() * n);
+            break;
+        case Collective::alltoall: {
+            x.kind = NodeExchange::Kind::alltoallv;
+            const uint64_t local = plan.local_ranks.size();
+            uint64_t sent = 0, received = 0;
+            for (const auto &rs : plan.ranks_of) {
+                x.send_offsets.push_back(sent);
+                x.send_bytes.push_back(local * rs.size() * n);
+                sent += x.send_bytes.back();
+                x.recv_offsets.push_back(received);
+                x.recv_bytes.push_back(rs.size() * local * n);
+                received += x.recv_bytes.back();
+            }
+            break;
+        }
+        case Collective::bcast:
+            x.kind = NodeExchange::Kind::bcast;
+            x.bytes = n;
+            x.root_node = uint32_t(std::lower_bound(plan.nodes.begin(), plan.nodes.end(),
+                                                    args.node_of_rank[a.root]) -
+                                   plan.nodes.begin());
+            break;
+        case Collective::barrier:
+            x.kind = NodeExchange::Kind::barrier;
+            break;
+    }
+    return x;
+}
+
 }  // namespace deputy::coll

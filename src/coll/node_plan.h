@@ -60,4 +60,24 @@ struct NodePlan {
 // node_of_rank[...] == node is a local member.
 NodePlan build_node_plan(const NodeArgs &args);
 
+// The step between agents for one group of a plan: a collective among the
+// team's nodes (in node order) over the agent's buffers, as offsets into
+// send and recv; the agents' transport (MPI) carries it out.
+struct NodeExchange {
+    enum class Kind : uint8_t { allreduce, allgatherv, alltoallv, bcast, barrier };
+    Kind kind = Kind::barrier;
+    // allreduce: `elements` at recv_offset of recv, reduced in place.
+    uint64_t recv_offset = 0, elements = 0;
+    // bcast: `bytes` of recv from the node at index root_node.
+    uint64_t bytes = 0;
+    uint32_t root_node = 0;
+    // allgatherv: this node's part is all of send; every node's part
+    // (part_bytes, per node) lands in recv, concatenated in node order.
+    std::vector<uint64_t> part_bytes;
+    // alltoallv: the part for node k is send_bytes[k] at send_offsets[k] of
+    // send; node k's part lands at recv_offsets[k] of recv.
+    std::vector<uint64_t> send_offsets, send_bytes, recv_offsets, recv_bytes;
+};
+NodeExchange node_exchange(const NodeArgs &args, const NodePlan &plan, uint32_t group);
+
 }  // namespace deputy::coll

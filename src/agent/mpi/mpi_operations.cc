@@ -53,8 +53,8 @@ constexpr std::array<UserFn, sizeof...(I)> reduce_functions(std::index_sequence<
 constexpr auto kReduceFns = reduce_functions(std::make_index_sequence<size_t(DP_DTYPE_COUNT) * size_t(DP_OP_COUNT)>());
 
 bool inline_reduction(const InterOp &op) {
-    return op.check && op.kind == InterOp::Kind::allreduce &&
-           op.elements * mover::dtype_size(op.dtype) <= kInlineBytes;
+    return op.check && op.step.kind == coll::NodeExchange::Kind::allreduce &&
+           op.step.elements * mover::dtype_size(op.dtype) <= kInlineBytes;
 }
 
 }  // namespace
@@ -85,13 +85,13 @@ bool MpiInternode::post_next(Running &r) {
         r.fused.assign(slot * size_t(n + 1), 0);  // the last slot: this node's, to send
         uint8_t *own = r.fused.data() + slot * size_t(n);
         std::memcpy(own, &r.mine, sizeof(Header));
-        if (inline_reduction(op)) std::memcpy(own + sizeof(Header), op.recv, op.elements * esize);
+        if (inline_reduction(op)) std::memcpy(own + sizeof(Header), op.recv, op.step.elements * esize);
         rc = MPI_Iallgather(own, int(slot), MPI_BYTE, r.fused.data(), int(slot), MPI_BYTE, t.comm,
                             &r.request);
         r.phase = Running::Phase::header_wait;
     } else {
-        switch (op.kind) {
-            case InterOp::Kind::allreduce: {
+        switch (op.step.kind) {
+            case coll::NodeExchange::Kind::allreduce: {
                 if (uses_schedule(r.op)) {
                     // All tag slots busy: post later (never MPI's own instead:
                     // every node must choose the same algorithm).
@@ -106,24 +106,24 @@ bool MpiInternode::post_next(Running &r) {
                 MPI_Datatype type;
                 MPI_Type_contiguous(int(mover::dtype_size(op.dtype)), MPI_BYTE, &type);
                 MPI_Type_commit(&type);
-                rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, int(op.elements), type, mpi_op, t.comm,
+                rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, int(op.step.elements), type, mpi_op, t.comm,
                                     &r.request);
                 // Both stay alive until the operation completes (MPI 3.1 §2.5.1).
                 MPI_Type_free(&type);
                 MPI_Op_free(&mpi_op);
                 break;
             }
-            case InterOp::Kind::bcast:
-                rc = MPI_Ibcast(op.recv, int(op.bytes), MPI_BYTE, int(op.root_node), t.comm,
+            case coll::NodeExchange::Kind::bcast:
+                rc = MPI_Ibcast(op.recv, int(op.step.bytes), MPI_BYTE, int(op.step.root_node), t.comm,
                                 &r.request);
                 break;
-            case InterOp::Kind::barrier: rc = MPI_Ibarrier(t.comm, &r.request); break;
-            case InterOp::Kind::allgatherv: {
+            case coll::NodeExchange::Kind::barrier: rc = MPI_Ibarrier(t.comm, &r.request); break;
+            case coll::NodeExchange::Kind::allgatherv: {
                 r.counts.resize(size_t(n));
                 r.displs.resize(size_t(n));
                 int at = 0;
                 for (int i = 0; i < n; ++i) {
-                    r.counts[size_t(i)] = int(op.part_bytes[size_t(i)]);
+                    r.counts[size_t(i)] = int(op.step.part_bytes[size_t(i)]);
                     r.displs[size_t(i)] = at;
                     at += r.counts[size_t(i)];
                 }
@@ -131,16 +131,16 @@ bool MpiInternode::post_next(Running &r) {
                                      r.displs.data(), MPI_BYTE, t.comm, &r.request);
                 break;
             }
-            case InterOp::Kind::alltoallv: {
+            case coll::NodeExchange::Kind::alltoallv: {
                 r.counts.resize(size_t(n));
                 r.displs.resize(size_t(n));
                 r.send_counts.resize(size_t(n));
                 r.send_displs.resize(size_t(n));
                 for (size_t i = 0; i < size_t(n); ++i) {
-                    r.send_counts[i] = int(op.send_bytes[i]);
-                    r.send_displs[i] = int(op.send_offsets[i]);
-                    r.counts[i] = int(op.recv_bytes[i]);
-                    r.displs[i] = int(op.recv_offsets[i]);
+                    r.send_counts[i] = int(op.step.send_bytes[i]);
+                    r.send_displs[i] = int(op.step.send_offsets[i]);
+                    r.counts[i] = int(op.step.recv_bytes[i]);
+                    r.displs[i] = int(op.step.recv_offsets[i]);
                 }
                 rc = MPI_Ialltoallv(op.send, r.send_counts.data(), r.send_displs.data(), MPI_BYTE,
                                     op.recv, r.counts.data(), r.displs.data(), MPI_BYTE, t.comm,
@@ -164,18 +164,18 @@ bool MpiInternode::post_next(Running &r) {
 // The gathered parts reduced in node order into the operation's buffer.
 void MpiInternode::reduce_fused(Running &r, size_t nodes) {
     const size_t slot = sizeof(Header) + kInlineBytes;
-    const size_t bytes = r.op.elements * mover::dtype_size(r.op.dtype);
+    const size_t bytes = r.op.step.elements * mover::dtype_size(r.op.dtype);
     auto *out = static_cast<uint8_t *>(r.op.recv);
     std::memcpy(out, r.fused.data() + sizeof(Header), bytes);
     for (size_t k = 1; k < nodes; ++k)
-        mover::kernels::reduce(out, out, r.fused.data() + k * slot + sizeof(Header), r.op.elements,
+        mover::kernels::reduce(out, out, r.fused.data() + k * slot + sizeof(Header), r.op.step.elements,
                                dp_dtype_t(r.op.dtype), dp_op_t(r.op.redop));
 }
 
 // An allreduce data step as a src/coll schedule over point-to-point, when
 // the configuration (or "auto" by size) asks for one. false: use MPI's own.
 bool MpiInternode::uses_schedule(const InterOp &op) const {
-    const uint64_t bytes = op.elements * mover::dtype_size(op.dtype);
+    const uint64_t bytes = op.step.elements * mover::dtype_size(op.dtype);
     const std::string &want = options_.inter_algorithm;
     return !(want == "native" || (want == "auto" && bytes < kAutoScheduleBytes));
 }
@@ -187,7 +187,7 @@ bool MpiInternode::start_schedule(Running &r, TeamComm &t) {
     args.collective = coll::Collective::allreduce;
     args.rank = int(t.index);
     args.size = int(t.nodes.size());
-    args.count = op.elements;
+    args.count = op.step.elements;
     args.dtype = dp_dtype_t(op.dtype);
     args.op = dp_op_t(op.redop);
     args.in_place = true;
