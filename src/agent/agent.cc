@@ -18,7 +18,6 @@
 #include "agent/socket_dir.h"
 #include "common/check.h"
 #include "common/log.h"
-#include "common/scratch.h"
 #include "common/timing.h"
 #include "mover/queue_group.h"
 #include <deputy/version.h>
@@ -78,6 +77,10 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->config_,
                                                  std::move(hooks), internode);
     if (internode) DP_CHECK(epoll_add(agent->epoll_.get(), internode->event_fd(), tag(kInternode)));
+    if (agent->device_->add_address_space(&agent->staged_space_, &agent->staged_pasid_) != DP_OK) {
+        *error = "agent: no device address space left for staged descriptors";
+        return DP_ERR_NOMEM;
+    }
     agent->populator_ = std::make_unique<PoolPopulator>();
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
     agent->started_ns_ = timing::now_ns();
@@ -112,7 +115,8 @@ dp_status_t Agent::run() {
     while (!stopping_.load(std::memory_order_relaxed)) {
         int timeout = 0;
         const bool rings = poll_rings();
-        if (teams_->progress() || rings) {
+        const bool staged = serve_staged();
+        if (teams_->progress() || rings || staged) {
             idle_since = timing::now_ns();
             if (++turns % 64) continue;  // look at the sockets now and then while busy
         } else if (timing::now_ns() - idle_since < idle_spin_ns) {
@@ -122,8 +126,9 @@ dp_status_t Agent::run() {
                 _mm_pause();
             if (++turns % 64) continue;
         } else if (any_pending()) {
-            // A client at its share of the engines, or a full device queue:
-            // the engines free room soon. Give them the core meanwhile.
+            // A client at its share of the engines, or a full device queue
+            // (ring descriptors or staged jobs waiting): the engines free
+            // room soon. Give them the core meanwhile.
             sched_yield();
             if (++turns % 64) continue;
         } else if (teams_->in_flight()) {
@@ -131,11 +136,12 @@ dp_status_t Agent::run() {
             // batch record (they wake us) rather than poll their cores away,
             // looking at rings and sockets at least every 100 us.
             teams_->wait_for_progress(100'000);
+        } else if (wait_for_staged(100'000)) {
+            // Likewise for a staged job: its record wakes us.
         } else {
             // Sleep, but only after telling the clients to ring (then
             // looking once more: a descriptor pushed before they saw the
             // flag would otherwise wait for the next wake-up).
-            scratch::trim();  // staged descriptors' bounce buffers
             set_sleeping(true);
             mover::doorbell_fence();
             if (any_ring_nonempty()) {
@@ -176,6 +182,7 @@ dp_status_t Agent::run() {
     for (uint32_t id : ids) drop_client(id, "the agent is stopping", false);
     device_->stop_engines();  // now nothing runs: every retired space is idle
     reap_retired();
+    staged_jobs_.clear();
     listener_.reset();  // unlinks the socket file
     DP_LOG_INFO("agent: stopped");
     return DP_OK;
@@ -184,6 +191,8 @@ dp_status_t Agent::run() {
 bool Agent::any_pending() const {
     for (const ClientSession *s : attached_)
         if (s->pending) return true;
+    for (const auto &job : staged_jobs_)
+        if (!job->submitted) return true;
     return false;
 }
 
@@ -191,6 +200,7 @@ int Agent::sleep_timeout_ms() const {
     // A forming team, a client still attaching, a message half received,
     // an answer not yet taken and memory waiting for an engine all have
     // deadlines.
+    if (!staged_jobs_.empty()) return 1;  // (the loop waits on them before it sleeps)
     if (!retiring_.empty() || teams_->busy() || connecting_ > 0) return 10;
     for (const auto &[id, s] : clients_)
         if (s->connection.has_output() || s->connection.partial_since_ns()) return 10;
@@ -220,7 +230,8 @@ void Agent::housekeeping() {
             doomed.push_back({id, fmt::format("did not attach within attach_timeout_ms = {}",
                                               config_.attach_timeout_ms),
                               true});
-        } else if (c.partial_since_ns() && now - c.partial_since_ns() > request_ns) {
+        } else if (c.partial_since_ns() && !s->awaiting_staged &&  // (not read meanwhile)
+                   now - c.partial_since_ns() > request_ns) {
             doomed.push_back({id, fmt::format("sent part of a message and not the rest within "
                                               "request_timeout_ms = {}",
                                               config_.request_timeout_ms),

@@ -2,8 +2,8 @@
 // user and runs their collectives. One service thread does everything but
 // move bytes: it accepts and authenticates clients, answers their control
 // requests, polls their rings and hands descriptors to the engines (the
-// device's threads, which run every descriptor, mapped or direct), runs
-// staged descriptors, and cleans up after clients that leave or die.
+// device's threads, which run every descriptor, mapped, direct or staged),
+// and cleans up after clients that leave or die.
 //
 // The service thread never waits on a client: sockets are non-blocking
 // with per-client buffers (control_connection.h); a client that trickles a
@@ -32,6 +32,7 @@
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
 #include "agent/pool_populator.h"
+#include "agent/staged_execution.h"
 #include "agent/team_engine.h"
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
@@ -125,6 +126,14 @@ class Agent {
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
+    // Staged jobs on the engines (staged_execution.cc): submitted (false:
+    // the device queue is full), then answered once done, in the loop.
+    bool submit_staged(StagedJob &job);
+    bool serve_staged();  // true when a job went to the engines or was answered
+    void finish_staged(const StagedJob &job);
+    // Sleeps until the first staged job in flight is done or timeout_ns
+    // passes; false when there is none (true at once when one needs the loop).
+    bool wait_for_staged(int64_t timeout_ns);
     dp_status_t handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_team_leave(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t reply(ClientSession &s, dp_status_t status, const std::string &reason);
@@ -159,6 +168,12 @@ class Agent {
     ServiceHandler service_handler_;
     std::unique_ptr<TeamEngine> teams_;
     std::unique_ptr<PoolPopulator> populator_;
+    // The agent's own address space for staged jobs (staged_execution.h),
+    // and the jobs not answered yet, in the order they came (at most one a
+    // client). A job outlives its client: the engine may still run it.
+    StagedSpace staged_space_;
+    uint32_t staged_pasid_ = 0;
+    std::vector<std::unique_ptr<StagedJob>> staged_jobs_;
 };
 
 }  // namespace deputy::agent

@@ -5,8 +5,8 @@
 // space hands out an agent-side buffer filled with the range's current bytes,
 // and remembers the ranges the mover may write so the caller can copy them
 // back after a successful execution. Pool addresses still translate in
-// place, but for completion records. Single-threaded: one BounceSpace per descriptor, on the agent's
-// service thread.
+// place, but for completion records. Single-threaded: one BounceSpace per descriptor, on the engine
+// that runs it.
 #pragma once
 
 #include <cstdint>

@@ -55,8 +55,10 @@ void Agent::send(ClientSession &s, MsgType type, const std::vector<uint8_t> &pay
 }
 
 void Agent::update_epoll(ClientSession &s) {
-    const uint32_t want =
-        uint32_t(EPOLLIN | EPOLLRDHUP) | (s.connection.has_output() ? uint32_t(EPOLLOUT) : 0u);
+    // A client whose requests wait behind its staged job is not read further.
+    const bool read = !(s.awaiting_staged && !s.inbox.empty());
+    const uint32_t want = uint32_t(EPOLLRDHUP) | (read ? uint32_t(EPOLLIN) : 0u) |
+                          (s.connection.has_output() ? uint32_t(EPOLLOUT) : 0u);
     if (want == s.epoll_events) return;
     epoll_event ev{};
     ev.events = want;
@@ -89,6 +91,7 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
         if (st == DP_ERR_AGENT_LOST) return drop_client(id, "closed its connection", false);
         if (st != DP_OK) return drop_client(id, fmt::format("unreadable message: {}", error), true);
         if (!serve_inbox(s)) return;  // dropped
+        update_epoll(s);
     }
     if (!s.broken.empty()) return drop_client(id, s.broken, true);
     if (s.closing && !s.connection.has_output()) drop_client(id, s.closing_reason, false);
@@ -97,7 +100,7 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
 bool Agent::serve_inbox(ClientSession &s) {
     const uint32_t id = s.id;
     while (!s.inbox.empty() && !s.closing && s.broken.empty() &&
-           s.state != ClientSession::State::kPopulating) {
+           s.state != ClientSession::State::kPopulating && !s.awaiting_staged) {
         // A request from a session whose process is gone comes from whoever
         // inherited the socket: it is not the client's (client_process.h).
         if (!s.process->alive()) {
