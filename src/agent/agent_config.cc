@@ -80,6 +80,9 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_forming_teams") c->max_forming_teams = uint32_t(get_uint(v, path, 1u << 20));
         else if (key == "max_team_queue") c->max_team_queue = uint32_t(get_uint(v, path, 65536));
         else if (key == "coll_chunk_bytes") c->coll_chunk_bytes = get_uint(v, path, 1ull << 30);
+        else if (key == "coll_direct_chunk_bytes")
+            c->coll_direct_chunk_bytes = get_uint(v, path, 1ull << 30);
+        else if (key == "coll_inline_bytes") c->coll_inline_bytes = get_uint(v, path, 1ull << 20);
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
@@ -179,6 +182,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->max_forming_teams == 0) return bad("max_forming_teams must be at least 1");
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
+    if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");
     if (c->max_total_pool_bytes == 0)
         c->max_total_pool_bytes = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
     if (c->pool_bytes > c->max_total_pool_bytes)

@@ -42,6 +42,15 @@ struct AgentConfig {
     uint32_t max_forming_teams = 1024;       // teams waiting for members, all clients together
     uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)
     uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
+    // ... when some member's buffer is ordinary (registered) memory:
+    // process_vm_readv/writev move ~5 GB/s in 256 KiB calls here and ~7-8
+    // in 1 MiB ones.
+    uint64_t coll_direct_chunk_bytes = 1 << 20;
+    // A one-node collective moving at most this many bytes in all (reads +
+    // writes) runs on the service thread when it starts: handing it to an
+    // engine and back costs ~30 us of wake-ups here, more than the work
+    // (docs/PERFORMANCE.md). 0: every collective goes to the engines.
+    uint64_t coll_inline_bytes = 512 << 10;
     uint32_t max_registrations = 256;        // direct ranges per client
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor

@@ -49,6 +49,9 @@ uint8_t TeamEngine::bind_members(Team &t, Execution &ex) {
             return DP_COMP_ADDRESS_DENIED;
         }
         ex.buffers.members[r] = {&space, h.src, h.dst};
+        if ((need.source && !space.in_pool(h.src, need.source)) ||
+            (need.destination && !space.in_pool(h.dst, need.destination)))
+            ex.buffers.through_process = true;
         ex.memories.push_back(c->memory);
         ex.bytes = std::max(ex.bytes, need.destination);
     }
@@ -70,8 +73,21 @@ void TeamEngine::start(Team &t, std::vector<channel::CollPost> heads) {
     args.dtype = dp_dtype_t(h0.dtype);
     args.op = coll::reduces(ex->collective) ? dp_op_t(h0.redop) : DP_SUM;
     args.root = h0.root;
-    args.chunk_bytes = config_.coll_chunk_bytes;
+    args.chunk_bytes = ex->buffers.all_in_place() ? config_.coll_chunk_bytes
+                                                  : config_.coll_direct_chunk_bytes;
     ex->plan = coll::build_local_plan(args);
+    if (ex->plan.traffic_bytes() <= config_.coll_inline_bytes) {
+        // Small: cheaper here than the wake-ups of a hand-off to an engine
+        // (bounded by coll_inline_bytes, so no client waits long for it).
+        uint8_t status = DP_COMP_SUCCESS;
+        std::string why;
+        for (const coll::Task &task : ex->plan.tasks)
+            if ((status = coll::run_task(ex->plan, task, ex->buffers, &why)) != DP_COMP_SUCCESS)
+                break;
+        t.running = std::move(ex);
+        finish(t, status, why);
+        return;
+    }
     ex->tasks.reset(&ex->plan, {}, 1, &ex->buffers);
     ex->tasks.enable_all();
     t.running = std::move(ex);

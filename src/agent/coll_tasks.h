@@ -41,6 +41,10 @@ class MemberBuffers final : public coll::TaskBuffers {
                   std::string *why) const override;
     // Some member's process has exited.
     bool member_gone() const;
+    // Every member's buffers are in its pool (mapped): nothing goes through
+    // a process's memory calls.
+    bool all_in_place() const { return !through_process; }
+    bool through_process = false;  // set by whoever binds the members
 
   private:
     uint8_t *agent(const coll::Piece &piece, uint64_t len) const;

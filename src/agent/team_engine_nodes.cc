@@ -203,7 +203,8 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     args.collective.dtype = dp_dtype_t(h0.dtype);
     args.collective.op = coll::reduces(ex->collective) ? dp_op_t(h0.redop) : DP_SUM;
     args.collective.root = h0.root;
-    args.collective.chunk_bytes = config_.coll_chunk_bytes;
+    args.collective.chunk_bytes = ex->buffers.all_in_place() ? config_.coll_chunk_bytes
+                                                             : config_.coll_direct_chunk_bytes;
     args.node_of_rank = t.node_of_rank;
     args.node = internode_->node();
     args.stage_bytes = kNodeChunkBytes;

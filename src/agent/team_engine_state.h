@@ -115,6 +115,7 @@ struct TeamEngine::Team {
     uint64_t deadline_ns = 0;
     uint32_t timeout_ms = 0;
     std::unique_ptr<Execution> running;
+    bool starting = false;  // inside try_start()
     uint64_t ops = 0;
     // Several nodes: the agents' name for the team, where each rank is, and
     // the ranks on this node (all ranks when the team is on one node).

@@ -63,6 +63,12 @@ struct LocalPlan {
     std::span<const Piece> outputs(const Task &t) const {
         return {pieces.data() + t.first_output, t.outputs};
     }
+    // Bytes its tasks read and write in all.
+    uint64_t traffic_bytes() const {
+        uint64_t total = 0;
+        for (const Task &t : tasks) total += t.bytes * (uint64_t(t.inputs) + t.outputs);
+        return total;
+    }
     // Appends a task; pieces are given whole.
     void add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
              std::span<const Piece> out);

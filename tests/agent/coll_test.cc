@@ -245,7 +245,8 @@ void run_matrix(const AgentProcess &agent, const std::string &key_prefix) {
 TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) { run_matrix(agent, "m"); }
 
 // The same matrix with one engine, and with two engines sharing every
-// operation in 4 KiB tasks (the smallest chunk the agent accepts): results
+// operation in 4 KiB tasks (the smallest chunk the agent accepts; even the
+// small operations the service thread runs itself by default): results
 // must not depend on how an operation is cut or who runs which piece.
 TEST(CollEngines, MatrixWithOneEngine) {
     AgentProcess agent({"--engines", "1"});
@@ -256,7 +257,8 @@ TEST(CollEngines, MatrixWithTwoEnginesInSmallChunks) {
     const std::string dir = deputy::testing::make_private_dir();
     const std::string config = dir + "/agent.json";
     {
-        std::ofstream(config) << R"({"agent": {"engines": 2, "coll_chunk_bytes": 4096}})";
+        std::ofstream(config) << R"({"agent": {"engines": 2, "coll_chunk_bytes": 4096,
+                                 "coll_direct_chunk_bytes": 4096, "coll_inline_bytes": 0}})";
     }
     AgentProcess agent({"--config", config});
     run_matrix(agent, "small");
