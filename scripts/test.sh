@@ -108,6 +108,6 @@ fi
 echo
 echo "=== summary ==="
 printf '%s\n' "${summary[@]}"
-passed=$(( ${#summary[@]} - failed ))
+passed=$(printf '%s\n' "${summary[@]}" | grep -c '^PASS')
 echo "steps: $passed passed, $failed failed"
 exit $(( failed > 0 ))

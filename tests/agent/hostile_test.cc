@@ -183,6 +183,10 @@ class Bystander {
     }
     // Stops it and checks what it saw.
     void expect_served() {
+        // An attack may be over in a few milliseconds: let the bystander
+        // reach its sample before judging it (it keeps going meanwhile, so
+        // the agent serves it after the attack too).
+        deputy::testing::eventually([&] { return served_.load() >= 20; }, 10000);
         stop();
         EXPECT_EQ(errors_, 0u) << "bystander operations failed";
         ASSERT_GE(latencies_.size(), 20u) << "the bystander barely ran";
@@ -211,6 +215,7 @@ class Bystander {
                 ++errors_;
             } else {
                 latencies_.push_back(deputy::timing::now_ns() - start);
+                served_.fetch_add(1);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
@@ -224,6 +229,7 @@ class Bystander {
     std::atomic<bool> stop_{false};
     uint64_t errors_ = 0;
     std::vector<uint64_t> latencies_;
+    std::atomic<size_t> served_{0};  // latencies_.size(), readable from the test's thread
 };
 
 class HostileTest : public ::testing::Test {
