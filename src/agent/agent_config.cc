@@ -194,6 +194,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
             if (affinity::parse_cpu_list(c->cpus, &cpus, error) != DP_OK) return bad("cpus: " + *error);
             c->device.cpus = cpus;
         }
+        c->device.idle_yield = c->idle_yield;
         return DP_OK;
     }
     if (c->engines == 0) return bad("engines must be at least 1");
@@ -205,6 +206,8 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     std::string device_error;
     if (mover::config_from_struct(simple, &c->device, &device_error) != DP_OK)
         return bad(device_error);
+    // The engines poll as the service thread does ("idle_poll").
+    c->device.idle_yield = c->idle_yield;
     return DP_OK;
 }
 

@@ -33,6 +33,11 @@ struct DeviceConfig {
     uint64_t nt_threshold = 0;      // 0 = kDefaultNtThreshold
     dp_wait_mode_t wait_mode = DP_WAIT_SPIN;
     uint32_t idle_spin_us = 200;    // engines poll this long before sleeping
+    // Idle polls call sched_yield instead of pause: for engines that share
+    // cores with the threads that give them work (an agent without cores of
+    // its own), so that a poll never holds a core a rank or the agent's
+    // service thread is waiting for. Not a JSON key: the agent sets it.
+    bool idle_yield = false;
     bool start_engines = true;      // tests set false to fill queues deterministically
 
     uint32_t total_engines() const;

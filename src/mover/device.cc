@@ -46,7 +46,8 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
         for (uint32_t e = 0; e < group_config.engines; ++e) {
             int cpu = config.cpus.empty() ? -1 : config.cpus[next_cpu++ % config.cpus.size()];
             device->engines_.push_back(
-                std::make_unique<Engine>(group.get(), &device->spaces_, cpu, idle_spin_ns));
+                std::make_unique<Engine>(group.get(), &device->spaces_, cpu, idle_spin_ns,
+                                         config.idle_yield));
         }
         device->groups_.push_back(std::move(group));
     }

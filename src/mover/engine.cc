@@ -1,6 +1,7 @@
 #include "mover/engine.h"
 
 #include <immintrin.h>
+#include <sched.h>
 
 #include "common/affinity.h"
 #include "common/futex.h"
@@ -27,8 +28,10 @@ void GroupState::wake_all() {
     futex_wake(reinterpret_cast<uint32_t *>(&doorbell), INT32_MAX);
 }
 
-Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns)
-    : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns) {}
+Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
+               bool idle_yield)
+    : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns),
+      idle_yield_(idle_yield) {}
 
 Engine::~Engine() { stop(); }
 
@@ -56,9 +59,13 @@ void Engine::run() {
             if (!serve_once()) break;
             continue;
         }
-        _mm_pause();
-        // Reading the clock every poll would cost more than the poll itself.
-        if (++idle_polls % 64 != 0) continue;
+        if (idle_yield_) {
+            sched_yield();  // (a system call: the clock is cheap beside it)
+        } else {
+            _mm_pause();
+            // Reading the clock every poll would cost more than the poll itself.
+            if (++idle_polls % 64 != 0) continue;
+        }
         uint64_t now = timing::now_ns();
         if (idle_since == 0) {
             idle_since = now;

@@ -27,7 +27,8 @@ struct alignas(64) EngineCounters {
 
 class Engine {
 public:
-    Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns);
+    Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
+           bool idle_yield);
     ~Engine();
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -48,6 +49,7 @@ private:
     const SpaceTable *spaces_;
     int cpu_;
     uint64_t idle_spin_ns_;
+    bool idle_yield_;
     std::atomic<bool> stopping_{false};
     std::thread thread_;
     EngineCounters counters_;
