@@ -38,9 +38,15 @@ OFFLOADED_OPS = (
 # DEPUTY_MPI_THRESHOLDS: every operation from 0 bytes (names: the MPI names
 # lowercased without "mpi_").
 ALL_OFFLOADED = ",".join(f"{op[4:].lower()}=0" for op in OFFLOADED_OPS)
-# Reasons that mean the test set-up is wrong, not that an operation is
-# ineligible: with the thresholds at 0 and an agent up, none may appear.
-SETUP_REASONS = ("below threshold", "no agent")
+# Operations docs/mpi.md says the library does not intercept yet ("Limits"):
+# they must not appear offloaded, and the tests say to move them back when
+# they do.
+NOT_YET_OFFLOADED = ("MPI_Alltoallv", "MPI_Ialltoallv")
+# Reasons that mean something is broken, not that an operation is
+# ineligible: with an agent up and at most 64 ranks, none may appear.
+# ("below threshold" may: the library passes every 0-byte call so, whatever
+# the threshold.)
+SETUP_REASONS = ("no agent", "disabled", "team creation failed")
 
 
 class Skip(Exception):
@@ -361,12 +367,18 @@ def reasons_seen(reports: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def check_setup_reasons(reports: list[dict]) -> list[str]:
-    """Problems: operations passed for a reason that only a broken set-up gives."""
+    """Problems: operations passed for a reason that only a broken set-up
+    gives, and operations listed as not offloaded yet that were."""
     problems = []
+    for doc in reports:
+        early = [op for op in NOT_YET_OFFLOADED if offloaded(doc, op) > 0]
+        if early:
+            problems.append(f"rank {doc['rank']} offloaded {', '.join(early)}: remove them from "
+                            f"NOT_YET_OFFLOADED in tests/mpi/pmpi_harness.py")
     for reason, ops in reasons_seen(reports).items():
         if reason in SETUP_REASONS and any(ops.values()):
-            problems.append(f"operations passed to MPI as \"{reason}\" (every threshold is 0 and "
-                            f"the agent is up): {ops}")
+            problems.append(f"operations passed to MPI as \"{reason}\" (the agent is up, "
+                            f"teams have at most 64 ranks): {ops}")
     return problems
 
 

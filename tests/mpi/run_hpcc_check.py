@@ -71,6 +71,10 @@ def body() -> None:
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
+    # absolute: hpcc runs in its own directory, and a relative LD_PRELOAD
+    # there would be ignored (ld.so only warns)
+    args.deputy = args.deputy.absolute()
+    args.lib = args.lib.absolute()
     mpi = h.MPIS["openmpi"]
     mpi.check()
     if not Path(args.hpcc).exists():

@@ -52,6 +52,8 @@ def body() -> None:
     ap.add_argument("--ranks", default="2,3")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
+    args.deputy = args.deputy.absolute()
+    args.lib = args.lib.absolute()
     mpi = h.MPIS["openmpi"]
     mpi.check()
     python = mpi4py_python(args.python + ["/usr/bin/python3", sys.executable])

@@ -1,7 +1,6 @@
 # The PMPI library's correctness tests (docs/pmpi-tests.md), label `mpi`:
 # offload_check, an MPI program that includes only <mpi.h>, built once per
-# MPI installed (found by its pkg-config module, as Debian's libopenmpi-dev
-# and libmpich-dev install them), and the runners that compare its output
+# MPI installed, and the runners that compare its output
 # with and without libdeputy-mpi-<mpi>.so, plus mpi4py and hpcc. A test
 # whose MPI, program or library is missing skips (exit 77) and says which.
 # Not in sanitizer builds: LD_PRELOAD of an instrumented library into an
@@ -21,23 +20,15 @@ else()
   set(DEPUTY_MPI_TEST_PYTHON python3)
 endif()
 
+# The MPI flavors are found as for the library (cmake/MpiFlavors.cmake).
 foreach(mpi openmpi mpich)
-  if(mpi STREQUAL "openmpi")
-    set(module ompi-c)
-  else()
-    set(module mpich)
-  endif()
-  pkg_check_modules(DEPUTY_TEST_MPI_${mpi} QUIET IMPORTED_TARGET ${module})
-  if(DEPUTY_TEST_MPI_${mpi}_FOUND)
+  if(mpi IN_LIST DEPUTY_MPI_FLAVORS)
     add_executable(offload_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/offload_check.c)
-    target_link_libraries(offload_check_${mpi} PRIVATE PkgConfig::DEPUTY_TEST_MPI_${mpi}
-                          Threads::Threads)
+    target_link_libraries(offload_check_${mpi} PRIVATE deputy_mpi_api_${mpi} Threads::Threads)
     set_target_properties(offload_check_${mpi} PROPERTIES
       RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
     set(prog $<TARGET_FILE:offload_check_${mpi}>)
   else()
-    message(STATUS "pkg-config module ${module} not found: offload_check is not built for ${mpi} "
-                   "(its test skips)")
     set(prog ${CMAKE_CURRENT_BINARY_DIR}/mpi/offload_check_${mpi}-not-built)
   endif()
   add_test(NAME mpi.offload_check.${mpi}
