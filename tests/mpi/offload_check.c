@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- results ---------------------------------------------------------- */
 
@@ -1359,6 +1360,123 @@ static void requests(ctx_t *c) {
     }
 }
 
+/* ---- where the buffers live ------------------------------------------- */
+
+/* An MPI_Iallreduce (sum) of n elements from send into recv, checked;
+ * returns the hash of the result. The input of rank r is element `from + i`
+ * of the case. */
+static uint64_t checked_allreduce(ctx_t *c, const dtype_t *d, void *send, void *recv, int n,
+                                  size_t from) {
+    size_t bytes = (size_t)n * d->size;
+    void *want = xmalloc(bytes);
+    for (int i = 0; i < n; i++) gen(c, d, R_SUM, c->rank, from + i, send, i);
+    fill_pattern(recv, bytes);
+    MPI_Request req;
+    CHECK(MPI_Iallreduce(send, recv, n, d->type, MPI_SUM, c->comm, &req));
+    wait_one(c, &req);
+    reduced(c, d, R_SUM, 0, c->size, from, n, want);
+    expect_bytes(c, "result", recv, want, bytes, d->size);
+    uint64_t h = fnv(FNV0, recv, bytes);
+    free(want);
+    return h;
+}
+
+static void *alloc_mem(size_t bytes) {
+    void *p = NULL;
+    CHECK(MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p));
+    return p;
+}
+
+/* Buffers from MPI_Alloc_mem (deputy's pool under the library, as far as it
+ * goes), on the stack, in static storage, and in a mapping that is unmapped
+ * and mapped again at the same address with another size (the library
+ * remembers the mappings it registered). */
+static void memory(ctx_t *c) {
+    const dtype_t *i64 = type_named("int64"), *dbl = type_named("double"),
+                  *u8 = type_named("uint8"), *i32 = type_named("int32");
+    if (case_begin(c, "memory.alloc_mem.iallreduce.int64.sum.n65537")) {
+        int n = 65537;
+        void *send = alloc_mem(n * 8), *recv = alloc_mem(n * 8);
+        case_end(c, checked_allreduce(c, i64, send, recv, n, 0));
+        CHECK(MPI_Free_mem(send));
+        CHECK(MPI_Free_mem(recv));
+    }
+    /* 36 MiB each: the second does not fit a 64 MiB pool beside the first,
+     * so one buffer is deputy's and the other MPI's */
+    if (case_begin(c, "memory.alloc_mem.pool-and-beyond.iallreduce.double.sum")) {
+        int n = (36 << 20) / 8;
+        void *send = alloc_mem((size_t)n * 8), *recv = alloc_mem((size_t)n * 8);
+        case_end(c, checked_allreduce(c, dbl, send, recv, n, 0));
+        CHECK(MPI_Free_mem(send));
+        CHECK(MPI_Free_mem(recv));
+    }
+    if (case_begin(c, "memory.alloc_mem.ialltoall-iallgather-ibcast")) {
+        int n = 65536, p = c->size;
+        size_t all = (size_t)n * p;
+        unsigned char *send = alloc_mem(all), *recv = alloc_mem(all), *want = xmalloc(all);
+        MPI_Request req;
+        for (size_t i = 0; i < all; i++) gen(c, u8, R_NONE, c->rank, i, send, i);
+        CHECK(MPI_Ialltoall(send, n, MPI_UINT8_T, recv, n, MPI_UINT8_T, c->comm, &req));
+        wait_one(c, &req);
+        for (int r = 0; r < p; r++)
+            for (int i = 0; i < n; i++)
+                gen(c, u8, R_NONE, r, (size_t)c->rank * n + i, want, (size_t)r * n + i);
+        expect_bytes(c, "ialltoall result", recv, want, all, 1);
+        uint64_t h = fnv(FNV0, recv, all);
+        /* in place: this rank's block of recv is its input */
+        fill_pattern(recv, all);
+        for (int i = 0; i < n; i++)
+            gen(c, u8, R_NONE, c->rank, 1000000 + i, recv, (size_t)c->rank * n + i);
+        CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, MPI_UINT8_T, c->comm,
+                             &req));
+        wait_one(c, &req);
+        for (int r = 0; r < p; r++)
+            for (int i = 0; i < n; i++) gen(c, u8, R_NONE, r, 1000000 + i, want, (size_t)r * n + i);
+        expect_bytes(c, "iallgather result", recv, want, all, 1);
+        h = fnv(h, recv, all);
+        if (c->rank == 0)
+            for (int i = 0; i < n; i++) gen(c, u8, R_NONE, 0, 2000000 + i, send, i);
+        else
+            fill_pattern(send, n);
+        CHECK(MPI_Ibcast(send, n, MPI_UINT8_T, 0, c->comm, &req));
+        wait_one(c, &req);
+        for (int i = 0; i < n; i++) gen(c, u8, R_NONE, 0, 2000000 + i, want, i);
+        expect_bytes(c, "ibcast result", send, want, n, 1);
+        case_end(c, fnv(h, send, n));
+        CHECK(MPI_Free_mem(send));
+        CHECK(MPI_Free_mem(recv));
+        free(want);
+    }
+    if (case_begin(c, "memory.stack.iallreduce.int32.sum.n13")) {
+        int32_t send[13], recv[13];
+        case_end(c, checked_allreduce(c, i32, send, recv, 13, 0));
+    }
+    if (case_begin(c, "memory.static.iallreduce.int32.sum.n4097")) {
+        static int32_t send[4097], recv[4097];
+        case_end(c, checked_allreduce(c, i32, send, recv, 4097, 0));
+    }
+    if (case_begin(c, "memory.remapped.iallreduce.int64.sum")) {
+        /* 8 MiB, then 1 MiB at the same address, then 8 MiB again */
+        const size_t sizes[3] = {8u << 20, 1u << 20, 8u << 20};
+        unsigned char *at = NULL;
+        uint64_t h = FNV0;
+        for (int k = 0; k < 3; k++) {
+            int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
+            unsigned char *p = mmap(at, sizes[k], PROT_READ | PROT_WRITE, flags, -1, 0);
+            if (p == MAP_FAILED) /* the address was taken meanwhile: anywhere */
+                p = mmap(NULL, sizes[k], PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                         0);
+            if (p == MAP_FAILED) die("mmap", MPI_ERR_NO_MEM);
+            at = p;
+            /* send in the first half, result in the second */
+            int n = (int)(sizes[k] / 2 / 8);
+            h = fnv(h, &(uint64_t){checked_allreduce(c, i64, p, p + sizes[k] / 2, n, k << 24)}, 8);
+            munmap(p, sizes[k]);
+        }
+        case_end(c, h);
+    }
+}
+
 /* ---- two threads, each on its own communicator ---------------------- */
 
 static void *thread_main(void *arg) {
@@ -1436,6 +1554,7 @@ int main(int argc, char **argv) {
     fallbacks(&c);
     communicators(&c);
     requests(&c);
+    memory(&c);
     threads(&c, provided);
 
     /* Rank 0 collects every rank's hashes and verdicts (with MPI_Gather,

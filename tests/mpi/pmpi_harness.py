@@ -17,6 +17,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -107,7 +108,7 @@ class Result:
 
     def describe(self) -> str:
         tail = "\n".join(self.stderr.splitlines()[-25:])
-        return f"$ {' '.join(self.argv)}\nexit {self.returncode}\nstderr (tail):\n{tail}"
+        return f"$ {shlex.join(self.argv)}\nexit {self.returncode}\nstderr (tail):\n{tail}"
 
 
 def run(argv: Sequence[str], env: dict[str, str], timeout: float,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -191,7 +192,7 @@ def body() -> None:
             argv = launch.with_library(n, prog)
             reproduce = (f"deputy agent --daemon --socket DIR/a.sock; DEPUTY_AGENT=DIR/a.sock "
                          f"DEPUTY_MPI_THRESHOLDS={h.ALL_OFFLOADED} DEPUTY_MPI_REQUIRE=1 "
-                         f"{' '.join(argv)}")
+                         f"{shlex.join(argv)}")
             r = h.run(argv, env, args.timeout)
             failures += compare(native[n], r, what, reproduce)
             failures += check_reports(report_dir, n, what, [str(agent.socket)])
@@ -206,7 +207,7 @@ def body() -> None:
             report_dir.mkdir()
             argv = launch.on_nodes(4, agents, prog)
             r = h.run(argv, launch.library_env(report_dir, None), args.timeout)
-            failures += compare(native[4], r, what, " ".join(argv))
+            failures += compare(native[4], r, what, shlex.join(argv))
             failures += check_reports(report_dir, 4, what,
                                       [str(agents.socket(i)) for i in range(3)])
             if not agents.alive():
