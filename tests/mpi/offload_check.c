@@ -1497,6 +1497,17 @@ static void *thread_main(void *arg) {
         run_bcast(c, 1, dbl, 13 + k, k % c->size);
         run_barrier(c, 1, 2);
     }
+    /* Communicators made, used and freed by both threads at once: their
+     * first collectives (where the library makes a team) run concurrently,
+     * in whatever order the threads reach them on each rank. */
+    MPI_Comm parent = c->comm;
+    for (int k = 0; k < 2; k++) {
+        snprintf(prefix, sizeof prefix, "%sdup%d.", thread, k);
+        CHECK(MPI_Comm_dup(parent, &c->comm));
+        run_allreduce(c, 1, i32, R_SUM, 13, 0);
+        CHECK(MPI_Comm_free(&c->comm));
+    }
+    c->comm = parent;
     c->prefix = thread;
     return NULL;
 }
