@@ -111,10 +111,34 @@ class Result:
         return f"$ {shlex.join(self.argv)}\nexit {self.returncode}\nstderr (tail):\n{tail}"
 
 
+# The whole test's deadline (monotonic seconds), below ctest's TIMEOUT: ctest
+# kills with SIGKILL, which would leave the daemonized agent and the
+# temporary directories behind; running out of it here fails cleanly.
+_deadline: Optional[float] = None
+CLEANUP_SECONDS = 20.0  # kept back for stopping agents and ranks
+
+
+def set_budget(seconds: float) -> None:
+    global _deadline
+    _deadline = time.monotonic() + seconds
+
+
+def remaining(limit: float) -> float:
+    """limit, or less when the budget ends sooner (never below 1 s)."""
+    if _deadline is None:
+        return limit
+    return max(1.0, min(limit, _deadline - time.monotonic() - CLEANUP_SECONDS))
+
+
 def run(argv: Sequence[str], env: dict[str, str], timeout: float,
         cwd: Optional[Path] = None) -> Result:
     """Runs a launcher in its own session; on timeout the whole session gets
     SIGTERM, then SIGKILL, so no rank outlives the test."""
+    if _deadline is not None:
+        left = _deadline - time.monotonic() - CLEANUP_SECONDS
+        if left <= 0:
+            raise Failure(f"out of the test's time budget (--budget) before: {shlex.join(argv)}")
+        timeout = min(timeout, left)
     start = time.monotonic()
     proc = subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -161,6 +185,26 @@ def process_gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return True
     return state in ("Z", "X")  # exited; init has not reaped it yet
+
+
+def agent_leftovers(deputy: Path, socket: Path, wait: float = 10.0) -> Optional[str]:
+    """None once the agent at `socket` has no client and no team left (the
+    job has ended: the library must have detached and destroyed its teams);
+    otherwise, after `wait` seconds, what is left. The agent retires an exited
+    client when it sees the exit, so this waits for that, bounded."""
+    deadline = time.monotonic() + wait
+    while True:
+        r = subprocess.run([str(deputy), "info", "--socket", str(socket), "--format", "json"],
+                           capture_output=True, text=True, env=base_env(), timeout=30)
+        if r.returncode != 0:
+            return f"`deputy info --socket {socket}` failed: {r.stderr.strip()}"
+        info = json.loads(r.stdout)
+        left = {k: info.get(k) for k in ("clients", "teams") if info.get(k)}
+        if not left:
+            return None
+        if time.monotonic() > deadline:
+            return f"agent {socket} still has, {wait:.0f} s after the job ended: {left}"
+        time.sleep(0.1)
 
 
 class Agent:
@@ -253,13 +297,14 @@ class NodeAgents:
                      "--socket", str(self.dir / "agent.sock")],
                     env=base_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     start_new_session=True)
-            deadline = time.monotonic() + 60
+            wait = remaining(60)
+            deadline = time.monotonic() + wait
             while not all(self.socket(i).exists() for i in range(self.nodes)):
                 if self.proc.poll() is not None:
                     raise Failure(f"the agents' job exited ({self.proc.returncode}):\n"
                                   f"{self.log_tail()}")
                 if time.monotonic() > deadline:
-                    raise Failure(f"the {self.nodes} agents did not listen within 60 s:\n"
+                    raise Failure(f"the {self.nodes} agents did not listen within {wait:.0f} s:\n"
                                   f"{self.log_tail()}")
                 time.sleep(0.1)
         except BaseException:

@@ -69,8 +69,11 @@ def body() -> None:
     ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-openmpi.so")
     ap.add_argument("--hpcc", default="/usr/bin/hpcc")
     ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=170,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
+    h.set_budget(args.budget)
     # absolute: hpcc runs in its own directory, and a relative LD_PRELOAD
     # there would be ignored (ld.so only warns)
     args.deputy = args.deputy.absolute()
@@ -114,6 +117,8 @@ def body() -> None:
                 failures.append(f"{what}: {e}")
             if not agent.alive():
                 failures.append(f"the agent died:\n{agent.log_tail()}")
+            elif left := h.agent_leftovers(args.deputy, agent.socket):
+                failures.append(left)
         if failures:
             raise h.Failure("\n\n".join(failures))
     finally:

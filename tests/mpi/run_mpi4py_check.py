@@ -50,8 +50,11 @@ def body() -> None:
     ap.add_argument("--python", action="append", default=[],
                     help="interpreter to try first (default: /usr/bin/python3, then this one)")
     ap.add_argument("--ranks", default="2,3")
+    ap.add_argument("--budget", type=float, default=170,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
+    h.set_budget(args.budget)
     args.deputy = args.deputy.absolute()
     args.lib = args.lib.absolute()
     mpi = h.MPIS["openmpi"]
@@ -100,6 +103,8 @@ def body() -> None:
                   f"reports summed:\n{h.summary(reports)}")
         if not agent.alive():
             failures.append(f"the agent died:\n{agent.log_tail()}")
+        elif left := h.agent_leftovers(args.deputy, agent.socket):
+            failures.append(left)
     if failures:
         raise h.Failure("\n\n".join(failures))
     h.log("PASSED")

@@ -165,8 +165,11 @@ def body() -> None:
     ap.add_argument("--ranks", default="1,2,3,4", help="comma-separated rank counts")
     ap.add_argument("--no-nodes", action="store_true", help="skip the several-node run")
     ap.add_argument("--full", action="store_true", help="offload_check --full (the whole matrix)")
+    ap.add_argument("--budget", type=float, default=250,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
     ap.add_argument("--timeout", type=float, default=150, help="seconds per run")
     args = ap.parse_args()
+    h.set_budget(args.budget)
     args.deputy = args.deputy.absolute()
     args.lib = args.lib.absolute()
     args.prog = args.prog.absolute()
@@ -198,13 +201,19 @@ def body() -> None:
             reproduce = (f"deputy agent --daemon --socket DIR/a.sock; DEPUTY_AGENT=DIR/a.sock "
                          f"DEPUTY_MPI_THRESHOLDS={h.ALL_OFFLOADED} DEPUTY_MPI_REQUIRE=1 "
                          f"{shlex.join(argv)}")
-            r = h.run(argv, env, args.timeout)
+            try:
+                r = h.run(argv, env, args.timeout)
+            except h.Failure as e:  # out of time: report what was found so far
+                failures.append(str(e))
+                break
             failures += compare(native[n], r, what, reproduce)
             failures += check_reports(report_dir, n, what, [str(agent.socket)])
+            if agent.alive() and (left := h.agent_leftovers(args.deputy, agent.socket)):
+                failures.append(f"{what}: {left}")
             if not agent.alive():
                 failures.append(f"{what}: the agent died:\n{agent.log_tail()}")
                 break
-    if not args.no_nodes and 4 in native:
+    if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
         h.log("with the library, 3 simulated nodes (3 agents as one MPI job), 4 ranks")
         with h.NodeAgents(args.deputy, 3) as agents:
             what = "4 ranks on 3 simulated nodes"
@@ -215,6 +224,9 @@ def body() -> None:
             failures += compare(native[4], r, what, shlex.join(argv))
             failures += check_reports(report_dir, 4, what,
                                       [str(agents.socket(i)) for i in range(3)])
+            for i in range(3):
+                if agents.alive() and (left := h.agent_leftovers(args.deputy, agents.socket(i))):
+                    failures.append(f"{what}: {left}")
             if not agents.alive():
                 failures.append(f"{what}: the agents' job ended:\n{agents.log_tail()}")
     if failures:
