@@ -2,7 +2,8 @@
 # Every test deputy has, in the order that fails fastest:
 #   1. release build + ctest (all GoogleTest suites)
 #   2. install: a consumer built against the installed package (CMake + pkg-config)
-#   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest)
+#   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest;
+#      tests/launch: deputy mpirun with real mpiruns)
 #   4. ASan+UBSan build + ctest
 #   5. TSan build + the concurrency suites (rings, engines)
 #   6. 20 s of libFuzzer on the control-protocol decoders and on descriptors
@@ -65,7 +66,7 @@ python_tests() {
   fi
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
   DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q -rfE python/tests tests/bench \
-    tests/multinode 2>&1 | tee "$marker.pytest"
+    tests/launch tests/multinode 2>&1 | tee "$marker.pytest"
 }
 
 asan() {
