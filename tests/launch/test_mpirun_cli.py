@@ -265,6 +265,31 @@ def test_sigint_stops_everything_and_leaves_nothing(env, nodes):
     assert_clean(env, [int(m[3]) for m in rows.values()])
 
 
+def test_sigint_as_soon_as_the_agents_start_leaves_nothing(env):
+    """Whether it lands while the agents start or once the program runs,
+    a SIGINT ends everything: 130, nothing left."""
+    p = subprocess.Popen(env.command("--nodes", "2", "-np", "2", str(env.built.probe), "sleep",
+                                     "300"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.environ())
+    try:
+        # The private directory exists only once signals are being caught.
+        fd = p.stderr.fileno()
+        while not env.private_dirs():
+            select.select([fd], [], [], 0.01)
+            assert p.poll() is None, p.stderr.read().decode()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read().decode()
+    assert p.returncode == 128 + signal.SIGINT, err
+    assert ("got SIGINT while starting the agents; nothing was run" in err or
+            "got SIGINT; passing it to mpirun" in err), err
+    assert_clean(env)
+
+
 def test_a_missing_library_is_a_clear_error_and_nothing_starts(env):
     r = env.run("--mpi-lib", str(env.root / "nope.so"), "-np", "1", str(env.built.probe), lib=False)
     assert r.returncode == 1
