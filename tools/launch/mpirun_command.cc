@@ -366,7 +366,7 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
     launch::JobAgent private_agent;
     launch::MpiAgents mpi_agents;
     int sig = 0;
-    launch::AgentProcess::Outcome outcome;
+    auto outcome = launch::AgentProcess::Outcome::kFailed;
     if (plan.mode == AgentsMode::kPrivate) {
         switch (private_agent.acquire(plan.private_agent, signals, &error, &sig)) {
             case launch::JobAgent::Outcome::kReady:
