@@ -36,8 +36,10 @@
  * `use mpi_f08` is not intercepted here: Open MPI's f08 routines
  * (mpi_iallreduce_f08_ in libmpi_usempif08) call ompi_iallreduce_f, the body
  * of the mpif.h routine, directly, not through the symbols defined here, so
- * such a program reaches MPI unchanged; under MPICH its f08 routines call
- * the C MPI_* functions, so they are seen like C calls.
+ * such a program reaches MPI unchanged. Under MPICH the f08 collectives
+ * call the C MPI_* functions but MPI_Init, MPI_Wait and MPI_Finalize call
+ * PMPI_*, so the library sees collectives it was never initialised for and
+ * passes them to MPI (docs/mpi-fortran.md has the measurement).
  */
 #include <mpi.h>
 

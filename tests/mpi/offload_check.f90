@@ -179,7 +179,8 @@ contains
             from = mod(world_rank - 1 + world_size, world_size)
             token = world_rank * 100000 + cases
             ring_token = -1
-            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), ierr)
+            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
+                           ierr)
             call note(ierr, 'MPI_IRECV')
             reqs(2) = req
             call MPI_ISEND(token, 1, MPI_INTEGER, mod(world_rank + 1, world_size), ring_tag, &
@@ -234,8 +235,8 @@ contains
         end if
         call note(ierr, 'allreduce')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
-        call finish(label(merge('allreduce ', 'iallreduce', blocking), dt, op, n, inplace, blocking), &
-                    recvw(1:n * w), wantw(1:n * w))
+        call finish(label(merge('allreduce ', 'iallreduce', blocking), dt, op, n, inplace, &
+                          blocking), recvw(1:n * w), wantw(1:n * w))
     end subroutine case_allreduce
 
     ! n is the count each rank receives; in place, the input is the receive
@@ -267,8 +268,8 @@ contains
         end if
         call note(ierr, 'reduce_scatter_block')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
-        call finish(label(merge('reduce_scatter_block ', 'ireduce_scatter_block', blocking), dt, op, &
-                          n, inplace, blocking), recvw(1:n * w), wantw(1:n * w))
+        call finish(label(merge('reduce_scatter_block ', 'ireduce_scatter_block', blocking), &
+                          dt, op, n, inplace, blocking), recvw(1:n * w), wantw(1:n * w))
     end subroutine case_reduce_scatter_block
 
     subroutine case_allgather(blocking, dt, n, inplace, comm)
@@ -294,14 +295,15 @@ contains
         else if (blocking) then
             call MPI_ALLGATHER(sendw(1), n, dt, recvw(1), n, dt, comm, ierr)
         else if (inplace) then
-            call MPI_IALLGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, req, ierr)
+            call MPI_IALLGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, req, &
+                                ierr)
         else
             call MPI_IALLGATHER(sendw(1), n, dt, recvw(1), n, dt, comm, req, ierr)
         end if
         call note(ierr, 'allgather')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
-        call finish(label(merge('allgather ', 'iallgather', blocking), dt, MPI_OP_NULL, n, inplace, &
-                          blocking), recvw(1:n * np * w), wantw(1:n * np * w))
+        call finish(label(merge('allgather ', 'iallgather', blocking), dt, MPI_OP_NULL, n, &
+                          inplace, blocking), recvw(1:n * np * w), wantw(1:n * np * w))
     end subroutine case_allgather
 
     subroutine case_alltoall(blocking, dt, n, inplace, comm)
@@ -383,21 +385,22 @@ contains
             end do
         end do
         if (blocking .and. inplace) then
-            call MPI_ALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), rcounts, &
-                               rdispls, dt, comm, ierr)
+            call MPI_ALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), &
+                               rcounts, rdispls, dt, comm, ierr)
         else if (blocking) then
-            call MPI_ALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, comm, ierr)
+            call MPI_ALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, &
+                               comm, ierr)
         else if (inplace) then
-            call MPI_IALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), rcounts, &
-                                rdispls, dt, comm, req, ierr)
+            call MPI_IALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), &
+                                rcounts, rdispls, dt, comm, req, ierr)
         else
-            call MPI_IALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, comm, req, &
-                                ierr)
+            call MPI_IALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, &
+                                comm, req, ierr)
         end if
         call note(ierr, 'alltoallv')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
-        call finish(label(merge('alltoallv ', 'ialltoallv', blocking), dt, MPI_OP_NULL, n, inplace, &
-                          blocking), recvw(1:rtotal * w), wantw(1:rtotal * w))
+        call finish(label(merge('alltoallv ', 'ialltoallv', blocking), dt, MPI_OP_NULL, n, &
+                          inplace, blocking), recvw(1:rtotal * w), wantw(1:rtotal * w))
     end subroutine case_alltoallv
 
     subroutine case_bcast(blocking, dt, n, root, comm)
@@ -437,8 +440,8 @@ contains
         end if
         call note(ierr, 'barrier')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
-        call finish(label(merge('barrier ', 'ibarrier', blocking), MPI_INTEGER, MPI_OP_NULL, 0, .false., &
-                          blocking), recvw(1:0), wantw(1:0))
+        call finish(label(merge('barrier ', 'ibarrier', blocking), MPI_INTEGER, MPI_OP_NULL, 0, &
+                          .false., blocking), recvw(1:0), wantw(1:0))
     end subroutine case_barrier
 
     ! MPI_IN_PLACE and MPI_BOTTOM together: the receive buffer is described
@@ -601,13 +604,14 @@ program offload_check
     call note(ierr, 'MPI_COMM_FREE')
     if (reversed /= MPI_COMM_NULL .or. dup /= MPI_COMM_NULL) then
         case_ok = .false.
-        write (*, '("rank ",i0,": MPI_COMM_FREE left a handle that is not MPI_COMM_NULL")') world_rank
+        write (*, '("rank ",i0,": MPI_COMM_FREE left a handle that is not MPI_COMM_NULL")') &
+            world_rank
     end if
     call finish('comm_free', recvw(1:0), wantw(1:0))
 
     if (world_rank == 0) then
-        write (*, '("offload_check: ",i0," ranks, ",i0," cases, ",i0," failed")') world_size, cases, &
-            failures
+        write (*, '("offload_check: ",i0," ranks, ",i0," cases, ",i0," failed")') world_size, &
+            cases, failures
     end if
     call MPI_FINALIZE(ierr)
     if (ierr /= MPI_SUCCESS) error stop 1

@@ -162,7 +162,8 @@ for rank in range(np):
     with open(path) as f:
         report = json.load(f)
     if report.get("rank") != rank or report.get("size") != np:
-        problems.append(f"rank {rank}: report says rank {report.get('rank')} of {report.get('size')}")
+        problems.append(f"rank {rank}: the report says rank {report.get('rank')} "
+                        f"of {report.get('size')}")
     if report.get("agent") != agent:
         problems.append(f"rank {rank}: agent {report.get('agent')!r}, not {agent!r}")
     for op in ops:
