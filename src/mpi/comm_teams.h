@@ -1,0 +1,50 @@
+// Communicators as deputy teams.
+//
+// A communicator gets its team the first time an eligible collective is
+// called on it. Every member is then inside the same collective call (MPI
+// orders collectives per communicator), so the creation may itself use
+// collectives on the communicator: one allreduce agrees that every member
+// has an agent and hands out a key made by rank 0, the members join the team,
+// and a second allreduce agrees that every join succeeded. If any step fails
+// on any member, the communicator is marked "pass to MPI" on all of them,
+// with the reason, and never tried again.
+//
+// The team lives in an attribute of the communicator (a keyval whose copy
+// function copies nothing, so a dup gets its own team); MPI_Comm_free runs
+// the attribute's delete callback, which destroys the team once its
+// outstanding requests completed (MPI lets a communicator be freed while
+// operations on it are pending).
+#pragma once
+
+#include "mpi/operations.h"
+
+#include <deputy/coll.h>
+#include <mpi.h>
+
+#include <atomic>
+
+namespace deputy::mpi {
+
+struct CommTeam {
+    dp_team_t *team = nullptr;  // null: pass every operation on this communicator to MPI
+    PassReason why_not = PassReason::no_agent;
+    int rank = 0, size = 1;
+    std::atomic<int> outstanding{0};  // requests posted and not yet released
+    // Posted to deputy and not yet complete: deputy holds at most
+    // DP_TEAM_MAX_OUTSTANDING per member, so a post beyond waits for one.
+    std::atomic<int> in_flight{0};
+    bool freed = false;               // the communicator is gone (under the teams' mutex)
+};
+
+// Sets up the keyval; called once from runtime_start.
+void comm_teams_start();
+// The team of `comm`, created on first use. Collective over `comm` the
+// first time: every member must call it from the same collective.
+CommTeam *comm_team(MPI_Comm comm);
+// A request on `team` was posted / has completed and been freed.
+void team_use_begin(CommTeam *team);
+void team_use_end(CommTeam *team);
+// MPI_Finalize: destroys every team still alive (their requests completed).
+void comm_teams_stop();
+
+}  // namespace deputy::mpi

@@ -1,0 +1,287 @@
+// The collectives libdeputy-mpi intercepts: each decides whether deputy
+// runs it (the same decision on every member: it depends only on what MPI
+// requires the members to agree on) and either posts it to the
+// communicator's team or calls the MPI library's PMPI_ entry unchanged.
+//
+// The order of the checks keeps the pass-through path short: the threshold
+// (a type size and a compare) comes first.
+#include "mpi/comm_teams.h"
+#include "mpi/datatypes.h"
+#include "mpi/offload_requests.h"
+#include "mpi/runtime.h"
+
+#include <deputy/coll.h>
+#include <mpi.h>
+
+#include "mpi/export.h"
+
+#include <cstdint>
+
+namespace deputy::mpi {
+namespace {
+
+size_t type_size(MPI_Datatype type) {
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    return size > 0 ? size_t(size) : 0;
+}
+
+// The first checks, shared by every operation: false (counted) to pass.
+bool worth_offloading(Operation op, size_t bytes) {
+    const Runtime &rt = runtime();
+    if (!rt.initialized || rt.disabled) {
+        count_passed(op, rt.disabled ? PassReason::disabled : PassReason::no_agent);
+        return false;
+    }
+    const size_t threshold = rt.thresholds[size_t(op)];
+    if (threshold == kNever || bytes < threshold || (bytes == 0 && op != Operation::ibarrier &&
+                                                     op != Operation::barrier)) {
+        count_passed(op, PassReason::below_threshold);
+        return false;
+    }
+    return true;
+}
+
+// The communicator's team, or null (counted) to pass. Collective the first
+// time, which is why every member must reach it on the same operations.
+CommTeam *team_of(Operation op, MPI_Comm comm) {
+    CommTeam *ct = comm_team(comm);
+    if (!ct->team) count_passed(op, ct->why_not);
+    return ct->team ? ct : nullptr;
+}
+
+bool reach(const void *p, size_t bytes, RangePins *pins, Operation op) {
+    std::string error;
+    if (reach_memory(runtime().context, p, bytes, pins, &error) == DP_OK) return true;
+    fatal(std::string(operation_info(op).mpi_name) + ": " + error);
+}
+
+int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *request) {
+    if (request) return start_request(op, ct, std::move(pins), std::move(post), request);
+    return run_blocking(op, ct, std::move(pins), post);
+}
+
+// --- one function per collective; request == nullptr: the blocking form ---
+
+int allreduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+              MPI_Op mpi_op, MPI_Comm comm, MPI_Request *request) {
+    const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
+    dp_dtype_t dtype;
+    dp_op_t dop;
+    size_t element = 0;
+    PassReason why;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, bytes)) {
+        if (!reduction_type(type, &dtype, &element, &why)) count_passed(op, why);
+        else if (!reduction_op(mpi_op, &dop)) count_passed(op, PassReason::user_op);
+        else ct = team_of(op, comm);
+    }
+    if (!ct) {
+        return request ? PMPI_Iallreduce(sendbuf, recvbuf, count, type, mpi_op, comm, request)
+                       : PMPI_Allreduce(sendbuf, recvbuf, count, type, mpi_op, comm);
+    }
+    const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    RangePins pins;
+    reach(src, bytes, &pins, op);
+    reach(recvbuf, bytes, &pins, op);
+    dp_team_t *team = ct->team;
+    const size_t n = size_t(count);
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_iallreduce(src, recvbuf, n, dtype, dop, team, req);
+    }, request);
+}
+
+int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int recvcount,
+                         MPI_Datatype type, MPI_Op mpi_op, MPI_Comm comm, MPI_Request *request) {
+    const size_t bytes = size_t(recvcount > 0 ? recvcount : 0) * type_size(type);
+    dp_dtype_t dtype;
+    dp_op_t dop;
+    size_t element = 0;
+    PassReason why;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, bytes)) {
+        if (!reduction_type(type, &dtype, &element, &why)) count_passed(op, why);
+        else if (!reduction_op(mpi_op, &dop)) count_passed(op, PassReason::user_op);
+        // deputy's plan writes a member's block while others still read the
+        // same buffer: in place it would read results.
+        else if (sendbuf == MPI_IN_PLACE) count_passed(op, PassReason::in_place);
+        else ct = team_of(op, comm);
+    }
+    if (!ct) {
+        return request ? PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
+                                                    comm, request)
+                       : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
+                                                   comm);
+    }
+    RangePins pins;
+    reach(sendbuf, bytes * size_t(ct->size), &pins, op);
+    reach(recvbuf, bytes, &pins, op);
+    dp_team_t *team = ct->team;
+    const size_t n = size_t(recvcount);
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req);
+    }, request);
+}
+
+// Moving collectives move bytes: one dense element type on both sides of
+// the same size, counted in bytes.
+bool movable(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+             int recvcount, MPI_Datatype recvtype, size_t *block_bytes) {
+    size_t element = 0;
+    PassReason why;
+    if (!dense_type_bytes(recvtype, &element, &why)) {
+        count_passed(op, why);
+        return false;
+    }
+    *block_bytes = size_t(recvcount > 0 ? recvcount : 0) * element;
+    if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount)) {
+        size_t send_element = 0;
+        if (!dense_type_bytes(sendtype, &send_element, &why) ||
+            size_t(sendcount > 0 ? sendcount : 0) * send_element != *block_bytes) {
+            count_passed(op, PassReason::mixed_datatypes);
+            return false;
+        }
+    }
+    return true;
+}
+
+int allgather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+              MPI_Request *request) {
+    size_t block = 0;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, size_t(recvcount > 0 ? recvcount : 0) * type_size(recvtype)) &&
+        movable(op, sendbuf, sendcount, sendtype, recvcount, recvtype, &block))
+        ct = team_of(op, comm);
+    if (!ct) {
+        return request ? PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, comm, request)
+                       : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, comm);
+    }
+    const void *src = sendbuf == MPI_IN_PLACE
+                          ? static_cast<const uint8_t *>(recvbuf) + size_t(ct->rank) * block
+                          : sendbuf;
+    RangePins pins;
+    reach(src, block, &pins, op);
+    reach(recvbuf, block * size_t(ct->size), &pins, op);
+    dp_team_t *team = ct->team;
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_iallgather(src, recvbuf, block, DP_UINT8, team, req);
+    }, request);
+}
+
+int alltoall(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+             MPI_Request *request) {
+    size_t block = 0;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, size_t(recvcount > 0 ? recvcount : 0) * type_size(recvtype)) &&
+        movable(op, sendbuf, sendcount, sendtype, recvcount, recvtype, &block))
+        ct = team_of(op, comm);
+    if (!ct) {
+        return request ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, comm, request)
+                       : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, comm);
+    }
+    const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    RangePins pins;
+    reach(src, block * size_t(ct->size), &pins, op);
+    reach(recvbuf, block * size_t(ct->size), &pins, op);
+    dp_team_t *team = ct->team;
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ialltoall(src, recvbuf, block, DP_UINT8, team, req);
+    }, request);
+}
+
+int bcast(Operation op, void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
+          MPI_Request *request) {
+    size_t element = 0;
+    PassReason why;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, size_t(count > 0 ? count : 0) * type_size(type))) {
+        if (!dense_type_bytes(type, &element, &why)) count_passed(op, why);
+        else ct = team_of(op, comm);
+    }
+    if (!ct) {
+        return request ? PMPI_Ibcast(buffer, count, type, root, comm, request)
+                       : PMPI_Bcast(buffer, count, type, root, comm);
+    }
+    const size_t bytes = size_t(count) * element;
+    RangePins pins;
+    reach(buffer, bytes, &pins, op);
+    dp_team_t *team = ct->team;
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ibcast(buffer, bytes, DP_UINT8, root, team, req);
+    }, request);
+}
+
+int barrier(Operation op, MPI_Comm comm, MPI_Request *request) {
+    CommTeam *ct = worth_offloading(op, 0) ? team_of(op, comm) : nullptr;
+    if (!ct) return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm);
+    dp_team_t *team = ct->team;
+    return finish(op, ct, {}, [=](dp_request_t **req) { return dp_ibarrier(team, req); },
+                  request);
+}
+
+}  // namespace
+}  // namespace deputy::mpi
+
+using deputy::mpi::Operation;
+
+extern "C" {
+
+DEPUTY_MPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::allreduce(Operation::iallreduce, sendbuf, recvbuf, count, type, op, comm,
+                                  request);
+}
+DEPUTY_MPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+    return deputy::mpi::allreduce(Operation::allreduce, sendbuf, recvbuf, count, type, op, comm,
+                                  nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::reduce_scatter_block(Operation::ireduce_scatter_block, sendbuf, recvbuf,
+                                             recvcount, type, op, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+    return deputy::mpi::reduce_scatter_block(Operation::reduce_scatter_block, sendbuf, recvbuf,
+                                             recvcount, type, op, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::allgather(Operation::iallgather, sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return deputy::mpi::allgather(Operation::allgather, sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::alltoall(Operation::ialltoall, sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return deputy::mpi::alltoall(Operation::alltoall, sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
+               MPI_Request *request) {
+    return deputy::mpi::bcast(Operation::ibcast, buffer, count, type, root, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+    return deputy::mpi::bcast(Operation::bcast, buffer, count, type, root, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::barrier(Operation::ibarrier, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Barrier(MPI_Comm comm) { return deputy::mpi::barrier(Operation::barrier, comm, nullptr); }
+
+}  // extern "C"

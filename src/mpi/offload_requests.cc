@@ -1,0 +1,226 @@
+#include "mpi/offload_requests.h"
+
+#include "mpi/runtime.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace deputy::mpi {
+namespace {
+
+struct OffloadRequest {
+    Operation op;
+    CommTeam *team;
+    RangePins pins;
+    Post post;  // kept to post again after DP_ERR_RETRY
+    dp_request_t *dp = nullptr;
+    MPI_Request handle = MPI_REQUEST_NULL;
+    dp_status_t status = DP_OK;
+};
+
+std::mutex g_mutex;                       // g_pending
+std::vector<OffloadRequest *> g_pending;  // posted, not yet complete
+std::atomic<int> g_pending_count{0};      // the progress hook's fast "nothing to do"
+bool g_hooked = false;
+
+// Everything the request held goes, except the request itself while MPI
+// may still query it. Not under g_mutex: Open MPI may call the free
+// function from inside MPI_Grequest_complete.
+void release(OffloadRequest *r) {
+    release_memory(r->pins);
+    team_use_end(r->team);
+    delete r;
+}
+
+int query_status(void *state, MPI_Status *status) {
+    auto *r = static_cast<OffloadRequest *>(state);
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    // What Open MPI 4.1 and MPICH 4.0 leave in the status of their own
+    // nonblocking collectives.
+    status->MPI_SOURCE = 0;
+    status->MPI_TAG = 0;
+    status->MPI_ERROR = r->status == DP_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
+    return status->MPI_ERROR;
+}
+
+int free_request(void *state) {
+    release(static_cast<OffloadRequest *>(state));
+    return MPI_SUCCESS;
+}
+
+int cancel_request(void *, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled
+
+void report_failure(Operation op, dp_status_t st) {
+    warn(fmt::format("{} offloaded to deputy failed: {} ({})", operation_info(op).mpi_name,
+                     dp_strerror(st), dp_status_name(st)));
+}
+
+// Posts r->post, waiting (and progressing the others) while this member
+// has DP_TEAM_MAX_OUTSTANDING operations in flight on the team.
+dp_status_t post(OffloadRequest *r) {
+    CommTeam *team = r->team;
+    while (team->in_flight.fetch_add(1, std::memory_order_acq_rel) >= DP_TEAM_MAX_OUTSTANDING) {
+        team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        progress_requests();
+        sched_yield();
+    }
+    dp_status_t st = r->post(&r->dp);
+    if (st != DP_OK) team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    return st;
+}
+
+#if defined(OPEN_MPI)
+using ProgressCallback = int (*)(void);
+int progress_hook() {
+    return g_pending_count.load(std::memory_order_relaxed) ? progress_requests() : 0;
+}
+int start_grequest(OffloadRequest *r, MPI_Request *request) {
+    return PMPI_Grequest_start(query_status, free_request, cancel_request, r, request);
+}
+#elif defined(MPICH)
+int poll_request(void *, MPI_Status *) {
+    progress_requests();
+    return MPI_SUCCESS;
+}
+// MPICH calls this from MPI_Wait* on requests of this kind; it must return
+// once at least one of them completed (or the timeout passed).
+int wait_requests(int count, void **states, double timeout, MPI_Status *) {
+    const double start = PMPI_Wtime();
+    for (;;) {
+        progress_requests();
+        for (int i = 0; i < count; ++i) {
+            auto *r = static_cast<OffloadRequest *>(states[i]);
+            std::lock_guard lock(g_mutex);
+            if (std::find(g_pending.begin(), g_pending.end(), r) == g_pending.end()) return MPI_SUCCESS;
+        }
+        if (timeout > 0 && PMPI_Wtime() - start > timeout) return MPI_SUCCESS;
+        sched_yield();
+    }
+}
+int start_grequest(OffloadRequest *r, MPI_Request *request) {
+    return MPIX_Grequest_start(query_status, free_request, cancel_request, poll_request,
+                               wait_requests, r, request);
+}
+#else
+#error "libdeputy-mpi knows Open MPI and MPICH"
+#endif
+
+}  // namespace
+
+bool requests_start() {
+#if defined(OPEN_MPI)
+    // Exported by Open MPI's libopen-pal (every 4.x and 5.x): looked up at
+    // run time so that linking needs only libmpi.
+    auto reg = reinterpret_cast<int (*)(ProgressCallback)>(
+        dlsym(RTLD_DEFAULT, "opal_progress_register"));
+    if (!reg || reg(progress_hook) != 0) {
+        warn("Open MPI's opal_progress_register was not found: nonblocking collectives go to MPI");
+        return false;
+    }
+#endif
+    g_hooked = true;
+    return true;
+}
+
+int progress_requests() {
+    std::unique_lock lock(g_mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return 0;  // another thread is doing it
+    std::vector<OffloadRequest *> done;
+    for (size_t i = 0; i < g_pending.size();) {
+        OffloadRequest *r = g_pending[i];
+        int finished = 0;
+        dp_status_t st = dp_test(r->dp, &finished);
+        if (!finished && st == DP_OK) {
+            ++i;
+            continue;
+        }
+        dp_request_free(r->dp);
+        r->dp = nullptr;
+        r->team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        if (st == DP_ERR_RETRY) {  // the agent's queue was full: nothing was done
+            st = post(r);
+            if (st == DP_OK) {
+                ++i;
+                continue;
+            }
+        }
+        r->status = st;
+        done.push_back(r);
+        g_pending[i] = g_pending.back();
+        g_pending.pop_back();
+    }
+    g_pending_count.store(int(g_pending.size()), std::memory_order_relaxed);
+    lock.unlock();
+    for (OffloadRequest *r : done) {
+        if (r->status != DP_OK) report_failure(r->op, r->status);
+        PMPI_Grequest_complete(r->handle);
+    }
+    return int(done.size());
+}
+
+int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn,
+                  MPI_Request *request) {
+    auto *r = new OffloadRequest{op, team, std::move(pins), std::move(post_fn)};
+    team_use_begin(team);
+    dp_status_t st = post(r);
+    if (st != DP_OK) {
+        report_failure(op, st);
+        release(r);
+        return MPI_ERR_OTHER;
+    }
+    int rc = start_grequest(r, request);
+    if (rc != MPI_SUCCESS) fatal("MPI_Grequest_start failed");
+    r->handle = *request;
+    std::lock_guard lock(g_mutex);
+    g_pending.push_back(r);
+    g_pending_count.store(int(g_pending.size()), std::memory_order_relaxed);
+    count_offloaded(op);
+    return MPI_SUCCESS;
+}
+
+int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_fn) {
+    team_use_begin(team);
+    dp_status_t st;
+    for (;;) {
+        OffloadRequest r{op, team, {}, post_fn};
+        st = post(&r);
+        if (st == DP_OK) {
+            st = dp_wait(r.dp);
+            dp_request_free(r.dp);
+            team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        if (st != DP_ERR_RETRY) break;
+        progress_requests();
+    }
+    release_memory(pins);
+    team_use_end(team);
+    if (st != DP_OK) {
+        report_failure(op, st);
+        return MPI_ERR_OTHER;
+    }
+    count_offloaded(op);
+    return MPI_SUCCESS;
+}
+
+void requests_stop() {
+    while (g_pending_count.load() > 0) {
+        progress_requests();
+        sched_yield();
+    }
+#if defined(OPEN_MPI)
+    if (g_hooked) {
+        auto unreg = reinterpret_cast<int (*)(ProgressCallback)>(
+            dlsym(RTLD_DEFAULT, "opal_progress_unregister"));
+        if (unreg) unreg(progress_hook);
+    }
+#endif
+    g_hooked = false;
+}
+
+}  // namespace deputy::mpi

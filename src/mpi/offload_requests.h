@@ -1,0 +1,47 @@
+// deputy operations as MPI requests.
+//
+// Each offloaded nonblocking collective returns a real MPI request: a
+// generalized request (MPI_Grequest_start) that this library completes as
+// soon as deputy's completion flag says so. The flag is tested from inside
+// MPI's own progress engine, so every MPI call that waits or tests
+// (MPI_Wait, MPI_Testsome, arrays mixing deputy's requests with MPI's,
+// Fortran's bindings that call PMPI_* directly) sees the request complete
+// without this library wrapping any of them:
+//  - Open MPI: a callback registered with opal_progress_register, which its
+//    progress loop calls on every turn;
+//  - MPICH: MPIX_Grequest_start's poll function, which its progress engine
+//    calls for every outstanding generalized request.
+// The MPI request then fills its status as MPI does for a collective (source
+// and tag 0, zero elements) and fails with MPI_ERR_OTHER when deputy's
+// operation failed (the reason printed once on stderr).
+#pragma once
+
+#include "mpi/comm_teams.h"
+#include "mpi/operations.h"
+#include "mpi/registered_memory.h"
+
+#include <deputy/coll.h>
+#include <mpi.h>
+
+#include <functional>
+
+namespace deputy::mpi {
+
+// Posts the operation again (with the same arguments) into *req.
+using Post = std::function<dp_status_t(dp_request_t **req)>;
+
+// Hooks this library into MPI's progress engine; false (with a warning)
+// when it cannot, and then nothing is offloaded as a request.
+bool requests_start();
+// Posts `post` on `team` (waiting while deputy's outstanding slots are
+// full) and returns the MPI request in *request. MPI_SUCCESS, or the MPI
+// error after printing deputy's reason.
+int start_request(Operation op, CommTeam *team, RangePins pins, Post post, MPI_Request *request);
+// Runs a blocking form: posts, waits, releases. MPI_SUCCESS or an MPI error.
+int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post);
+// Tests every outstanding request and completes those deputy finished.
+int progress_requests();
+// MPI_Finalize: waits for every outstanding request; unhooks.
+void requests_stop();
+
+}  // namespace deputy::mpi

@@ -1,0 +1,225 @@
+#include "mpi/runtime.h"
+
+#include "mpi/comm_teams.h"
+#include "mpi/datatypes.h"
+#include "mpi/offload_requests.h"
+
+#include <deputy/status.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace deputy::mpi {
+namespace {
+
+bool env_flag(const char *name) {
+    const char *v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// 32 random bytes as hex, the job's secret when the launcher gave none:
+// made by rank 0 and broadcast, so only this job's ranks meet in its teams.
+void job_secret(char (&secret)[65]) {
+    std::memset(secret, 0, sizeof secret);
+    if (const char *given = std::getenv("DEPUTY_JOB_SECRET"); given && *given) {
+        std::snprintf(secret, sizeof secret, "%s", given);
+    } else {
+        unsigned char bytes[32];
+        if (getrandom(bytes, sizeof bytes, 0) != ssize_t(sizeof bytes))
+            fatal("getrandom failed making the job's secret");
+        for (size_t i = 0; i < sizeof bytes; ++i)
+            std::snprintf(secret + 2 * i, 3, "%02x", bytes[i]);
+    }
+}
+
+void print_report() {
+    Runtime &rt = runtime();
+    const std::string_view mode = rt.report;
+    if (mode.empty() || mode == "0") return;
+    if (mode.starts_with("json:")) {
+        const std::string path =
+            fmt::format("{}/deputy-mpi-rank{}.json", mode.substr(5), rt.world_rank);
+        std::string json = fmt::format("{{\"rank\":{},\"size\":{},\"agent\":{},\"operations\":{{",
+                                       rt.world_rank, rt.world_size,
+                                       rt.context ? fmt::format("\"{}\"", rt.agent) : "null");
+        for (int i = 0; i < kOperationCount; ++i) {
+            const OperationCounters &c = rt.counters[size_t(i)];
+            json += fmt::format("{}\"{}\":{{\"offloaded\":{},\"passed\":{{", i ? "," : "",
+                                operation_info(Operation(i)).mpi_name, c.offloaded.load());
+            bool first = true;
+            for (int r = 0; r < kPassReasonCount; ++r) {
+                if (const uint64_t n = c.passed[size_t(r)].load()) {
+                    json += fmt::format("{}\"{}\":{}", first ? "" : ",",
+                                        pass_reason_name(PassReason(r)), n);
+                    first = false;
+                }
+            }
+            json += "}}";
+        }
+        json += "}}\n";
+        FILE *f = std::fopen(path.c_str(), "w");
+        if (!f) {
+            warn(fmt::format("DEPUTY_MPI_REPORT: cannot write {}: {}", path, std::strerror(errno)));
+            return;
+        }
+        std::fputs(json.c_str(), f);
+        std::fclose(f);
+        return;
+    }
+    std::string text;
+    for (int i = 0; i < kOperationCount; ++i) {
+        const OperationCounters &c = rt.counters[size_t(i)];
+        std::string passed;
+        uint64_t passed_total = 0;
+        for (int r = 0; r < kPassReasonCount; ++r) {
+            if (const uint64_t n = c.passed[size_t(r)].load()) {
+                passed += fmt::format("{}{} {}", passed.empty() ? "" : ", ",
+                                      pass_reason_name(PassReason(r)), n);
+                passed_total += n;
+            }
+        }
+        if (c.offloaded.load() == 0 && passed_total == 0) continue;
+        text += fmt::format("deputy-mpi: rank {}: {:<26} offloaded {:>8}  passed to MPI {:>8}{}\n",
+                            rt.world_rank, operation_info(Operation(i)).mpi_name,
+                            c.offloaded.load(), passed_total,
+                            passed.empty() ? "" : "  (" + passed + ")");
+    }
+    if (text.empty())
+        text = fmt::format("deputy-mpi: rank {}: no collective was called\n", rt.world_rank);
+    std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace
+
+Runtime &runtime() {
+    static Runtime rt;
+    return rt;
+}
+
+void warn(const std::string &message) {
+    std::fprintf(stderr, "deputy-mpi: rank %d: %s\n", runtime().world_rank, message.c_str());
+}
+
+void fatal(const std::string &message) {
+    warn(message);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+    std::abort();
+}
+
+bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thresholds,
+                      std::string *error) {
+    std::string_view rest = text;
+    while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string_view::npos) {
+            *error = fmt::format("'{}' is not op=bytes", item);
+            return false;
+        }
+        const std::string_view key = item.substr(0, eq);
+        std::string value(item.substr(eq + 1));
+        const auto op = operation_from_key(key);
+        if (!op) {
+            *error = fmt::format("unknown operation '{}' (names: iallreduce, allreduce, ...)", key);
+            return false;
+        }
+        if (value == "never") {
+            (*thresholds)[size_t(*op)] = kNever;
+            continue;
+        }
+        size_t scale = 1;
+        if (!value.empty()) {
+            switch (value.back()) {
+                case 'k': case 'K': scale = size_t(1) << 10; break;
+                case 'm': case 'M': scale = size_t(1) << 20; break;
+                case 'g': case 'G': scale = size_t(1) << 30; break;
+                default: break;
+            }
+            if (scale != 1) value.pop_back();
+        }
+        char *end = nullptr;
+        errno = 0;
+        const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+        if (value.empty() || *end || errno || value[0] == '-') {
+            *error = fmt::format("'{}': the bytes must be a number (with k, m or g) or 'never'",
+                                 item);
+            return false;
+        }
+        (*thresholds)[size_t(*op)] = size_t(n) * scale;
+    }
+    return true;
+}
+
+void runtime_start(int provided) {
+    Runtime &rt = runtime();
+    rt.initialized = true;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rt.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &rt.world_size);
+    rt.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+    rt.require = env_flag("DEPUTY_MPI_REQUIRE");
+    rt.disabled = env_flag("DEPUTY_MPI_DISABLE");
+    if (const char *r = std::getenv("DEPUTY_MPI_REPORT")) rt.report = r;
+    for (int i = 0; i < kOperationCount; ++i)
+        rt.thresholds[size_t(i)] = operation_info(Operation(i)).default_threshold;
+    if (const char *t = std::getenv("DEPUTY_MPI_THRESHOLDS")) {
+        std::string error;
+        if (!parse_thresholds(t, &rt.thresholds, &error)) fatal("DEPUTY_MPI_THRESHOLDS: " + error);
+    }
+    datatypes_start();
+    comm_teams_start();
+
+    // Collective over MPI_COMM_WORLD whatever this rank's settings, so that
+    // ranks started with different environments still call the same.
+    char secret[65];
+    if (rt.world_rank == 0) job_secret(secret);
+    PMPI_Bcast(secret, sizeof secret, MPI_CHAR, 0, MPI_COMM_WORLD);
+    secret[64] = '\0';
+
+    dp_status_t st = DP_ERR_NO_AGENT;
+    if (!rt.disabled) {
+        dp_config_t config = DP_CONFIG_INITIALIZER;
+        config.job_secret = secret;
+        config.wq_mode = rt.thread_multiple ? DP_WQ_SHARED : DP_WQ_DEDICATED;
+        st = dp_init(&config, &rt.context);
+        if (st != DP_OK) rt.context = nullptr;
+        if (!requests_start() && rt.context) {
+            dp_finalize(rt.context);
+            rt.context = nullptr;
+        }
+    }
+    const char *agent = std::getenv("DEPUTY_AGENT");
+    rt.agent = agent ? agent : "the default socket";
+    int missing = rt.disabled || rt.context ? 0 : 1;
+    PMPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (!rt.disabled && !rt.context && rt.require)
+        fatal(fmt::format("DEPUTY_MPI_REQUIRE=1 and no deputy agent at {}: {}", rt.agent,
+                          dp_strerror(st)));
+    if (missing && rt.world_rank == 0)
+        warn(fmt::format("{} of {} ranks reached no deputy agent ({}; DEPUTY_AGENT={}): their "
+                         "communicators' collectives go to MPI unchanged",
+                         missing, rt.world_size, dp_strerror(st), rt.agent));
+    // The world's team now, so that the first collective does not pay for it.
+    comm_team(MPI_COMM_WORLD);
+}
+
+void runtime_stop() {
+    Runtime &rt = runtime();
+    if (!rt.initialized) return;
+    requests_stop();
+    comm_teams_stop();
+    print_report();
+    if (rt.context) dp_finalize(rt.context);
+    rt.context = nullptr;
+    rt.initialized = false;
+}
+
+}  // namespace deputy::mpi

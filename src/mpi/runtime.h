@@ -1,0 +1,62 @@
+// The process-wide state of libdeputy-mpi: whether this rank talks to an
+// agent, its context, the thresholds and what was offloaded or passed.
+//
+// Set up in MPI_Init / MPI_Init_thread (after PMPI_Init) and torn down in
+// MPI_Finalize (before PMPI_Finalize); every intercepted call reads it.
+#pragma once
+
+#include "mpi/operations.h"
+
+#include <deputy/context.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+namespace deputy::mpi {
+
+struct OperationCounters {
+    std::atomic<uint64_t> offloaded{0};
+    std::array<std::atomic<uint64_t>, kPassReasonCount> passed{};
+};
+
+struct Runtime {
+    bool initialized = false;  // MPI_Init went through this library
+    bool disabled = false;     // DEPUTY_MPI_DISABLE=1
+    bool require = false;      // DEPUTY_MPI_REQUIRE=1: no agent is fatal
+    bool thread_multiple = false;
+    int world_rank = 0, world_size = 1;
+    dp_context_t *context = nullptr;  // null: no agent, everything passes
+    std::string agent;                // the socket this rank attached to
+    std::array<size_t, kOperationCount> thresholds{};
+    std::array<OperationCounters, kOperationCount> counters;
+    std::string report;  // DEPUTY_MPI_REPORT: "", "1" or "json:DIR"
+};
+
+Runtime &runtime();
+
+// Called once from the MPI_Init wrappers after PMPI_Init succeeded.
+void runtime_start(int provided_thread_level);
+// Called from the MPI_Finalize wrapper before PMPI_Finalize: completes what
+// is outstanding, destroys teams, prints the report, detaches.
+void runtime_stop();
+
+inline void count_offloaded(Operation op) {
+    runtime().counters[size_t(op)].offloaded.fetch_add(1, std::memory_order_relaxed);
+}
+inline void count_passed(Operation op, PassReason why) {
+    runtime().counters[size_t(op)].passed[size_t(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
+// Prints "deputy-mpi: rank R: <message>" on stderr.
+void warn(const std::string &message);
+// A failure the program cannot recover from: the message, then MPI_Abort.
+[[noreturn]] void fatal(const std::string &message);
+
+// DEPUTY_MPI_THRESHOLDS ("allreduce=64k,iallgather=0"): the thresholds over
+// the defaults; a malformed value is an error naming it.
+bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thresholds,
+                      std::string *error);
+
+}  // namespace deputy::mpi

@@ -1,0 +1,290 @@
+/* deputy-bench-mpi: the OSU method on an unmodified MPI program.
+ *
+ * Measures an MPI collective the way OSU's micro-benchmarks do (pure
+ * communication time; then post, compute as long, wait: Overall, Compute,
+ * Overlap %), on ordinary malloc'ed buffers, through two entry points in
+ * the same processes, alternating per size:
+ *   mpi   MPI_Ixxx    whatever the program is linked or preloaded with
+ *                     (libdeputy-mpi offloads it; without it, plain MPI)
+ *   pmpi  PMPI_Ixxx   always the MPI library itself: the baseline
+ * The benchmark's own bookkeeping (barriers, averages) uses PMPI_ so that
+ * only the measured calls go through an interposed library.
+ *
+ *   mpirun -np 2 -x LD_PRELOAD=libdeputy-mpi-openmpi.so -x DEPUTY_AGENT=... \
+ *       deputy-bench-mpi-openmpi --op iallreduce -m 64k:16m --json out.json
+ *
+ * Only <mpi.h>: this is the code the library must serve unchanged. */
+#include <mpi.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum op { IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST, ALLREDUCE, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"iallreduce", "ireduce_scatter", "iallgather",
+                                               "ialltoall",  "ibcast",          "allreduce"};
+
+struct options {
+    enum op op;
+    size_t min_bytes, max_bytes;
+    int iterations, warmup;
+    int idle; /* compute by sleeping (a spare core for whoever wants it) */
+    const char *json;
+};
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* OSU's compute: a busy loop (every core stays busy), or a sleep. */
+static volatile double sink;
+static void compute_for(double us, int idle) {
+    const double end = now_us() + us;
+    if (idle) {
+        struct timespec ts;
+        const double left = us * 1e3;
+        ts.tv_sec = (time_t)(left / 1e9);
+        ts.tv_nsec = (long)(left - (double)ts.tv_sec * 1e9);
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        return;
+    }
+    double x = 1.0;
+    while (now_us() < end)
+        for (int i = 0; i < 200; ++i) x = x * 1.0000001 + 1e-9;
+    sink = x;
+}
+
+static size_t parse_size(const char *s) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end && (*end == 'k' || *end == 'K')) v *= 1024;
+    if (end && (*end == 'm' || *end == 'M')) v *= 1024 * 1024;
+    return (size_t)v;
+}
+
+static void usage(const char *argv0) {
+    fprintf(stderr,
+            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|allreduce]\n"
+            "          [-m MIN:MAX bytes, k/m suffixes] [-i iterations] [-x warm-up]\n"
+            "          [--compute cpu|idle] [--json FILE]\n",
+            argv0);
+}
+
+static int parse(int argc, char **argv, struct options *o) {
+    o->op = IALLREDUCE;
+    o->min_bytes = 64 * 1024;
+    o->max_bytes = 4 * 1024 * 1024;
+    o->iterations = 20;
+    o->warmup = 5;
+    o->idle = 0;
+    o->json = NULL;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--op") && v) {
+            int found = 0;
+            for (int k = 0; k < OP_COUNT; ++k)
+                if (!strcmp(v, op_names[k])) o->op = (enum op)k, found = 1;
+            if (!found) return fprintf(stderr, "--op %s: unknown operation\n", v), 0;
+            ++i;
+        } else if (!strcmp(a, "-m") && v) {
+            const char *colon = strchr(v, ':');
+            o->min_bytes = parse_size(v);
+            o->max_bytes = colon ? parse_size(colon + 1) : o->min_bytes;
+            ++i;
+        } else if (!strcmp(a, "-i") && v) {
+            o->iterations = atoi(v), ++i;
+        } else if (!strcmp(a, "-x") && v) {
+            o->warmup = atoi(v), ++i;
+        } else if (!strcmp(a, "--compute") && v) {
+            if (strcmp(v, "cpu") && strcmp(v, "idle"))
+                return fprintf(stderr, "--compute %s: cpu or idle\n", v), 0;
+            o->idle = !strcmp(v, "idle"), ++i;
+        } else if (!strcmp(a, "--json") && v) {
+            o->json = v, ++i;
+        } else {
+            return 0;
+        }
+    }
+    if (o->iterations < 1 || o->warmup < 0 || o->min_bytes < 4 || o->max_bytes < o->min_bytes)
+        return fprintf(stderr, "need -i >= 1, -x >= 0 and 4 <= MIN <= MAX bytes\n"), 0;
+    return 1;
+}
+
+struct buffers {
+    void *send, *recv;
+    int count; /* elements per block */
+};
+
+/* One call of the operation, through MPI_ (via = 0) or PMPI_ (via = 1).
+ * Nonblocking operations return their request; allreduce completes. */
+static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
+    const int n = b->count;
+    switch (op) {
+        case IALLREDUCE:
+            return via ? PMPI_Iallreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req)
+                       : MPI_Iallreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+        case IREDUCE_SCATTER:
+            return via ? PMPI_Ireduce_scatter_block(b->send, b->recv, n, MPI_FLOAT, MPI_SUM,
+                                                    MPI_COMM_WORLD, req)
+                       : MPI_Ireduce_scatter_block(b->send, b->recv, n, MPI_FLOAT, MPI_SUM,
+                                                   MPI_COMM_WORLD, req);
+        case IALLGATHER:
+            return via ? PMPI_Iallgather(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD, req)
+                       : MPI_Iallgather(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD, req);
+        case IALLTOALL:
+            return via ? PMPI_Ialltoall(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD, req)
+                       : MPI_Ialltoall(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD, req);
+        case IBCAST:
+            return via ? PMPI_Ibcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD, req)
+                       : MPI_Ibcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD, req);
+        case ALLREDUCE:
+            *req = MPI_REQUEST_NULL;
+            return via ? PMPI_Allreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)
+                       : MPI_Allreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        default:
+            return MPI_ERR_ARG;
+    }
+}
+
+static void complete(int via, MPI_Request *req) {
+    if (*req == MPI_REQUEST_NULL) return;
+    if (via) PMPI_Wait(req, MPI_STATUS_IGNORE);
+    else MPI_Wait(req, MPI_STATUS_IGNORE);
+}
+
+struct result {
+    double pure_us, overall_us, compute_us, overlap_pct;
+};
+
+static double world_average(double v) {
+    int size;
+    double sum = 0;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum / size;
+}
+
+static struct result measure(int via, const struct options *o, struct buffers *b) {
+    struct result r = {0, 0, 0, 0};
+    MPI_Request req;
+    for (int i = 0; i < o->warmup; ++i) {
+        if (post(via, o->op, b, &req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
+        complete(via, &req);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double pure = 0;
+    for (int i = 0; i < o->iterations; ++i) {
+        const double t0 = now_us();
+        post(via, o->op, b, &req);
+        complete(via, &req);
+        pure += now_us() - t0;
+    }
+    pure /= o->iterations;
+    r.pure_us = world_average(pure);
+    if (o->op == ALLREDUCE) return r;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double overall = 0, comp = 0;
+    for (int i = 0; i < o->warmup + o->iterations; ++i) {
+        const double t0 = now_us();
+        post(via, o->op, b, &req);
+        const double t1 = now_us();
+        compute_for(pure, o->idle);
+        const double t2 = now_us();
+        complete(via, &req);
+        const double t3 = now_us();
+        if (i >= o->warmup) overall += t3 - t0, comp += t2 - t1;
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
+    r.overall_us = world_average(overall / o->iterations);
+    r.compute_us = world_average(comp / o->iterations);
+    const double overlap = 100.0 - 100.0 * (r.overall_us - r.compute_us) / r.pure_us;
+    r.overlap_pct = overlap < 0 ? 0 : overlap;
+    return r;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    struct options o;
+    if (!parse(argc, argv, &o)) {
+        if (rank == 0) usage(argv[0]);
+        PMPI_Finalize();
+        return 2;
+    }
+    FILE *json = NULL;
+    if (rank == 0 && o.json && !(json = fopen(o.json, "w"))) {
+        fprintf(stderr, "--json %s: %s\n", o.json, strerror(errno));
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int nonblocking = o.op != ALLREDUCE;
+    if (rank == 0) {
+        printf("# deputy-bench-mpi: %s, %d ranks, compute %s, %d iterations (+%d warm-up)\n",
+               op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations, o.warmup);
+        printf("# mpi = MPI_%s (as linked or preloaded), pmpi = PMPI_ (the MPI library)\n",
+               op_names[o.op]);
+        if (nonblocking)
+            printf("%-10s %12s %12s %10s %12s %12s %10s %9s\n", "#bytes", "mpi_overall",
+                   "mpi_pure", "mpi_ovl%", "pmpi_overall", "pmpi_pure", "pmpi_ovl%",
+                   "overall_x");
+        else
+            printf("%-10s %12s %12s %9s\n", "#bytes", "mpi_us", "pmpi_us", "time_x");
+        if (json)
+            fprintf(json, "{\"benchmark\":\"deputy-bench-mpi\",\"op\":\"%s\",\"ranks\":%d,"
+                          "\"compute\":\"%s\",\"iterations\":%d,\"rows\":[",
+                    op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations);
+    }
+    int first_row = 1;
+    for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
+        /* bytes per rank's block, as OSU counts them; floats for reductions */
+        const int element = (o.op == IALLREDUCE || o.op == IREDUCE_SCATTER || o.op == ALLREDUCE)
+                                ? 4 : 1;
+        struct buffers b;
+        b.count = (int)(bytes / (size_t)element);
+        const size_t blocks = (o.op == IREDUCE_SCATTER || o.op == IALLTOALL) ? (size_t)size : 1;
+        const size_t recv_blocks = (o.op == IALLGATHER || o.op == IALLTOALL) ? (size_t)size : 1;
+        b.send = malloc(bytes * blocks);
+        b.recv = malloc(bytes * recv_blocks);
+        if (!b.send || !b.recv) PMPI_Abort(MPI_COMM_WORLD, 2);
+        /* first touch here, not in the timed loop */
+        memset(b.send, 1, bytes * blocks);
+        memset(b.recv, 0, bytes * recv_blocks);
+        const struct result mine = measure(0, &o, &b);
+        const struct result base = measure(1, &o, &b);
+        if (rank == 0) {
+            if (nonblocking)
+                printf("%-10zu %12.2f %12.2f %10.1f %12.2f %12.2f %10.1f %9.2f\n", bytes,
+                       mine.overall_us, mine.pure_us, mine.overlap_pct, base.overall_us,
+                       base.pure_us, base.overlap_pct, mine.overall_us / base.overall_us);
+            else
+                printf("%-10zu %12.2f %12.2f %9.2f\n", bytes, mine.pure_us, base.pure_us,
+                       mine.pure_us / base.pure_us);
+            fflush(stdout);
+            if (json)
+                fprintf(json,
+                        "%s{\"bytes\":%zu,\"mpi\":{\"pure_us\":%.3f,\"overall_us\":%.3f,"
+                        "\"compute_us\":%.3f,\"overlap_pct\":%.2f},\"pmpi\":{\"pure_us\":%.3f,"
+                        "\"overall_us\":%.3f,\"compute_us\":%.3f,\"overlap_pct\":%.2f}}",
+                        first_row ? "" : ",", bytes, mine.pure_us, mine.overall_us,
+                        mine.compute_us, mine.overlap_pct, base.pure_us, base.overall_us,
+                        base.compute_us, base.overlap_pct);
+        }
+        first_row = 0;
+        free(b.send);
+        free(b.recv);
+    }
+    if (json) {
+        fprintf(json, "]}\n");
+        fclose(json);
+    }
+    MPI_Finalize();
+    return 0;
+}
