@@ -3,9 +3,11 @@
 The MPI program is tests/launch/mpi_env_probe.c, built here with mpicc: each
 rank prints what `deputy mpirun` gave it (its agent, LD_PRELOAD and whether
 that library is mapped, whether its parent has it too, whether the job
-secret is set and the same on every rank). Until the PMPI library
-(src/mpi) is built beside DEPUTY_BIN, the ranks preload a stand-in built
-here (stub_preload.c) through --mpi-lib.
+secret is set and the same on every rank). The ranks preload the PMPI
+library (src/mpi) when it is built beside DEPUTY_BIN, as deputy mpirun
+finds it; otherwise a stand-in built here (stub_preload.c) through
+--mpi-lib, and the tests that need the real one (collectives offloaded to
+each rank's agent) skip.
 
 Every test points TMPDIR at a fresh directory, so that the private agent
 directories (deputy-mpirun-*) and every process of the job (whose command
@@ -16,6 +18,7 @@ start. Every command is bounded by a timeout.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -31,6 +34,8 @@ DEPUTY = os.environ.get("DEPUTY_BIN")
 MPIRUN = shutil.which("mpirun")
 MPICC = shutil.which("mpicc")
 CC = shutil.which("cc") or shutil.which("gcc")
+MPICC_MPICH = shutil.which("mpicc.mpich")
+MPIRUN_MPICH = shutil.which("mpirun.mpich")
 HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 120
 
@@ -221,6 +226,38 @@ def test_one_agent_per_host_of_a_hostfile(env):
     assert_clean(env)
 
 
+@pytest.mark.parametrize("flavor,nodes", [("openmpi", []), ("openmpi", ["--nodes", "2"]),
+                                          ("mpich", [])], ids=["private", "nodes", "mpich"])
+def test_the_library_offloads_to_each_ranks_agent(env, flavor, nodes):
+    """With the real PMPI library: the probe's MPI_Bcast and MPI_Allreduce
+    run on the agents (thresholds 0), each rank on the agent deputy mpirun
+    gave it, and their results are right (same-secret needs both)."""
+    if not env.built.real.with_name(f"libdeputy-mpi-{flavor}.so").exists():
+        pytest.skip(f"libdeputy-mpi-{flavor}.so is not built beside DEPUTY_BIN (src/mpi)")
+    probe = env.built.probe
+    args = []
+    if flavor == "mpich":
+        if MPICC_MPICH is None or MPIRUN_MPICH is None:
+            pytest.skip("MPICH is not installed (Debian: mpich libmpich-dev)")
+        probe = env.root / "mpi_env_probe_mpich"
+        compile_c(MPICC_MPICH, probe, HERE / "mpi_env_probe.c")
+        args = ["--mpirun", MPIRUN_MPICH]
+    n = 4 if nodes else 2
+    reports = env.root / "reports"
+    reports.mkdir()
+    r = env.run(*args, *nodes, "-np", str(n), str(probe), flavor=flavor,
+                extra={"DEPUTY_MPI_THRESHOLDS": "allreduce=0,bcast=0",
+                       "DEPUTY_MPI_REPORT": f"json:{reports}"})
+    rows = check_ranks(r, n, env.built.library(flavor)[1])
+    for rank, m in rows.items():
+        doc = json.loads((reports / f"deputy-mpi-rank{rank}.json").read_text())
+        assert doc["rank"] == rank and doc["size"] == n
+        assert doc["agent"] == m[4], (rank, doc["agent"], m[4])
+        for op in ("MPI_Bcast", "MPI_Allreduce"):
+            assert doc["operations"][op] == {"offloaded": 1, "passed": {}}, (rank, op, doc)
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
 def test_the_exit_code_of_a_failing_program_passes_through(env):
     r = env.run("-np", "2", str(env.built.probe), "exit", "3", "1")
     assert r.returncode == 3, r.stdout + r.stderr
@@ -371,10 +408,6 @@ def test_help_explains_it_with_an_example():
                  "--nodes", "--mpi-lib", "--dry-run", "block mapping",
                  "deputy mpirun -np 4 ./app"):
         assert text in r.stdout, text
-
-
-MPICC_MPICH = shutil.which("mpicc.mpich")
-MPIRUN_MPICH = shutil.which("mpirun.mpich")
 
 
 @pytest.mark.skipif(MPICC_MPICH is None or MPIRUN_MPICH is None,
