@@ -71,7 +71,7 @@ class Team {
     // slots, and so the same lines, serve every operation.
     bool take_slot(uint32_t *slot);
     // The post into the ring; the request's slot is given back on failure.
-    dp_status_t push(Request &r, const channel::CollPost &post);
+    [[gnu::hot]] dp_status_t push(Request &r, const channel::CollPost &post);
 
     // What every post and release touches, in one cache line.
     alignas(64) std::atomic<uint64_t> free_slots_{~uint64_t(0)};  // bit i: slot i is free
