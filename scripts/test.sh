@@ -6,9 +6,10 @@
 #      tests/launch: deputy mpirun with real mpiruns)
 #   4. ASan+UBSan build + ctest
 #   5. TSan build + the concurrency suites (rings, engines)
-#   6. 20 s of libFuzzer on the control-protocol decoders and on descriptors
-#      with the segment memory they point into (scripts/fuzz.sh;
-#      skipped, not failed, when clang is not installed)
+#   6. 30 s of libFuzzer on the control-protocol decoders, on descriptors
+#      with the segment memory they point into and on alltoallv's counts
+#      blocks (scripts/fuzz.sh; skipped, not failed, when clang is not
+#      installed)
 # Exits non-zero if any step fails; prints a summary either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -102,7 +103,7 @@ step "python + CLI end-to-end" python_tests
 step "ASan+UBSan build + unit tests" asan
 step "TSan build + concurrency tests" tsan
 if scripts/fuzz.sh --check; then
-  step "fuzz: control protocol and descriptors (20 s)" scripts/fuzz.sh 20
+  step "fuzz: control protocol, descriptors and counts blocks (30 s)" scripts/fuzz.sh 30
 else
   echo
   echo "fuzz: skipped (clang not installed; bash scripts/deps.sh --fuzz installs it)"
