@@ -222,7 +222,8 @@ TEST_F(AlltoallvTest, ABlockBeyondTheMembersMemoryIsDeniedAndNothingIsWritten) {
                 // The victim's buffer again, registered but for a tail: its
                 // block starts 60 bytes before the end of the registration.
                 registered = source ? l.send_extent[1] * 4 : r.dst_bytes[2] + 2 * kGuard;
-                own = static_cast<uint8_t *>(aligned_alloc(64, registered + kTail));
+                own = static_cast<uint8_t *>(
+                    aligned_alloc(64, (registered + kTail + 63) / 64 * 64));  // whole lines
                 std::memset(own, kUntouched, registered + kTail);
                 ASSERT_EQ(dp_mem_register(team[victim].ctx, own, registered), DP_OK);
                 if (source) {
