@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets (tests/fuzz: the control protocol, and descriptors
-# with the segment memory they point into) with clang in build-fuzz/ and
-# runs each under libFuzzer for half of N seconds. See docs/fuzzing.md.
+# Builds the fuzz targets (tests/fuzz: the control protocol, descriptors
+# with the segment memory they point into, and alltoallv's counts block)
+# with clang in build-fuzz/ and runs each under libFuzzer for a third of N
+# seconds. See docs/fuzzing.md.
 #
 # Usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...]   (default 60 s)
 #        scripts/fuzz.sh --check   exit 0 if clang and libFuzzer are installed
@@ -49,12 +50,13 @@ if ! CC=clang CXX=clang++ cmake -S tests/fuzz -B "$dir" -G Ninja > "$dir.configu
 fi
 cmake --build "$dir" || exit 1
 
-# Each target gets half of the time: the control protocol (what a client
-# sends on its socket) and descriptors with the segment memory they point
-# into (what the engines read from a client's ring and pool).
-half=$(( (seconds + 1) / 2 ))
+# Each target gets a third of the time: the control protocol (what a client
+# sends on its socket), descriptors with the segment memory they point into
+# (what the engines read from a client's ring and pool), and alltoallv's
+# counts block (what the agent copies from a member's pool).
+share=$(( (seconds + 2) / 3 ))
 status=0
-for target in control descriptor; do
+for target in control descriptor vector_counts; do
   bin=$dir/${target}_fuzz
   # 1. Known crashes must stay fixed.
   shopt -s nullglob
@@ -82,9 +84,9 @@ for target in control descriptor; do
   # field comparisons the decoders and the descriptor checks make.
   mkdir -p "$dir/corpus/$target" "$dir/artifacts"
   log=$dir/$target-fuzz.log
-  echo "fuzz: running $bin for $half s (log: $log)"
+  echo "fuzz: running $bin for $share s (log: $log)"
   "$bin" "$dir/corpus/$target" "tests/fuzz/corpus/$target" \
-    -max_total_time="$half" -max_len=8192 -use_value_profile=1 \
+    -max_total_time="$share" -max_len=8192 -use_value_profile=1 \
     -artifact_prefix="$dir/artifacts/$target-" -print_final_stats=1 "$@" > "$log" 2>&1
   rc=$?
 
@@ -102,6 +104,6 @@ for target in control descriptor; do
     status=1
     continue
   fi
-  echo "fuzz: $target: ${execs:-?} executions in $half s (${rate:-?}/s), corpus $corpus inputs, no crash"
+  echo "fuzz: $target: ${execs:-?} executions in $share s (${rate:-?}/s), corpus $corpus inputs, no crash"
 done
 exit $status

@@ -2,12 +2,14 @@
 # Every test deputy has, in the order that fails fastest:
 #   1. release build + ctest (all GoogleTest suites)
 #   2. install: a consumer built against the installed package (CMake + pkg-config)
-#   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest)
+#   3. Python: the deputy_tools package and the CLI end-to-end tests (pytest;
+#      tests/launch: deputy mpirun with real mpiruns)
 #   4. ASan+UBSan build + ctest
 #   5. TSan build + the concurrency suites (rings, engines)
-#   6. 20 s of libFuzzer on the control-protocol decoders and on descriptors
-#      with the segment memory they point into (scripts/fuzz.sh;
-#      skipped, not failed, when clang is not installed)
+#   6. 30 s of libFuzzer on the control-protocol decoders, on descriptors
+#      with the segment memory they point into and on alltoallv's counts
+#      blocks (scripts/fuzz.sh; skipped, not failed, when clang is not
+#      installed)
 # Exits non-zero if any step fails; prints a summary either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +67,7 @@ python_tests() {
   fi
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
   DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q -rfE python/tests tests/bench \
-    tests/multinode 2>&1 | tee "$marker.pytest"
+    tests/launch tests/multinode 2>&1 | tee "$marker.pytest"
 }
 
 asan() {
@@ -101,7 +103,7 @@ step "python + CLI end-to-end" python_tests
 step "ASan+UBSan build + unit tests" asan
 step "TSan build + concurrency tests" tsan
 if scripts/fuzz.sh --check; then
-  step "fuzz: control protocol and descriptors (20 s)" scripts/fuzz.sh 20
+  step "fuzz: control protocol, descriptors and counts blocks (30 s)" scripts/fuzz.sh 30
 else
   echo
   echo "fuzz: skipped (clang not installed; bash scripts/deps.sh --fuzz installs it)"

@@ -12,6 +12,7 @@
 #include "bench_coll/launcher.h"
 #include "common/log.h"
 #include "launch/launch_command.h"
+#include "launch/mpirun_command.h"
 
 int main(int argc, char **argv) {
     CLI::App app{"deputy: communication-offload runtime (agent, data mover, benchmarks)", "deputy"};
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
     deputy::tools::register_agent(app);
     deputy::tools::register_info(app);
     deputy::tools::register_launch(app);
+    deputy::tools::register_mpirun(app);
     CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail, coll");
     bench->require_subcommand(1);
     deputy::bench::register_mover(*bench);
@@ -28,6 +30,8 @@ int main(int argc, char **argv) {
     deputy::bench::register_channel(*bench);
     deputy::bench::register_coll(*bench);
 
+    // `deputy mpirun ... -- <mpirun's arguments>`: CLI11 sees what precedes the `--`.
+    argc = deputy::tools::split_mpirun_arguments(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::Error &e) {

@@ -21,7 +21,8 @@
  * fails the post with DP_ERR_NOMEM.
  *
  * Errors of an operation (reported by dp_test/dp_wait):
- *   DP_ERR_MISMATCH    members disagree on op, count, dtype, reduction or root
+ *   DP_ERR_MISMATCH    members disagree on op, count, dtype, reduction or root (alltoallv: a
+ *                      member's scounts[m] and member m's rcounts[r] differ)
  *   DP_ERR_AGENT_LOST  a member left or died (the team is then broken), or the agent died
  *   DP_ERR_DENIED      a buffer is outside what its member owns or registered
  *   DP_ERR_TOO_LARGE   bytes above the agent's limit per operation */
@@ -73,6 +74,15 @@ DP_API dp_status_t dp_ialltoall(const void *src, void *dst, size_t count, dp_dty
 DP_API dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype, int root, dp_team_t *team,
                              dp_request_t **req);
 DP_API dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **req);
+/* Vector all-to-all: member r sends scounts[m] elements starting at element sdispls[m] of src
+ * to member m, which receives them starting at element rdispls[r] of its dst (its rcounts[r]
+ * must equal; otherwise DP_ERR_MISMATCH on every member). The four arrays have dp_team_size()
+ * entries, counts and displacements in elements of dtype; they are read during the call (the
+ * caller may reuse them at once). src == dst is DP_ERR_INVALID (no in-place form), and so are
+ * receive blocks that overlap. Bytes of dst outside the receive blocks are left untouched. */
+DP_API dp_status_t dp_ialltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                                 void *dst, const size_t *rcounts, const size_t *rdispls,
+                                 dp_dtype_t dtype, dp_team_t *team, dp_request_t **req);
 
 /* *done = 1 once complete; the return value is then the operation's status.
  * While not complete: DP_OK with *done = 0 (or DP_ERR_AGENT_LOST). */
@@ -92,6 +102,9 @@ DP_API dp_status_t dp_alltoall(const void *src, void *dst, size_t count, dp_dtyp
                                dp_team_t *team);
 DP_API dp_status_t dp_bcast(void *buf, size_t count, dp_dtype_t dtype, int root, dp_team_t *team);
 DP_API dp_status_t dp_barrier(dp_team_t *team);
+DP_API dp_status_t dp_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                                void *dst, const size_t *rcounts, const size_t *rdispls,
+                                dp_dtype_t dtype, dp_team_t *team);
 
 #ifdef __cplusplus
 }

@@ -24,14 +24,60 @@ uint8_t TeamEngine::check_heads(Team &t, const std::vector<channel::CollPost> &h
     return head_invalid(h0, t.size);
 }
 
+namespace {
+
+uint8_t vector_status(dp_status_t s) {
+    switch (s) {
+        case DP_OK: return 0;
+        case DP_ERR_DENIED: return DP_COMP_ADDRESS_DENIED;
+        case DP_ERR_TOO_LARGE: return DP_COMP_INVALID_SIZE;
+        default: return DP_COMP_INVALID_FIELD;
+    }
+}
+
+}  // namespace
+
+uint8_t TeamEngine::check_vectors(Team &t, Execution &ex, const std::vector<Posted> &posted) {
+    if (!coll::is_vector(ex.collective)) return 0;
+    const uint64_t esize = mover::dtype_size(ex.heads[t.local_ranks.front()].dtype);
+    ex.vectors.assign(t.size, {});
+    std::vector<const coll::MemberVector *> present(t.size, nullptr);
+    for (uint32_t r : t.local_ranks) {
+        const Posted &p = posted[r];
+        if (p.counts_status) return p.counts_status;  // logged when the post arrived
+        std::string why;
+        const dp_status_t s = coll::decode_vector_counts(
+            p.counts.data(), p.counts.size(), t.size, esize, kMaxCollBytes, &ex.vectors[r], &why);
+        if (s != DP_OK) {
+            DP_LOG_WARN("agent: team '{}' {}: rank {}'s counts: {}", t.key,
+                        coll::collective_name(ex.collective), r, why);
+            return vector_status(s);
+        }
+        present[r] = &ex.vectors[r];
+    }
+    const std::string diff = coll::vector_difference(present);
+    if (!diff.empty()) {
+        DP_LOG_WARN("agent: team '{}' operation {}: {}: {}", t.key, t.ops,
+                    coll::collective_name(ex.collective), diff);
+        return channel::kCollMismatch;
+    }
+    return 0;
+}
+
 uint8_t TeamEngine::bind_members(Team &t, Execution &ex) {
     const channel::CollPost &h0 = ex.heads[t.local_ranks.front()];
     const uint64_t esize = mover::dtype_size(h0.dtype);
+    const bool vector = coll::is_vector(ex.collective);
     ex.buffers.members.assign(t.size, {});
     for (uint32_t r : t.local_ranks) {
         ClientSession *c = hooks_.find_client(t.members[r]);
         if (!c) return channel::kCollMemberLost;
         const ClientSpace &space = c->space();
+        if (vector) {
+            if (uint8_t bad = bind_vector_member(t, ex, r, space)) return bad;
+            ex.memories.push_back(c->memory);
+            continue;
+        }
         const coll::MemberBytes need =
             coll::member_bytes(ex.collective, h0.count, esize, t.size, r, h0.root);
         auto reachable = [&](uint64_t addr, uint64_t bytes) {
@@ -58,13 +104,53 @@ uint8_t TeamEngine::bind_members(Team &t, Execution &ex) {
     return 0;
 }
 
-void TeamEngine::start(Team &t, std::vector<channel::CollPost> heads) {
+uint8_t TeamEngine::bind_vector_member(Team &t, Execution &ex, uint32_t r,
+                                       const ClientSpace &space) {
+    const channel::CollPost &h = ex.heads[r];
+    const coll::MemberVector &v = ex.vectors[r];
+    if (h.src == h.dst && (v.send_total || v.recv_total)) {
+        DP_LOG_LIMITED(space.log(), "agent: team '{}' {}: rank {} gave one buffer as source and "
+                       "destination (there is no in-place form)",
+                       t.key, coll::collective_name(ex.collective), r);
+        return DP_COMP_INVALID_FIELD;
+    }
+    bool through_process = false;
+    for (int side = 0; side < 2; ++side) {
+        const uint64_t base = side == 0 ? h.src : h.dst;
+        const std::vector<coll::VectorBlock> &blocks = side == 0 ? v.send : v.recv;
+        for (uint32_t m = 0; m < t.size; ++m) {
+            const coll::VectorBlock &b = blocks[m];
+            if (b.bytes == 0) continue;
+            uint64_t addr;
+            const bool wraps = __builtin_add_overflow(base, b.offset, &addr) ||
+                               addr + b.bytes < addr;
+            const bool in_pool = !wraps && space.in_pool(addr, b.bytes);
+            if (!in_pool && (wraps || !space.direct_allows(addr, b.bytes))) {
+                DP_LOG_LIMITED(space.log(),
+                               "agent: team '{}' {}: rank {}'s {} block {} [0x{:x} + {}, +{}) is "
+                               "outside its pool and registered memory",
+                               t.key, coll::collective_name(ex.collective), r,
+                               side == 0 ? "source" : "destination", m, base, b.offset, b.bytes);
+                return DP_COMP_ADDRESS_DENIED;
+            }
+            through_process |= !in_pool;
+        }
+    }
+    ex.buffers.members[r] = {&space, h.src, h.dst};
+    ex.buffers.through_process |= through_process;
+    ex.bytes = std::max(ex.bytes, v.recv_total);
+    return 0;
+}
+
+void TeamEngine::start(Team &t, std::vector<Posted> posted) {
     ++t.ops;
-    if (uint8_t bad = check_heads(t, heads)) return fail_all(heads, t, bad);
     auto ex = std::make_unique<Execution>();
-    ex->heads = std::move(heads);
+    ex->heads.resize(t.size);
+    for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
+    if (uint8_t bad = check_heads(t, ex->heads)) return fail_all(ex->heads, t, bad);
     const channel::CollPost &h0 = ex->heads[0];
     ex->collective = *collective_of(h0);
+    if (uint8_t bad = check_vectors(t, *ex, posted)) return fail_all(ex->heads, t, bad);
     if (uint8_t bad = bind_members(t, *ex)) return fail_all(ex->heads, t, bad);
     coll::LocalArgs args;
     args.collective = ex->collective;
@@ -75,6 +161,7 @@ void TeamEngine::start(Team &t, std::vector<channel::CollPost> heads) {
     args.root = h0.root;
     args.chunk_bytes = ex->buffers.all_in_place() ? config_.coll_chunk_bytes
                                                   : config_.coll_direct_chunk_bytes;
+    args.vectors = &ex->vectors;
     ex->plan = coll::build_local_plan(args);
     if (ex->plan.traffic_bytes() <= config_.coll_inline_bytes) {
         // Small: cheaper here than the wake-ups of a hand-off to an engine

@@ -185,8 +185,9 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
         if (t.spans_nodes) internode_->broken(t.uid, why);
     }
     for (uint32_t r = 0; r < t.size; ++r) {
-        for (const channel::CollPost &d : t.queues[r]) {
-            publish(t.members[r], d.completion, channel::kCollMemberLost, 0, d.sequence);
+        for (const Posted &p : t.queues[r]) {
+            publish(t.members[r], p.post.completion, channel::kCollMemberLost, 0,
+                    p.post.sequence);
             ++failed_ops_;
         }
         t.queues[r].clear();
@@ -240,8 +241,38 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
         publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
         return;
     }
-    t->queues[rank].push_back(d);
+    Posted p;
+    p.post = d;
+    const auto c = collective_of(d);
+    if (c && coll::is_vector(*c)) copy_counts(s, *t, &p);
+    t->queues[rank].push_back(std::move(p));
     try_start(*t);
+}
+
+void TeamEngine::copy_counts(ClientSession &s, const Team &t, Posted *p) {
+    const channel::CollPost &d = p->post;
+    // Only the team's length is ever copied: a member cannot make the agent
+    // hold more than 2 KiB per queued post.
+    if (d.counts_bytes != coll::vector_counts_bytes(t.size)) {
+        DP_LOG_LIMITED(s.space().log(),
+                       "client {}: {} on team '{}' with a {}-byte counts block; a team of {} "
+                       "needs {}",
+                       s.id, collective_name_of(d), t.key, d.counts_bytes, t.size,
+                       coll::vector_counts_bytes(t.size));
+        p->counts_status = DP_COMP_INVALID_FIELD;
+        return;
+    }
+    const void *block = s.space().translate(d.counts, d.counts_bytes, mover::Access::read);
+    if (!block) {
+        DP_LOG_LIMITED(s.space().log(),
+                       "client {}: {} on team '{}': counts block [0x{:x}, +{}) is outside its "
+                       "pool",
+                       s.id, collective_name_of(d), t.key, d.counts, d.counts_bytes);
+        p->counts_status = DP_COMP_ADDRESS_DENIED;
+        return;
+    }
+    const auto *bytes = static_cast<const uint8_t *>(block);
+    p->counts.assign(bytes, bytes + d.counts_bytes);
 }
 
 void TeamEngine::try_start(Team &t) {
@@ -257,9 +288,9 @@ void TeamEngine::try_start(Team &t) {
     while (!t.running && !t.broken) {
         for (uint32_t r : t.local_ranks)
             if (t.queues[r].empty()) return;
-        std::vector<channel::CollPost> heads(t.size);
+        std::vector<Posted> heads(t.size);
         for (uint32_t r : t.local_ranks) {
-            heads[r] = t.queues[r].front();
+            heads[r] = std::move(t.queues[r].front());
             t.queues[r].pop_front();
         }
         if (t.spans_nodes) start_nodes(t, std::move(heads));

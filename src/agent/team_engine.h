@@ -90,6 +90,7 @@ class TeamEngine {
   private:
     struct Team;
     struct Execution;
+    struct Posted;
 
     Team *find_member_team(const ClientSession &s, uint32_t team_id, uint32_t *rank);
     void try_start(Team &t);
@@ -97,10 +98,18 @@ class TeamEngine {
     // fine, else the status every local member gets: the heads of the local
     // ranks agree and are valid;
     uint8_t check_heads(Team &t, const std::vector<channel::CollPost> &heads);
+    // a vector collective's counts blocks (the agent's copies) are well
+    // formed and the local ranks' counts agree (ex.vectors filled);
+    uint8_t check_vectors(Team &t, Execution &ex, const std::vector<Posted> &posted);
     // the members' buffers of the heads are theirs, and their memory is held
     // while the engines may touch it (DP_COMP_ADDRESS_DENIED, kCollMemberLost).
     uint8_t bind_members(Team &t, Execution &ex);
-    void start(Team &t, std::vector<channel::CollPost> heads);  // one node
+    // alltoallv: each of member r's blocks is in its pool or one registered range.
+    uint8_t bind_vector_member(Team &t, Execution &ex, uint32_t r, const ClientSpace &space);
+    // A vector collective's counts block, copied from the member's pool as
+    // its post arrives (the one read of it).
+    void copy_counts(ClientSession &s, const Team &t, Posted *p);
+    void start(Team &t, std::vector<Posted> posted);  // one node
     bool advance(Team &t);  // submits/collects the running execution; true when it finished
     void finish(Team &t, uint8_t status, const std::string &why = {});
     void fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status);
@@ -119,7 +128,7 @@ class TeamEngine {
     void on_formed(const InternodeEvent &e);
     void on_join_failed(const InternodeEvent &e);
     void on_step_done(const InternodeEvent &e);
-    void start_nodes(Team &t, std::vector<channel::CollPost> heads);
+    void start_nodes(Team &t, std::vector<Posted> posted);
     bool advance_nodes(Team &t);
     void post_step(Team &t, uint32_t group);
     void retire(Team &t);  // before a team is erased

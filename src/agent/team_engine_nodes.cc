@@ -174,13 +174,14 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
     }
 }
 
-void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
+void TeamEngine::start_nodes(Team &t, std::vector<Posted> posted) {
     auto ex = std::make_unique<Execution>();
     ex->spans_nodes = true;
     const uint64_t sequence = ++t.ops;
     const uint32_t first_local = t.local_ranks.front();
-    const ch::CollPost h0 = heads[first_local];
-    ex->heads = std::move(heads);
+    const ch::CollPost h0 = posted[first_local].post;
+    ex->heads.resize(t.size);
+    for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
     // A local failure: the other nodes must fail too, not wait.
     auto fail_here = [&](uint8_t status) {
         InterOp poison = check_of(h0);
@@ -195,6 +196,7 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     };
     if (uint8_t bad = check_heads(t, ex->heads)) return fail_here(bad);
     ex->collective = *collective_of(h0);
+    if (uint8_t bad = check_vectors(t, *ex, posted)) return fail_here(bad);
     if (uint8_t bad = bind_members(t, *ex)) return fail_here(bad);
     coll::NodeArgs args;
     args.collective.collective = ex->collective;
@@ -205,6 +207,7 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     args.collective.root = h0.root;
     args.collective.chunk_bytes = ex->buffers.all_in_place() ? config_.coll_chunk_bytes
                                                              : config_.coll_direct_chunk_bytes;
+    args.collective.vectors = &ex->vectors;
     args.node_of_rank = t.node_of_rank;
     args.node = internode_->node();
     args.stage_bytes = kNodeChunkBytes;
@@ -221,6 +224,11 @@ void TeamEngine::start_nodes(Team &t, std::vector<ch::CollPost> heads) {
     ex->buffers.send_bytes = np.send_bytes;
     ex->buffers.recv = ex->recv->data();
     ex->buffers.recv_bytes = np.recv_bytes;
+    // alltoallv: what this node's ranks send each node's ranks, for the
+    // first step (the counts exchange).
+    if (!np.counts_sent.empty())
+        std::memcpy(ex->send->data() + np.counts_send_offset, np.counts_sent.data(),
+                    np.counts_sent.size() * sizeof(uint64_t));
     ex->gather.reset(&np.gather.plan, np.gather.group_of_task, np.gather.groups, &ex->buffers);
     ex->write_back.reset(&np.write_back.plan, np.write_back.group_of_task, np.write_back.groups,
                          &ex->buffers);
@@ -233,8 +241,27 @@ void TeamEngine::post_step(Team &t, uint32_t group) {
     Execution &ex = *t.running;
     const ch::CollPost &h0 = ex.heads[t.local_ranks.front()];
     InterOp o = check_of(h0);
-    o.check = !ex.checked;
+    // A step that waits for the one before may carry what that one
+    // brought: it checks again.
+    o.check = !ex.checked || ex.node_plan.steps_in_order;
     ex.checked = true;
+    if (coll::is_vector(ex.collective) && group == 1) {
+        // The counts arrived with step 0: a pair that disagrees fails the
+        // data step on every node (this node's check differs) before any
+        // byte moves; so does a failure here so far (step 0, the gather),
+        // so that no node writes back blocks this one never had.
+        const std::string diff =
+            ex.node_status != DP_COMP_SUCCESS
+                ? fmt::format("failed here before the data step ({})",
+                              ch::coll_status_name(ex.node_status))
+                : coll::vector_counts_difference(ex.node_args, ex.node_plan, ex.recv->data());
+        if (!diff.empty()) {
+            DP_LOG_WARN("agent: team '{}' operation {}: {}: {}", t.key, t.ops,
+                        coll::collective_name(ex.collective), diff);
+            o.opcode = kPoisonOpcode;
+            o.count = internode_->node();  // unlike any other node's
+        }
+    }
     o.team_uid = t.uid;
     o.op_id = next_step_id_++;
     o.sequence = t.ops;
@@ -257,7 +284,8 @@ bool TeamEngine::advance_nodes(Team &t) {
     }
     const uint32_t groups = uint32_t(ex.node_plan.groups.size());
     while (ex.steps_posted < groups &&
-           (ex.gather.failed() || ex.gather.group_done(ex.steps_posted)))
+           (ex.gather.failed() || ex.gather.group_done(ex.steps_posted)) &&
+           (!ex.node_plan.steps_in_order || ex.steps_done == ex.steps_posted))
         post_step(t, ex.steps_posted);
     ex.write_back.poll();
     if (ex.write_back.failed() && ex.node_status == DP_COMP_SUCCESS) {

@@ -21,6 +21,7 @@
 #include "coll/collective.h"
 #include "coll/local_plan.h"
 #include "coll/node_plan.h"
+#include "coll/vector_counts.h"
 #include "mover/names.h"
 
 namespace deputy::agent {
@@ -53,10 +54,15 @@ inline constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
 
 // A completion status for fields out of range in agreed heads; 0 if fine.
 inline constexpr uint64_t kMaxCollBytes = 1ull << 36;
+// A vector collective's counts block and count are checked per member
+// (TeamEngine::check_vectors): here only that the others carry none.
 inline uint8_t head_invalid(const channel::CollPost &h, uint32_t team_size) {
     const auto c = collective_of(h);
     if (!c) return DP_COMP_INVALID_OPCODE;
-    if (h.reserved0 || h.reserved1 || h.reserved2) return DP_COMP_INVALID_FIELD;
+    if (h.reserved0) return DP_COMP_INVALID_FIELD;
+    const bool vector = coll::is_vector(*c);
+    if (vector ? h.count != 0 : (h.counts_bytes != 0 || h.counts != 0))
+        return DP_COMP_INVALID_FIELD;
     if (*c == coll::Collective::barrier) return 0;
     const uint64_t esize = mover::dtype_size(h.dtype);
     if (esize == 0 || (coll::reduces(*c) && h.redop >= DP_OP_COUNT) ||
@@ -65,6 +71,16 @@ inline uint8_t head_invalid(const channel::CollPost &h, uint32_t team_size) {
     if (h.count > kMaxCollBytes / esize / team_size) return DP_COMP_INVALID_SIZE;
     return 0;
 }
+
+// A member's post as the agent queued it: the slot's 64 bytes and, for a
+// vector collective, its counts block as copied from the member's pool
+// when the post arrived. That copy is the one read of the block: the checks
+// and the plan use it, never the member's memory, which it may rewrite.
+struct TeamEngine::Posted {
+    channel::CollPost post{};
+    std::vector<uint8_t> counts;
+    uint8_t counts_status = 0;  // not 0: no copy, and the status the operation fails with
+};
 
 // The digest a team keeps of its job secret (BLAKE2b-256): joiners are
 // compared against it, and the secret itself is never stored or shown.
@@ -80,6 +96,9 @@ struct TeamEngine::Execution {
     // task finished, whoever of them leaves meanwhile.
     std::vector<std::shared_ptr<ClientMemory>> memories;
     MemberBuffers buffers;
+    // alltoallv: each local rank's blocks, decoded from the agent's copy
+    // of its counts block (by rank; other nodes' ranks empty).
+    std::vector<coll::MemberVector> vectors;
     // One node: the plan and its tasks.
     coll::LocalPlan plan;
     TaskSet tasks;
@@ -108,7 +127,7 @@ struct TeamEngine::Team {
     SecretDigest secret{};
     uint32_t size = 0;
     std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
-    std::vector<std::deque<channel::CollPost>> queues;
+    std::vector<std::deque<Posted>> queues;
     bool ready = false;
     bool broken = false;
     std::string broken_reason;

@@ -8,6 +8,11 @@
 // checked there (the collective, dtype and op by the table in
 // coll/collective.h; the team against the member's own teams; the buffers
 // against its memory).
+//
+// alltoallv's per-peer counts and displacements do not fit: the member
+// writes them into a block in its own pool (coll/vector_counts.h says why
+// there) and the post carries the block's address and length, with count
+// 0. The agent copies the block once, when the post arrives.
 #pragma once
 
 #include <deputy/mover.h>
@@ -32,9 +37,9 @@ struct CollPost {
     uint64_t dst;
     uint64_t count;       // elements
     uint32_t root;        // bcast
-    uint32_t reserved1;   // 0
+    uint32_t counts_bytes;  // alltoallv: its counts block's length; 0 otherwise
     uint64_t sequence;    // the member's posting order on the team (diagnostics)
-    uint64_t reserved2;   // 0
+    uint64_t counts;      // alltoallv: its counts block, in its pool; 0 otherwise
 };
 static_assert(sizeof(CollPost) == sizeof(dp_desc_t), "a post fills one ring slot");
 static_assert(offsetof(CollPost, opcode) == offsetof(dp_desc_t, opcode),

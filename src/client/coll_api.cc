@@ -1,6 +1,10 @@
 // The C API of include/deputy/coll.h: teams and collectives over client::Team.
 #include <deputy/coll.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "coll/collective.h"
 #include "client/handles.h"
 #include "client/team.h"
@@ -57,6 +61,55 @@ dp_status_t post_and_wait(dp_team_t *team, Collective c, const void *src, void *
     dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;
+}
+
+// alltoallv's checks before its post: what the library can tell from the
+// arguments alone. Buffer ranges are the agent's to check (it knows the
+// member's memory); counts that disagree between members are its too.
+dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                           void *dst, const size_t *rcounts, const size_t *rdispls,
+                           dp_dtype_t dtype, dp_team_t *team, dp_request_t **req) {
+    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
+    *req = nullptr;
+    if (!scounts || !sdispls || !rcounts || !rdispls)
+        DP_FAIL(DP_ERR_INVALID,
+                "dp_ialltoallv: {} is NULL (scounts, sdispls, rcounts and rdispls each need "
+                "dp_team_size() entries)",
+                !scounts ? "scounts" : !sdispls ? "sdispls" : !rcounts ? "rcounts" : "rdispls");
+    if (unsigned(dtype) >= DP_DTYPE_COUNT)
+        DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: dtype {} is not a dp_dtype_t", int(dtype));
+    if (src != nullptr && src == dst)
+        DP_FAIL(DP_ERR_INVALID,
+                "dp_ialltoallv: src == dst: alltoallv has no in-place form; give two buffers");
+    const int p = team->impl->size();
+    for (int m = 0; m < p; ++m) {
+        if (scounts[m] && !src)
+            DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: src is NULL with scounts[{}] = {}", m,
+                    scounts[m]);
+        if (rcounts[m] && !dst)
+            DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: dst is NULL with rcounts[{}] = {}", m,
+                    rcounts[m]);
+    }
+    // MPI forbids writing a location twice: receive blocks that overlap are
+    // a caller's mistake, named here rather than left to chance. (A block
+    // whose end overflows is left to the agent, which refuses it.)
+    std::vector<std::pair<size_t, int>> starts;
+    for (int m = 0; m < p; ++m)
+        if (size_t end; rcounts[m] && !__builtin_add_overflow(rdispls[m], rcounts[m], &end))
+            starts.push_back({rdispls[m], m});
+    std::sort(starts.begin(), starts.end());
+    for (size_t i = 1; i < starts.size(); ++i) {
+        const int a = starts[i - 1].second, b = starts[i].second;
+        if (starts[i].first < rdispls[a] + rcounts[a])
+            DP_FAIL(DP_ERR_INVALID,
+                    "dp_ialltoallv: receive blocks {} and {} overlap (rdispls[{}] = {}, "
+                    "rcounts[{}] = {}; rdispls[{}] = {})",
+                    a, b, a, rdispls[a], a, rcounts[a], b, rdispls[b]);
+    }
+    Request *r = nullptr;
+    DP_CHECK(team->impl->post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, &r));
+    *req = reinterpret_cast<dp_request_t *>(r);
+    return DP_OK;
 }
 
 }  // namespace
@@ -121,6 +174,13 @@ extern "C" [[gnu::hot]] dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **
     return post(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0, req);
 }
 
+extern "C" dp_status_t dp_ialltoallv(const void *src, const size_t *scounts,
+                                     const size_t *sdispls, void *dst, const size_t *rcounts,
+                                     const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team,
+                                     dp_request_t **req) {
+    return post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, req);
+}
+
 extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
     if (req == nullptr || done == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
@@ -171,4 +231,13 @@ extern "C" dp_status_t dp_bcast(void *buf, size_t count, dp_dtype_t dtype, int r
 }
 extern "C" dp_status_t dp_barrier(dp_team_t *team) {
     return post_and_wait(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0);
+}
+extern "C" dp_status_t dp_alltoallv(const void *src, const size_t *scounts,
+                                    const size_t *sdispls, void *dst, const size_t *rcounts,
+                                    const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, &req));
+    dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
 }

@@ -63,9 +63,83 @@ dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size
     return DP_OK;
 }
 
+namespace {
+
+// The bytes from the buffer's start to the end of its farthest block of
+// one side of a counts block (0: scounts/sdispls, 1: rcounts/rdispls);
+// false when one overflows.
+bool vector_extent(const uint64_t *counts, uint32_t entries, int side, uint64_t elem,
+                   uint64_t *extent) {
+    *extent = 0;
+    const uint64_t *c = counts + uint64_t(2 * side) * entries;
+    const uint64_t *d = c + entries;
+    for (uint32_t i = 0; i < entries; ++i) {
+        if (c[i] == 0) continue;
+        uint64_t end;
+        if (__builtin_add_overflow(c[i], d[i], &end) || __builtin_mul_overflow(end, elem, &end))
+            return false;
+        *extent = std::max(*extent, end);
+    }
+    return true;
+}
+
+}  // namespace
+
+dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
+                            const uint64_t *counts, uint32_t entries, uint64_t elem_bytes,
+                            StagedCollective *staged, StagedPointers *ptrs) {
+    *staged = {};
+    ptrs->src = src;
+    ptrs->dst = dst;
+    uint64_t in_len, out_len;
+    if (!vector_extent(counts, entries, 0, elem_bytes, &in_len) ||
+        !vector_extent(counts, entries, 1, elem_bytes, &out_len))
+        return DP_OK;  // the agent refuses it
+    if (in_len == 0 && out_len == 0) return DP_OK;
+    // Source and destination stay apart even when empty: the agent refuses
+    // one buffer for both.
+    const uint64_t out_off = round_up(std::max<uint64_t>(in_len, 1));
+    uint64_t bytes = 0;
+    const bool fits = out_off >= in_len && !__builtin_add_overflow(out_off, out_len, &bytes);
+    void *block = fits ? pool.allocate(bytes) : nullptr;
+    if (!block)
+        DP_FAIL(DP_ERR_NOMEM,
+                "deputy alltoallv (staged memory): no bounce buffer for {} source and {} "
+                "destination bytes in the mapped pool ({} bytes free); raise "
+                "dp_config_t.pool_bytes or the agent's pool_bytes",
+                in_len, out_len, pool.free_bytes());
+    auto *base = static_cast<uint8_t *>(block);
+    const uint64_t *scounts = counts, *sdispls = counts + entries;
+    for (uint32_t i = 0; i < entries; ++i)
+        if (scounts[i])
+            std::memcpy(base + sdispls[i] * elem_bytes,
+                        static_cast<const uint8_t *>(src) + sdispls[i] * elem_bytes,
+                        scounts[i] * elem_bytes);
+    staged->bounce = block;
+    staged->user_out = static_cast<uint8_t *>(dst);
+    staged->bounce_out = base + out_off;
+    staged->out_bytes = out_len;
+    staged->vector_counts = counts;
+    staged->entries = entries;
+    staged->elem_bytes = elem_bytes;
+    ptrs->src = base;
+    ptrs->dst = base + out_off;
+    return DP_OK;
+}
+
 void stage_out(StagedCollective *staged) {
     if (!staged->active() || staged->copied_out) return;
     staged->copied_out = true;
+    if (staged->vector_counts) {
+        const uint32_t p = staged->entries;
+        const uint64_t *rcounts = staged->vector_counts + 2 * uint64_t(p), *rdispls = rcounts + p;
+        for (uint32_t i = 0; i < p; ++i)
+            if (rcounts[i])
+                std::memcpy(staged->user_out + rdispls[i] * staged->elem_bytes,
+                            staged->bounce_out + rdispls[i] * staged->elem_bytes,
+                            rcounts[i] * staged->elem_bytes);
+        return;
+    }
     if (staged->out_bytes) std::memcpy(staged->user_out, staged->bounce_out, staged->out_bytes);
 }
 

@@ -22,6 +22,12 @@ struct StagedCollective {
     const uint8_t *bounce_out = nullptr;
     uint64_t out_bytes = 0;          // 0: this member receives nothing
     bool copied_out = false;
+    // alltoallv: only the received blocks go back (rcounts and rdispls of
+    // the request's counts block, which the library owns until release),
+    // so the bytes between them stay the user's.
+    const uint64_t *vector_counts = nullptr;
+    uint32_t entries = 0;
+    uint64_t elem_bytes = 0;
 
     bool active() const { return bounce != nullptr; }
 };
@@ -38,6 +44,17 @@ struct StagedPointers {
 dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size, const void *src,
                      void *dst, uint64_t count, uint64_t elem_bytes, uint64_t root,
                      StagedCollective *staged, StagedPointers *ptrs);
+
+// alltoallv: the bounce block holds the source up to the end of its
+// farthest block, then the destination likewise, at the blocks' own
+// displacements; only the blocks are copied in (and out, stage_out).
+// `counts` is the request's counts block (coll/vector_counts.h). A block
+// whose end overflows 64 bits is not staged: the post goes out with the
+// user's pointers and the agent refuses it (DP_ERR_DENIED on every member),
+// as it refuses it in the other modes.
+dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
+                            const uint64_t *counts, uint32_t entries, uint64_t elem_bytes,
+                            StagedCollective *staged, StagedPointers *ptrs);
 
 // Copies the result to the user's buffer once (success only).
 void stage_out(StagedCollective *staged);

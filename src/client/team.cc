@@ -4,6 +4,7 @@
 
 #include "channel/coll_post.h"
 #include "channel/control.h"
+#include "coll/vector_counts.h"
 #include "common/check.h"
 #include "common/log.h"
 
@@ -139,13 +140,67 @@ dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t 
     post.count = count;
     post.root = uint32_t(root);
     post.sequence = sequence;
+    DP_CHECK(push(r, post));
+    *req = &r;
+    return DP_OK;
+}
+
+dp_status_t Team::push(Request &r, const channel::CollPost &post) {
     dp_desc_t slot_bytes;
     std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
     dp_status_t s = ctx_->push(slot_bytes, true);
-    if (s != DP_OK) [[unlikely]] {
+    if (s != DP_OK) [[unlikely]]
         release(&r);
-        return s;
+    return s;
+}
+
+dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                                 void *dst, const size_t *rcounts, const size_t *rdispls,
+                                 dp_dtype_t dtype, Request **req) {
+    if (req == nullptr) return DP_ERR_INVALID;
+    *req = nullptr;
+    uint32_t slot;
+    if (!take_slot(&slot))
+        DP_FAIL(DP_ERR_TOO_LARGE,
+                "deputy alltoallv: {} requests outstanding on this team (the limit); complete "
+                "and free some first",
+                DP_TEAM_MAX_OUTSTANDING);
+    const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+    Request &r = slots_[slot];
+    *r.record = dp_completion_t{};
+    const uint64_t block_bytes = coll::vector_counts_bytes(uint32_t(size_));
+    auto *block = static_cast<uint64_t *>(ctx_->pool().allocate(block_bytes));
+    if (!block) {
+        release(&r);
+        DP_FAIL(DP_ERR_NOMEM,
+                "deputy alltoallv: no {}-byte counts block in the mapped pool ({} bytes free); "
+                "raise dp_config_t.pool_bytes or the agent's pool_bytes",
+                block_bytes, ctx_->pool().free_bytes());
     }
+    r.counts = block;
+    coll::encode_vector_counts(uint32_t(size_), scounts, sdispls, rcounts, rdispls, block);
+    if (staged_) {
+        StagedPointers staged;
+        if (dp_status_t s = stage_in_vector(ctx_->pool(), src, dst, block, uint32_t(size_),
+                                            dp_dtype_size(dtype), &r.staged, &staged);
+            s != DP_OK) {
+            release(&r);
+            return s;
+        }
+        src = staged.src;
+        dst = staged.dst;
+    }
+    channel::CollPost post{};
+    post.opcode = uint8_t(channel::kCollPostBase + uint8_t(coll::Collective::alltoallv));
+    post.dtype = uint8_t(dtype);
+    post.team = id_;
+    post.completion = reinterpret_cast<uint64_t>(r.record);
+    post.src = reinterpret_cast<uint64_t>(src);
+    post.dst = reinterpret_cast<uint64_t>(dst);
+    post.counts_bytes = uint32_t(block_bytes);
+    post.counts = reinterpret_cast<uint64_t>(block);
+    post.sequence = sequence;
+    DP_CHECK(push(r, post));
     *req = &r;
     return DP_OK;
 }
@@ -153,6 +208,10 @@ dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t 
 void Team::release(Request *req) {
     if (req->staged.active()) [[unlikely]]
         stage_release(ctx_->pool(), &req->staged);
+    if (req->counts) [[unlikely]] {
+        ctx_->pool().release(req->counts);
+        req->counts = nullptr;
+    }
     free_slots_.fetch_or(uint64_t(1) << req->slot, std::memory_order_release);
 }
 

@@ -21,6 +21,7 @@
 #include <bit>
 #include <cstdint>
 
+#include "channel/coll_post.h"
 #include "client/context.h"
 #include "coll/collective.h"
 #include "client/staged_collective.h"
@@ -34,6 +35,7 @@ struct Request {
     dp_completion_t *record = nullptr;
     uint32_t slot = 0;
     StagedCollective staged;  // staged memory mode only
+    void *counts = nullptr;   // alltoallv: its counts block in the pool
 };
 
 class Team {
@@ -45,6 +47,12 @@ class Team {
     // Posts a collective (channel/coll_post.h); *req gets a slot.
     [[gnu::hot]] dp_status_t post(coll::Collective c, const void *src, void *dst, uint64_t count,
                                   dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req);
+    // alltoallv: the four arrays (size() entries each, read now) go into a
+    // counts block in the pool (coll/vector_counts.h), which the agent
+    // copies when the post arrives and which is freed with the request.
+    dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                               void *dst, const size_t *rcounts, const size_t *rdispls,
+                               dp_dtype_t dtype, Request **req);
     dp_status_t leave();
 
     Context *context() const { return ctx_; }
@@ -62,6 +70,8 @@ class Team {
     // Takes the lowest free slot: with few requests in flight the same
     // slots, and so the same lines, serve every operation.
     bool take_slot(uint32_t *slot);
+    // The post into the ring; the request's slot is given back on failure.
+    [[gnu::hot]] dp_status_t push(Request &r, const channel::CollPost &post);
 
     // What every post and release touches, in one cache line.
     alignas(64) std::atomic<uint64_t> free_slots_{~uint64_t(0)};  // bit i: slot i is free

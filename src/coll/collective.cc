@@ -22,6 +22,7 @@ constexpr CollectiveInfo kCollectives[] = {
     {Collective::alltoall, "alltoall", false, false, P, P, one_round},
     {Collective::bcast, "bcast", false, true, 1, 1, whole},
     {Collective::barrier, "barrier", false, false, 0, 0, none},
+    {Collective::alltoallv, "alltoallv", false, false, P, P, one_round, true},
 };
 static_assert(std::size(kCollectives) == kCollectiveCount);
 constexpr bool in_order() {

@@ -7,6 +7,7 @@
 //   reduce_scatter  each rank's result block  P * n          n   (P * n in place)
 //   allgather       each rank's contribution  n              P * n
 //   alltoall        each block to one peer    P * n          P * n
+//   alltoallv       (per peer: counts block)  sum of sends   sum of receives
 //   bcast           the whole message         0              n   (root's data is there)
 //   barrier         ignored                   0              0
 //
@@ -16,6 +17,13 @@
 // for reduce_scatter the P blocks are in the destination and the result goes
 // to its first block; allreduce and alltoall read and overwrite the
 // destination. bcast and barrier have no in-place form (the flag is ignored).
+//
+// alltoallv is the one *vector* collective: its counts and displacements
+// differ per member and peer, so they travel beside the post in a counts
+// block (coll/vector_counts.h) and `count` is not used on the wire. Where a
+// single count describes it (deputy bench coll, the table's blocks), that is
+// the equal-count case, i.e. alltoall's layout. It has no in-place form and
+// no point-to-point schedule (CollectiveArgs holds one count).
 #pragma once
 
 #include <deputy/mover.h>
@@ -34,8 +42,9 @@ enum class Collective : uint8_t {
     alltoall,
     bcast,
     barrier,
+    alltoallv,
 };
-inline constexpr int kCollectiveCount = 6;
+inline constexpr int kCollectiveCount = 7;
 
 // The one table of collectives: what every layer that names one uses (the
 // client's posts and staged copies, the wire, the agent's engine and its
@@ -51,6 +60,9 @@ struct CollectiveInfo {
     uint8_t dest_blocks;     // likewise, bytes written at dst
     // nccl-tests' bus bandwidth factor: busbw = algbw x factor(P).
     double (*bus_factor)(int size);
+    // Counts per member and peer in a counts block (coll/vector_counts.h);
+    // the blocks above are then those of equal counts.
+    bool vector = false;
 };
 inline constexpr uint8_t kBlocksPerMember = 255;  // "P blocks"
 
@@ -61,7 +73,9 @@ std::optional<Collective> collective_from_name(std::string_view name);
 std::optional<Collective> collective_from_byte(uint8_t value);
 
 // Bytes member `rank` reads at src and writes at dst for `count` elements
-// of `element_bytes` (bcast: the root reads, the others write its buffer).
+// of `element_bytes` (bcast: the root reads, the others write its buffer;
+// alltoallv: with equal counts — its real ranges come from its counts
+// block, coll/vector_counts.h).
 struct MemberBytes {
     uint64_t source = 0, destination = 0;
 };
@@ -95,9 +109,12 @@ size_t destination_bytes(const CollectiveArgs &args);
 
 // Whether a collective reduces (and so uses dtype's arithmetic and op).
 inline bool reduces(Collective c) { return collective_info(c).reduces; }
-// Whether MPI defines an in-place form of the collective.
+// Whether the collective's counts come in a counts block.
+inline bool is_vector(Collective c) { return collective_info(c).vector; }
+// Whether deputy offers an in-place form of the collective (MPI's
+// MPI_IN_PLACE for alltoallv is not one of them).
 inline bool has_in_place(Collective c) {
-    return c != Collective::bcast && c != Collective::barrier;
+    return c != Collective::bcast && c != Collective::barrier && c != Collective::alltoallv;
 }
 
 }  // namespace deputy::coll

@@ -10,6 +10,7 @@ void plan_local_reduce_scatter(const LocalArgs &args, LocalPlan *plan);
 void plan_local_allgather(const LocalArgs &args, LocalPlan *plan);
 void plan_local_alltoall(const LocalArgs &args, LocalPlan *plan);
 void plan_local_bcast(const LocalArgs &args, LocalPlan *plan);
+void plan_local_alltoallv(const LocalArgs &args, LocalPlan *plan);
 // A barrier moves no bytes: agreeing on it is all there is.
 void plan_local_barrier(const LocalArgs &, LocalPlan *) {}
 
@@ -19,7 +20,8 @@ using PlanFn = void (*)(const LocalArgs &, LocalPlan *);
 // Indexed by Collective.
 constexpr PlanFn kPlans[] = {plan_local_allreduce, plan_local_reduce_scatter,
                              plan_local_allgather, plan_local_alltoall,
-                             plan_local_bcast,     plan_local_barrier};
+                             plan_local_bcast,     plan_local_barrier,
+                             plan_local_alltoallv};
 static_assert(std::size(kPlans) == kCollectiveCount, "a local plan for every collective");
 
 }  // namespace

@@ -32,6 +32,8 @@
 
 namespace deputy::coll {
 
+struct MemberVector;  // coll/vector_counts.h
+
 enum class Where : uint8_t { source, destination, agent_send, agent_recv };
 
 struct Piece {
@@ -82,6 +84,9 @@ struct LocalArgs {
     dp_op_t op = DP_SUM;
     uint32_t root = 0;
     uint64_t chunk_bytes = 256 << 10;  // at most, per task (whole elements, at least one)
+    // alltoallv: every rank's blocks, by rank (count is not used), checked
+    // to agree (vector_difference). Across nodes only the local ranks'.
+    const std::vector<MemberVector> *vectors = nullptr;
 };
 
 // The plan for a collective whose every member is on this node. Arguments

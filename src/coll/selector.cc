@@ -33,6 +33,8 @@ const char *rule_for(const CollectiveArgs &args, const SelectorTunables &t) {
             return n >= t.bcast_chain_bytes && p >= 3 ? "chain" : "binomial";
         case Collective::barrier:
             return "dissemination";
+        case Collective::alltoallv:
+            return "";  // no schedule: CollectiveArgs has one count, not one per peer
     }
     return "";
 }
@@ -60,7 +62,7 @@ Selection select_algorithm(const CollectiveArgs &args, const SelectorConfig &con
     const Algorithm *algorithm = config.forced[c];
     if (algorithm == nullptr)
         algorithm = find_algorithm(args.collective, rule_for(args, config.tunables));
-    return {algorithm, algorithm->pipelines ? config.tunables.chunk_bytes : 0};
+    return {algorithm, algorithm && algorithm->pipelines ? config.tunables.chunk_bytes : 0};
 }
 
 dp_status_t set_overrides(SelectorConfig &config, std::string_view spec, std::string *error) {

@@ -16,6 +16,7 @@
 //   bcast           n >= bcast_chain_bytes and P >= 3          chain
 //                   otherwise                                  binomial
 //   barrier                                                    dissemination
+//   alltoallv       none (its counts differ per peer: no schedule)
 //
 // Why (docs/algorithms.md has the alpha-beta costs): small messages are
 // latency-bound, so the log2 P-round algorithms win; large ones are
@@ -63,7 +64,8 @@ struct Selection {
 };
 
 // The algorithm for `args` (whose chunk_bytes is ignored). Never fails for
-// arguments check_args() accepts.
+// arguments check_args() accepts, except that a collective without
+// schedules (alltoallv) gets algorithm == nullptr.
 Selection select_algorithm(const CollectiveArgs &args, const SelectorConfig &config);
 
 // Overrides from text: "allreduce=ring,bcast=chain"; "auto" as the algorithm

@@ -15,7 +15,10 @@
 
 #include "mpi/export.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
 
 namespace deputy::mpi {
 namespace {
@@ -195,6 +198,63 @@ int alltoall(Operation op, const void *sendbuf, int sendcount, MPI_Datatype send
     }, request);
 }
 
+// The ranks' counts differ, so no size threshold can be agreed without
+// communicating: alltoallv is offloaded when its threshold is 0 and never
+// otherwise. Counts and displacements go to deputy in bytes, so send and
+// receive types only need to be dense.
+int alltoallv(Operation op, const void *sendbuf, const int *sendcounts, const int *sdispls,
+              MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls,
+              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    const Runtime &rt = runtime();
+    size_t send_element = 0, recv_element = 0;
+    PassReason why;
+    CommTeam *ct = nullptr;
+    if (!rt.initialized || rt.disabled)
+        count_passed(op, rt.disabled ? PassReason::disabled : PassReason::no_agent);
+    else if (rt.thresholds[size_t(op)] != 0) count_passed(op, PassReason::below_threshold);
+    else if (sendbuf == MPI_IN_PLACE) count_passed(op, PassReason::in_place);
+    else if (!dense_type_bytes(recvtype, &recv_element, &why) ||
+             !dense_type_bytes(sendtype, &send_element, &why))
+        count_passed(op, why);
+    else ct = team_of(op, comm);
+    if (!ct) {
+        return request ? PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                         recvcounts, rdispls, recvtype, comm, request)
+                       : PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm);
+    }
+    // Copied now: MPI lets the caller reuse its arrays once the call
+    // returns, and a post made again after DP_ERR_RETRY needs them.
+    struct Layout {
+        std::array<size_t, DP_TEAM_MAX_SIZE> scounts{}, sdispls{}, rcounts{}, rdispls{};
+    };
+    auto layout = std::make_shared<Layout>();
+    size_t send_extent = 0, recv_extent = 0;
+    for (int m = 0; m < ct->size; ++m) {
+        if (sendcounts[m] < 0 || sdispls[m] < 0 || recvcounts[m] < 0 || rdispls[m] < 0)
+            fatal(std::string(operation_info(op).mpi_name) +
+                  ": a negative count or displacement (MPI_ERR_COUNT / MPI_ERR_ARG)");
+        const size_t i = size_t(m);
+        layout->scounts[i] = size_t(sendcounts[m]) * send_element;
+        layout->sdispls[i] = size_t(sdispls[m]) * send_element;
+        layout->rcounts[i] = size_t(recvcounts[m]) * recv_element;
+        layout->rdispls[i] = size_t(rdispls[m]) * recv_element;
+        if (layout->scounts[i])
+            send_extent = std::max(send_extent, layout->sdispls[i] + layout->scounts[i]);
+        if (layout->rcounts[i])
+            recv_extent = std::max(recv_extent, layout->rdispls[i] + layout->rcounts[i]);
+    }
+    RangePins pins;
+    reach(sendbuf, send_extent, &pins, op);
+    reach(recvbuf, recv_extent, &pins, op);
+    dp_team_t *team = ct->team;
+    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ialltoallv(sendbuf, layout->scounts.data(), layout->sdispls.data(), recvbuf,
+                             layout->rcounts.data(), layout->rdispls.data(), DP_UINT8, team,
+                             req);
+    }, request);
+}
+
 int bcast(Operation op, void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
           MPI_Request *request) {
     size_t element = 0;
@@ -271,6 +331,20 @@ DEPUTY_MPI_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datat
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     return deputy::mpi::alltoall(Operation::alltoall, sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
+                                     const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                     const int recvcounts[], const int rdispls[],
+                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::alltoallv(Operation::ialltoallv, sendbuf, sendcounts, sdispls, sendtype,
+                                  recvbuf, recvcounts, rdispls, recvtype, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
+                                    const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                    const int recvcounts[], const int rdispls[],
+                                    MPI_Datatype recvtype, MPI_Comm comm) {
+    return deputy::mpi::alltoallv(Operation::alltoallv, sendbuf, sendcounts, sdispls, sendtype,
+                                  recvbuf, recvcounts, rdispls, recvtype, comm, nullptr);
 }
 DEPUTY_MPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request *request) {

@@ -19,6 +19,8 @@
 //   big-pool                attach with a 1 GiB pool
 //   batch-registered SECONDS   BATCHes over registered memory
 //   join KEY RANK SIZE      join a team (secret from $DEPUTY_JOB_SECRET) and allreduce once
+//   alltoallv-rewrite       rewrite an alltoallv's counts block after the agent took the post;
+//                           then counts blocks outside the pool and of the wrong length
 #include <deputy/deputy.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +40,8 @@
 #include <thread>
 #include <vector>
 
+#include "channel/coll_post.h"
+#include "coll/collective.h"
 #include "raw_client.h"
 
 namespace {
@@ -420,6 +425,162 @@ int join(const char *socket, const char *key, int rank, int size) {
     return 0;
 }
 
+// A team of 2 in this one process: rank 0 a raw client (its own ring and
+// counts block), rank 1 through libdeputy. Rank 0 posts an alltoallv,
+// proves the agent took the post (a NOOP pushed behind it completed: the
+// agent takes a ring's slots in order and a post at once), then rewrites
+// its counts block so that, read again, it would name a source far outside
+// its pool and disagree with rank 1; only then does rank 1 post. An agent
+// that read the block once runs the counts it copied: both succeed with
+// the bytes of the original counts, and nothing between the blocks moves.
+// Then two posts the agent must refuse on both ranks: a counts block
+// outside rank 0's pool (DP_ERR_DENIED) and one of the wrong length
+// (DP_ERR_INVALID).
+int alltoallv_rewrite(const char *socket) {
+    constexpr const char *kSecret = "rewrite-secret";
+    constexpr uint8_t kGap = 0x5A;
+    RawClient raw;
+    if (!raw.attach(socket)) return 2;
+    dp_config_t config = config_for(socket);
+    config.job_secret = kSecret;
+    dp_context_t *ctx;
+    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    dp_team_t *team = nullptr;
+    dp_status_t joined = DP_ERR_INTERNAL;
+    std::thread joiner([&] { joined = dp_team_create_timeout(ctx, "rewrite", 1, 2, 5000, &team); });
+    control::TeamJoin m{"rewrite", kSecret, 0, 2, 5000};
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    MsgType type{};
+    std::vector<uint8_t> answer;
+    control::TeamReady ready;
+    std::string error;
+    const bool raw_joined =
+        control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                              2'000'000'000, "raw") == DP_OK &&
+        control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer, nullptr,
+                              0, nullptr, 6'000'000'000, "raw") == DP_OK &&
+        type == MsgType::kTeamReady &&
+        control::decode(answer.data(), answer.size(), &ready, &error) == DP_OK &&
+        ready.status == DP_OK;
+    joiner.join();
+    if (!raw_joined || joined != DP_OK) {
+        say("join", "failed");
+        return 2;
+    }
+    // Rank 0's pool: records, its counts block, then src and dst (int32).
+    uint8_t *pool = raw.pool();
+    auto *record = reinterpret_cast<dp_completion_t *>(pool);
+    auto *noop_record = reinterpret_cast<dp_completion_t *>(pool + 64);
+    auto *block = reinterpret_cast<uint64_t *>(pool + 128);
+    auto *src0 = reinterpret_cast<int32_t *>(pool + 4096);
+    auto *dst0 = reinterpret_cast<int32_t *>(pool + 8192);
+    // Rank 1's buffers.
+    auto *src1 = static_cast<int32_t *>(dp_malloc(ctx, 4096));
+    auto *dst1 = static_cast<int32_t *>(dp_malloc(ctx, 4096));
+    if (!src1 || !dst1) return 2;
+    for (int i = 0; i < 1024; ++i) src0[i] = 1000000 + i, src1[i] = 2000000 + i;
+    std::memset(dst0, kGap, 4096);
+    std::memset(dst1, kGap, 4096);
+    // Rank 0: 100 to itself, 200 to rank 1; receives 100 and 50.
+    // Rank 1: 50 to rank 0, 30 to itself; receives 200 and 30.
+    const uint64_t counts0[8] = {100, 200, 0, 300, 100, 50, 10, 500};
+    const size_t sc1[2] = {50, 30}, sd1[2] = {7, 100}, rc1[2] = {200, 30}, rd1[2] = {0, 400};
+    auto wait_record = [](const dp_completion_t *r) {
+        const double end = now_s() + 5;
+        uint8_t st;
+        while ((st = __atomic_load_n(&r->status, __ATOMIC_ACQUIRE)) == DP_COMP_PENDING &&
+               now_s() < end)
+            std::this_thread::yield();
+        return st;
+    };
+    auto post0 = [&](uint64_t counts_addr, uint32_t counts_bytes) {
+        std::memset(record, 0, sizeof *record);
+        deputy::channel::CollPost post{};
+        post.opcode = uint8_t(deputy::channel::kCollPostBase +
+                              uint8_t(deputy::coll::Collective::alltoallv));
+        post.dtype = DP_INT32;
+        post.team = ready.team_id;
+        post.completion = uint64_t(record);
+        post.src = uint64_t(src0);
+        post.dst = uint64_t(dst0);
+        post.counts = counts_addr;
+        post.counts_bytes = counts_bytes;
+        dp_desc_t d;
+        std::memcpy(&d, &post, sizeof d);
+        raw.push(d);
+    };
+    auto post1 = [&](dp_status_t *status) {
+        dp_request_t *req = nullptr;
+        *status = dp_ialltoallv(src1, sc1, sd1, dst1, rc1, rd1, DP_INT32, team, &req);
+        if (*status != DP_OK) return;
+        int done = 0;
+        const double end = now_s() + 5;
+        while ((*status = dp_test(req, &done)) == DP_OK && !done && now_s() < end)
+            std::this_thread::yield();
+        if (!done) *status = DP_ERR_TIMEOUT;
+        dp_request_free(req);
+    };
+
+    std::memcpy(block, counts0, sizeof counts0);
+    post0(uint64_t(block), sizeof counts0);
+    dp_desc_t noop{};
+    noop.opcode = DP_OP_NOOP;
+    noop.flags = DP_FLAG_COMPLETION;
+    noop.completion = uint64_t(noop_record);
+    raw.push(noop);
+    if (wait_record(noop_record) != DP_COMP_SUCCESS) {
+        say("noop", "not completed");
+        return 1;
+    }
+    // The agent has the post. Read again, this would send 2^30 elements
+    // from 4 GiB past rank 0's source and expect 51 elements from rank 1.
+    block[1] = 1ull << 30;
+    block[3] = 1ull << 30;
+    block[5] = 51;
+    say("rewritten", "yes");
+    dp_status_t s1;
+    post1(&s1);
+    const uint8_t s0 = wait_record(record);
+    say("rank0", deputy::channel::coll_status_name(s0));
+    say("rank1", dp_status_name(s1));
+    // The bytes of the counts as posted; every other destination byte as it was.
+    std::vector<uint8_t> want0(4096, kGap), want1(4096, kGap);
+    std::memcpy(want0.data() + 10 * 4, src0, 100 * 4);
+    std::memcpy(want0.data() + 500 * 4, src1 + 7, 50 * 4);
+    std::memcpy(want1.data(), src0 + 300, 200 * 4);
+    std::memcpy(want1.data() + 400 * 4, src1 + 100, 30 * 4);
+    const bool exact = std::memcmp(dst0, want0.data(), 4096) == 0 &&
+                       std::memcmp(dst1, want1.data(), 4096) == 0;
+    say("data", exact ? "exact" : "wrong");
+
+    // A counts block outside rank 0's pool: refused on both ranks.
+    std::memset(dst0, kGap, 4096);
+    std::memset(dst1, kGap, 4096);
+    post0(uint64_t(pool) + (64ull << 30), sizeof counts0);
+    post1(&s1);
+    say("outside_rank0", deputy::channel::coll_status_name(wait_record(record)));
+    say("outside_rank1", dp_status_name(s1));
+    // A counts block of another team's length: refused on both ranks.
+    std::memcpy(block, counts0, sizeof counts0);
+    post0(uint64_t(block), 2 * sizeof counts0);
+    post1(&s1);
+    say("length_rank0", deputy::channel::coll_status_name(wait_record(record)));
+    say("length_rank1", dp_status_name(s1));
+    const bool untouched = std::all_of(reinterpret_cast<uint8_t *>(dst0),
+                                       reinterpret_cast<uint8_t *>(dst0) + 4096,
+                                       [](uint8_t b) { return b == kGap; }) &&
+                           std::all_of(reinterpret_cast<uint8_t *>(dst1),
+                                       reinterpret_cast<uint8_t *>(dst1) + 4096,
+                                       [](uint8_t b) { return b == kGap; });
+    say("refused_untouched", untouched ? "yes" : "no");
+    dp_free(ctx, src1);
+    dp_free(ctx, dst1);
+    dp_team_destroy(team);
+    dp_finalize(ctx);
+    return exact && untouched && s0 == DP_COMP_SUCCESS ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -445,6 +606,7 @@ int main(int argc, char **argv) {
     if (attack == "big-pool") return big_pool(socket);
     if (attack == "batch-registered") return batch_registered(socket, std::atof(arg(0)));
     if (attack == "join") return join(socket, arg(0), std::atoi(arg(1)), std::atoi(arg(2)));
+    if (attack == "alltoallv-rewrite") return alltoallv_rewrite(socket);
     std::fprintf(stderr, "unknown attack %s\n", attack.c_str());
     return 2;
 }

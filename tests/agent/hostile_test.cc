@@ -555,6 +555,28 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretIsRefused) {
     expect_nothing_left();
 }
 
+// alltoallv's counts live in the member's own pool, where it can rewrite
+// them at any time: the agent copies them once when the post arrives and
+// checks and runs that copy. Rewritten after the agent took the post (and
+// before the other rank posts), they change nothing; a counts block outside
+// the pool or of the wrong length is refused on both ranks, nothing written.
+TEST_F(HostileTest, AlltoallvCountsRewrittenAfterThePostAreNeverReadAgain) {
+    const Attack a = run_attack(agent, {"alltoallv-rewrite"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    auto said = [&](const char *key) { return a.said.count(key) ? a.said.at(key) : ""; };
+    EXPECT_EQ(said("rewritten"), "yes") << a.output;
+    EXPECT_EQ(said("rank0"), "success") << a.output;
+    EXPECT_EQ(said("rank1"), "DP_OK") << a.output;
+    EXPECT_EQ(said("data"), "exact") << a.output;
+    EXPECT_EQ(said("outside_rank0"), "address_denied") << a.output;
+    EXPECT_EQ(said("outside_rank1"), "DP_ERR_DENIED") << a.output;
+    EXPECT_EQ(said("length_rank0"), "invalid_field") << a.output;
+    EXPECT_EQ(said("length_rank1"), "DP_ERR_INVALID") << a.output;
+    EXPECT_EQ(said("refused_untouched"), "yes") << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
 // 6. Direct memory: a FILL over a writable page and a read-only one. The
 // denied page is untouched and the status says exactly where writing
 // stopped (docs/agent.md, "Direct memory that faults").

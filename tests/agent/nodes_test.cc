@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent_test_util.h"
+#include "coll/vector_layout.h"
 #include "coll_test_util.h"
 
 namespace {
@@ -295,6 +296,111 @@ TEST_F(NodesTest, EveryOperationAcrossNodesBitExact) {
                 }
             }
         }
+    }
+}
+
+// alltoallv across nodes: uneven blocks (zeros, a rank that sends nothing)
+// in shuffled order with gaps, over the layouts of the test above and the
+// three memory modes; every destination byte outside the received blocks
+// (gaps, guards) unchanged.
+TEST_F(NodesTest, AlltoallvUnevenAcrossNodesBitExact) {
+    const std::vector<std::vector<int>> layouts = {{0, 1}, {0, 1, 2, 0, 1}, {2, 2, 0, 2}};
+    constexpr size_t kGuard = 64;
+    uint32_t seed = 1;
+    for (Memory memory : {Memory::mapped, Memory::direct, Memory::staged}) {
+        for (const auto &layout : layouts) {
+            SpanningTeam team(*agents_, layout, key(), memory);
+            const int p = team.size();
+            for (int r = 0; r < p; ++r) ASSERT_EQ(team.create_status(r), DP_OK);
+            for (size_t max_count : {size_t(3), size_t(5000), size_t(300000)}) {
+                std::mt19937_64 random(seed);
+                const auto l = deputy::test::make_vector_layout(uint32_t(p), max_count, 5,
+                                                                seed % uint32_t(p + 1), random);
+                const std::string where = std::string(deputy::testing::name(memory)) + " p " +
+                                          std::to_string(p) + " max " +
+                                          std::to_string(max_count) + " seed " +
+                                          std::to_string(seed);
+                ++seed;
+                std::vector<uint8_t *> src(p), dst(p);
+                for (int r = 0; r < p; ++r) {
+                    src[r] = team.buffer(r, l.send_extent[r] * 4);
+                    fill(src[r], l.send_extent[r], DP_INT32, seed * 7 + uint32_t(r));
+                    dst[r] = team.buffer(r, l.recv_extent[r] * 4 + 2 * kGuard) + kGuard;
+                    std::memset(dst[r] - kGuard, 0xC3, l.recv_extent[r] * 4 + 2 * kGuard);
+                }
+                auto st = team.run([&](int r, dp_request_t **q) {
+                    return dp_ialltoallv(src[r], l.scounts[r].data(), l.sdispls[r].data(), dst[r],
+                                         l.rcounts[r].data(), l.rdispls[r].data(), DP_INT32,
+                                         team.team(r), q);
+                });
+                for (int r = 0; r < p; ++r) {
+                    ASSERT_EQ(st[r], DP_OK) << where << " rank " << r;
+                    std::vector<uint8_t> want(l.recv_extent[r] * 4 + 2 * kGuard, 0xC3);
+                    for (int from = 0; from < p; ++from)
+                        std::memcpy(want.data() + kGuard + l.rdispls[r][from] * 4,
+                                    src[from] + l.sdispls[from][r] * 4, l.counts[from][r] * 4);
+                    ASSERT_EQ(std::memcmp(dst[r] - kGuard, want.data(), want.size()), 0)
+                        << where << " rank " << r;
+                }
+            }
+        }
+    }
+}
+
+// Counts that disagree across nodes are seen only by the receiving node
+// (the sender's counts are elsewhere); every rank on every node still gets
+// DP_ERR_MISMATCH, nothing is written, and the team goes on.
+TEST_F(NodesTest, AlltoallvCountsThatDisagreeAcrossNodesFailEveryRank) {
+    SpanningTeam team(*agents_, {0, 1, 1}, key());
+    std::vector<uint8_t *> src(3), dst(3);
+    for (int r = 0; r < 3; ++r) {
+        src[r] = team.buffer(r, 256);
+        dst[r] = team.buffer(r, 256);
+        for (int i = 0; i < 256; ++i) src[r][i] = uint8_t(r * 50 + i);
+        std::memset(dst[r], 0xC3, 256);
+    }
+    // Everyone sends 8 bytes to everyone at 8 m; rank 1 (node 1) expects 9
+    // from rank 0 (node 0).
+    std::vector<std::vector<size_t>> counts(3, {8, 8, 8});
+    const std::vector<size_t> displs = {0, 8, 16}, rdispls1 = {32, 8, 16};
+    counts[1][0] = 9;  // rank 1's rcounts[0]
+    auto st = team.run([&](int r, dp_request_t **q) {
+        const std::vector<size_t> sc = {8, 8, 8};
+        return dp_ialltoallv(src[r], sc.data(), displs.data(), dst[r], counts[r].data(),
+                             r == 1 ? rdispls1.data() : displs.data(), DP_UINT8, team.team(r), q);
+    });
+    for (int r = 0; r < 3; ++r) {
+        EXPECT_EQ(st[r], DP_ERR_MISMATCH) << "rank " << r;
+        for (int i = 0; i < 256; ++i) ASSERT_EQ(dst[r][i], 0xC3) << "rank " << r << " byte " << i;
+    }
+    // The team goes on: the same with agreeing counts.
+    counts[1][0] = 8;
+    st = team.run([&](int r, dp_request_t **q) {
+        const std::vector<size_t> sc = {8, 8, 8};
+        return dp_ialltoallv(src[r], sc.data(), displs.data(), dst[r], counts[r].data(),
+                             displs.data(), DP_UINT8, team.team(r), q);
+    });
+    for (int r = 0; r < 3; ++r) {
+        ASSERT_EQ(st[r], DP_OK) << "rank " << r;
+        for (int m = 0; m < 3; ++m)
+            for (int i = 0; i < 8; ++i)
+                ASSERT_EQ(dst[r][m * 8 + i], uint8_t(m * 50 + r * 8 + i)) << r << "," << m;
+    }
+    // A block beyond a member's memory on node 1 fails every rank too, and
+    // nothing is written anywhere.
+    for (int r = 0; r < 3; ++r) std::memset(dst[r], 0xC3, 256);
+    const std::vector<size_t> far = {0, 8, size_t(1) << 40};
+    st = team.run([&](int r, dp_request_t **q) {
+        const std::vector<size_t> sc = {8, 8, 8};
+        return dp_ialltoallv(src[r], sc.data(), displs.data(), dst[r], sc.data(),
+                             r == 2 ? far.data() : displs.data(), DP_UINT8, team.team(r), q);
+    });
+    // Node 1's ranks are refused; node 0 learns only that node 1 differs.
+    EXPECT_EQ(st[0], DP_ERR_MISMATCH);
+    EXPECT_EQ(st[1], DP_ERR_DENIED);
+    EXPECT_EQ(st[2], DP_ERR_DENIED);
+    for (int r = 0; r < 3; ++r) {
+        for (int i = 0; i < 256; ++i) ASSERT_EQ(dst[r][i], 0xC3) << "rank " << r << " byte " << i;
     }
 }
 

@@ -146,7 +146,8 @@ def test_allreduce_table_mpi_and_ring_side_by_side(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("op,factor", [("allreduce", 4 / 3), ("reduce_scatter", 2 / 3),
-                                        ("allgather", 2 / 3), ("alltoall", 2 / 3), ("bcast", 1.0)])
+                                        ("allgather", 2 / 3), ("alltoall", 2 / 3),
+                                        ("alltoallv", 2 / 3), ("bcast", 1.0)])
 def test_bus_factors_on_three_ranks(op: str, factor: float, tmp_path: Path) -> None:
     _, doc = run_ok(tmp_path, *MPI_ONLY, "--op", op, "-m", "3k:12k", *QUICK, "--root", "2",
                     ranks=3)
@@ -154,7 +155,7 @@ def test_bus_factors_on_three_ranks(op: str, factor: float, tmp_path: Path) -> N
     assert rows
     for r in rows:
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * factor)
-        if op in ("reduce_scatter", "allgather", "alltoall"):
+        if op in ("reduce_scatter", "allgather", "alltoall", "alltoallv"):
             assert r["size"] == 3 * r["count"] * 4  # n blocks of count float32
 
 
@@ -327,9 +328,26 @@ def test_deputy_iallreduce_overlap_with_test_calls(agent, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("op", ["reduce_scatter", "allgather", "alltoall", "bcast", "barrier",
-                                "ialltoall", "ibcast", "ibarrier"])
+                                "ialltoall", "ibcast", "ibarrier", "alltoallv", "ialltoallv"])
 def test_deputy_every_op(op: str, agent, tmp_path: Path) -> None:
     deputy_ok(tmp_path, agent, "--op", op, "-m", "64:4k", "--root", "1", *QUICK)
+
+
+def test_deputy_alltoallv_beside_mpi_alltoallv_validated(agent, tmp_path: Path) -> None:
+    # Equal counts (the size rule): deputy's alltoallv and MPI_Alltoallv, both
+    # checked on every iteration, on 3 ranks and in staged memory too; src/coll
+    # has no schedule for it, which --sched says instead of figures.
+    for memory in ("mapped", "staged"):
+        stdout, doc = deputy_ok(tmp_path, agent, "--op", "ialltoallv", "--compare", "mpi",
+                                "--sched", "--memory", memory, "-m", "12:12k", "--check",
+                                *QUICK, ranks=3)
+        rows = doc["results"]
+        assert {r["impl"] for r in rows if not r.get("skipped")} == {"deputy", "mpi"}, stdout
+        assert all(r["wrong"] == 0 for r in rows if not r.get("skipped")), stdout
+        assert all(r["size"] == 3 * r["count"] * 4 for r in rows), stdout
+        sched = [r for r in rows if r["impl"] == "sched"]
+        assert sched and all(r["skipped"] == "src/coll has no schedule for alltoallv"
+                             for r in sched), sched
 
 
 def test_deputy_alltoall_prints_buffers(agent, tmp_path: Path) -> None:

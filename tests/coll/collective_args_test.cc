@@ -87,7 +87,12 @@ TEST(AlgorithmTableTest, NamesAreUniqueAndFindable) {
         EXPECT_EQ(find_algorithm(a.collective, a.full_name), &a);
         ++per_collective[static_cast<int>(a.collective)];
     }
-    for (int count : per_collective) EXPECT_GE(count, 1);
+    // Every collective has a schedule but the vector ones (alltoallv), whose
+    // counts per peer CollectiveArgs cannot hold.
+    for (int c = 0; c < kCollectiveCount; ++c) {
+        if (is_vector(Collective(c))) EXPECT_EQ(per_collective[c], 0) << c;
+        else EXPECT_GE(per_collective[c], 1) << c;
+    }
     EXPECT_EQ(find_algorithm(Collective::allreduce, "bruck"), nullptr);
     EXPECT_EQ(find_algorithm(Collective::alltoall, "allreduce_ring"), nullptr);
 }

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "coll/transport/memory/task_runner.h"
+#include "coll/vector_counts.h"
 #include "reference.h"
+#include "vector_layout.h"
 
 namespace deputy::coll {
 namespace {
@@ -184,6 +186,99 @@ TEST(LocalPlan, TasksRespectTheChunkAndAlltoallPairsShareTasks) {
     LocalPlan p2 = build_local_plan(big);
     EXPECT_EQ(p2.tasks.size(), 17u);  // 4 MiB + 4 B in 256 KiB pieces
     EXPECT_EQ(p2.max_task_bytes, uint64_t(256) << 10);
+}
+
+// alltoallv: uneven blocks (zeros, a member that sends nothing), blocks in
+// shuffled order with gaps between them, members in place and by copies,
+// tasks in a random order. Destination blocks bit-exact; every byte outside
+// them (gaps, guards) and every source byte unchanged.
+void check_alltoallv(uint32_t p, dp_dtype_t dtype, uint64_t chunk, uint64_t seed) {
+    SCOPED_TRACE("alltoallv p" + std::to_string(p) + " " + dp_dtype_name(dtype) + " chunk " +
+                 std::to_string(chunk) + " seed " + std::to_string(seed));
+    std::mt19937_64 random(seed);
+    const uint64_t e = dp_dtype_size(dtype);
+    const test::VectorLayout l =
+        test::make_vector_layout(p, 700, 5, uint32_t(seed % (p + 1)), random);
+    std::vector<MemberVector> vectors(p);
+    std::vector<Member> members(p);
+    std::vector<Bytes> sources(p), before(p);
+    for (uint32_t r = 0; r < p; ++r) {
+        const std::vector<uint64_t> block = test::counts_block(l, r);
+        std::string why;
+        ASSERT_EQ(decode_vector_counts(block.data(), block.size() * 8, p, e, 1ull << 36,
+                                       &vectors[r], &why),
+                  DP_OK)
+            << why;
+        Member &m = members[r];
+        m.copied = (random() % 2) == 1;
+        const uint64_t dst_bytes = l.recv_extent[r] * e, src_bytes = l.send_extent[r] * e;
+        m.memory = test::random_bytes(3 * kSlack + dst_bytes + src_bytes, random);
+        std::fill(m.memory.begin(), m.memory.begin() + kSlack, kGuard);
+        std::fill(m.memory.end() - kSlack, m.memory.end(), kGuard);
+        m.dst = kSlack;
+        m.src = 2 * kSlack + dst_bytes;
+        sources[r].assign(m.memory.begin() + long(m.src),
+                          m.memory.begin() + long(m.src + src_bytes));
+        before[r] = m.memory;
+    }
+    std::vector<const MemberVector *> all;
+    for (const MemberVector &v : vectors) all.push_back(&v);
+    ASSERT_EQ(vector_difference(all), "");
+    MemoryBuffers buffers(&members);
+    LocalArgs args{Collective::alltoallv, p, 0, dtype, DP_SUM, 0, chunk};
+    args.vectors = &vectors;
+    LocalPlan plan = build_local_plan(args);
+    std::vector<size_t> order(plan.tasks.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), random);
+    for (size_t i : order) {
+        std::string why;
+        ASSERT_EQ(run_task(plan, plan.tasks[i], buffers, &why), DP_COMP_SUCCESS) << why;
+        ASSERT_LE(plan.tasks[i].bytes * plan.tasks[i].inputs,
+                  std::max<uint64_t>(chunk / e * e, e));
+    }
+    for (uint32_t r = 0; r < p; ++r) {
+        SCOPED_TRACE("rank " + std::to_string(r));
+        Bytes want = before[r];  // everything as it was but the received blocks
+        for (uint32_t from = 0; from < p; ++from) {
+            const uint64_t bytes = l.counts[from][r] * e;
+            const uint64_t in = l.sdispls[from][r] * e;
+            const uint64_t out = members[r].dst + l.rdispls[r][from] * e;
+            std::copy(sources[from].begin() + long(in), sources[from].begin() + long(in + bytes),
+                      want.begin() + long(out));
+        }
+        ASSERT_TRUE(members[r].memory == want);
+    }
+}
+
+TEST(LocalPlan, AlltoallvUnevenBlocksWithGapsAreBitExactAndTouchNothingElse) {
+    uint64_t seed = 5000;
+    for (uint32_t p : {1u, 2u, 3u, 4u, 7u})
+        for (dp_dtype_t dtype : {DP_UINT8, DP_INT32, DP_FLOAT64})
+            for (uint64_t chunk : {uint64_t(8), uint64_t(1000), uint64_t(256) << 10})
+                for (int rep = 0; rep < 3; ++rep) check_alltoallv(p, dtype, chunk, seed++);
+}
+
+TEST(LocalPlan, AlltoallvWithEqualCountsBatchesLikeAlltoall) {
+    // 8 members, 4 bytes to each: 64 moves of 4 bytes, 16 per 64-byte task.
+    const uint32_t p = 8;
+    std::vector<MemberVector> vectors(p);
+    for (uint32_t r = 0; r < p; ++r)
+        for (uint32_t m = 0; m < p; ++m) {
+            vectors[r].send.push_back({m * 4, 4});
+            vectors[r].recv.push_back({m * 4, 4});
+        }
+    LocalArgs a{Collective::alltoallv, p, 0, DP_UINT8, DP_SUM, 0, 64};
+    a.vectors = &vectors;
+    LocalPlan plan = build_local_plan(a);
+    uint64_t moves = 0;
+    for (const Task &t : plan.tasks) {
+        EXPECT_EQ(t.inputs * t.bytes, 64u);
+        EXPECT_EQ(t.inputs, t.outputs);
+        moves += t.inputs;
+    }
+    EXPECT_EQ(moves, 64u);
+    EXPECT_EQ(plan.tasks.size(), 4u);
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ inline size_t input_bytes(const coll::CollectiveArgs &a) {
     switch (a.collective) {
         case coll::Collective::reduce_scatter:
         case coll::Collective::alltoall:
+        case coll::Collective::alltoallv:  // with equal counts
             return static_cast<size_t>(a.size) * n;
         case coll::Collective::barrier:
             return 0;
@@ -148,6 +149,7 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
             }
             break;
         case coll::Collective::alltoall:
+        case coll::Collective::alltoallv:  // with equal counts: alltoall's layout
             for (size_t r = 0; r < p; ++r) {
                 for (size_t from = 0; from < p; ++from) {
                     const auto first = inputs[from].begin() + static_cast<long>(r * n);

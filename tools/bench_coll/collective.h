@@ -9,6 +9,8 @@
 //   reduce_scatter      the input, n blocks of count elements
 //   allgather           the output, n blocks of count elements
 //   alltoall            each buffer, n blocks of count elements
+//   alltoallv           likewise, with equal counts (every scounts and
+//                       rcounts entry = count, displacements m x count)
 // so a size is rounded down to a multiple of (n x element size) where blocks
 // are involved.
 #pragma once

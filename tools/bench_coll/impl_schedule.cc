@@ -89,6 +89,11 @@ class ScheduleImpl final : public Impl {
                 return false;
             }
         }
+        if (!pick.algorithm) {
+            *why = fmt::format("src/coll has no schedule for {}",
+                               dc::collective_name(args.collective));
+            return false;
+        }
         args.chunk_bytes = pick.algorithm->pipelines ? pick.chunk_bytes : 0;
         if (dc::build_schedule(*pick.algorithm, args, out) != DP_OK) {
             *why = "the schedule refuses these arguments";

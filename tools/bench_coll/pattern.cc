@@ -71,6 +71,7 @@ int64_t expected(const Pattern &p, int rank, size_t j) {
         case Coll::allgather:
             return data_value(*p.dtype, int(j / c), j % c);
         case Coll::alltoall:
+        case Coll::alltoallv:  // equal counts: alltoall's layout
             return data_value(*p.dtype, int(j / c), size_t(rank) * c + j % c);
         case Coll::bcast:
             return data_value(*p.dtype, p.root, j);

@@ -27,6 +27,7 @@ std::string bus_formula(Coll c) {
         case Coll::reduce_scatter:
         case Coll::allgather:
         case Coll::alltoall:
+        case Coll::alltoallv:
             return "(n-1)/n";
         case Coll::bcast:
             return "1";

@@ -55,6 +55,10 @@ class Job {
     void kill_remaining(bool say);
     void on_launcher_signal(int sig);
     size_t running() const;
+    // "rank 3" (or the spec's name) and "4 ranks" (or the name) for messages.
+    std::string who(size_t r) const;
+    std::string running_ones() const;
+    const char *tool() const { return spec_.tool.c_str(); }
     void poll_once(int timeout_ms, bool with_signals);
     void finish();
     int exit_code() const;
@@ -75,8 +79,9 @@ bool Job::spawn_rank(int r) {
     s.path = spec_.program;
     s.argv = spec_.command;
     std::vector<std::string> env = spec_.env;
-    env.push_back("DEPUTY_RANK=" + std::to_string(r));
+    if (spec_.rank_env) env.push_back("DEPUTY_RANK=" + std::to_string(r));
     s.env = environment_with(env);
+    s.parent_death_signal = spec_.parent_death_signal;
     // Ranks do not read the terminal (they are not its foreground group);
     // rank 0 gets a piped or redirected stdin.
     UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -87,7 +92,8 @@ bool Job::spawn_rank(int r) {
         for (int stream : {STDOUT_FILENO, STDERR_FILENO}) {
             int p[2];
             if (pipe2(p, O_CLOEXEC) != 0) {
-                std::fprintf(stderr, "deputy launch: rank %d: pipe: %s\n", r, std::strerror(errno));
+                std::fprintf(stderr, "%s: %s: pipe: %s\n", tool(), who(size_t(r)).c_str(),
+                             std::strerror(errno));
                 rank.exited = rank.counted = true;
                 rank.code = 1;
                 return false;
@@ -102,8 +108,8 @@ bool Job::spawn_rank(int r) {
         out_w.reset(open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
         err_w.reset(open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
         if (!out_w || !err_w) {
-            std::fprintf(stderr, "deputy launch: rank %d: cannot create %s.out/.err: %s\n", r,
-                         base.c_str(), std::strerror(errno));
+            std::fprintf(stderr, "%s: %s: cannot create %s.out/.err: %s\n", tool(),
+                         who(size_t(r)).c_str(), base.c_str(), std::strerror(errno));
             rank.exited = rank.counted = true;
             rank.code = 1;
             return false;
@@ -115,7 +121,7 @@ bool Job::spawn_rank(int r) {
     int code = 1;
     rank.pid = spawn(s, &error, &code);
     if (rank.pid < 0) {
-        std::fprintf(stderr, "deputy launch: rank %d: %s\n", r, error.c_str());
+        std::fprintf(stderr, "%s: %s: %s\n", tool(), who(size_t(r)).c_str(), error.c_str());
         rank.exited = rank.counted = true;
         rank.code = code;
         return false;
@@ -156,9 +162,17 @@ void Job::on_exit(int r) {
                                         : "exited with code " + std::to_string(rank.code);
     std::string next;
     if (!stopping_ && running() > 0) next = "; stopping the other " + plural(running(), "rank");
-    std::fprintf(stderr, "deputy launch: rank %d (pid %d) %s%s\n", r, int(rank.pid), what.c_str(),
-                 next.c_str());
+    std::fprintf(stderr, "%s: %s (pid %d) %s%s\n", tool(), who(size_t(r)).c_str(), int(rank.pid),
+                 what.c_str(), next.c_str());
     if (!stopping_) begin_stop(SIGTERM);
+}
+
+std::string Job::who(size_t r) const {
+    return spec_.name.empty() ? "rank " + std::to_string(r) : spec_.name;
+}
+
+std::string Job::running_ones() const {
+    return spec_.name.empty() ? plural(running(), "rank") : spec_.name;
 }
 
 size_t Job::running() const {
@@ -184,8 +198,12 @@ void Job::kill_remaining(bool say) {
     for (size_t r = 0; r < ranks_.size(); ++r)
         if (say && ranks_[r].pid > 0 && !ranks_[r].exited)
             std::fprintf(stderr,
-                         "deputy launch: rank %zu (pid %d) did not stop within %g s; killing it\n",
-                         r, int(ranks_[r].pid), spec_.grace_s);
+                         "%s: %s (pid %d) did not stop within %g s; killing it\n", tool(),
+                         who(r).c_str(), int(ranks_[r].pid), spec_.grace_s);
+    // What a rank started in process groups of its own (mpirun's ranks)
+    // goes too: it is found while the rank is still its parent.
+    for (Rank &rank : ranks_)
+        if (rank.pid > 0 && !rank.exited) kill_tree(rank.pid, SIGKILL);
     send_all(SIGKILL);
     kill_deadline_.reset();
 }
@@ -194,12 +212,12 @@ void Job::on_launcher_signal(int sig) {
     if (!launcher_signal_) launcher_signal_ = sig;
     if (running() == 0) return;
     if (!stopping_) {
-        std::fprintf(stderr, "deputy launch: got %s; passing it to %s\n", signal_name(sig).c_str(),
-                     plural(running(), "rank").c_str());
+        std::fprintf(stderr, "%s: got %s; passing it to %s\n", tool(), signal_name(sig).c_str(),
+                     running_ones().c_str());
         begin_stop(sig);
     } else {
-        std::fprintf(stderr, "deputy launch: got %s while stopping; killing %s\n",
-                     signal_name(sig).c_str(), plural(running(), "rank").c_str());
+        std::fprintf(stderr, "%s: got %s while stopping; killing %s\n", tool(),
+                     signal_name(sig).c_str(), running_ones().c_str());
         kill_remaining(false);
     }
 }
@@ -238,7 +256,7 @@ int Job::run(const std::function<void()> &tick) {
     for (int r = 0; r < spec_.size; ++r) {
         if (spawn_rank(r)) continue;
         if (running() > 0) {
-            std::fprintf(stderr, "deputy launch: stopping the %s already started\n",
+            std::fprintf(stderr, "%s: stopping the %s already started\n", tool(),
                          plural(running(), "rank").c_str());
             begin_stop(SIGTERM);
         }
@@ -254,9 +272,9 @@ int Job::run(const std::function<void()> &tick) {
             if (!stopping_) {
                 timed_out_ = true;
                 std::fprintf(stderr,
-                             "deputy launch: timeout: the job ran for %g s (--timeout); "
+                             "%s: timeout: the job ran for %g s (--timeout); "
                              "stopping %s\n",
-                             spec_.timeout_s, plural(running(), "rank").c_str());
+                             tool(), spec_.timeout_s, running_ones().c_str());
                 begin_stop(SIGTERM);
             }
         }

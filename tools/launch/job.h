@@ -17,6 +17,7 @@
 // 128+that signal.
 #pragma once
 
+#include <csignal>
 #include <functional>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct JobSpec {
     std::string output_dir;  // kSeparate: <dir>/rank.<r>.out and .err
     double timeout_s = 0;    // 0: none
     double grace_s = 2.0;    // SIGTERM to SIGKILL
+    // `deputy mpirun` runs one "rank", mpirun, and says so:
+    std::string tool = "deputy launch";  // names the launcher in messages
+    std::string name;                    // the process in messages; empty: "rank <r>"
+    bool rank_env = true;                // add DEPUTY_RANK=<r> to env
+    int parent_death_signal = SIGKILL;   // to each rank if the launcher dies
 };
 
 // Runs the job to its end and returns the launcher's exit code. `tick` is

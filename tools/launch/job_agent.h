@@ -1,6 +1,7 @@
 // The agent a `deputy launch` job talks to: the one clients would find
 // ($DEPUTY_AGENT, else the default address) when it answers, else a private
-// one this launcher starts and stops.
+// one this launcher starts and stops. `deputy mpirun` on one machine always
+// starts a private one.
 //
 // A private agent is `deputy agent` (this very binary, /proc/self/exe) run in
 // the foreground as a child, in its own process group (a Ctrl-C meant for
@@ -9,17 +10,16 @@
 // and a fresh 256-bit random token, which the ranks get as DEPUTY_TOKEN (the
 // file is removed once the agent listens: it has read it by then). Its
 // output goes to an unlinked file (or --agent-log) and is shown when the
-// agent fails. stop() sends SIGTERM, then SIGKILL after the grace period,
-// and removes the directory. If the launcher itself is killed, the agent
+// agent fails (agent_process.h). stop() sends SIGTERM, then SIGKILL after
+// the grace period, and removes the directory. If the launcher itself is killed, the agent
 // gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and removes its socket;
 // only the empty directory remains.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
+#include <vector>
 
-#include "common/fd.h"
+#include "launch/agent_process.h"
 #include "launch/signals.h"
 
 namespace deputy::launch {
@@ -29,11 +29,14 @@ struct AgentOptions {
     std::string log_file;     // --agent-log: keep the private agent's log here
     double startup_timeout_s = 10.0;
     double grace_s = 2.0;
+    std::string tool = "deputy launch";         // who says what in messages
+    std::string dir_prefix = "deputy-launch-";  // of the private directory
+    bool use_running = true;  // false: always a private agent, even if one answers
 };
 
-// `bytes` random bytes (getrandom) as lowercase hex; empty if the kernel
-// would not give any.
-std::string random_hex(size_t bytes);
+// The private agent's arguments for directory `dir` (argv[0] "deputy"; it
+// runs as /proc/self/exe).
+std::vector<std::string> private_agent_argv(const std::string &dir, const AgentOptions &options);
 
 class JobAgent {
   public:
@@ -44,7 +47,8 @@ class JobAgent {
     JobAgent(const JobAgent &) = delete;
     JobAgent &operator=(const JobAgent &) = delete;
 
-    // Uses the agent that answers at the clients' address, or starts one.
+    // Uses the agent that answers at the clients' address (unless
+    // !options.use_running), or starts one.
     // kInterrupted: a SIGINT/SIGTERM/SIGHUP came while the agent was
     // starting (`*signal_out` says which); nothing is left running.
     Outcome acquire(const AgentOptions &options, SignalFd &signals, std::string *error,
@@ -61,15 +65,12 @@ class JobAgent {
 
   private:
     bool start(SignalFd &signals, std::string *error, int *signal_out, Outcome *outcome);
-    std::string log_text() const;
 
     AgentOptions options_;
     std::string address_;
     std::string token_;
     std::string dir_;  // the private directory; empty when the agent is not ours
-    UniqueFd log_fd_;  // the agent's stdout and stderr
-    pid_t pid_ = -1;
-    bool reported_exit_ = false;
+    AgentProcess process_;
 };
 
 }  // namespace deputy::launch

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "launch/job.h"
 #include "launch/job_agent.h"
+#include "launch/secrets.h"
 #include "launch/signals.h"
 #include "launch/spawn.h"
 

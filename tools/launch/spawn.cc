@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 extern char **environ;
 
@@ -108,6 +110,53 @@ std::string find_program(const std::string &name) {
         if (end == std::string::npos) return {};
         start = end + 1;
     }
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    for (const auto &task : std::filesystem::directory_iterator(tasks, ec)) {
+        std::ifstream in(task.path() / "children");
+        for (pid_t child; in >> child;) out.push_back(child);
+    }
+    return out;
+}
+
+void kill_tree(pid_t pid, int sig) {
+    std::vector<pid_t> tree{pid};
+    for (size_t i = 0; i < tree.size() && tree.size() < 100000; ++i)
+        for (pid_t child : children_of(tree[i])) tree.push_back(child);
+    for (pid_t p : tree) {
+        kill(-p, sig);  // fails harmlessly when p leads no group
+        kill(p, sig);
+    }
+}
+
+std::string command_line(const std::vector<std::string> &argv,
+                         const std::vector<std::string> &verbatim) {
+    std::string out;
+    for (const std::string &arg : argv) {
+        std::string plain = arg;
+        for (const std::string &v : verbatim)
+            for (size_t at; !v.empty() && (at = plain.find(v)) != std::string::npos;)
+                plain.erase(at, v.size());
+        const bool safe = !arg.empty() && plain.find_first_not_of(
+                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                              "0123456789_@%+=:,./-") == std::string::npos;
+        if (!out.empty()) out += ' ';
+        if (safe) {
+            out += arg;
+            continue;
+        }
+        out += '\'';
+        for (char c : arg) {
+            if (c == '\'') out += "'\\''";
+            else out += c;
+        }
+        out += '\'';
+    }
+    return out;
 }
 
 std::vector<std::string> environment_with(const std::vector<std::string> &overrides) {

@@ -35,6 +35,23 @@ pid_t spawn(const SpawnSpec &spec, std::string *error, int *exit_code);
 // matches.
 std::string find_program(const std::string &name);
 
+// The children of `pid` (every thread's, from /proc/<pid>/task/*/children).
+std::vector<pid_t> children_of(pid_t pid);
+
+// Sends `sig` to `pid`'s process group and to every process below it
+// (children, theirs, ...) and their groups, all found before the first
+// signal. For a child that did not stop in time: mpirun puts every rank in
+// a process group of its own, so signalling mpirun's group alone would
+// leave its ranks running. Best effort: a process forking meanwhile escapes.
+void kill_tree(pid_t pid, int sig);
+
+// `argv` as one line a POSIX shell would split back into it (arguments
+// with other characters than [A-Za-z0-9_@%+=:,./-] single-quoted), for
+// messages and `deputy mpirun --dry-run`. Substrings in `verbatim` (the
+// dry run's "<dir>" placeholders) do not cause quoting.
+std::string command_line(const std::vector<std::string> &argv,
+                         const std::vector<std::string> &verbatim = {});
+
 // The launcher's environment with `overrides` ("NAME=value") replacing or
 // adding entries.
 std::vector<std::string> environment_with(const std::vector<std::string> &overrides);

@@ -37,7 +37,8 @@ IMPL_ORDER = ("deputy", "mpi", "ring")
 IMPL_NAMES = {"deputy": "deputy", "mpi": "MPI", "ring": "ring"}
 _IMPL_COLOURS = {"deputy": "tab:blue", "mpi": "tab:orange", "ring": "tab:green"}
 OP_ORDER = ("allreduce", "iallreduce", "reduce_scatter", "ireduce_scatter", "allgather",
-            "iallgather", "alltoall", "ialltoall", "bcast", "ibcast", "barrier", "ibarrier")
+            "iallgather", "alltoall", "ialltoall", "alltoallv", "ialltoallv", "bcast", "ibcast",
+            "barrier", "ibarrier")
 MEMORY_ORDER = ("mapped", "direct", "staged")
 TABLE_MODE = "allreduce-table"
 TABLE_ORDER = ("mpi", "ring", "deputy")

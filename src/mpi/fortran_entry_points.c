@@ -1,0 +1,356 @@
+/* The Fortran entry points (mpif.h and `use mpi`) of deputy's PMPI library.
+ *
+ * Why they exist: Open MPI's Fortran bindings (libmpi_mpifh) call the C
+ * PMPI_* functions directly (`nm -D libmpi_mpifh.so` lists `U PMPI_Iallreduce`
+ * and no `U MPI_Iallreduce`), so the library's C MPI_* functions never see a
+ * Fortran program's calls. Here every call the library intercepts gets its
+ * Fortran symbol, which converts the arguments the way Open MPI's own binding
+ * does and calls the library's C MPI_* function:
+ *   - handles: MPI_Comm_f2c, MPI_Type_f2c, MPI_Op_f2c, MPI_Info_f2c in,
+ *     MPI_Request_c2f and MPI_Comm_c2f out (only on success, as Open MPI);
+ *   - buffers: the addresses of Fortran's MPI_IN_PLACE / MPI_BOTTOM (common
+ *     blocks, see below) become C's MPI_IN_PLACE / MPI_BOTTOM;
+ *   - INTEGER counts and displacements: MPI_Fint is C int (checked below), so
+ *     arrays are passed as they are. A converted copy could not be used: a
+ *     nonblocking alltoallv reads its count arrays until it completes;
+ *   - ierror: set to the C function's return value.
+ * Each is exported under the four spellings Fortran compilers produce for a
+ * routine name: gfortran's `mpi_iallreduce_`, f2c/g77's `mpi_iallreduce__`
+ * (names with an underscore get two), `mpi_iallreduce` (xlf, -fno-underscoring)
+ * and `MPI_IALLREDUCE` (upper case), as Open MPI's libmpi_mpifh exports them.
+ * Preloaded or linked before libmpi_mpifh, these shadow Open MPI's.
+ *
+ * MPI_WAIT / MPI_TEST and their families are not here: Open MPI's call
+ * PMPI_Wait and friends, which complete the library's requests because they
+ * are MPI generalized requests that MPI's progress engine completes.
+ *
+ * MPICH needs none of this: its Fortran bindings (libmpichfort) call the C
+ * MPI_* functions (`U MPI_Iallreduce`), after translating MPICH's own
+ * sentinels (the addresses of common /MPIPRIV1/ MPI_BOTTOM, MPI_IN_PLACE,
+ * recorded in MPIR_F_MPI_BOTTOM / MPIR_F_MPI_IN_PLACE by mpirinitf_ on the
+ * first Fortran call). So a preloaded library's C MPI_* functions already
+ * see MPICH Fortran calls, and defining Fortran symbols here would only
+ * duplicate that translation and its lazy initialisation, which is MPICH's
+ * internal business. Under MPICH this file compiles to nothing.
+ *
+ * `use mpi_f08` is not intercepted here: Open MPI's f08 routines
+ * (mpi_iallreduce_f08_ in libmpi_usempif08) call ompi_iallreduce_f, the body
+ * of the mpif.h routine, directly, not through the symbols defined here, so
+ * such a program reaches MPI unchanged. Under MPICH the f08 collectives
+ * call the C MPI_* functions but MPI_Init, MPI_Wait and MPI_Finalize call
+ * PMPI_*, so the library sees collectives it was never initialised for and
+ * passes them to MPI (docs/mpi-fortran.md has the measurement).
+ */
+#include <mpi.h>
+
+#if defined(OPEN_MPI)
+
+#include <stddef.h>
+
+_Static_assert(sizeof(MPI_Fint) == sizeof(int),
+               "deputy's Fortran entry points need Fortran INTEGER = C int (MPI_Fint): "
+               "count and displacement arrays are passed to C unconverted");
+
+/* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM are common blocks
+ * (`common/mpi_fortran_in_place/MPI_IN_PLACE` in mpif-sentinels.h); a
+ * Fortran program passes their address. libmpi exports the block under the
+ * one spelling its Fortran compiler produces (gfortran: the trailing
+ * underscore), and the dynamic linker binds every reference, the program's,
+ * libmpi_mpifh's and these, to the same definition. Weak references to all
+ * four spellings: the ones this Open MPI does not define stay NULL. */
+#define DEPUTY_F_WEAK_INT(name) extern int name __attribute__((weak))
+DEPUTY_F_WEAK_INT(mpi_fortran_in_place);
+DEPUTY_F_WEAK_INT(mpi_fortran_in_place_);
+DEPUTY_F_WEAK_INT(mpi_fortran_in_place__);
+DEPUTY_F_WEAK_INT(MPI_FORTRAN_IN_PLACE);
+DEPUTY_F_WEAK_INT(mpi_fortran_bottom);
+DEPUTY_F_WEAK_INT(mpi_fortran_bottom_);
+DEPUTY_F_WEAK_INT(mpi_fortran_bottom__);
+DEPUTY_F_WEAK_INT(MPI_FORTRAN_BOTTOM);
+
+static int is_in_place(const void *buf) {
+    return buf != NULL && (buf == &mpi_fortran_in_place || buf == &mpi_fortran_in_place_ ||
+                           buf == &mpi_fortran_in_place__ || buf == &MPI_FORTRAN_IN_PLACE);
+}
+
+static int is_bottom(const void *buf) {
+    return buf != NULL && (buf == &mpi_fortran_bottom || buf == &mpi_fortran_bottom_ ||
+                           buf == &mpi_fortran_bottom__ || buf == &MPI_FORTRAN_BOTTOM);
+}
+
+/* A send buffer may be MPI_IN_PLACE or MPI_BOTTOM; a receive buffer only
+ * MPI_BOTTOM (a derived datatype of absolute addresses). */
+static const void *send_buffer(const void *buf) {
+    if (is_in_place(buf)) {
+        return MPI_IN_PLACE;
+    }
+    return is_bottom(buf) ? MPI_BOTTOM : buf;
+}
+
+static void *receive_buffer(void *buf) { return is_bottom(buf) ? MPI_BOTTOM : buf; }
+
+static void set_ierror(MPI_Fint *ierror, int rc) {
+    /* `use mpi` and mpif.h always pass it; Open MPI's binding checks too. */
+    if (ierror != NULL) {
+        *ierror = (MPI_Fint)rc;
+    }
+}
+
+static void set_request(MPI_Fint *request, int rc, MPI_Request c_request) {
+    if (rc == MPI_SUCCESS) {
+        *request = MPI_Request_c2f(c_request);
+    }
+}
+
+/* Exports `impl` under the four spellings of a Fortran routine name. `type`
+ * is the routine's function type, so each alias is declared with the
+ * prototype of its target. */
+#define DEPUTY_F_EXPORT(type, impl, lower, upper)                                   \
+    extern type lower __attribute__((alias(#impl), visibility("default")));        \
+    extern type lower##_ __attribute__((alias(#impl), visibility("default")));     \
+    extern type lower##__ __attribute__((alias(#impl), visibility("default")));    \
+    extern type upper __attribute__((alias(#impl), visibility("default")))
+
+/* ---- start and end ---- */
+
+typedef void f_init_t(MPI_Fint *ierror);
+static void f_init(MPI_Fint *ierror) {
+    /* As Open MPI's MPI_INIT: no command line reaches C from Fortran. */
+    int argc = 0;
+    char **argv = NULL;
+    set_ierror(ierror, MPI_Init(&argc, &argv));
+}
+DEPUTY_F_EXPORT(f_init_t, f_init, mpi_init, MPI_INIT);
+
+typedef void f_init_thread_t(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror);
+static void f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror) {
+    int argc = 0;
+    char **argv = NULL;
+    int c_provided = MPI_THREAD_SINGLE;
+    int rc = MPI_Init_thread(&argc, &argv, (int)*required, &c_provided);
+    if (rc == MPI_SUCCESS) {
+        *provided = (MPI_Fint)c_provided;
+    }
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_init_thread_t, f_init_thread, mpi_init_thread, MPI_INIT_THREAD);
+
+typedef void f_finalize_t(MPI_Fint *ierror);
+static void f_finalize(MPI_Fint *ierror) { set_ierror(ierror, MPI_Finalize()); }
+DEPUTY_F_EXPORT(f_finalize_t, f_finalize, mpi_finalize, MPI_FINALIZE);
+
+/* ---- communicators and memory ---- */
+
+typedef void f_comm_free_t(MPI_Fint *comm, MPI_Fint *ierror);
+static void f_comm_free(MPI_Fint *comm, MPI_Fint *ierror) {
+    MPI_Comm c_comm = MPI_Comm_f2c(*comm);
+    int rc = MPI_Comm_free(&c_comm);
+    if (rc == MPI_SUCCESS) {
+        *comm = MPI_Comm_c2f(c_comm); /* MPI_COMM_NULL's Fortran handle */
+    }
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_comm_free_t, f_comm_free, mpi_comm_free, MPI_COMM_FREE);
+
+/* BASEPTR is INTEGER(KIND=MPI_ADDRESS_KIND) (mpif.h) or TYPE(C_PTR)
+ * (`use mpi`'s MPI_ALLOC_MEM_CPTR): either way the address of a
+ * pointer-sized slot that receives the memory's address. */
+typedef void f_alloc_mem_t(MPI_Aint *size, MPI_Fint *info, void *baseptr, MPI_Fint *ierror);
+static void f_alloc_mem(MPI_Aint *size, MPI_Fint *info, void *baseptr, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Alloc_mem(*size, MPI_Info_f2c(*info), baseptr));
+}
+DEPUTY_F_EXPORT(f_alloc_mem_t, f_alloc_mem, mpi_alloc_mem, MPI_ALLOC_MEM);
+DEPUTY_F_EXPORT(f_alloc_mem_t, f_alloc_mem, mpi_alloc_mem_cptr, MPI_ALLOC_MEM_CPTR);
+
+/* BASE is a choice argument: Fortran passes the memory's address. */
+typedef void f_free_mem_t(void *base, MPI_Fint *ierror);
+static void f_free_mem(void *base, MPI_Fint *ierror) { set_ierror(ierror, MPI_Free_mem(base)); }
+DEPUTY_F_EXPORT(f_free_mem_t, f_free_mem, mpi_free_mem, MPI_FREE_MEM);
+
+/* ---- nonblocking collectives ---- */
+
+typedef void f_iallreduce_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror);
+static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                         MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iallreduce(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                            MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm),
+                            &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iallreduce_t, f_iallreduce, mpi_iallreduce, MPI_IALLREDUCE);
+
+typedef void f_ireduce_scatter_block_t(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
+                                       MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                       MPI_Fint *request, MPI_Fint *ierror);
+static void f_ireduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
+                                    MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                    MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ireduce_scatter_block(send_buffer(sendbuf), receive_buffer(recvbuf),
+                                       (int)*recvcount, MPI_Type_f2c(*datatype), MPI_Op_f2c(*op),
+                                       MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ireduce_scatter_block_t, f_ireduce_scatter_block, mpi_ireduce_scatter_block,
+                MPI_IREDUCE_SCATTER_BLOCK);
+
+typedef void f_iallgather_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                            MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                            MPI_Fint *request, MPI_Fint *ierror);
+static void f_iallgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                         MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                         MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgather(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                            receive_buffer(recvbuf), (int)*recvcount, MPI_Type_f2c(*recvtype),
+                            MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iallgather_t, f_iallgather, mpi_iallgather, MPI_IALLGATHER);
+
+typedef void f_ialltoall_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                           MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                           MPI_Fint *request, MPI_Fint *ierror);
+static void f_ialltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                        MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                        MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ialltoall(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                           receive_buffer(recvbuf), (int)*recvcount, MPI_Type_f2c(*recvtype),
+                           MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ialltoall_t, f_ialltoall, mpi_ialltoall, MPI_IALLTOALL);
+
+typedef void f_ialltoallv_t(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
+                            MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts,
+                            MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm,
+                            MPI_Fint *request, MPI_Fint *ierror);
+static void f_ialltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
+                         MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts,
+                         MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm,
+                         MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ialltoallv(send_buffer(sendbuf), (const int *)sendcounts, (const int *)sdispls,
+                            MPI_Type_f2c(*sendtype), receive_buffer(recvbuf),
+                            (const int *)recvcounts, (const int *)rdispls,
+                            MPI_Type_f2c(*recvtype), MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ialltoallv_t, f_ialltoallv, mpi_ialltoallv, MPI_IALLTOALLV);
+
+typedef void f_ibcast_t(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root,
+                        MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror);
+static void f_ibcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root,
+                     MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ibcast(receive_buffer(buffer), (int)*count, MPI_Type_f2c(*datatype), (int)*root,
+                        MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ibcast_t, f_ibcast, mpi_ibcast, MPI_IBCAST);
+
+typedef void f_ibarrier_t(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror);
+static void f_ibarrier(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ibarrier(MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ibarrier_t, f_ibarrier, mpi_ibarrier, MPI_IBARRIER);
+
+/* ---- blocking collectives ---- */
+
+typedef void f_allreduce_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                           MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror);
+static void f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                        MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Allreduce(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                                     MPI_Type_f2c(*datatype), MPI_Op_f2c(*op),
+                                     MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_allreduce_t, f_allreduce, mpi_allreduce, MPI_ALLREDUCE);
+
+typedef void f_reduce_scatter_block_t(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
+                                      MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                      MPI_Fint *ierror);
+static void f_reduce_scatter_block(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
+                                   MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                   MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Reduce_scatter_block(send_buffer(sendbuf), receive_buffer(recvbuf),
+                                                (int)*recvcount, MPI_Type_f2c(*datatype),
+                                                MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_reduce_scatter_block_t, f_reduce_scatter_block, mpi_reduce_scatter_block,
+                MPI_REDUCE_SCATTER_BLOCK);
+
+typedef void f_allgather_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                           MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                           MPI_Fint *ierror);
+static void f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                        MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                        MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Allgather(send_buffer(sendbuf), (int)*sendcount,
+                                     MPI_Type_f2c(*sendtype), receive_buffer(recvbuf),
+                                     (int)*recvcount, MPI_Type_f2c(*recvtype),
+                                     MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_allgather_t, f_allgather, mpi_allgather, MPI_ALLGATHER);
+
+typedef void f_alltoall_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                          MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                          MPI_Fint *ierror);
+static void f_alltoall(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                       MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm,
+                       MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Alltoall(send_buffer(sendbuf), (int)*sendcount,
+                                    MPI_Type_f2c(*sendtype), receive_buffer(recvbuf),
+                                    (int)*recvcount, MPI_Type_f2c(*recvtype),
+                                    MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_alltoall_t, f_alltoall, mpi_alltoall, MPI_ALLTOALL);
+
+typedef void f_alltoallv_t(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
+                           MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts,
+                           MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm,
+                           MPI_Fint *ierror);
+static void f_alltoallv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls,
+                        MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts,
+                        MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm,
+                        MPI_Fint *ierror) {
+    set_ierror(ierror,
+               MPI_Alltoallv(send_buffer(sendbuf), (const int *)sendcounts,
+                             (const int *)sdispls, MPI_Type_f2c(*sendtype),
+                             receive_buffer(recvbuf), (const int *)recvcounts,
+                             (const int *)rdispls, MPI_Type_f2c(*recvtype), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_alltoallv_t, f_alltoallv, mpi_alltoallv, MPI_ALLTOALLV);
+
+typedef void f_bcast_t(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root,
+                       MPI_Fint *comm, MPI_Fint *ierror);
+static void f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root,
+                    MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Bcast(receive_buffer(buffer), (int)*count, MPI_Type_f2c(*datatype),
+                                 (int)*root, MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_bcast_t, f_bcast, mpi_bcast, MPI_BCAST);
+
+typedef void f_barrier_t(MPI_Fint *comm, MPI_Fint *ierror);
+static void f_barrier(MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Barrier(MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_barrier_t, f_barrier, mpi_barrier, MPI_BARRIER);
+
+#elif defined(MPICH)
+/* Nothing: libmpichfort calls the C MPI_* functions (see the top). */
+#else
+#error "deputy's Fortran entry points know Open MPI and MPICH only"
+#endif

@@ -1,0 +1,431 @@
+"""End-to-end tests of `deputy mpirun` (DEPUTY_BIN) with real mpiruns.
+
+The MPI program is tests/launch/mpi_env_probe.c, built here with mpicc: each
+rank prints what `deputy mpirun` gave it (its agent, LD_PRELOAD and whether
+that library is mapped, whether its parent has it too, whether the job
+secret is set and the same on every rank). The ranks preload the PMPI
+library (src/mpi) when it is built beside DEPUTY_BIN, as deputy mpirun
+finds it; otherwise a stand-in built here (stub_preload.c) through
+--mpi-lib, and the tests that need the real one (collectives offloaded to
+each rank's agent) skip.
+
+Every test points TMPDIR at a fresh directory, so that the private agent
+directories (deputy-mpirun-*) and every process of the job (whose command
+lines name that directory) can be looked for afterwards: none may be left,
+after a normal end, a failing program, SIGINT, or an agent that does not
+start. Every command is bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+DEPUTY = os.environ.get("DEPUTY_BIN")
+MPIRUN = shutil.which("mpirun")
+MPICC = shutil.which("mpicc")
+CC = shutil.which("cc") or shutil.which("gcc")
+MPICC_MPICH = shutil.which("mpicc.mpich")
+MPIRUN_MPICH = shutil.which("mpirun.mpich")
+HERE = Path(__file__).resolve().parent
+TIMEOUT_S = 120
+
+pytestmark = [
+    pytest.mark.skipif(not DEPUTY, reason="DEPUTY_BIN is not set: point it at a built deputy "
+                                          "binary (e.g. DEPUTY_BIN=build/tools/deputy)"),
+    pytest.mark.skipif(MPIRUN is None or MPICC is None or CC is None,
+                       reason="mpirun, mpicc or cc not found (Debian: openmpi-bin "
+                              "libopenmpi-dev gcc; scripts/deps.sh installs them)"),
+]
+
+# Open MPI refuses root without these; oversubscribe lets 4 ranks and 2
+# agents share 2 cores.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+LINE = re.compile(r"rank (\d+) size (\d+) pid (\d+) agent (\S+) listening ([01]) preload (\S+) "
+                  r"loaded ([01]) parent-preload ([01]) secret ([01]) same-secret ([01]) "
+                  r"report (\S+)")
+
+
+def compile_c(compiler: str, out: Path, source: Path, *flags: str) -> None:
+    r = subprocess.run([compiler, "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-o", str(out),
+                        str(source)], capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert r.returncode == 0, f"{compiler} {source.name}:\n{r.stderr}"
+
+
+class Built:
+    """The probe, the stand-in libraries, and the library the ranks preload."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.probe = root / "mpi_env_probe"
+        compile_c(MPICC, self.probe, HERE / "mpi_env_probe.c")
+        self.stub = root / "libdeputy-mpi-stub.so"
+        compile_c(CC, self.stub, HERE / "stub_preload.c", "-shared", "-fPIC")
+        # A second library: one the caller preloads already.
+        self.other = root / "libcaller-preload.so"
+        compile_c(CC, self.other, HERE / "stub_preload.c", "-shared", "-fPIC")
+        self.real = Path(DEPUTY).resolve().parent.parent / "src/mpi/libdeputy-mpi-openmpi.so"
+
+    def library(self, flavor: str = "openmpi") -> tuple[list[str], str]:
+        """(the --mpi-lib arguments, the path the ranks must preload)."""
+        real = self.real.with_name(f"libdeputy-mpi-{flavor}.so")
+        if real.exists():
+            return [], str(real)
+        return ["--mpi-lib", str(self.stub)], str(self.stub)
+
+
+@pytest.fixture(scope="module")
+def built():
+    root = Path(tempfile.mkdtemp(prefix="deputy-mpirun-probe-"))
+    yield Built(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class Env:
+    def __init__(self, root: Path, built: Built):
+        self.root = root
+        self.built = built
+        self.vars = {**MPI_ENV, "TMPDIR": str(root), "DEPUTY_AGENT": str(root / "nobody.sock")}
+
+    def environ(self, extra: dict | None = None) -> dict:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("DEPUTY_TOKEN", "LD_PRELOAD") and not k.startswith("DEPUTY_MPI_")}
+        return {**env, **self.vars, **(extra or {})}
+
+    def command(self, *args: str, lib: bool = True, flavor: str = "openmpi") -> list[str]:
+        lib_args = self.built.library(flavor)[0] if lib else []
+        return [DEPUTY, "mpirun", *lib_args, *args]
+
+    def run(self, *args: str, extra: dict | None = None, lib: bool = True,
+            flavor: str = "openmpi", timeout: float = TIMEOUT_S):
+        return subprocess.run(self.command(*args, lib=lib, flavor=flavor), capture_output=True,
+                              text=True, timeout=timeout, env=self.environ(extra))
+
+    def private_dirs(self) -> list[Path]:
+        return sorted(self.root.glob("deputy-mpirun-*"))
+
+
+@pytest.fixture
+def env(built):
+    root = Path(tempfile.mkdtemp(prefix="deputy-mpirun-test-"))
+    yield Env(root, built)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def running(pattern: str) -> list[str]:
+    r = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+    return r.stdout.splitlines()
+
+
+def assert_clean(env: Env, pids: list[int] = ()) -> None:
+    """No private directory, no process naming this test's TMPDIR (agents,
+    their mpirun, the ranks' mpirun), no rank process left."""
+    assert env.private_dirs() == [], "the private agent directory was left behind"
+    assert running(str(env.root)) == [], "processes of the job were left behind"
+    assert running(str(env.built.probe)) == [], "rank processes were left behind"
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists(), f"rank pid {pid} was left behind"
+
+
+def ranks(stdout: str) -> dict[int, re.Match]:
+    rows = {}
+    for line in stdout.splitlines():
+        m = LINE.fullmatch(line.strip())
+        if m:
+            rows[int(m[1])] = m
+    return rows
+
+
+def check_ranks(r, n: int, lib: str) -> dict[int, re.Match]:
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    rows = ranks(r.stdout)
+    assert sorted(rows) == list(range(n)), r.stdout + r.stderr
+    for rank, m in rows.items():
+        assert m[2] == str(n)
+        assert m[5] == "1", f"rank {rank}: DEPUTY_AGENT {m[4]} is not a listening socket"
+        assert m[6].split(":")[0] == lib, f"rank {rank}: LD_PRELOAD {m[6]} does not start with {lib}"
+        assert m[7] == "1", f"rank {rank}: {lib} is not mapped into the rank"
+        assert m[8] == "0", f"rank {rank}: the rank's parent has LD_PRELOAD={lib} too"
+        assert m[9] == "1" and m[10] == "1", f"rank {rank}: DEPUTY_JOB_SECRET unset or not equal"
+    return rows
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_ranks_share_a_private_agent(env, n):
+    lib = env.built.library()[1]
+    r = env.run("-np", str(n), str(env.built.probe))
+    rows = check_ranks(r, n, lib)
+    agents = {m[4] for m in rows.values()}
+    assert len(agents) == 1, agents
+    agent = agents.pop()
+    assert re.fullmatch(re.escape(str(env.root)) + r"/deputy-mpirun-\w{6}/agent\.sock", agent)
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
+def test_caller_preload_and_deputy_mpi_variables_reach_the_ranks(env):
+    lib = env.built.library()[1]
+    other = str(env.built.other)
+    r = env.run("-np", "2", str(env.built.probe),
+                extra={"LD_PRELOAD": other, "DEPUTY_MPI_REPORT": "json:/x/y"})
+    rows = check_ranks(r, 2, lib)
+    for m in rows.values():
+        assert m[6] == f"{lib}:{other}", m[6]
+        assert m[11] == "json:/x/y"
+    assert_clean(env)
+
+
+def test_each_job_gets_a_new_secret(env):
+    secrets = []
+    for _ in range(2):
+        r = env.run("-np", "1", "sh", "-c", 'echo "secret=$DEPUTY_JOB_SECRET"')
+        assert r.returncode == 0, r.stderr
+        m = re.search(r"secret=([0-9a-f]{64})$", r.stdout, re.M)
+        assert m, r.stdout
+        secrets.append(m[1])
+    assert secrets[0] != secrets[1]
+    assert_clean(env)
+
+
+@pytest.mark.parametrize("n,expected", [(4, [0, 0, 1, 1]), (3, [0, 0, 1])])
+def test_simulated_nodes_attach_each_rank_to_its_block(env, n, expected):
+    lib = env.built.library()[1]
+    r = env.run("--nodes", "2", "-np", str(n), str(env.built.probe))
+    rows = check_ranks(r, n, lib)
+    dirs = {str(Path(m[4]).parent) for m in rows.values()}
+    assert len(dirs) == 1, dirs
+    d = dirs.pop()
+    assert re.fullmatch(re.escape(str(env.root)) + r"/deputy-mpirun-\w{6}", d)
+    for rank, m in rows.items():
+        assert m[4] == f"{d}/agent-node{expected[rank]}.sock", (rank, m[4])
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
+def test_one_agent_per_host_of_a_hostfile(env):
+    lib = env.built.library()[1]
+    hosts = env.root / "hosts"
+    hosts.write_text("localhost slots=4\n")
+    r = env.run("-v", "--hostfile", str(hosts), "-np", "2", str(env.built.probe))
+    rows = check_ranks(r, 2, lib)
+    agents = {m[4] for m in rows.values()}
+    assert len(agents) == 1
+    assert re.fullmatch(re.escape(str(env.root)) + r"/deputy-mpirun-\w{6}/agent\.sock", agents.pop())
+    assert "agents: one per host of --hostfile" in r.stderr
+    assert "--map-by ppr:1:node --hostfile" in r.stderr
+    assert "--await-agent" in r.stderr and "--remove-agent-dir" in r.stderr
+    assert_clean(env)
+
+
+@pytest.mark.parametrize("flavor,nodes", [("openmpi", []), ("openmpi", ["--nodes", "2"]),
+                                          ("mpich", [])], ids=["private", "nodes", "mpich"])
+def test_the_library_offloads_to_each_ranks_agent(env, flavor, nodes):
+    """With the real PMPI library: the probe's MPI_Bcast and MPI_Allreduce
+    run on the agents (thresholds 0), each rank on the agent deputy mpirun
+    gave it, and their results are right (same-secret needs both)."""
+    if not env.built.real.with_name(f"libdeputy-mpi-{flavor}.so").exists():
+        pytest.skip(f"libdeputy-mpi-{flavor}.so is not built beside DEPUTY_BIN (src/mpi)")
+    probe = env.built.probe
+    args = []
+    if flavor == "mpich":
+        if MPICC_MPICH is None or MPIRUN_MPICH is None:
+            pytest.skip("MPICH is not installed (Debian: mpich libmpich-dev)")
+        probe = env.root / "mpi_env_probe_mpich"
+        compile_c(MPICC_MPICH, probe, HERE / "mpi_env_probe.c")
+        args = ["--mpirun", MPIRUN_MPICH]
+    n = 4 if nodes else 2
+    reports = env.root / "reports"
+    reports.mkdir()
+    r = env.run(*args, *nodes, "-np", str(n), str(probe), flavor=flavor,
+                extra={"DEPUTY_MPI_THRESHOLDS": "allreduce=0,bcast=0",
+                       "DEPUTY_MPI_REPORT": f"json:{reports}"})
+    rows = check_ranks(r, n, env.built.library(flavor)[1])
+    for rank, m in rows.items():
+        doc = json.loads((reports / f"deputy-mpi-rank{rank}.json").read_text())
+        assert doc["rank"] == rank and doc["size"] == n
+        assert doc["agent"] == m[4], (rank, doc["agent"], m[4])
+        for op in ("MPI_Bcast", "MPI_Allreduce"):
+            assert doc["operations"][op] == {"offloaded": 1, "passed": {}}, (rank, op, doc)
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
+def test_the_exit_code_of_a_failing_program_passes_through(env):
+    r = env.run("-np", "2", str(env.built.probe), "exit", "3", "1")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert re.search(r"mpirun \(pid \d+\) exited with code 3", r.stderr), r.stderr
+    assert_clean(env)
+    r = env.run("--nodes", "2", "-np", "2", str(env.built.probe), "exit", "5", "0")
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert_clean(env)
+
+
+def read_lines(p: subprocess.Popen, count: int, timeout: float) -> str:
+    """stdout of `p` until it holds `count` lines (or `timeout` passes)."""
+    text = b""
+    fd = p.stdout.fileno()
+    while text.count(b"\n") < count:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"no output for {timeout} s; so far: {text!r}"
+        chunk = os.read(fd, 65536)
+        assert chunk, f"stdout closed early: {text!r}"
+        text += chunk
+    return text.decode()
+
+
+@pytest.mark.parametrize("nodes", [[], ["--nodes", "2"]], ids=["private", "nodes"])
+def test_sigint_stops_everything_and_leaves_nothing(env, nodes):
+    n = 4 if nodes else 2
+    p = subprocess.Popen(env.command(*nodes, "-np", str(n), str(env.built.probe), "sleep", "300"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.environ())
+    try:
+        rows = ranks(read_lines(p, n, TIMEOUT_S))
+        assert sorted(rows) == list(range(n))
+        p.send_signal(signal.SIGINT)
+        # Well before the ranks' 300 s sleep ends.
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read().decode()
+    assert p.returncode == 128 + signal.SIGINT, err
+    assert "got SIGINT; passing it to mpirun" in err
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
+def test_sigint_as_soon_as_the_agents_start_leaves_nothing(env):
+    """Whether it lands while the agents start or once the program runs,
+    a SIGINT ends everything: 130, nothing left."""
+    p = subprocess.Popen(env.command("--nodes", "2", "-np", "2", str(env.built.probe), "sleep",
+                                     "300"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.environ())
+    try:
+        # The private directory exists only once signals are being caught.
+        fd = p.stderr.fileno()
+        while not env.private_dirs():
+            select.select([fd], [], [], 0.01)
+            assert p.poll() is None, p.stderr.read().decode()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read().decode()
+    assert p.returncode == 128 + signal.SIGINT, err
+    assert ("got SIGINT while starting the agents; nothing was run" in err or
+            "got SIGINT; passing it to mpirun" in err), err
+    assert_clean(env)
+
+
+def test_a_missing_library_is_a_clear_error_and_nothing_starts(env):
+    r = env.run("--mpi-lib", str(env.root / "nope.so"), "-np", "1", str(env.built.probe), lib=False)
+    assert r.returncode == 1
+    assert f"--mpi-lib {env.root}/nope.so: no such file" in r.stderr
+    assert_clean(env)
+    # Without --mpi-lib, a deputy with no library beside it names every
+    # place it looked.
+    bindir = env.root / "bin"
+    bindir.mkdir()
+    shutil.copy2(DEPUTY, bindir / "deputy")
+    r = subprocess.run([str(bindir / "deputy"), "mpirun", "-np", "1", str(env.built.probe)],
+                       capture_output=True, text=True, timeout=TIMEOUT_S, env=env.environ())
+    if r.returncode == 0:
+        pytest.skip("a libdeputy-mpi-openmpi.so is installed in the libdir: nothing is missing")
+    assert r.returncode == 1, r.stderr
+    assert "no PMPI library for Open MPI (libdeputy-mpi-openmpi.so); looked at:" in r.stderr
+    assert f"  {env.root}/src/mpi/libdeputy-mpi-openmpi.so\n" in r.stderr
+    assert "--mpi-lib PATH" in r.stderr
+    assert_clean(env)
+
+
+@pytest.mark.parametrize("nodes", [[], ["--nodes", "2"]], ids=["private", "nodes"])
+def test_an_agent_that_does_not_start_is_reported_and_nothing_is_left(env, nodes):
+    config = env.root / "bad.json"
+    config.write_text('{"agent": {"engines": "many"}}')
+    r = env.run(*nodes, "--agent-config", str(config), "-np", "2", str(env.built.probe))
+    assert r.returncode == 1, r.stdout + r.stderr
+    awaited = "every agent listened" if nodes else "it listened"
+    assert f"exited before {awaited}" in r.stderr, r.stderr
+    assert "agent.engines: expected a non-negative integer, got string" in r.stderr
+    assert ranks(r.stdout) == {}, "the program ran"
+    assert_clean(env)
+
+
+def test_dry_run_prints_the_commands_and_starts_nothing(env):
+    lib = env.built.library()[1]
+    r = env.run("--dry-run", "--", "-v", "-np", "2", str(env.built.probe), "a b")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert re.search(r"^agents:  \S+/deputy agent --socket <dir>/agent\.sock --token-file "
+                     r"<dir>/token$", out, re.M), out
+    program = re.search(r"^program: (.*)$", out, re.M)[1]
+    assert program.startswith(f"{MPIRUN} -x LD_PRELOAD={lib} -x DEPUTY_AGENT=<dir>/agent.sock "
+                              "-x DEPUTY_JOB_SECRET=<secret> -x DEPUTY_TOKEN=<token> "), program
+    # After `--` everything is mpirun's, -v included; "a b" stays one argument.
+    assert program.endswith(f" -v -np 2 {env.built.probe} 'a b'"), program
+    r = env.run("--dry-run", "--nodes", "3", "-np", "4", str(env.built.probe))
+    assert r.returncode == 0, r.stderr
+    assert "--oversubscribe -np 3 " in r.stdout
+    assert "agent --socket '<dir>/agent-node{node}.sock' --token-file <dir>/token" in r.stdout
+    assert f"-np 4 {Path(DEPUTY).resolve()} mpirun --rank-shim {env.built.probe}" in r.stdout
+    assert "-x DEPUTY_MPIRUN_NODES=3 " in r.stdout
+    assert env.private_dirs() == []
+
+
+def test_usage_errors_name_the_problem(env):
+    r = env.run("-np", "2")
+    assert r.returncode == 1 and "no program among the mpirun arguments" in r.stderr, r.stderr
+    r = env.run("--mpirun", "no-such-mpirun-for-deputy", "-np", "1", "true")
+    assert r.returncode == 127
+    assert "cannot find the MPI launcher 'no-such-mpirun-for-deputy' in PATH" in r.stderr
+    r = env.run("--mpirun", "true", "-np", "1", "true")
+    assert r.returncode == 1 and "cannot tell which MPI" in r.stderr, r.stderr
+    hosts = env.root / "hosts"
+    hosts.write_text("localhost\n")
+    r = env.run("--nodes", "2", "--hostfile", str(hosts), "-np", "1", "true")
+    assert r.returncode == 1
+    assert "--nodes simulates nodes on this machine; it does not go with the host options" in r.stderr
+    r = env.run("--nodes", "0", "-np", "1", "true")
+    assert r.returncode != 0 and "--nodes" in r.stderr
+    assert_clean(env)
+
+
+def test_help_explains_it_with_an_example():
+    r = subprocess.run([DEPUTY, "mpirun", "--help"], capture_output=True, text=True,
+                       timeout=TIMEOUT_S)
+    assert r.returncode == 0
+    for text in ("deputy mpirun [deputy options] [--] [mpirun arguments] program [args]",
+                 "--nodes", "--mpi-lib", "--dry-run", "block mapping",
+                 "deputy mpirun -np 4 ./app"):
+        assert text in r.stdout, text
+
+
+@pytest.mark.skipif(MPICC_MPICH is None or MPIRUN_MPICH is None,
+                    reason="MPICH is not installed (Debian: mpich libmpich-dev)")
+@pytest.mark.parametrize("nodes", [[], ["--nodes", "2"]], ids=["private", "nodes"])
+def test_mpich_hydra(env, nodes):
+    probe = env.root / "mpi_env_probe_mpich"
+    compile_c(MPICC_MPICH, probe, HERE / "mpi_env_probe.c")
+    lib = env.built.library("mpich")[1]
+    r = env.run("-v", "--mpirun", MPIRUN_MPICH, *nodes, "-np", "3", str(probe), flavor="mpich")
+    assert "MPI: MPICH Hydra" in r.stderr, r.stderr
+    assert f"-genv DEPUTY_JOB_SECRET <secret>" in r.stderr
+    rows = check_ranks(r, 3, lib)
+    agents = [rows[k][4] for k in range(3)]
+    if nodes:
+        d = str(Path(agents[0]).parent)
+        assert agents == [f"{d}/agent-node0.sock", f"{d}/agent-node0.sock",
+                          f"{d}/agent-node1.sock"]
+    else:
+        assert len(set(agents)) == 1 and agents[0].endswith("/agent.sock")
+    assert_clean(env, [int(m[3]) for m in rows.values()])

@@ -1,0 +1,619 @@
+! offload_check: the collectives deputy's PMPI library intercepts, called from
+! Fortran (`use mpi`), each checked bit for bit against the result computed
+! here, and one line per case with a hash of every rank's result:
+!
+!   mpirun -np 2 offload_check [init|init_thread]
+!
+! run_fortran_check.sh runs it without and with the library and compares the
+! lines, then reads the library's report to see the calls were offloaded.
+!
+! The data are small integers (scaled by 1/4 for REAL and DOUBLE PRECISION),
+! so a sum over the ranks is exact in any order: MPI and the agent may
+! reduce in different orders and must still agree to the bit. Every value is
+! kept as 4-byte words whatever the datatype (the bits of a REAL or DOUBLE
+! PRECISION put there with TRANSFER), which lets one routine per collective
+! serve all three datatypes. Receive buffers start as `garbage`, so a word a
+! collective must not write (the gaps between alltoallv blocks) is checked too.
+!
+! Buffers are passed as their first element (sendw(1)), as MPI_IN_PLACE and
+! MPI_BOTTOM are scalars: MPICH's `use mpi` has no interfaces for choice
+! arguments, and gfortran rejects one external routine called with a scalar
+! here and an array there (mpifort.mpich's -fallow-argument-mismatch only
+! turns that into a warning). The element's address is the buffer's.
+!
+! The buffers are module variables: an external procedure (MPI_WAIT) may
+! change those, so the compiler cannot keep a stale copy of a buffer that a
+! nonblocking collective fills in after it was started.
+module check_state
+    use mpi
+    implicit none
+    integer, parameter :: garbage = -559038737  ! 0xDEADBEEF
+    integer, parameter :: ring_tag = 77
+    integer, parameter :: counts(4) = [0, 1, 13, 4097]
+    character(len=*), parameter :: methods(0:2) = [character(len=7) :: 'wait', 'waitall', 'test']
+    integer :: world_rank, world_size
+    integer :: cases = 0, failures = 0
+    logical :: case_ok
+    integer, allocatable :: sendw(:), recvw(:), wantw(:)
+    integer :: ring_token
+contains
+    integer function words_per(dt)
+        integer, intent(in) :: dt
+        words_per = 1
+        if (dt == MPI_DOUBLE_PRECISION) words_per = 2
+    end function words_per
+
+    character(len=16) function type_name(dt)
+        integer, intent(in) :: dt
+        type_name = 'integer'
+        if (dt == MPI_REAL) type_name = 'real'
+        if (dt == MPI_DOUBLE_PRECISION) type_name = 'double'
+    end function type_name
+
+    ! Element k of rank r's input in case number `salt`.
+    integer function val(k, r, salt)
+        integer, intent(in) :: k, r, salt
+        val = mod(k * 7 + r * 13 + salt * 5, 61) - 30
+    end function val
+
+    ! The reduction of element k over the `n` ranks of a communicator.
+    integer function reduced(k, salt, op, n)
+        integer, intent(in) :: k, salt, op, n
+        integer :: r
+        reduced = val(k, 0, salt)
+        do r = 1, n - 1
+            if (op == MPI_SUM) then
+                reduced = reduced + val(k, r, salt)
+            else
+                reduced = max(reduced, val(k, r, salt))
+            end if
+        end do
+    end function reduced
+
+    ! Stores integer value v as element i (1-based) of datatype dt.
+    subroutine put(words, dt, i, v)
+        integer, intent(inout) :: words(:)
+        integer, intent(in) :: dt, i, v
+        real(4) :: s
+        real(8) :: d
+        if (dt == MPI_INTEGER) then
+            words(i) = v
+        else if (dt == MPI_REAL) then
+            s = real(v, 4) * 0.25
+            words(i) = transfer(s, 0)
+        else
+            d = real(v, 8) * 0.25d0
+            words(2 * i - 1:2 * i) = transfer(d, words(1:2))
+        end if
+    end subroutine put
+
+    ! Fresh buffers of `nsend` and `nrecv` words; the receive buffer and the
+    ! expected result start as garbage.
+    subroutine fresh(nsend, nrecv)
+        integer, intent(in) :: nsend, nrecv
+        if (allocated(sendw)) deallocate (sendw, recvw, wantw)
+        allocate (sendw(max(nsend, 1)), recvw(max(nrecv, 1)), wantw(max(nrecv, 1)))
+        sendw = garbage
+        recvw = garbage
+        wantw = garbage
+    end subroutine fresh
+
+    subroutine note(ierr, what)
+        integer, intent(in) :: ierr
+        character(len=*), intent(in) :: what
+        if (ierr /= MPI_SUCCESS) then
+            case_ok = .false.
+            write (*, '("rank ",i0,": ",a," returned ierror ",i0)') world_rank, what, ierr
+        end if
+    end subroutine note
+
+    subroutine start_case()
+        cases = cases + 1
+        case_ok = .true.
+    end subroutine start_case
+
+    integer(8) function hash(w)
+        integer, intent(in) :: w(:)
+        integer :: i
+        hash = 17
+        do i = 1, size(w)
+            hash = mod(hash * 1000003_8 + iand(int(w(i), 8), 4294967295_8), 2147483647_8)
+        end do
+    end function hash
+
+    ! Ends a case: every rank's hash and verdict, printed by rank 0.
+    subroutine finish(name, got, want)
+        character(len=*), intent(in) :: name
+        integer, intent(in) :: got(:), want(:)
+        integer(8) :: mine(2)
+        integer(8), allocatable :: table(:, :)
+        integer :: r, ierr
+        if (size(got) /= size(want)) then
+            case_ok = .false.
+        else if (any(got /= want)) then
+            case_ok = .false.
+        end if
+        mine(1) = hash(got)
+        mine(2) = merge(1_8, 0_8, case_ok)
+        allocate (table(2, 0:world_size - 1))
+        call MPI_GATHER(mine, 2, MPI_INTEGER8, table, 2, MPI_INTEGER8, 0, MPI_COMM_WORLD, ierr)
+        if (world_rank /= 0) return
+        do r = 0, world_size - 1
+            if (table(2, r) /= 1) failures = failures + 1
+            write (*, '("case ",a," rank=",i0," words=",i0," hash=",i0,1x,a)') trim(name), r, &
+                size(got), table(1, r), trim(merge('ok ', 'BAD', table(2, r) == 1))
+        end do
+    end subroutine finish
+
+    ! "iallreduce integer sum n=13 inplace wait": the collective, datatype,
+    ! reduction (none for the others), count, buffer and completion.
+    character(len=96) function label(op, dt, redop, n, inplace, blocking)
+        character(len=*), intent(in) :: op
+        integer, intent(in) :: dt, redop, n
+        logical, intent(in) :: inplace, blocking
+        character(len=8) :: how
+        character(len=4) :: reduction
+        how = methods(mod(cases, 3))
+        if (blocking) how = 'blocking'
+        reduction = ''
+        if (redop == MPI_SUM) reduction = ' sum'
+        if (redop == MPI_MAX) reduction = ' max'
+        write (label, '(a,1x,a,a,1x,"n=",i0,1x,a,1x,a)') trim(op), trim(type_name(dt)), &
+            trim(reduction), n, trim(merge('inplace   ', 'outofplace', inplace)), trim(how)
+    end function label
+
+    ! Completes `req` the way the case number picks: MPI_WAIT; MPI_WAITALL
+    ! together with MPI's own requests (a token passed round a ring); or
+    ! MPI_TEST until it says done. The handle must come back as
+    ! MPI_REQUEST_NULL.
+    subroutine complete(req)
+        integer, intent(inout) :: req
+        integer :: reqs(3), statuses(MPI_STATUS_SIZE, 3), status(MPI_STATUS_SIZE), ierr
+        integer :: token, from
+        logical :: flag
+        select case (mod(cases, 3))
+        case (0)
+            call MPI_WAIT(req, status, ierr)
+            call note(ierr, 'MPI_WAIT')
+        case (1)
+            from = mod(world_rank - 1 + world_size, world_size)
+            token = world_rank * 100000 + cases
+            ring_token = -1
+            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
+                           ierr)
+            call note(ierr, 'MPI_IRECV')
+            reqs(2) = req
+            call MPI_ISEND(token, 1, MPI_INTEGER, mod(world_rank + 1, world_size), ring_tag, &
+                           MPI_COMM_WORLD, reqs(3), ierr)
+            call note(ierr, 'MPI_ISEND')
+            call MPI_WAITALL(3, reqs, statuses, ierr)
+            call note(ierr, 'MPI_WAITALL')
+            req = reqs(2)
+            if (ring_token /= from * 100000 + cases .or. any(reqs /= MPI_REQUEST_NULL)) then
+                case_ok = .false.
+                write (*, '("rank ",i0,": MPI_WAITALL: token ",i0,", requests ",3(i0,1x))') &
+                    world_rank, ring_token, reqs
+            end if
+        case default
+            flag = .false.
+            do while (.not. flag)
+                call MPI_TEST(req, flag, MPI_STATUS_IGNORE, ierr)
+                call note(ierr, 'MPI_TEST')
+                if (ierr /= MPI_SUCCESS) exit
+            end do
+        end select
+        if (req /= MPI_REQUEST_NULL) then
+            case_ok = .false.
+            write (*, '("rank ",i0,": request not MPI_REQUEST_NULL after completion")') world_rank
+        end if
+    end subroutine complete
+
+    ! ---- the collectives ----
+
+    subroutine case_allreduce(blocking, dt, op, n, inplace, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, op, n, comm
+        integer :: w, k, me, np, req, ierr
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * w, n * w)
+        do k = 1, n
+            call put(sendw, dt, k, val(k, me, cases))
+            call put(wantw, dt, k, reduced(k, cases, op, np))
+        end do
+        if (inplace) recvw = sendw
+        if (blocking .and. inplace) then
+            call MPI_ALLREDUCE(MPI_IN_PLACE, recvw(1), n, dt, op, comm, ierr)
+        else if (blocking) then
+            call MPI_ALLREDUCE(sendw(1), recvw(1), n, dt, op, comm, ierr)
+        else if (inplace) then
+            call MPI_IALLREDUCE(MPI_IN_PLACE, recvw(1), n, dt, op, comm, req, ierr)
+        else
+            call MPI_IALLREDUCE(sendw(1), recvw(1), n, dt, op, comm, req, ierr)
+        end if
+        call note(ierr, 'allreduce')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('allreduce ', 'iallreduce', blocking), dt, op, n, inplace, &
+                          blocking), recvw(1:n * w), wantw(1:n * w))
+    end subroutine case_allreduce
+
+    ! n is the count each rank receives; in place, the input is the receive
+    ! buffer and the result lands in its first n elements.
+    subroutine case_reduce_scatter_block(blocking, dt, op, n, inplace, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, op, n, comm
+        integer :: w, k, me, np, req, ierr
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * np * w, n * np * w)
+        do k = 1, n * np
+            call put(sendw, dt, k, val(k, me, cases))
+        end do
+        do k = 1, n
+            call put(wantw, dt, k, reduced(me * n + k, cases, op, np))
+        end do
+        if (inplace) recvw = sendw
+        if (blocking .and. inplace) then
+            call MPI_REDUCE_SCATTER_BLOCK(MPI_IN_PLACE, recvw(1), n, dt, op, comm, ierr)
+        else if (blocking) then
+            call MPI_REDUCE_SCATTER_BLOCK(sendw(1), recvw(1), n, dt, op, comm, ierr)
+        else if (inplace) then
+            call MPI_IREDUCE_SCATTER_BLOCK(MPI_IN_PLACE, recvw(1), n, dt, op, comm, req, ierr)
+        else
+            call MPI_IREDUCE_SCATTER_BLOCK(sendw(1), recvw(1), n, dt, op, comm, req, ierr)
+        end if
+        call note(ierr, 'reduce_scatter_block')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('reduce_scatter_block ', 'ireduce_scatter_block', blocking), &
+                          dt, op, n, inplace, blocking), recvw(1:n * w), wantw(1:n * w))
+    end subroutine case_reduce_scatter_block
+
+    subroutine case_allgather(blocking, dt, n, inplace, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, n, comm
+        integer :: w, k, j, me, np, req, ierr
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * w, n * np * w)
+        do k = 1, n
+            call put(sendw, dt, k, val(k, me, cases))
+        end do
+        do j = 0, np - 1
+            do k = 1, n
+                call put(wantw, dt, j * n + k, val(k, j, cases))
+            end do
+        end do
+        if (inplace) recvw(me * n * w + 1:(me + 1) * n * w) = sendw(1:n * w)
+        if (blocking .and. inplace) then
+            call MPI_ALLGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, ierr)
+        else if (blocking) then
+            call MPI_ALLGATHER(sendw(1), n, dt, recvw(1), n, dt, comm, ierr)
+        else if (inplace) then
+            call MPI_IALLGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, req, &
+                                ierr)
+        else
+            call MPI_IALLGATHER(sendw(1), n, dt, recvw(1), n, dt, comm, req, ierr)
+        end if
+        call note(ierr, 'allgather')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('allgather ', 'iallgather', blocking), dt, MPI_OP_NULL, n, &
+                          inplace, blocking), recvw(1:n * np * w), wantw(1:n * np * w))
+    end subroutine case_allgather
+
+    subroutine case_alltoall(blocking, dt, n, inplace, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, n, comm
+        integer :: w, k, j, me, np, req, ierr
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * np * w, n * np * w)
+        do j = 0, np - 1
+            do k = 1, n
+                call put(sendw, dt, j * n + k, val(j * n + k, me, cases))
+                call put(wantw, dt, j * n + k, val(me * n + k, j, cases))
+            end do
+        end do
+        if (inplace) recvw = sendw
+        if (blocking .and. inplace) then
+            call MPI_ALLTOALL(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, ierr)
+        else if (blocking) then
+            call MPI_ALLTOALL(sendw(1), n, dt, recvw(1), n, dt, comm, ierr)
+        else if (inplace) then
+            call MPI_IALLTOALL(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, comm, req, ierr)
+        else
+            call MPI_IALLTOALL(sendw(1), n, dt, recvw(1), n, dt, comm, req, ierr)
+        end if
+        call note(ierr, 'alltoall')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('alltoall ', 'ialltoall', blocking), dt, MPI_OP_NULL, n, inplace, &
+                          blocking), recvw(1:n * np * w), wantw(1:n * np * w))
+    end subroutine case_alltoall
+
+    ! Elements rank a sends rank b. In place the exchange must be symmetric
+    ! (one count array serves both directions), so the count is too.
+    integer function vcount(a, b, n, inplace)
+        integer, intent(in) :: a, b, n
+        logical, intent(in) :: inplace
+        vcount = 0
+        if (n == 0) return
+        if (inplace) then
+            vcount = n + mod(a + b, 3)
+        else
+            vcount = n + mod(a + 2 * b, 3)
+        end if
+    end function vcount
+
+    ! Blocks at uneven displacements with gaps between them (one element
+    ! between send blocks, two between receive blocks), which must keep
+    ! their garbage.
+    subroutine case_alltoallv(blocking, dt, n, inplace, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, n, comm
+        integer :: w, k, j, me, np, req, ierr, stotal, rtotal
+        integer, allocatable :: scounts(:), sdispls(:), rcounts(:), rdispls(:)
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        allocate (scounts(0:np - 1), sdispls(0:np - 1), rcounts(0:np - 1), rdispls(0:np - 1))
+        stotal = 0
+        rtotal = 0
+        do j = 0, np - 1
+            scounts(j) = vcount(me, j, n, inplace)
+            rcounts(j) = vcount(j, me, n, inplace)
+            sdispls(j) = stotal + 1
+            rdispls(j) = rtotal + 2
+            stotal = sdispls(j) + scounts(j)
+            rtotal = rdispls(j) + rcounts(j)
+        end do
+        call fresh(stotal * w, rtotal * w)
+        do j = 0, np - 1
+            do k = 1, scounts(j)
+                call put(sendw, dt, sdispls(j) + k, val(k + 7 * j, me, cases))
+            end do
+            do k = 1, rcounts(j)
+                call put(wantw, dt, rdispls(j) + k, val(k + 7 * me, j, cases))
+                if (inplace) call put(recvw, dt, rdispls(j) + k, val(k + 7 * j, me, cases))
+            end do
+        end do
+        if (blocking .and. inplace) then
+            call MPI_ALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), &
+                               rcounts, rdispls, dt, comm, ierr)
+        else if (blocking) then
+            call MPI_ALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, &
+                               comm, ierr)
+        else if (inplace) then
+            call MPI_IALLTOALLV(MPI_IN_PLACE, scounts, sdispls, MPI_DATATYPE_NULL, recvw(1), &
+                                rcounts, rdispls, dt, comm, req, ierr)
+        else
+            call MPI_IALLTOALLV(sendw(1), scounts, sdispls, dt, recvw(1), rcounts, rdispls, dt, &
+                                comm, req, ierr)
+        end if
+        call note(ierr, 'alltoallv')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('alltoallv ', 'ialltoallv', blocking), dt, MPI_OP_NULL, n, &
+                          inplace, blocking), recvw(1:rtotal * w), wantw(1:rtotal * w))
+    end subroutine case_alltoallv
+
+    subroutine case_bcast(blocking, dt, n, root, comm)
+        logical, intent(in) :: blocking
+        integer, intent(in) :: dt, n, root, comm
+        integer :: w, k, me, req, ierr
+        character(len=96) :: name
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        w = words_per(dt)
+        call fresh(0, n * w)
+        do k = 1, n
+            call put(wantw, dt, k, val(k, root, cases))
+        end do
+        if (me == root) recvw = wantw
+        if (blocking) then
+            call MPI_BCAST(recvw(1), n, dt, root, comm, ierr)
+        else
+            call MPI_IBCAST(recvw(1), n, dt, root, comm, req, ierr)
+        end if
+        call note(ierr, 'bcast')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        name = label(merge('bcast ', 'ibcast', blocking), dt, MPI_OP_NULL, n, .false., blocking)
+        write (name, '(a," root=",i0)') trim(name), root
+        call finish(name, recvw(1:n * w), wantw(1:n * w))
+    end subroutine case_bcast
+
+    subroutine case_barrier(blocking, comm)
+        logical, intent(in) :: blocking
+        integer, intent(in) :: comm
+        integer :: req, ierr
+        call start_case()
+        if (blocking) then
+            call MPI_BARRIER(comm, ierr)
+        else
+            call MPI_IBARRIER(comm, req, ierr)
+        end if
+        call note(ierr, 'barrier')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        call finish(label(merge('barrier ', 'ibarrier', blocking), MPI_INTEGER, MPI_OP_NULL, 0, &
+                          .false., blocking), recvw(1:0), wantw(1:0))
+    end subroutine case_barrier
+
+    ! MPI_IN_PLACE and MPI_BOTTOM together: the receive buffer is described
+    ! by a datatype holding its absolute address (block j of an allgather
+    ! lands one extent, n INTEGERs, further). MPI_BOTTOM's address passed on
+    ! untranslated would be taken for a buffer. (Not an allreduce: Open MPI
+    ! defines no predefined reduction on a derived datatype.)
+    subroutine case_bottom(comm)
+        integer, intent(in) :: comm
+        integer, parameter :: n = 13
+        integer :: k, j, me, np, ierr, req, btype
+        integer(kind=MPI_ADDRESS_KIND) :: addr(1)
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        call fresh(0, n * np)
+        do j = 0, np - 1
+            do k = 1, n
+                wantw(j * n + k) = val(k, j, cases)
+            end do
+        end do
+        recvw(me * n + 1:me * n + n) = wantw(me * n + 1:me * n + n)
+        call MPI_GET_ADDRESS(recvw(1), addr(1), ierr)
+        call MPI_TYPE_CREATE_HINDEXED(1, [n], addr, MPI_INTEGER, btype, ierr)
+        call MPI_TYPE_COMMIT(btype, ierr)
+        call MPI_ALLGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, MPI_BOTTOM, 1, btype, comm, ierr)
+        call note(ierr, 'MPI_ALLGATHER(MPI_IN_PLACE, MPI_BOTTOM)')
+        call finish('allgather integer n=13 inplace bottom blocking', recvw(1:n * np), &
+                    wantw(1:n * np))
+        call MPI_TYPE_FREE(btype, ierr)
+
+        call start_case()
+        call fresh(n, n)
+        do k = 1, n
+            wantw(k) = val(k, 0, cases)
+        end do
+        if (me == 0) recvw = wantw
+        call MPI_GET_ADDRESS(recvw(1), addr(1), ierr)
+        call MPI_TYPE_CREATE_HINDEXED(1, [n], addr, MPI_INTEGER, btype, ierr)
+        call MPI_TYPE_COMMIT(btype, ierr)
+        call MPI_IBCAST(MPI_BOTTOM, 1, btype, 0, comm, req, ierr)
+        call note(ierr, 'MPI_IBCAST(MPI_BOTTOM)')
+        if (ierr == MPI_SUCCESS) call complete(req)
+        call finish('ibcast integer n=13 bottom root=0', recvw(1:n), wantw(1:n))
+        call MPI_TYPE_FREE(btype, ierr)
+    end subroutine case_bottom
+
+    ! Buffers from MPI_ALLOC_MEM (which the library may place in memory the
+    ! agent can reach), given back with MPI_FREE_MEM.
+    subroutine case_alloc_mem(comm)
+        use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
+        integer, intent(in) :: comm
+        integer, parameter :: n = 4097
+        integer(kind=MPI_ADDRESS_KIND) :: bytes, sbase, rbase
+        integer, pointer, contiguous :: sp(:), rp(:)
+        type(c_ptr) :: cp
+        integer :: k, me, np, ierr, req
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        call fresh(0, 2 * n)
+        bytes = 8_MPI_ADDRESS_KIND * n
+        call MPI_ALLOC_MEM(bytes, MPI_INFO_NULL, sbase, ierr)
+        call note(ierr, 'MPI_ALLOC_MEM')
+        call MPI_ALLOC_MEM(bytes, MPI_INFO_NULL, rbase, ierr)
+        call note(ierr, 'MPI_ALLOC_MEM')
+        if (.not. case_ok) then
+            call finish('iallreduce double sum n=4097 alloc_mem', recvw(1:0), wantw(1:2))
+            return
+        end if
+        cp = transfer(sbase, cp)
+        call c_f_pointer(cp, sp, [2 * n])
+        cp = transfer(rbase, cp)
+        call c_f_pointer(cp, rp, [2 * n])
+        rp = garbage
+        do k = 1, n
+            call put(sp, MPI_DOUBLE_PRECISION, k, val(k, me, cases))
+            call put(wantw, MPI_DOUBLE_PRECISION, k, reduced(k, cases, MPI_SUM, np))
+        end do
+        call MPI_IALLREDUCE(sp(1), rp(1), n, MPI_DOUBLE_PRECISION, MPI_SUM, comm, req, ierr)
+        call note(ierr, 'MPI_IALLREDUCE')
+        if (ierr == MPI_SUCCESS) call complete(req)
+        recvw = rp
+        call MPI_FREE_MEM(sp(1), ierr)
+        call note(ierr, 'MPI_FREE_MEM')
+        call MPI_FREE_MEM(rp(1), ierr)
+        call note(ierr, 'MPI_FREE_MEM')
+        call finish('iallreduce double sum n=4097 alloc_mem', recvw, wantw)
+    end subroutine case_alloc_mem
+end module check_state
+
+program offload_check
+    use mpi
+    use check_state
+    implicit none
+    integer :: ierr, provided, ti, oi, ci, dt, op, n, reversed, dup
+    integer :: types(3), ops(2)
+    logical :: blocking, inplace
+    integer :: b, ip
+    character(len=32) :: mode
+
+    mode = 'init'
+    if (command_argument_count() >= 1) call get_command_argument(1, mode)
+    if (mode == 'init_thread') then
+        call MPI_INIT_THREAD(MPI_THREAD_FUNNELED, provided, ierr)
+        if (ierr == MPI_SUCCESS .and. (provided < MPI_THREAD_SINGLE .or. &
+                                       provided > MPI_THREAD_MULTIPLE)) ierr = -1
+    else if (mode == 'init') then
+        call MPI_INIT(ierr)
+    else
+        write (*, '("offload_check: unknown mode ''",a,"'' (init or init_thread)")') trim(mode)
+        error stop 2
+    end if
+    if (ierr /= MPI_SUCCESS) then
+        write (*, '("offload_check: ",a," returned ierror ",i0)') trim(mode), ierr
+        error stop 1
+    end if
+    call MPI_COMM_RANK(MPI_COMM_WORLD, world_rank, ierr)
+    call MPI_COMM_SIZE(MPI_COMM_WORLD, world_size, ierr)
+    ! A communicator whose ranks run backwards, and a duplicate of the world:
+    ! the library must map each communicator's ranks, and both are freed
+    ! through MPI_COMM_FREE at the end.
+    call MPI_COMM_SPLIT(MPI_COMM_WORLD, 0, world_size - world_rank, reversed, ierr)
+    call MPI_COMM_DUP(MPI_COMM_WORLD, dup, ierr)
+
+    types = [MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION]
+    ops = [MPI_SUM, MPI_MAX]
+    do b = 0, 1
+        blocking = b == 1
+        do ti = 1, 3
+            dt = types(ti)
+            do ci = 1, size(counts)
+                n = counts(ci)
+                do ip = 0, 1
+                    inplace = ip == 1
+                    do oi = 1, 2
+                        op = ops(oi)
+                        call case_allreduce(blocking, dt, op, n, inplace, MPI_COMM_WORLD)
+                        call case_reduce_scatter_block(blocking, dt, op, n, inplace, dup)
+                    end do
+                    call case_allgather(blocking, dt, n, inplace, MPI_COMM_WORLD)
+                    call case_alltoall(blocking, dt, n, inplace, reversed)
+                    call case_alltoallv(blocking, dt, n, inplace, reversed)
+                end do
+                call case_bcast(blocking, dt, n, 0, MPI_COMM_WORLD)
+                call case_bcast(blocking, dt, n, world_size - 1, reversed)
+            end do
+        end do
+        call case_barrier(blocking, MPI_COMM_WORLD)
+        call case_barrier(blocking, reversed)
+        call case_barrier(blocking, dup)
+    end do
+    call case_bottom(MPI_COMM_WORLD)
+    call case_alloc_mem(dup)
+
+    call start_case()
+    call MPI_COMM_FREE(reversed, ierr)
+    call note(ierr, 'MPI_COMM_FREE')
+    call MPI_COMM_FREE(dup, ierr)
+    call note(ierr, 'MPI_COMM_FREE')
+    if (reversed /= MPI_COMM_NULL .or. dup /= MPI_COMM_NULL) then
+        case_ok = .false.
+        write (*, '("rank ",i0,": MPI_COMM_FREE left a handle that is not MPI_COMM_NULL")') &
+            world_rank
+    end if
+    call finish('comm_free', recvw(1:0), wantw(1:0))
+
+    if (world_rank == 0) then
+        write (*, '("offload_check: ",i0," ranks, ",i0," cases, ",i0," failed")') world_size, &
+            cases, failures
+    end if
+    call MPI_FINALIZE(ierr)
+    if (ierr /= MPI_SUCCESS) error stop 1
+    if (failures > 0) error stop 1
+end program offload_check
