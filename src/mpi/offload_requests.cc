@@ -117,7 +117,7 @@ int start_grequest(OffloadRequest *r, MPI_Request *request) {
 }
 #elif defined(MPICH)
 int poll_request(void *, MPI_Status *) {
-    progress_requests();
+    idle_turn(progress_requests());
     return MPI_SUCCESS;
 }
 // MPICH calls this from MPI_Wait* on requests of this kind; it must return
@@ -125,14 +125,14 @@ int poll_request(void *, MPI_Status *) {
 int wait_requests(int count, void **states, double timeout, MPI_Status *) {
     const double start = PMPI_Wtime();
     for (;;) {
-        progress_requests();
+        const int completed = progress_requests();
         for (int i = 0; i < count; ++i) {
             auto *r = static_cast<OffloadRequest *>(states[i]);
             std::lock_guard lock(g_mutex);
             if (std::find(g_pending.begin(), g_pending.end(), r) == g_pending.end()) return MPI_SUCCESS;
         }
         if (timeout > 0 && PMPI_Wtime() - start > timeout) return MPI_SUCCESS;
-        sched_yield();
+        idle_turn(completed);
     }
 }
 int start_grequest(OffloadRequest *r, MPI_Request *request) {
