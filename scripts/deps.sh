@@ -14,6 +14,9 @@ test_packages=(
   libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-matplotlib python3-rich python3-pytest python3-yaml
   iproute2
+  # tests/mpi: offload_check for the second MPI, Fortran programs against both,
+  # and unmodified MPI applications (docs/pmpi-tests.md)
+  mpich libmpich-dev gfortran hpcc python3-mpi4py python3-numpy
 )
 # The fuzz step of scripts/test.sh (libFuzzer lives in libclang-rt-14-dev).
 # Optional for `test`: installed when root, only suggested otherwise, since

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""ctest: offload_check (tests/mpi/offload_check.c, an MPI program that knows
+nothing of deputy) gives the same output with deputy's PMPI library as without.
+
+For one MPI (--mpi openmpi|mpich), on 1, 2, 3 and 4 ranks:
+  1. without the library: every case right (the program checks its own
+     results), except the cases a known bug of that MPI gets wrong (below);
+  2. with LD_PRELOAD=libdeputy-mpi-<mpi>.so and a private agent, every
+     threshold 0: the output identical line for line (where MPI itself is
+     known wrong, the library's line must instead be right), and the
+     reports show that every eligible operation was offloaded on every rank
+     and that the fallback cases were passed to MPI with their reasons;
+  3. several simulated nodes: 3 agents as one MPI job, 4 ranks each attached
+     to agent (rank mod 3): the same output as 4 ranks without the library.
+Exit 77 (skip) when the MPI or the library is not there, saying which.
+
+Reproduce one case: the failure message prints the command, with --only CASE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pmpi_harness as h  # noqa: E402
+
+# Cases that MPI itself gets wrong, by the MPI's version line ("mpi ..." in
+# the output) and the case name. Without the library these cases print WRONG;
+# with it they must be right or identical to MPI's.
+KNOWN_MPI_BUGS = [
+    (r"^MPICH Version: 4\.0\.", r"\.uint(8|16|32|64)\.(min|max)\.",
+     "MPICH 4.0 reduces MPI_MIN and MPI_MAX of unsigned integers as signed "
+     "(pmodels/mpich#6083, fixed in 4.1)"),
+    (r"^Open MPI v4\.1\.", r"(^|\.)ialltoallv\.[^.]+\.n4097\.inplace$",
+     "Open MPI 4.1.4: MPI_Ialltoallv with MPI_IN_PLACE, some counts 0 and blocks of about "
+     "4 KiB and more, on 4 ranks: ranks 0 and 2 get one wrong block (a plain MPI program "
+     "shows it: docs/pmpi-tests.md)"),
+]
+
+
+def known_bug(mpi_version: str, case: str) -> str | None:
+    for version, pattern, what in KNOWN_MPI_BUGS:
+        if re.search(version, mpi_version) and re.search(pattern, case):
+            return what
+    return None
+
+
+# What the program passes to MPI on purpose, per rank: (operation, reasons,
+# calls). The reduction with a user-defined op on a derived datatype may be
+# passed for either reason. The intercommunicator cases need 2 ranks.
+def expected_fallbacks(size: int) -> list[tuple[str, tuple[str, ...], int]]:
+    derived, userop, inter = "derived datatype", "user-defined op", "intercommunicator"
+    # a derived send type against a predefined receive type (the allgather
+    # case) may also be reported as such
+    mixed = "send and receive datatypes differ"
+    expect = [("MPI_Iallreduce", (userop, derived), 4), ("MPI_Allreduce", (userop,), 3)]
+    for op in ("MPI_Iallgather", "MPI_Allgather"):
+        expect.append((op, (derived, mixed), 1))
+    for op in ("MPI_Ibcast", "MPI_Bcast", "MPI_Ialltoall", "MPI_Alltoall"):
+        expect.append((op, (derived,), 1))
+    if size >= 2:
+        for op in ("MPI_Iallreduce", "MPI_Allreduce", "MPI_Ibcast", "MPI_Bcast",
+                   "MPI_Iallgather", "MPI_Allgather", "MPI_Ialltoall", "MPI_Alltoall",
+                   "MPI_Ibarrier", "MPI_Barrier"):
+            expect.append((op, (inter,), 1))
+    return expect
+
+
+def parse_output(r: h.Result, what: str) -> tuple[list[str], str]:
+    """The output's lines and the MPI version line; fails on a malformed run."""
+    lines = r.stdout.splitlines()
+    if not lines or not lines[0].startswith("offload_check size") or not lines[-1].startswith("done "):
+        raise h.Failure(f"{what}: the program did not run to its end:\n{r.describe()}\n"
+                        f"stdout (tail):\n" + "\n".join(lines[-10:]))
+    version = lines[1][4:] if len(lines) > 1 and lines[1].startswith("mpi ") else ""
+    return lines, version
+
+
+def check_native(r: h.Result, ranks: int) -> list[str]:
+    what = f"{ranks} rank(s) without the library"
+    lines, version = parse_output(r, what)
+    unknown = [line for case, line in h.iter_cases(lines)
+               if " WRONG " in line and not known_bug(version, case)]
+    if unknown or r.returncode not in (0, 1) or (r.returncode == 1 and not any(
+            " WRONG " in line for line in lines)):
+        raise h.Failure(
+            f"{what}: MPI's own results are wrong in {len(unknown)} case(s) no known MPI bug "
+            f"explains (or the program failed): the program's expectation or MPI is wrong\n"
+            + "\n".join(unknown[:10]) + f"\n{r.describe()}")
+    known = sum(1 for _, line in h.iter_cases(lines) if " WRONG " in line)
+    h.log(f"  {what}: {len(lines) - 3} cases, {known} wrong by known MPI bugs, {r.seconds:.1f} s")
+    return lines
+
+
+def compare(reference: list[str], r: h.Result, what: str, reproduce: str) -> list[str]:
+    try:
+        lines, version = parse_output(r, what)
+    except h.Failure as e:
+        return [str(e)]
+    right_where_mpi_is_wrong = 0
+
+    def accept(a: str, b: str) -> bool:
+        nonlocal right_where_mpi_is_wrong
+        if a.startswith("done ") and b.startswith("done "):
+            # "done N cases, W wrong": fewer wrong by the cases accepted above
+            na, wa = (int(x) for x in re.findall(r"\d+", a)[:2])
+            nb, wb = (int(x) for x in re.findall(r"\d+", b)[:2])
+            return na == nb and wb == wa - right_where_mpi_is_wrong
+        case = a.split()[1] if a.startswith("case ") else ""
+        if (case and " WRONG " in a and known_bug(version, case)
+                and b.split()[1] == case and " WRONG" not in b):
+            right_where_mpi_is_wrong += 1
+            return True
+        return False
+
+    problems = h.line_diff(reference, lines, accept)
+    if problems:
+        return [f"{what}: the output differs from the run without the library:\n"
+                + "\n".join(problems)
+                + f"\n  reproduce one case: {reproduce} --only <case name>"
+                + f"\n{r.describe()}"]
+    if r.returncode not in (0, 1):
+        return [f"{what}: same output but exit {r.returncode}\n{r.describe()}"]
+    note = (f", {right_where_mpi_is_wrong} right where MPI is known wrong"
+            if right_where_mpi_is_wrong else "")
+    h.log(f"  {what}: identical{note}, {r.seconds:.1f} s")
+    return []
+
+
+def check_reports(report_dir: Path, ranks: int, what: str, agents: list[str]) -> list[str]:
+    try:
+        reports = h.read_reports(report_dir, ranks)
+    except h.Failure as e:
+        return [f"{what}: {e}"]
+    problems = []
+    for doc in reports:
+        r = doc["rank"]
+        if doc.get("agent") not in agents:
+            problems.append(f"rank {r}: attached to agent {doc.get('agent')!r}, "
+                            f"want one of {agents}")
+        not_offloaded = [op for op in h.OFFLOADED_OPS
+                         if op not in h.NOT_YET_OFFLOADED and h.offloaded(doc, op) <= 0]
+        if not_offloaded:
+            problems.append(f"rank {r}: nothing offloaded for {', '.join(not_offloaded)}")
+        for op, reasons, calls in expected_fallbacks(ranks):
+            got = sum(h.passed(doc, op, reason) for reason in reasons)
+            if got != calls:
+                problems.append(f"rank {r}: {op} passed to MPI as {' or '.join(reasons)} "
+                                f"{got} time(s), want {calls} (the program's fallback cases)")
+    problems += h.check_setup_reasons(reports)
+    h.log(f"  {what}: reports of {ranks} rank(s), summed:\n{h.summary(reports)}")
+    return [f"{what}: {p}" for p in problems]
+
+
+def body() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
+    ap.add_argument("--prog", type=Path, required=True, help="offload_check built for this MPI")
+    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
+    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
+    ap.add_argument("--ranks", default="1,2,3,4", help="comma-separated rank counts")
+    ap.add_argument("--no-nodes", action="store_true", help="skip the several-node run")
+    ap.add_argument("--full", action="store_true", help="offload_check --full (the whole matrix)")
+    ap.add_argument("--budget", type=float, default=250,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
+    ap.add_argument("--timeout", type=float, default=150, help="seconds per run")
+    args = ap.parse_args()
+    h.set_budget(args.budget)
+    args.deputy = args.deputy.absolute()
+    args.lib = args.lib.absolute()
+    args.prog = args.prog.absolute()
+    mpi = h.MPIS[args.mpi]
+    mpi.check()
+    if not args.prog.exists():
+        raise h.Skip(f"{args.prog} not built (no {args.mpi} development files at configure time)")
+    ranks = [int(x) for x in args.ranks.split(",")]
+    prog = [str(args.prog)] + (["--full"] if args.full else [])
+
+    h.log(f"offload_check with {args.mpi}: without the library")
+    native = {}
+    for n in ranks:
+        native[n] = check_native(h.run(mpi.command(n, prog), h.base_env(), args.timeout), n)
+
+    if not args.lib.exists():
+        raise h.Skip(f"{args.lib} not built (src/mpi: the PMPI library for {args.mpi}); "
+                     f"the runs without it passed")
+    launch = h.Launch(mpi, args.lib)
+    failures: list[str] = []
+    h.log(f"with {args.lib.name}, one agent")
+    with h.Agent(args.deputy) as agent:
+        for n in ranks:
+            what = f"{n} rank(s) with the library"
+            report_dir = agent.dir / f"report-{n}"
+            report_dir.mkdir()
+            env = launch.library_env(report_dir, agent.socket)
+            argv = launch.with_library(n, prog)
+            reproduce = (f"deputy agent --daemon --socket DIR/a.sock; DEPUTY_AGENT=DIR/a.sock "
+                         f"DEPUTY_MPI_THRESHOLDS={h.ALL_OFFLOADED} DEPUTY_MPI_REQUIRE=1 "
+                         f"{shlex.join(argv)}")
+            try:
+                r = h.run(argv, env, args.timeout)
+            except h.Failure as e:  # out of time: report what was found so far
+                failures.append(str(e))
+                break
+            failures += compare(native[n], r, what, reproduce)
+            failures += check_reports(report_dir, n, what, [str(agent.socket)])
+            if agent.alive() and (left := h.agent_leftovers(args.deputy, agent.socket)):
+                failures.append(f"{what}: {left}")
+            if not agent.alive():
+                failures.append(f"{what}: the agent died:\n{agent.log_tail()}")
+                break
+    if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
+        h.log("with the library, 3 simulated nodes (3 agents as one MPI job), 4 ranks")
+        with h.NodeAgents(args.deputy, 3) as agents:
+            what = "4 ranks on 3 simulated nodes"
+            report_dir = agents.dir / "report"
+            report_dir.mkdir()
+            argv = launch.on_nodes(4, agents, prog)
+            r = h.run(argv, launch.library_env(report_dir, None), args.timeout)
+            failures += compare(native[4], r, what, shlex.join(argv))
+            failures += check_reports(report_dir, 4, what,
+                                      [str(agents.socket(i)) for i in range(3)])
+            for i in range(3):
+                if agents.alive() and (left := h.agent_leftovers(args.deputy, agents.socket(i))):
+                    failures.append(f"{what}: {left}")
+            if not agents.alive():
+                failures.append(f"{what}: the agents' job ended:\n{agents.log_tail()}")
+    if failures:
+        raise h.Failure("\n\n".join(failures))
+    h.log("PASSED")
+
+
+if __name__ == "__main__":
+    h.main(body)
