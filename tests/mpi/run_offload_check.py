@@ -24,6 +24,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pmpi_harness as h  # noqa: E402
@@ -131,7 +132,9 @@ def compare(reference: list[str], r: h.Result, what: str, reproduce: str) -> lis
     return []
 
 
-def check_reports(report_dir: Path, ranks: int, what: str, agents: list[str]) -> list[str]:
+def check_reports(report_dir: Path, ranks: int, what: str,
+                  agent_of: Callable[[int], str]) -> list[str]:
+    """agent_of(rank): a regular expression the rank's agent socket must match."""
     try:
         reports = h.read_reports(report_dir, ranks)
     except h.Failure as e:
@@ -139,9 +142,9 @@ def check_reports(report_dir: Path, ranks: int, what: str, agents: list[str]) ->
     problems = []
     for doc in reports:
         r = doc["rank"]
-        if doc.get("agent") not in agents:
+        if not re.fullmatch(agent_of(r), str(doc.get("agent"))):
             problems.append(f"rank {r}: attached to agent {doc.get('agent')!r}, "
-                            f"want one of {agents}")
+                            f"want {agent_of(r)}")
         not_offloaded = [op for op in h.OFFLOADED_OPS
                          if op not in h.NOT_YET_OFFLOADED and h.offloaded(doc, op) <= 0]
         if not_offloaded:
@@ -156,6 +159,51 @@ def check_reports(report_dir: Path, ranks: int, what: str, agents: list[str]) ->
     return [f"{what}: {p}" for p in problems]
 
 
+def nodes_by_deputy_mpirun(args: argparse.Namespace, launch: h.Launch, prog: list[str],
+                           nodes: int, reference: list[str], what: str) -> list[str]:
+    """`deputy mpirun --nodes K`: it starts the K agents (in its own private
+    directory, made under our TMPDIR so we can see it is gone afterwards) and
+    attaches rank r of S to node r*K/S."""
+    work = h.private_dir("deputy-pmpi-mpirun-")
+    try:
+        report_dir = work / "report"
+        report_dir.mkdir()
+        env = launch.library_env(report_dir, None)
+        env["TMPDIR"] = str(work)
+        argv = launch.by_deputy_mpirun(4, prog, nodes, work / "agents.log")
+        r = h.run(argv, env, args.timeout)
+        failures = compare(reference, r, what, shlex.join(argv))
+        failures += check_reports(report_dir, 4, what, lambda rank: re.escape(str(work)) +
+                                  rf"/deputy-mpirun-[^/]+/agent-node{rank * nodes // 4}\.sock")
+        left = sorted(p.name for p in work.iterdir() if p.name.startswith("deputy-mpirun-"))
+        if left:
+            failures.append(f"{what}: deputy mpirun left its directory {left} in {work}")
+        return failures
+    finally:
+        h.shutil.rmtree(work, ignore_errors=True)
+
+
+def nodes_by_wrapper(args: argparse.Namespace, launch: h.Launch, prog: list[str], nodes: int,
+                     reference: list[str], what: str) -> list[str]:
+    """The agents started here as one MPI job; rank r attached to node r mod K
+    by a `sh -c` wrapper."""
+    failures: list[str] = []
+    with h.NodeAgents(args.deputy, nodes) as agents:
+        report_dir = agents.dir / "report"
+        report_dir.mkdir()
+        argv = launch.on_nodes(4, agents, prog)
+        r = h.run(argv, launch.library_env(report_dir, None), args.timeout)
+        failures += compare(reference, r, what, shlex.join(argv))
+        failures += check_reports(report_dir, 4, what,
+                                  lambda rank: re.escape(str(agents.socket(rank % nodes))))
+        for i in range(nodes):
+            if agents.alive() and (left := h.agent_leftovers(args.deputy, agents.socket(i))):
+                failures.append(f"{what}: {left}")
+        if not agents.alive():
+            failures.append(f"{what}: the agents' job ended:\n{agents.log_tail()}")
+    return failures
+
+
 def body() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
@@ -164,6 +212,9 @@ def body() -> None:
     ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
     ap.add_argument("--ranks", default="1,2,3,4", help="comma-separated rank counts")
     ap.add_argument("--no-nodes", action="store_true", help="skip the several-node run")
+    ap.add_argument("--nodes-via", choices=("deputy-mpirun", "wrapper"), default="deputy-mpirun",
+                    help="start the several-node run with `deputy mpirun --nodes 3`, or with "
+                         "agents started here and a sh -c wrapper per rank")
     ap.add_argument("--full", action="store_true", help="offload_check --full (the whole matrix)")
     ap.add_argument("--budget", type=float, default=250,
                     help="seconds for the whole test (below ctest's TIMEOUT)")
@@ -188,7 +239,7 @@ def body() -> None:
     if not args.lib.exists():
         raise h.Skip(f"{args.lib} not built (src/mpi: the PMPI library for {args.mpi}); "
                      f"the runs without it passed")
-    launch = h.Launch(mpi, args.lib)
+    launch = h.Launch(mpi, args.lib, args.deputy)
     failures: list[str] = []
     h.log(f"with {args.lib.name}, one agent")
     with h.Agent(args.deputy) as agent:
@@ -207,28 +258,24 @@ def body() -> None:
                 failures.append(str(e))
                 break
             failures += compare(native[n], r, what, reproduce)
-            failures += check_reports(report_dir, n, what, [str(agent.socket)])
+            failures += check_reports(report_dir, n, what, lambda r: re.escape(str(agent.socket)))
             if agent.alive() and (left := h.agent_leftovers(args.deputy, agent.socket)):
                 failures.append(f"{what}: {left}")
             if not agent.alive():
                 failures.append(f"{what}: the agent died:\n{agent.log_tail()}")
                 break
     if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
-        h.log("with the library, 3 simulated nodes (3 agents as one MPI job), 4 ranks")
-        with h.NodeAgents(args.deputy, 3) as agents:
-            what = "4 ranks on 3 simulated nodes"
-            report_dir = agents.dir / "report"
-            report_dir.mkdir()
-            argv = launch.on_nodes(4, agents, prog)
-            r = h.run(argv, launch.library_env(report_dir, None), args.timeout)
-            failures += compare(native[4], r, what, shlex.join(argv))
-            failures += check_reports(report_dir, 4, what,
-                                      [str(agents.socket(i)) for i in range(3)])
-            for i in range(3):
-                if agents.alive() and (left := h.agent_leftovers(args.deputy, agents.socket(i))):
-                    failures.append(f"{what}: {left}")
-            if not agents.alive():
-                failures.append(f"{what}: the agents' job ended:\n{agents.log_tail()}")
+        nodes = 3
+        h.log(f"with the library, {nodes} simulated nodes (agents as one MPI job), 4 ranks, "
+              f"by {args.nodes_via}")
+        what = f"4 ranks on {nodes} simulated nodes ({args.nodes_via})"
+        try:
+            if args.nodes_via == "deputy-mpirun":
+                failures += nodes_by_deputy_mpirun(args, launch, prog, nodes, native[4], what)
+            else:
+                failures += nodes_by_wrapper(args, launch, prog, nodes, native[4], what)
+        except h.Failure as e:
+            failures.append(str(e))
     if failures:
         raise h.Failure("\n\n".join(failures))
     h.log("PASSED")
