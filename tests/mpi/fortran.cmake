@@ -6,7 +6,7 @@
 # reason, when gfortran, the MPI or its libdeputy-mpi build is missing
 # (DEPUTY_MPI_LIBRARY=OFF, as in the sanitizer builds).
 #
-# Included from tests/mpi/CMakeLists.txt.
+# Included from tests/mpi/tests.cmake.
 foreach(flavor openmpi mpich)
   set(library ${CMAKE_BINARY_DIR}/src/mpi/libdeputy-mpi-${flavor}.so)
   if(TARGET deputy_mpi_${flavor})

@@ -49,3 +49,6 @@ add_test(NAME mpi.hpcc
     --deputy $<TARGET_FILE:deputy_cli> --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-openmpi.so)
 set_tests_properties(mpi.mpi4py mpi.hpcc PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 200
   RESOURCE_LOCK deputy_mpi)
+
+# The Fortran program and its runner (tests/mpi/fortran.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
