@@ -161,6 +161,7 @@ bool requests_start() {
 }
 
 int progress_requests() {
+    if (g_pending_count.load(std::memory_order_relaxed) == 0) return 0;
     std::unique_lock lock(g_mutex, std::try_to_lock);
     if (!lock.owns_lock()) return 0;  // another thread is doing it
     std::vector<OffloadRequest *> done;

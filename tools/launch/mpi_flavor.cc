@@ -82,7 +82,9 @@ bool identify_mpi_launcher(const std::string &path, double timeout_s, MpiLaunche
     if (!capture({path, "--version"}, timeout_s, &text, &status, error)) return false;
     std::smatch m;
     out->path = path;
-    if (std::regex_search(text, m, std::regex(R"(\(Open MPI\) ([0-9][^\s]*))"))) {
+    // Called as mpirun it says "(Open MPI)"; as mpirun.openmpi (Debian's
+    // real name of the same orterun), "(OpenRTE)".
+    if (std::regex_search(text, m, std::regex(R"(\((?:Open MPI|OpenRTE)\) ([0-9][^\s]*))"))) {
         out->flavor = MpiFlavor::kOpenMpi;
         out->version = "Open MPI " + m[1].str();
         return true;
