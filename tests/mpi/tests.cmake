@@ -36,8 +36,10 @@ foreach(mpi openmpi mpich)
       --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
       --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
   # One MPI test at a time: each runs 4 ranks and agents on a small machine.
+  # PROCESSORS 2: nothing else of ctest -j2 beside it (timing-bound agent
+  # tests flaked next to 4 busy-polling ranks).
   set_tests_properties(mpi.offload_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 280 RESOURCE_LOCK deputy_mpi)
+    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
 endforeach()
 
 # mpi4py (Debian's python3-mpi4py) and hpcc (Debian's hpcc): both on Open MPI.
@@ -48,7 +50,7 @@ add_test(NAME mpi.hpcc
   COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_hpcc_check.py
     --deputy $<TARGET_FILE:deputy_cli> --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-openmpi.so)
 set_tests_properties(mpi.mpi4py mpi.hpcc PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 200
-  RESOURCE_LOCK deputy_mpi)
+  RESOURCE_LOCK deputy_mpi PROCESSORS 2)
 
 # The Fortran program and its runner (tests/mpi/fortran.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
