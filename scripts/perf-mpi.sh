@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The libdeputy-mpi figures of docs/PERFORMANCE.md: an unmodified MPI
+# program (deputy-bench-mpi-openmpi, only mpi.h, malloc'ed buffers) under
+# `deputy mpirun` on 2 ranks, timing MPI_ (through the library) against
+# PMPI_ (Open MPI itself) in the same processes. Shared placement: the
+# agent's default engine and the ranks on the same cores, nothing pinned.
+# Usage: scripts/perf-mpi.sh [build-dir] [out-dir] [runs] [step-glob]
+#   steps: <op>-<compute> for op in iallreduce ialltoall iallgather ibcast
+#   ireduce_scatter and compute in idle cpu; allreduce-blocking (8 B..64 MiB,
+#   offloaded at every size) and allreduce-pass (the default: passed to MPI,
+#   the cost of the interposition).
+set -euo pipefail
+build=${1:-build}
+out=${2:-results/perf-mpi}
+runs=${3:-3}
+only=${4:-*}
+deputy="$build/tools/deputy"
+bench="$build/tools/deputy-bench-mpi-openmpi"
+for f in "$deputy" "$bench"; do
+  [ -x "$f" ] || { echo "perf-mpi: $f not built (cmake --build $build)" >&2; exit 1; }
+done
+mkdir -p "$out"
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+step() {  # name, env (may be empty), bench flags...
+  local name=$1 env=$2; shift 2
+  # shellcheck disable=SC2053  # $only is a glob on purpose
+  [[ $name == $only ]] || return 0
+  for run in $(seq 1 "$runs"); do
+    echo "== $name run $run: ${env:+$env }deputy mpirun -np 2 $bench $*"
+    env $env "$deputy" mpirun -np 2 "$bench" "$@" --json "$out/$name-run$run.json"
+  done
+}
+for op in iallreduce ialltoall iallgather ibcast ireduce_scatter; do
+  for compute in idle cpu; do
+    step "$op-$compute" "" --op "$op" -m 64k:16m --compute "$compute" -i 20 -x 5
+  done
+done
+step allreduce-blocking "DEPUTY_MPI_THRESHOLDS=allreduce=0" --op allreduce -m 8:64m -i 50 -x 10
+step allreduce-pass "" --op allreduce -m 8:64m -i 50 -x 10
