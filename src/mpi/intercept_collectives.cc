@@ -64,6 +64,20 @@ int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *r
     return run_blocking(op, ct, std::move(pins), post);
 }
 
+// The team for a reduction, or null (counted) to pass; refuse_in_place: the
+// operation's in-place form is one deputy does not run.
+CommTeam *reducing_team(Operation op, size_t bytes, MPI_Datatype type, MPI_Op mpi_op,
+                        bool refuse_in_place, MPI_Comm comm, dp_dtype_t *dtype, dp_op_t *dop) {
+    if (!worth_offloading(op, bytes)) return nullptr;
+    size_t element = 0;
+    PassReason why;
+    if (!reduction_type(type, dtype, &element, &why)) count_passed(op, why);
+    else if (!reduction_op(mpi_op, dop)) count_passed(op, PassReason::user_op);
+    else if (refuse_in_place) count_passed(op, PassReason::in_place);
+    else return team_of(op, comm);
+    return nullptr;
+}
+
 // --- one function per collective; request == nullptr: the blocking form ---
 
 int allreduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
@@ -71,14 +85,7 @@ int allreduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_D
     const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
     dp_dtype_t dtype;
     dp_op_t dop;
-    size_t element = 0;
-    PassReason why;
-    CommTeam *ct = nullptr;
-    if (worth_offloading(op, bytes)) {
-        if (!reduction_type(type, &dtype, &element, &why)) count_passed(op, why);
-        else if (!reduction_op(mpi_op, &dop)) count_passed(op, PassReason::user_op);
-        else ct = team_of(op, comm);
-    }
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
     if (!ct) {
         return request ? PMPI_Iallreduce(sendbuf, recvbuf, count, type, mpi_op, comm, request)
                        : PMPI_Allreduce(sendbuf, recvbuf, count, type, mpi_op, comm);
@@ -99,17 +106,10 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
     const size_t bytes = size_t(recvcount > 0 ? recvcount : 0) * type_size(type);
     dp_dtype_t dtype;
     dp_op_t dop;
-    size_t element = 0;
-    PassReason why;
-    CommTeam *ct = nullptr;
-    if (worth_offloading(op, bytes)) {
-        if (!reduction_type(type, &dtype, &element, &why)) count_passed(op, why);
-        else if (!reduction_op(mpi_op, &dop)) count_passed(op, PassReason::user_op);
-        // deputy's plan writes a member's block while others still read the
-        // same buffer: in place it would read results.
-        else if (sendbuf == MPI_IN_PLACE) count_passed(op, PassReason::in_place);
-        else ct = team_of(op, comm);
-    }
+    // deputy's plan writes a member's block while others still read the
+    // same buffer: in place it would read results.
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
+                                 &dop);
     if (!ct) {
         return request ? PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
                                                     comm, request)
@@ -148,14 +148,21 @@ bool movable(Operation op, const void *sendbuf, int sendcount, MPI_Datatype send
     return true;
 }
 
+// The team for a moving collective (allgather, alltoall), or null (counted)
+// to pass; *block_bytes: one block in bytes.
+CommTeam *moving_team(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, size_t *block_bytes) {
+    if (worth_offloading(op, size_t(recvcount > 0 ? recvcount : 0) * type_size(recvtype)) &&
+        movable(op, sendbuf, sendcount, sendtype, recvcount, recvtype, block_bytes))
+        return team_of(op, comm);
+    return nullptr;
+}
+
 int allgather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
               MPI_Request *request) {
     size_t block = 0;
-    CommTeam *ct = nullptr;
-    if (worth_offloading(op, size_t(recvcount > 0 ? recvcount : 0) * type_size(recvtype)) &&
-        movable(op, sendbuf, sendcount, sendtype, recvcount, recvtype, &block))
-        ct = team_of(op, comm);
+    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
     if (!ct) {
         return request ? PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, comm, request)
@@ -178,10 +185,7 @@ int alltoall(Operation op, const void *sendbuf, int sendcount, MPI_Datatype send
              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
              MPI_Request *request) {
     size_t block = 0;
-    CommTeam *ct = nullptr;
-    if (worth_offloading(op, size_t(recvcount > 0 ? recvcount : 0) * type_size(recvtype)) &&
-        movable(op, sendbuf, sendcount, sendtype, recvcount, recvtype, &block))
-        ct = team_of(op, comm);
+    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
     if (!ct) {
         return request ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, comm, request)
