@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <regex>
 
 #include "common/fd.h"
 #include "launch/agent_process.h"
@@ -80,20 +79,30 @@ bool identify_mpi_launcher(const std::string &path, double timeout_s, MpiLaunche
     std::string text;
     int status = 0;
     if (!capture({path, "--version"}, timeout_s, &text, &status, error)) return false;
-    std::smatch m;
     out->path = path;
-    // Called as mpirun it says "(Open MPI)"; as mpirun.openmpi (Debian's
-    // real name of the same orterun), "(OpenRTE)".
-    if (std::regex_search(text, m, std::regex(R"(\((?:Open MPI|OpenRTE)\) ([0-9][^\s]*))"))) {
+    // Called as mpirun it says "(Open MPI) 4.1.4"; as mpirun.openmpi (Debian's
+    // real name of the same orterun), "(OpenRTE) 4.1.4". Plain string search:
+    // GCC 12 warns inside std::regex at -O1 with sanitizers (maybe-uninitialized
+    // in std::function), which -Werror makes an error in the ASan build.
+    for (const char *tag : {"(Open MPI) ", "(OpenRTE) "}) {
+        const size_t at = text.find(tag);
+        if (at == std::string::npos) continue;
+        const size_t from = at + std::strlen(tag);
+        const size_t to = text.find_first_of(" \t\r\n", from);
+        const std::string version = text.substr(from, to == std::string::npos ? to : to - from);
+        if (version.empty() || version[0] < '0' || version[0] > '9') continue;
         out->flavor = MpiFlavor::kOpenMpi;
-        out->version = "Open MPI " + m[1].str();
+        out->version = "Open MPI " + version;
         return true;
     }
     if (text.find("HYDRA build details") != std::string::npos) {
         out->flavor = MpiFlavor::kHydra;
         out->version = "MPICH Hydra";
-        if (std::regex_search(text, m, std::regex(R"(Version:\s+([^\s]+))")))
-            out->version += " " + m[1].str();
+        if (const size_t at = text.find("Version:"); at != std::string::npos) {
+            const size_t from = text.find_first_not_of(" \t", at + 8);
+            const size_t to = from == std::string::npos ? from : text.find_first_of(" \t\r\n", from);
+            if (from != std::string::npos) out->version += " " + text.substr(from, to - from);
+        }
         return true;
     }
     // Its first lines say what it is.
