@@ -125,6 +125,7 @@ class Agent {
     void on_populated();
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
+    dp_status_t handle_heap_share(ClientSession &s, const std::vector<uint8_t> &payload, UniqueFd fd);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
     // Staged jobs on the engines (staged_execution.cc): submitted (false:
     // the device queue is full), then answered once done, in the loop.

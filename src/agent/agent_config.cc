@@ -85,6 +85,7 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "coll_inline_bytes") c->coll_inline_bytes = get_uint(v, path, 1ull << 20);
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_heap_bytes") c->max_heap_bytes = get_uint(v, path, 1ull << 46);
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
         else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
@@ -183,6 +184,10 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");
+    if (c->max_heap_bytes == 0) {
+        const uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+        c->max_heap_bytes = (memory + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    }
     if (c->max_total_pool_bytes == 0)
         c->max_total_pool_bytes = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
     if (c->pool_bytes > c->max_total_pool_bytes)

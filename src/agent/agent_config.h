@@ -52,6 +52,11 @@ struct AgentConfig {
     // (docs/PERFORMANCE.md). 0: every collective goes to the engines.
     uint64_t coll_inline_bytes = 512 << 10;
     uint32_t max_registrations = 256;        // direct ranges per client
+    // A client's shared heap (include/deputy/heap.h), mapped by the agent
+    // for as long as the client is attached: address space, committed only
+    // where the client touches it. 0: the machine's memory rounded up to
+    // 2 MiB, the size a client's heap has by default.
+    uint64_t max_heap_bytes = 0;
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
     uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps

@@ -23,7 +23,7 @@ namespace deputy::channel {
 
 // Version of the protocol in HELLO and KEY_EXCHANGE; a peer with another
 // version is refused at the handshake.
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;
 
 // The per-channel message limit: 1 MiB unless configured (DOCA's comm
 // channel stops at 4080 bytes). The ceiling bounds what a configuration may
@@ -58,6 +58,7 @@ enum class MsgType : uint8_t {
     kTeamJoin = 17,     // client -> agent: join team `key` as rank r of n (answered when complete)
     kTeamReady = 18,    // agent -> client: the team formed (its id) or why not
     kTeamLeave = 19,    // client -> agent: leave a team (answered by REPLY)
+    kHeapShare = 20,    // client -> agent: the process's shared heap; its memfd attached (REPLY)
     kCount              // number of values; keep last
 };
 

@@ -17,6 +17,7 @@
 #include "channel/agent_address.h"
 #include "channel/socket_io.h"
 #include "channel/transport/uds/transport.h"
+#include "client/shared_heap.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/timing.h"
@@ -181,10 +182,31 @@ dp_status_t Context::attach() {
     payload.clear();
     control::encode(base, &payload);
     DP_CHECK(simple_request(MsgType::kRegister, payload, "dp_init: segment base"));
+    if (options_.memory_mode == DP_MEMORY_DIRECT) share_heap();
     DP_LOG_DEBUG("dp_init: attached to agent pid {} at {} as client {}: ring {}, pool {} KiB",
                  agent_pid_, options_.address, attached_.client_id, attached_.ring_size,
                  attached_.pool_bytes >> 10);
     return DP_OK;
+}
+
+// The heap is made now if nothing made it yet, so that what the program
+// allocates after dp_init (an MPI program's buffers, after MPI_Init) is in
+// memory the agent maps. Not fatal: without it, heap buffers are ordinary
+// memory (dp_mem_register, direct mode), as they would be without a heap.
+void Context::share_heap() {
+    SharedHeap *heap = SharedHeap::instance();
+    if (!heap) return;
+    std::vector<uint8_t> payload;
+    control::encode(control::HeapShare{reinterpret_cast<uint64_t>(heap->base()), heap->size()},
+                    &payload);
+    heap_shared_ = simple_request(MsgType::kHeapShare, payload, "dp_init: shared heap",
+                                  heap->fd()) == DP_OK;
+}
+
+bool Context::mapped(const void *p, size_t bytes) const {
+    if (pool_.contains(p, bytes)) return true;
+    const SharedHeap *heap = SharedHeap::existing();
+    return heap_shared_ && heap && heap->contains(p, bytes);
 }
 
 dp_status_t Context::mark_lost(const char *why) {
@@ -221,14 +243,15 @@ dp_status_t Context::check_alive_slow(bool force) {
 
 dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
                              MsgType *answer_type, std::vector<uint8_t> *answer,
-                             int64_t answer_timeout_ns) {
+                             int64_t answer_timeout_ns, int attach_fd) {
     DP_CHECK(check_alive());
     std::lock_guard<std::mutex> lock(control_mutex_);
     const int64_t timeout = answer_timeout_ns > 0
                                 ? answer_timeout_ns
                                 : std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
-    dp_status_t s = control::send_message(socket_.get(), type, payload, nullptr, 0, timeout,
-                                          "deputy request");
+    dp_status_t s = control::send_message(socket_.get(), type, payload,
+                                          attach_fd >= 0 ? &attach_fd : nullptr,
+                                          attach_fd >= 0 ? 1 : 0, timeout, "deputy request");
     if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
     DP_CHECK(s);
     s = control::recv_message(socket_.get(), control::kMaxControlMessage, answer_type, answer,
@@ -239,10 +262,10 @@ dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
 }
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,
-                                    const char *what) {
+                                    const char *what, int attach_fd) {
     MsgType answer_type;
     std::vector<uint8_t> answer;
-    DP_CHECK(request(type, payload, &answer_type, &answer));
+    DP_CHECK(request(type, payload, &answer_type, &answer, 0, attach_fd));
     control::Reply reply;
     std::string error;
     if (answer_type != MsgType::kReply ||

@@ -73,7 +73,7 @@ class Context {
     // otherwise (a team join waits for the other members).
     dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
                         channel::MsgType *answer_type, std::vector<uint8_t> *answer,
-                        int64_t answer_timeout_ns = 0);
+                        int64_t answer_timeout_ns = 0, int attach_fd = -1);
     // Pushes a descriptor into this process's ring and rings the doorbell if
     // the agent sleeps. retry_when_full: wait for room (the agent drains the
     // ring) instead of returning DP_ERR_RETRY.
@@ -82,7 +82,7 @@ class Context {
     dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns);
     // A request answered by REPLY: its status (the reason is logged).
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
-                               const char *what);
+                               const char *what, int attach_fd = -1);
 
     [[gnu::hot]] void ring_doorbell_if_sleeping();
 
@@ -90,6 +90,11 @@ class Context {
     const channel::control::Attached &attached() const { return attached_; }
     mover::WorkQueue &ring() { return ring_; }
     PoolAllocator &pool() { return pool_; }
+    // The agent maps the process's shared heap (include/deputy/heap.h):
+    // buffers in it are reached in place, like the pool's.
+    bool heap_shared() const { return heap_shared_; }
+    // [p, +bytes) is reached by the agent in place: the pool or the heap.
+    bool mapped(const void *p, size_t bytes) const;
     pid_t agent_pid() const { return agent_pid_; }
     std::atomic<uint64_t> &submitted() { return submitted_; }
     std::atomic<int> &open_movers() { return open_movers_; }
@@ -97,6 +102,7 @@ class Context {
   private:
     Context() = default;
     dp_status_t attach();
+    void share_heap();
     dp_status_t check_alive_slow(bool force);
     dp_status_t mark_lost(const char *why);
 
@@ -114,6 +120,7 @@ class Context {
     mover::WorkQueue ring_;
     PoolAllocator pool_;
     std::mutex control_mutex_;
+    bool heap_shared_ = false;
     std::atomic<bool> lost_{false};
     std::atomic<uint64_t> next_check_ns_{0};
     std::atomic<uint64_t> submitted_{0};
