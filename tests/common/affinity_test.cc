@@ -3,13 +3,13 @@
 #include "common/affinity.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <thread>
 
 #include "common/thread_sched.h"
-#include "common/timing.h"
 
 namespace deputy {
 namespace {
@@ -43,12 +43,18 @@ TEST(Affinity, PinsAThreadToASetAndReadsItBack) {
 
 TEST(ThreadSched, ABusyThreadHasOnCpuTimeAndALastCpu) {
     std::thread([] {
-        const uint64_t start = timing::now_ns();
-        while (timing::now_ns() - start < 20'000'000) {
+        // 30 ms of the thread's own CPU time (not wall time: the machine
+        // may be busy); schedstat may lag a scheduler tick behind.
+        auto cpu_ns = [] {
+            timespec t;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+            return uint64_t(t.tv_sec) * 1'000'000'000u + uint64_t(t.tv_nsec);
+        };
+        while (cpu_ns() < 30'000'000u) {
         }
         ThreadSched s;
         ASSERT_TRUE(read_thread_sched(getpid(), current_tid(), &s));
-        EXPECT_GE(s.on_cpu_ns, 10'000'000u);
+        EXPECT_GE(s.on_cpu_ns, 15'000'000u);
         EXPECT_GE(s.timeslices, 1u);
         EXPECT_EQ(s.allowed_cpus, affinity::allowed_cpus(0));
         EXPECT_NE(std::find(s.allowed_cpus.begin(), s.allowed_cpus.end(), s.last_cpu),
