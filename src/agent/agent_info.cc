@@ -46,7 +46,8 @@ std::string Agent::info_json() const {
                            {"direct", bounced},
                            {"staged", s->counters.staged},
                            {"denied", s->counters.denied},
-                           {"cpus", affinity::format_cpu_list(affinity::allowed_cpus(s->creds.pid))}});
+                           {"cpus",
+                            affinity::format_cpu_list(affinity::allowed_cpus(s->creds.pid))}});
     }
     j["clients"] = clients;
     placement_info(&j);

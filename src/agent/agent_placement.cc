@@ -95,7 +95,8 @@ void Agent::placement_info(nlohmann::json *out) const {
     threads.push_back(thread_json("service", service_tid_, &service_cpus));
     const auto &engines = device_->engines();
     for (size_t e = 0; e < engines.size(); ++e) {
-        nlohmann::json t = thread_json(fmt::format("engine {}", e), engines[e]->tid(), &engine_cpus);
+        nlohmann::json t =
+            thread_json(fmt::format("engine {}", e), engines[e]->tid(), &engine_cpus);
         t["engine"] = e;
         t["pinned_cpu"] = engines[e]->cpu();
         threads.push_back(std::move(t));

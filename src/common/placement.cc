@@ -94,7 +94,8 @@ dp_status_t parse_agent_cores(std::string_view text, std::string_view flag, Agen
     }
     if (text.rfind("cpus:", 0) == 0) {
         if (text.size() == 5) {
-            *error = fmt::format("{} cpus: needs a CPU list after the colon (cpus:6-7,14-15)", flag);
+            *error =
+                fmt::format("{} cpus: needs a CPU list after the colon (cpus:6-7,14-15)", flag);
             return DP_ERR_INVALID;
         }
         std::string why;

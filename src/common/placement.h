@@ -63,7 +63,9 @@ struct Placement {
     // The CPUs of every slot, ascending; empty when the ranks are not bound.
     std::vector<int> rank_cpus() const;
     // The slot of rank r.
-    const std::vector<int> &slot_of(int rank) const { return rank_slots[size_t(rank) % rank_slots.size()]; }
+    const std::vector<int> &slot_of(int rank) const {
+        return rank_slots[size_t(rank) % rank_slots.size()];
+    }
 };
 
 // The layout `request` on `topology`. DP_ERR_INVALID with *error naming

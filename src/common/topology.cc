@@ -42,8 +42,9 @@ Topology summarize(hwloc_topology_t topo, std::string source) {
         if (!c.cpus.empty()) t.cores.push_back(std::move(c));
     }
     // hwloc orders cores by logical index, which goes package by package.
-    std::stable_sort(t.cores.begin(), t.cores.end(),
-                     [](const TopologyCore &a, const TopologyCore &b) { return a.package < b.package; });
+    std::stable_sort(
+        t.cores.begin(), t.cores.end(),
+        [](const TopologyCore &a, const TopologyCore &b) { return a.package < b.package; });
     return t;
 }
 

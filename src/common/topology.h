@@ -29,7 +29,7 @@ struct TopologyCore {
 struct Topology {
     int packages = 0;
     std::vector<TopologyCore> cores;  // package by package, in hwloc's logical order
-    std::string source;               // "this machine" or "DEPUTY_TOPOLOGY=..." / the synthetic text
+    std::string source;  // "this machine", "DEPUTY_TOPOLOGY=...", or the synthetic text
 
     int cpu_count() const;
     std::vector<int> all_cpus() const;  // ascending

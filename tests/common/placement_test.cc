@@ -66,7 +66,8 @@ TEST(Topology, RefusesADescriptionHwlocDoesNotKnow) {
     Topology t;
     std::string error;
     EXPECT_EQ(load_synthetic_topology("bogus:2", &t, &error), DP_ERR_INVALID);
-    EXPECT_EQ(error, "'bogus:2' is not an hwloc synthetic topology (e.g. \"package:2 core:4 pu:2\")");
+    EXPECT_EQ(error,
+              "'bogus:2' is not an hwloc synthetic topology (e.g. \"package:2 core:4 pu:2\")");
 }
 
 TEST(Topology, ThisMachineHasItsCpus) {
@@ -161,7 +162,8 @@ TEST(Placement, ErrorsNameTheFlagAndTheLimit) {
               "--agent-cores: empty; expected shared, last, smt, a number of cores or cpus:LIST");
     EXPECT_EQ(place(vm, "first", &p),
               "--agent-cores first: expected shared, last, smt, a number of cores or cpus:LIST");
-    EXPECT_EQ(place(vm, "0", &p), "--agent-cores 0: reserve at least 1 core (shared reserves none)");
+    EXPECT_EQ(place(vm, "0", &p),
+              "--agent-cores 0: reserve at least 1 core (shared reserves none)");
     EXPECT_EQ(place(vm, "-1", &p),
               "--agent-cores -1: reserve at least 1 core (shared reserves none)");
     EXPECT_EQ(place(vm, "6,7", &p),
@@ -196,8 +198,9 @@ TEST(Placement, ErrorsNameTheFlagAndTheLimit) {
 
 TEST(Placement, AdviceForASharedPlacement) {
     const Topology vm = synthetic("package:1 core:2 pu:1");
-    EXPECT_EQ(shared_advice(vm, 1), "--agent-cores last gives the engines CPU 1 and the ranks CPU 0");
-    EXPECT_EQ(shared_advice(vm, 0), "--agent-cores last gives the engines CPU 1 and the ranks CPU 0");
+    const std::string last = "--agent-cores last gives the engines CPU 1 and the ranks CPU 0";
+    EXPECT_EQ(shared_advice(vm, 1), last);
+    EXPECT_EQ(shared_advice(vm, 0), last);  // ranks unknown
     EXPECT_EQ(shared_advice(vm, 2),
               "this machine has no core to spare for them (2 ranks; 1 package, 2 cores, 2 CPUs, "
               "no SMT); with at most 1 rank, --agent-cores last gives the engines a core of their "

@@ -61,7 +61,8 @@ TEST(MpiBinding, OpenMpiHardwareThreadsWhenASlotIsPartOfACore) {
 
 TEST(MpiBinding, HydraListsOsNumbersUpToTheRanks) {
     const Layout l = layout(kLinuxSmt, "last");
-    EXPECT_EQ(options(MpiFlavor::kHydra, l), (Args{"-bind-to", "user:0+8,1+9,2+10,4+12,5+13,6+14"}));
+    EXPECT_EQ(options(MpiFlavor::kHydra, l),
+              (Args{"-bind-to", "user:0+8,1+9,2+10,4+12,5+13,6+14"}));
     EXPECT_EQ(options(MpiFlavor::kHydra, l, 2),
               (Args{"-bind-to", "user:0+8,1+9,2+10,4+12,5+13,6+14"}));
     EXPECT_EQ(options(MpiFlavor::kHydra, l, 8),

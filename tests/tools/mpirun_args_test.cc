@@ -1,7 +1,7 @@
 // `deputy mpirun` (tools/launch): where the program starts among mpirun's
 // arguments and which of them name hosts, for Open MPI and Hydra; the
-// rank environment options; binding options and the rank count; the block mapping of ranks to simulated nodes;
-// commands as shell text.
+// rank environment options; binding options and the rank count; the block
+// mapping of ranks to simulated nodes; commands as shell text.
 #include "launch/mpirun_args.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // `deputy info`: is an agent reachable, which version, engines, queues,
-// clients, where its threads run (placement) and counters. Exit 0 when an agent answered, 1 otherwise.
+// clients, where its threads run (placement) and counters. Exit 0 when an
+// agent answered, 1 otherwise.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -140,7 +141,9 @@ int ask(const InfoFlags &f) {
 
 void register_info(CLI::App &app) {
     auto f = std::make_shared<InfoFlags>();
-    CLI::App *cmd = app.add_subcommand("info", "is an agent reachable? version, engines, clients, placement (where its threads run, busy and waiting time), counters");
+    CLI::App *cmd = app.add_subcommand(
+        "info", "is an agent reachable? version, engines, clients, placement (where its threads "
+                "run, busy and waiting time), counters");
     cmd->add_option("--socket", f->socket, "the agent's socket (default as for `deputy agent`)");
     cmd->add_option("--token-file", f->token_file, "token for an agent that requires one (or DEPUTY_TOKEN)");
     cmd->add_option("--format", f->format, "text or json (the agent's answer as is)")

@@ -80,9 +80,10 @@ int launch(const LaunchFlags &f, const launch::JobPlacement &placement) {
     if (placement.requested)
         std::fprintf(stderr, "deputy launch: %s\n",
                      launch::describe_job_placement(placement, f.size).c_str());
-    const std::vector<int> engines = agent.started()
-                                         ? placement.engine_cpus()
-                                         : launch::running_engine_cpus(placement, agent.running_info());
+    // A running agent says where its engines run; ours follows the layout.
+    const std::vector<int> engines =
+        agent.started() ? placement.engine_cpus()
+                        : launch::running_engine_cpus(placement, agent.running_info());
     const std::string overlap = launch::overlap_warning(placement, f.size, engines,
                                                         agent.started() ? "" : agent.address());
     if (!overlap.empty()) std::fprintf(stderr, "deputy launch: warning: %s\n", overlap.c_str());

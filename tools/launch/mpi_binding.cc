@@ -32,7 +32,8 @@ std::vector<std::string> mpi_binding_options(MpiFlavor flavor, const Topology &t
         cores.push_back(core->logical_index);
     }
     if (whole_cores)
-        return {"--cpu-set", affinity::format_cpu_list(cores), "--bind-to", "core:overload-allowed"};
+        return {"--cpu-set", affinity::format_cpu_list(cores), "--bind-to",
+                "core:overload-allowed"};
     std::vector<int> pus;
     for (int cpu : placement.rank_cpus()) pus.push_back(topology.cpu_logical_index(cpu));
     return {"--use-hwthread-cpus", "--cpu-set", affinity::format_cpu_list(pus), "--bind-to",
