@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "common/affinity.h"
 #include "common/timing.h"
 #include <deputy/version.h>
 
@@ -45,9 +46,12 @@ std::string Agent::info_json() const {
                            {"descriptors", s->counters.forwarded},
                            {"direct", bounced},
                            {"staged", s->counters.staged},
-                           {"denied", s->counters.denied}});
+                           {"denied", s->counters.denied},
+                           {"cpus",
+                            affinity::format_cpu_list(affinity::allowed_cpus(s->creds.pid))}});
     }
     j["clients"] = clients;
+    placement_info(&j);
     teams_->info(&j);
     dp_mover_stats_t stats{};
     stats.size = sizeof(stats);
