@@ -141,23 +141,29 @@ void *SharedHeap::allocate(size_t bytes, size_t align, bool zeroed) {
         dirty = hole.dirty;
         break;
     }
+    size_t dirty_bytes = dirty ? need : 0;
     if (offset == SIZE_MAX) {
         const size_t start = round_up(top_, align);
         if (start > size_ || size_ - start < need) return nullptr;
-        if (start > top_) insert_free(top_, start - top_, false);
+        // The gap below an aligned start keeps what it held: dirty if it
+        // lies below high_.
+        if (start > top_) insert_free(top_, start - top_, top_ < high_);
         offset = start;
         top_ = start + need;
+        // Pages between here and high_ were used before and kept.
+        dirty_bytes = high_ > start ? std::min(high_, top_) - start : 0;
+        high_ = std::max(high_, top_);
     }
     used_[offset] = need;
     live_bytes_ += need;
     lock.unlock();
     void *p = reinterpret_cast<void *>(base_ + offset);
-    if (zeroed && dirty) std::memset(p, 0, need);
+    if (zeroed && dirty_bytes) std::memset(p, 0, dirty_bytes);
     return p;
 }
 
 // Adds a hole, merging it with the holes around it; a hole that reaches
-// top_ lowers top_ instead, and its pages go back to the kernel.
+// top_ lowers top_ instead (its pages stay, up to high_, for reuse).
 void SharedHeap::insert_free(size_t offset, size_t len, bool dirty) {
     auto next = holes_.lower_bound(offset);
     if (next != holes_.end() && offset + len == next->first) {
@@ -177,7 +183,6 @@ void SharedHeap::insert_free(size_t offset, size_t len, bool dirty) {
         }
     }
     if (offset + len == top_) {
-        if (dirty) punch(offset, len);
         top_ = offset;
         return;
     }
@@ -185,7 +190,14 @@ void SharedHeap::insert_free(size_t offset, size_t len, bool dirty) {
     if (dirty) dirty_bytes_ += len;
 }
 
+size_t SharedHeap::kept_bytes() const { return dirty_bytes_ + (high_ - top_); }
+
+// Gives pages back until what is kept is half the limit: first the span
+// above top_ (freed last, the likeliest to be wanted again is lower), then
+// holes in address order.
 void SharedHeap::trim_dirty() {
+    punch(top_, high_ - top_);
+    high_ = top_;
     for (auto &[offset, hole] : holes_) {
         if (dirty_bytes_ <= kKeepDirtyBytes / 2) break;
         if (!hole.dirty) continue;
@@ -205,7 +217,7 @@ bool SharedHeap::release(void *p) {
     used_.erase(it);
     live_bytes_ -= len;
     insert_free(offset, len, true);
-    if (dirty_bytes_ > kKeepDirtyBytes) trim_dirty();
+    if (kept_bytes() > kKeepDirtyBytes) trim_dirty();
     return true;
 }
 
@@ -218,7 +230,7 @@ size_t SharedHeap::usable_size(const void *p) const {
 
 SharedHeap::Stats SharedHeap::stats() const {
     std::lock_guard lock(mutex_);
-    return Stats{live_bytes_, used_.size(), dirty_bytes_, top_};
+    return Stats{live_bytes_, used_.size(), kept_bytes(), top_};
 }
 
 // fork copies the live blocks into a new memfd in the parent, before the
@@ -299,6 +311,7 @@ void SharedHeap::remake_in_child() {
     // The new memfd is zeros wherever no block was copied.
     for (auto &[offset, hole] : holes_) hole.dirty = false;
     dirty_bytes_ = 0;
+    high_ = top_;
 }
 
 }  // namespace deputy::client
