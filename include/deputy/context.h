@@ -95,6 +95,13 @@ DP_API int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes);
  * dp_finalize. */
 DP_API dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover);
 
+/* The CPUs the agent's threads may run on, as the kernel says (their
+ * affinity), not the agent: bit c of mask[c / 8] for CPU c, `bytes` bytes
+ * (cpu_set_t is laid out so). A caller whose own CPUs meet none of these
+ * has its agent on cores of its own. Returns how many CPUs are set, or a
+ * negative dp_status_t (DP_ERR_AGENT_LOST: the agent is gone). */
+DP_API int dp_agent_cpus(dp_context_t *ctx, unsigned char *mask, size_t bytes);
+
 /* DP_OK while the agent serves this context, DP_ERR_AGENT_LOST otherwise. */
 DP_API dp_status_t dp_agent_check(dp_context_t *ctx);
 

@@ -1,11 +1,17 @@
 // The C API of include/deputy/context.h: thin wrappers over client::Context.
 #include <deputy/context.h>
 #include <deputy/heap.h>
+#include <dirent.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "channel/control.h"
 #include "client/agent_mover.h"
 #include "client/context.h"
 #include "client/handles.h"
+#include "common/affinity.h"
 #include "common/check.h"
 #include "common/log.h"
 
@@ -80,6 +86,28 @@ extern "C" dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover) {
     *mover = deputy::mover::make_remote_mover(
         std::make_unique<deputy::client::AgentMover>(ctx->impl.get()));
     return DP_OK;
+}
+
+extern "C" int dp_agent_cpus(dp_context_t *ctx, unsigned char *mask, size_t bytes) {
+    if (ctx == nullptr || (mask == nullptr && bytes != 0)) return DP_ERR_INVALID;
+    if (bytes) std::memset(mask, 0, bytes);
+    const pid_t agent = ctx->impl->agent_pid();
+    const std::string tasks = "/proc/" + std::to_string(agent) + "/task";
+    DIR *dir = opendir(tasks.c_str());
+    if (!dir) return DP_ERR_AGENT_LOST;
+    int count = 0;
+    while (dirent *e = readdir(dir)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        for (int cpu : deputy::affinity::allowed_cpus(pid_t(std::atoi(e->d_name)))) {
+            if (size_t(cpu) / 8 >= bytes) continue;
+            unsigned char &byte = mask[cpu / 8];
+            const unsigned char bit = static_cast<unsigned char>(1u << (cpu % 8));
+            if (!(byte & bit)) ++count;
+            byte |= bit;
+        }
+    }
+    closedir(dir);
+    return count;
 }
 
 extern "C" dp_status_t dp_agent_check(dp_context_t *ctx) {

@@ -5,24 +5,28 @@
 namespace deputy::mpi {
 namespace {
 
-// Nonblocking forms are offloaded at every size: overlap is why a program
-// posts them. Blocking forms only where deputy measured faster than the MPI
-// library; kNever until a measurement says otherwise (docs/mpi.md).
+// Where deputy measured faster than the MPI library, in each placement
+// (docs/mpi.md "Thresholds", scripts/mpi-thresholds.py from the runs of
+// scripts/perf-mpi.sh). With a core of its own the agent overlaps what the
+// program posts, so every nonblocking form is offloaded; sharing the ranks'
+// cores it is offloaded only from where it did not lose to MPI with the
+// ranks computing on every core nor with them idle.
 constexpr std::array<OperationInfo, kOperationCount> kOperations{{
-    {Operation::iallreduce, "MPI_Iallreduce", "iallreduce", true, 0},
-    {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true, 0},
-    {Operation::iallgather, "MPI_Iallgather", "iallgather", true, 0},
-    {Operation::ialltoall, "MPI_Ialltoall", "ialltoall", true, 0},
-    {Operation::ialltoallv, "MPI_Ialltoallv", "ialltoallv", true, 0},
-    {Operation::ibcast, "MPI_Ibcast", "ibcast", true, 0},
-    {Operation::ibarrier, "MPI_Ibarrier", "ibarrier", true, 0},
-    {Operation::allreduce, "MPI_Allreduce", "allreduce", false, kNever},
-    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block", "reduce_scatter_block", false, kNever},
-    {Operation::allgather, "MPI_Allgather", "allgather", false, kNever},
-    {Operation::alltoall, "MPI_Alltoall", "alltoall", false, kNever},
-    {Operation::alltoallv, "MPI_Alltoallv", "alltoallv", false, kNever},
-    {Operation::bcast, "MPI_Bcast", "bcast", false, kNever},
-    {Operation::barrier, "MPI_Barrier", "barrier", false, kNever},
+    // operation                    MPI name                      key                      nonblocking own core  shared
+    {Operation::iallreduce,           "MPI_Iallreduce",            "iallreduce",            true,  0,       0},
+    {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true,  0,       0},
+    {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       0},
+    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       0},
+    {Operation::ialltoallv,           "MPI_Ialltoallv",            "ialltoallv",            true,  0,       0},
+    {Operation::ibcast,               "MPI_Ibcast",                "ibcast",                true,  0,       0},
+    {Operation::ibarrier,             "MPI_Ibarrier",              "ibarrier",              true,  0,       0},
+    {Operation::allreduce,            "MPI_Allreduce",             "allreduce",             false, kNever,  kNever},
+    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, kNever,  kNever},
+    {Operation::allgather,            "MPI_Allgather",             "allgather",             false, kNever,  kNever},
+    {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, kNever,  kNever},
+    {Operation::alltoallv,            "MPI_Alltoallv",             "alltoallv",             false, kNever,  kNever},
+    {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, kNever,  kNever},
+    {Operation::barrier,              "MPI_Barrier",               "barrier",               false, kNever,  kNever},
 }};
 
 constexpr std::array<const char *, kPassReasonCount> kReasons{

@@ -37,8 +37,9 @@ struct OperationInfo {
     bool nonblocking;
     // Offloaded from this many bytes per rank (count x type size; the whole
     // vector for allreduce, one block for the others). Measured defaults:
-    // docs/mpi.md "Thresholds".
-    size_t default_threshold;
+    // docs/mpi.md "Thresholds". Two placements (placement.h):
+    size_t own_core_threshold;  // the agent runs on cores no rank of the node uses
+    size_t shared_threshold;    // the agent shares the ranks' cores
 };
 
 const OperationInfo &operation_info(Operation op);

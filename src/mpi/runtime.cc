@@ -45,9 +45,11 @@ void print_report() {
     if (mode.starts_with("json:")) {
         const std::string path =
             fmt::format("{}/deputy-mpi-rank{}.json", mode.substr(5), rt.world_rank);
-        std::string json = fmt::format("{{\"rank\":{},\"size\":{},\"agent\":{},\"operations\":{{",
-                                       rt.world_rank, rt.world_size,
-                                       rt.context ? fmt::format("\"{}\"", rt.agent) : "null");
+        std::string json = fmt::format(
+            "{{\"rank\":{},\"size\":{},\"agent\":{},\"placement\":\"{}\",\"placement_given\":{},"
+            "\"operations\":{{",
+            rt.world_rank, rt.world_size, rt.context ? fmt::format("\"{}\"", rt.agent) : "null",
+            placement_name(rt.placement), rt.placement_given ? "true" : "false");
         for (int i = 0; i < kOperationCount; ++i) {
             const OperationCounters &c = rt.counters[size_t(i)];
             json += fmt::format("{}\"{}\":{{\"offloaded\":{},\"passed\":{{", i ? "," : "",
@@ -72,7 +74,13 @@ void print_report() {
         std::fclose(f);
         return;
     }
-    std::string text;
+    std::string text = fmt::format(
+        "deputy-mpi: rank {}: placement {} ({}): thresholds of that column\n", rt.world_rank,
+        placement_name(rt.placement),
+        rt.placement_given ? "DEPUTY_MPI_PLACEMENT"
+        : rt.placement == Placement::shared
+            ? "an agent may run on a CPU of a rank"
+            : "every agent runs on CPUs no rank of its node may use");
     for (int i = 0; i < kOperationCount; ++i) {
         const OperationCounters &c = rt.counters[size_t(i)];
         std::string passed;
@@ -90,8 +98,8 @@ void print_report() {
                             c.offloaded.load(), passed_total,
                             passed.empty() ? "" : "  (" + passed + ")");
     }
-    if (text.empty())
-        text = fmt::format("deputy-mpi: rank {}: no collective was called\n", rt.world_rank);
+    if (text.find("offloaded") == std::string::npos)
+        text += fmt::format("deputy-mpi: rank {}: no collective was called\n", rt.world_rank);
     std::fputs(text.c_str(), stderr);
 }
 
@@ -168,12 +176,9 @@ void runtime_start(int provided) {
     rt.require = env_flag("DEPUTY_MPI_REQUIRE");
     rt.disabled = env_flag("DEPUTY_MPI_DISABLE");
     if (const char *r = std::getenv("DEPUTY_MPI_REPORT")) rt.report = r;
-    for (int i = 0; i < kOperationCount; ++i)
-        rt.thresholds[size_t(i)] = operation_info(Operation(i)).default_threshold;
-    if (const char *t = std::getenv("DEPUTY_MPI_THRESHOLDS")) {
-        std::string error;
-        if (!parse_thresholds(t, &rt.thresholds, &error)) fatal("DEPUTY_MPI_THRESHOLDS: " + error);
-    }
+    std::string error;
+    const std::optional<Placement> given = placement_from_environment(&error);
+    if (!error.empty()) fatal(error);
     datatypes_start();
     comm_teams_start();
 
@@ -198,8 +203,21 @@ void runtime_start(int provided) {
     }
     const char *agent = std::getenv("DEPUTY_AGENT");
     rt.agent = agent ? agent : "the default socket";
-    int missing = rt.disabled || rt.context ? 0 : 1;
-    PMPI_Allreduce(MPI_IN_PLACE, &missing, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    // How many ranks have no agent, and how many share their cores with it.
+    int counts[2] = {rt.disabled || rt.context ? 0 : 1,
+                     rt.context && local_placement(rt.context) == Placement::shared ? 1 : 0};
+    PMPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    const int missing = counts[0];
+    rt.placement_given = given.has_value();
+    rt.placement = given ? *given : counts[1] > 0 ? Placement::shared : Placement::own_core;
+    for (int i = 0; i < kOperationCount; ++i) {
+        const OperationInfo &info = operation_info(Operation(i));
+        rt.thresholds[size_t(i)] = rt.placement == Placement::own_core ? info.own_core_threshold
+                                                                       : info.shared_threshold;
+    }
+    if (const char *t = std::getenv("DEPUTY_MPI_THRESHOLDS")) {
+        if (!parse_thresholds(t, &rt.thresholds, &error)) fatal("DEPUTY_MPI_THRESHOLDS: " + error);
+    }
     if (!rt.disabled && !rt.context && rt.require)
         fatal(fmt::format("DEPUTY_MPI_REQUIRE=1 and no deputy agent at {}: {}", rt.agent,
                           dp_strerror(st)));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "mpi/operations.h"
+#include "mpi/placement.h"
 
 #include <deputy/context.h>
 
@@ -29,6 +30,11 @@ struct Runtime {
     int world_rank = 0, world_size = 1;
     dp_context_t *context = nullptr;  // null: no agent, everything passes
     std::string agent;                // the socket this rank attached to
+    // Where the agents run, agreed by every rank of MPI_COMM_WORLD: shared
+    // if on any node the agent shares a rank's cores. It picks the default
+    // thresholds; DEPUTY_MPI_THRESHOLDS overrides them one by one.
+    Placement placement = Placement::shared;
+    bool placement_given = false;  // DEPUTY_MPI_PLACEMENT, not measured
     std::array<size_t, kOperationCount> thresholds{};
     std::array<OperationCounters, kOperationCount> counters;
     std::string report;  // DEPUTY_MPI_REPORT: "", "1" or "json:DIR"

@@ -23,9 +23,16 @@
 #include <string.h>
 #include <time.h>
 
-enum op { IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST, ALLREDUCE, OP_COUNT };
-static const char *const op_names[OP_COUNT] = {"iallreduce", "ireduce_scatter", "iallgather",
-                                               "ialltoall",  "ibcast",          "allreduce"};
+/* The nonblocking forms first, then the blocking ones (timed alone: no
+ * compute, no overlap). */
+enum op {
+    IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST,
+    ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, BCAST, OP_COUNT
+};
+#define FIRST_BLOCKING ALLREDUCE
+static const char *const op_names[OP_COUNT] = {
+    "iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast",
+    "allreduce",  "reduce_scatter",  "allgather",  "alltoall",  "bcast"};
 
 struct options {
     enum op op;
@@ -70,7 +77,8 @@ static size_t parse_size(const char *s) {
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|allreduce]\n"
+            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|\n"
+            "            allreduce|reduce_scatter|allgather|alltoall|bcast]\n"
             "          [-m MIN:MAX bytes, k/m suffixes] [-i iterations] [-x warm-up]\n"
             "          [--compute cpu|idle] [--json FILE]\n",
             argv0);
@@ -148,6 +156,24 @@ static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
             *req = MPI_REQUEST_NULL;
             return via ? PMPI_Allreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)
                        : MPI_Allreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        case REDUCE_SCATTER:
+            *req = MPI_REQUEST_NULL;
+            return via ? PMPI_Reduce_scatter_block(b->send, b->recv, n, MPI_FLOAT, MPI_SUM,
+                                                   MPI_COMM_WORLD)
+                       : MPI_Reduce_scatter_block(b->send, b->recv, n, MPI_FLOAT, MPI_SUM,
+                                                  MPI_COMM_WORLD);
+        case ALLGATHER:
+            *req = MPI_REQUEST_NULL;
+            return via ? PMPI_Allgather(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD)
+                       : MPI_Allgather(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD);
+        case ALLTOALL:
+            *req = MPI_REQUEST_NULL;
+            return via ? PMPI_Alltoall(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD)
+                       : MPI_Alltoall(b->send, n, MPI_CHAR, b->recv, n, MPI_CHAR, MPI_COMM_WORLD);
+        case BCAST:
+            *req = MPI_REQUEST_NULL;
+            return via ? PMPI_Bcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD)
+                       : MPI_Bcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD);
         default:
             return MPI_ERR_ARG;
     }
@@ -188,7 +214,7 @@ static struct result measure(int via, const struct options *o, struct buffers *b
     }
     pure /= o->iterations;
     r.pure_us = world_average(pure);
-    if (o->op == ALLREDUCE) return r;
+    if (o->op >= FIRST_BLOCKING) return r;
     PMPI_Barrier(MPI_COMM_WORLD);
     double overall = 0, comp = 0;
     for (int i = 0; i < o->warmup + o->iterations; ++i) {
@@ -225,7 +251,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--json %s: %s\n", o.json, strerror(errno));
         PMPI_Abort(MPI_COMM_WORLD, 2);
     }
-    const int nonblocking = o.op != ALLREDUCE;
+    const int nonblocking = o.op < FIRST_BLOCKING;
     if (rank == 0) {
         printf("# deputy-bench-mpi: %s, %d ranks, compute %s, %d iterations (+%d warm-up)\n",
                op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations, o.warmup);
@@ -245,12 +271,17 @@ int main(int argc, char **argv) {
     int first_row = 1;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
         /* bytes per rank's block, as OSU counts them; floats for reductions */
-        const int element = (o.op == IALLREDUCE || o.op == IREDUCE_SCATTER || o.op == ALLREDUCE)
-                                ? 4 : 1;
+        const int reduces = o.op == IALLREDUCE || o.op == IREDUCE_SCATTER || o.op == ALLREDUCE ||
+                            o.op == REDUCE_SCATTER;
+        const int element = reduces ? 4 : 1;
         struct buffers b;
         b.count = (int)(bytes / (size_t)element);
-        const size_t blocks = (o.op == IREDUCE_SCATTER || o.op == IALLTOALL) ? (size_t)size : 1;
-        const size_t recv_blocks = (o.op == IALLGATHER || o.op == IALLTOALL) ? (size_t)size : 1;
+        const int scatters = o.op == IREDUCE_SCATTER || o.op == IALLTOALL ||
+                             o.op == REDUCE_SCATTER || o.op == ALLTOALL;
+        const int gathers = o.op == IALLGATHER || o.op == IALLTOALL || o.op == ALLGATHER ||
+                            o.op == ALLTOALL;
+        const size_t blocks = scatters ? (size_t)size : 1;
+        const size_t recv_blocks = gathers ? (size_t)size : 1;
         b.send = malloc(bytes * blocks);
         b.recv = malloc(bytes * recv_blocks);
         if (!b.send || !b.recv) PMPI_Abort(MPI_COMM_WORLD, 2);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Measures where libdeputy-mpi should offload in one placement, and prints
+# the thresholds (src/mpi/operations.cc's column for it): an unmodified MPI
+# program (deputy-bench-mpi-openmpi, malloc'ed buffers) on 2 ranks under
+# `deputy mpirun`, every size from 8 B to 16 MiB, each operation through
+# the library (everything offloaded) and through Open MPI itself in the same
+# processes; nonblocking forms with the ranks computing on every core
+# (--compute cpu) and sleeping (--compute idle), blocking forms alone.
+# A threshold is the smallest size from which deputy's median time over the
+# runs is at most MPI's at every larger size, in both compute modes.
+# Usage: scripts/mpi-thresholds.sh [build-dir] [out-dir] [runs] [shared|own-core]
+set -euo pipefail
+build=${1:-build}
+out=${2:-results/mpi-thresholds}
+runs=${3:-3}
+placement=${4:-shared}
+deputy="$build/tools/deputy"
+bench="$build/tools/deputy-bench-mpi-openmpi"
+for f in "$deputy" "$bench"; do
+  [ -x "$f" ] || { echo "mpi-thresholds: $f not built (cmake --build $build)" >&2; exit 1; }
+done
+case $placement in
+  shared) layout=() ;;
+  own-core) layout=(--agent-cores last) ;;
+  *) echo "mpi-thresholds: placement $placement: shared or own-core" >&2; exit 1 ;;
+esac
+mkdir -p "$out"
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+# Everything offloaded, whatever the compiled-in thresholds say.
+all="iallreduce=0,ireduce_scatter_block=0,iallgather=0,ialltoall=0,ibcast=0"
+all+=",allreduce=0,reduce_scatter_block=0,allgather=0,alltoall=0,bcast=0"
+for run in $(seq 1 "$runs"); do
+  for op in iallreduce ireduce_scatter iallgather ialltoall ibcast; do
+    for compute in cpu idle; do
+      echo "== run $run: $op --compute $compute"
+      DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
+        -m 8:16m --compute "$compute" -i 20 -x 5 --json "$out/$op-$compute-run$run.json" \
+        > /dev/null 2>> "$out/stderr.log"
+    done
+  done
+  for op in allreduce reduce_scatter allgather alltoall bcast; do
+    echo "== run $run: $op"
+    DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
+      -m 8:16m -i 20 -x 5 --json "$out/$op-run$run.json" > /dev/null 2>> "$out/stderr.log"
+  done
+done
+python3 "$(dirname "$0")/mpi-thresholds.py" "$out"
