@@ -59,7 +59,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         if (status != DP_OK)
             DP_LOG_LIMITED(s.space().log(), "agent: team join from client {} (pid {}) refused: {}",
                            s.id, s.creds.pid, why);
-        hooks_.send_ready(s, {status, 0, std::move(why)});
+        hooks_.send_ready(s, {m.join_id, status, 0, std::move(why)});
     };
     if (m.size == 0 || m.size > DP_TEAM_MAX_SIZE)
         return answer(DP_ERR_INVALID, fmt::format("team '{}': size {} (1..{})", m.key, m.size,
@@ -94,6 +94,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         team->secret = secret;
         team->size = m.size;
         team->members.assign(m.size, 0);
+        team->join_ids.assign(m.size, 0);
         team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
@@ -107,6 +108,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} joined already", m.key, m.rank));
     t->members[m.rank] = s.id;
+    t->join_ids[m.rank] = m.join_id;
     if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
     forming_.erase(t->key);
     t->ready = true;
@@ -115,8 +117,9 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     t->queues.resize(t->size);
     for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
     DP_LOG_INFO("agent: team {} '{}' formed: {} member(s)", t->id, t->key, t->size);
-    for (uint32_t id : t->members)
-        if (ClientSession *c = hooks_.find_client(id)) hooks_.send_ready(*c, {DP_OK, t->id, ""});
+    for (uint32_t r = 0; r < t->size; ++r)
+        if (ClientSession *c = hooks_.find_client(t->members[r]))
+            hooks_.send_ready(*c, {t->join_ids[r], DP_OK, t->id, ""});
 }
 
 void TeamEngine::form_timeouts() {
@@ -138,9 +141,9 @@ void TeamEngine::form_timeouts() {
                                       "rank(s) {}",
                                       t.key, joined, t.size, t.timeout_ms, missing);
         DP_LOG_WARN("agent: {}", why);
-        for (uint32_t id : t.members)
-            if (ClientSession *c = id ? hooks_.find_client(id) : nullptr)
-                hooks_.send_ready(*c, {DP_ERR_TIMEOUT, 0, why});
+        for (uint32_t r = 0; r < t.size; ++r)
+            if (ClientSession *c = t.members[r] ? hooks_.find_client(t.members[r]) : nullptr)
+                hooks_.send_ready(*c, {t.join_ids[r], DP_ERR_TIMEOUT, 0, why});
         const uint32_t team_id = t.id;
         it = forming_.erase(it);
         teams_.erase(team_id);

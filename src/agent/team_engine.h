@@ -149,6 +149,7 @@ class TeamEngine {
     Internode *internode_ = nullptr;
     struct PendingJoin {
         uint32_t client = 0, rank = 0, size = 0;
+        uint64_t join_id = 0;
     };
     // Several nodes: local joins by the key the agents agree on, which is
     // the job secret's digest and the team key (node_key()), so that only

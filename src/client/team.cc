@@ -65,7 +65,9 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     t->staged_ = ctx->options().memory_mode == DP_MEMORY_STAGED;
     for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i)
         t->slots_[i] = {t.get(), &t->records_[i], i, {}};
-    control::TeamJoin m{key, ctx->options().job_secret, uint32_t(rank), uint32_t(size), timeout_ms};
+    // One join at a time per context (the request holds the socket): no id needed yet.
+    control::TeamJoin m{0, key, ctx->options().job_secret, uint32_t(rank), uint32_t(size),
+                        timeout_ms};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
     MsgType type;

@@ -303,7 +303,8 @@ int join_flood(const char *socket, int n) {
     if (!c.attach(socket)) return 2;
     int refused = 0, sent = 0;
     for (int i = 0; i < n; ++i) {
-        control::TeamJoin m{"flood-" + std::to_string(i), "flood-secret", 0, 64, 60000};
+        control::TeamJoin m{uint64_t(i) + 1, "flood-" + std::to_string(i), "flood-secret", 0, 64,
+                            60000};
         std::vector<uint8_t> payload;
         control::encode(m, &payload);
         if (control::send_message(c.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
@@ -448,7 +449,7 @@ int alltoallv_rewrite(const char *socket) {
     dp_team_t *team = nullptr;
     dp_status_t joined = DP_ERR_INTERNAL;
     std::thread joiner([&] { joined = dp_team_create_timeout(ctx, "rewrite", 1, 2, 5000, &team); });
-    control::TeamJoin m{"rewrite", kSecret, 0, 2, 5000};
+    control::TeamJoin m{1, "rewrite", kSecret, 0, 2, 5000};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
     MsgType type{};
@@ -462,7 +463,7 @@ int alltoallv_rewrite(const char *socket) {
                               0, nullptr, 6'000'000'000, "raw") == DP_OK &&
         type == MsgType::kTeamReady &&
         control::decode(answer.data(), answer.size(), &ready, &error) == DP_OK &&
-        ready.status == DP_OK;
+        ready.join_id == 1 && ready.status == DP_OK;
     joiner.join();
     if (!raw_joined || joined != DP_OK) {
         say("join", "failed");

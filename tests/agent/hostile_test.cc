@@ -506,7 +506,7 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretIsRefused) {
     RawClient raw;
     ASSERT_TRUE(raw.attach(agent.socket().c_str()));
     std::vector<uint8_t> payload;
-    control::encode(control::TeamJoin{"victim-job", "x", 1, 2, 1000}, &payload);
+    control::encode(control::TeamJoin{1, "victim-job", "x", 1, 2, 1000}, &payload);
     payload.erase(payload.end() - 5, payload.end());  // drop the secret: length 0
     payload.insert(payload.end(), {0, 0, 0, 0});
     ASSERT_EQ(control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
