@@ -91,6 +91,7 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
         return;
     }
     joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
+    ++pending_[s.id];
     internode_->join(key, m.rank, m.size,
                      m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs));
 }
@@ -140,6 +141,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         if (j.rank < t.size && t.node_of_rank[j.rank] == internode_->node() && !t.members[j.rank]) {
             t.members[j.rank] = j.client;
             t.join_ids[j.rank] = j.join_id;
+            unpend(j.client);
             it = joining_.erase(it);
         } else {
             ++it;
@@ -172,6 +174,7 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
         DP_LOG_WARN("agent: {}", reason);
         if (ClientSession *c = hooks_.find_client(it->second.client))
             hooks_.send_ready(*c, {it->second.join_id, e.status, 0, reason});
+        unpend(it->second.client);
         it = joining_.erase(it);
     }
 }
