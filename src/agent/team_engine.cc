@@ -124,6 +124,14 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (t->members[m.rank] != 0)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} joined already", m.key, m.rank));
+    // A member's posts are its client's (find_member_team): two ranks in
+    // one client could never both post. Its threads may now join at once,
+    // so say so instead of forming a team that cannot run.
+    if (auto at = std::find(t->members.begin(), t->members.end(), s.id); at != t->members.end())
+        return answer(DP_ERR_INVALID,
+                      fmt::format("team '{}': this client joined it already as rank {} (one rank "
+                                  "per client, i.e. per dp_context_t)",
+                                  m.key, at - t->members.begin()));
     t->members[m.rank] = s.id;
     t->join_ids[m.rank] = m.join_id;
     ++pending_[s.id];

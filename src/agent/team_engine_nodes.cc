@@ -81,6 +81,15 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
                                               m.key)});
             return;
         }
+    // One rank per client, as on one node (TeamEngine::join).
+    for (auto [it, last] = joining_.equal_range(key); it != last; ++it)
+        if (it->second.client == s.id) {
+            hooks_.send_ready(s, {m.join_id, DP_ERR_INVALID, 0,
+                                  fmt::format("team '{}': this client joined it already as rank "
+                                              "{} (one rank per client, i.e. per dp_context_t)",
+                                              m.key, it->second.rank)});
+            return;
+        }
     std::set<std::string> keys;
     for (const auto &[k, j] : joining_) keys.insert(k);
     if (!keys.count(key) && keys.size() >= config_.max_forming_teams) {
