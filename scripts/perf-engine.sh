@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The collective engine's figures of docs/PERFORMANCE.md, each against a
 # baseline measured in the same session, runs alternated, medians printed:
-#   memory   direct (registered malloc memory) vs mapped (dp_malloc) time,
-#            allreduce / allgather / alltoall / bcast, 1-64 MiB, 2 ranks
+#   memory   ordinary memory vs mapped (dp_malloc) time, allreduce /
+#            allgather / alltoall / bcast, 1-64 MiB, 2 ranks: in the shared
+#            heap (what malloc gives under libdeputy-mpi / libdeputy-heap)
+#            and direct (registered malloc memory, process_vm copies)
 #   engines  a 16 MiB direct allreduce with 2 engines vs 1, ranks waiting
 #            in block mode
 #   latency  8 B allreduce p50/p99 of one job, alone and while another job
@@ -62,10 +64,12 @@ for part in "${parts[@]}"; do
       start_agent --engines 2
       for op in allreduce allgather alltoall bcast; do
         for (( i = 1; i <= runs; ++i )); do
-          for m in mapped direct; do
+          for m in mapped heap direct; do
             bench "$work/mem-$op-$m-$i.json" --op "$op" -m 1M:64M --factor 4 --memory "$m" -i 10 -x 2
           done
         done
+        echo "== $op, 2 ranks, 2 engines: time per call, mapped vs heap ($runs runs)"
+        compare mapped "$work/mem-$op-mapped-*.json" heap "$work/mem-$op-heap-*.json" time_us
         echo "== $op, 2 ranks, 2 engines: time per call, mapped vs direct ($runs runs)"
         compare mapped "$work/mem-$op-mapped-*.json" direct "$work/mem-$op-direct-*.json" time_us
       done ;;

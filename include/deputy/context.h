@@ -6,8 +6,9 @@
  * descriptors and keeps computing.
  *
  * Memory the agent can reach, by mode:
- *  - mapped: memory from dp_malloc lives in the shared segment; the agent's
- *    engines read and write it in place (zero copies).
+ *  - mapped: memory from dp_malloc lives in the shared segment, memory from
+ *    dp_heap_alloc (deputy/heap.h) in the shared heap dp_init shares with
+ *    the agent; the agent's engines read and write both in place (zero copies).
  *  - direct: ordinary memory registered with dp_mem_register; the agent
  *    copies with process_vm_readv/writev (one copy).
  *  - staged (dp_config_t.memory_mode = DP_MEMORY_STAGED): every descriptor
@@ -77,9 +78,16 @@ DP_API void dp_free(dp_context_t *ctx, void *ptr);
 
 /* Lets the agent read and write [addr, addr+bytes) (memory mode direct).
  * DP_ERR_UNSUPPORTED when the kernel refuses cross-memory attach (use
- * staged mode), DP_ERR_TOO_LARGE beyond the agent's max_registrations. */
+ * staged mode), DP_ERR_TOO_LARGE beyond the agent's max_registrations.
+ * A range inside the shared heap (deputy/heap.h), which dp_init shares with
+ * the agent, needs nothing: both calls return DP_OK and change nothing. */
 DP_API dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes);
 DP_API dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr);
+
+/* Non-zero when the agent reaches [addr, addr+bytes) in place, with no
+ * registration and no copy: the range is in this context's pool (dp_malloc)
+ * or in the shared heap the agent maps. */
+DP_API int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes);
 
 /* The mover device the agent hosts, as a dp_mover_t: dp_mover_submit,
  * dp_mover_wait, dp_mover_get_stats and dp_mover_close work as for a local

@@ -5,6 +5,7 @@
 #include <deputy/export.h>
 #include <deputy/coll.h>
 #include <deputy/context.h>
+#include <deputy/heap.h>
 #include <deputy/log.h>
 #include <deputy/mover.h>
 #include <deputy/status.h>

@@ -45,6 +45,11 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     agent->config_ = std::move(config);
     agent->address_ = agent->config_.socket_path;
     DP_CHECK(prepare_socket_dir(agent->address_, error));
+    // Before the device and the populator start their threads: they inherit it.
+    agent->pin_service_thread();
+    std::string topology_error;
+    if (load_machine_topology(&agent->topology_, &topology_error) != DP_OK)
+        DP_LOG_WARN("agent: {}; `deputy info` shows no topology", topology_error);
     dp_status_t s = channel::uds::Listener::listen(agent->address_, &agent->listener_);
     if (s != DP_OK) {
         *error = fmt::format("agent: cannot listen on {} (is another agent running there?)",
@@ -108,6 +113,8 @@ dp_status_t Agent::run() {
                 DEPUTY_VERSION_STRING, getpid(), address_, config_.device.total_engines(),
                 device_->num_wqs(), config_.pool_bytes >> 20,
                 config_.token.empty() ? "not required" : "required");
+    pin_service_thread();  // run() may be called on another thread than create()
+    DP_LOG_INFO("{}", placement_line());
     const uint64_t idle_spin_ns = uint64_t(config_.idle_spin_us) * 1000;
     uint64_t idle_since = timing::now_ns();
     uint32_t turns = 0;

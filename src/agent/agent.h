@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -37,6 +38,7 @@
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
 #include "common/fd.h"
+#include "common/topology.h"
 #include "common/log_limiter.h"
 #include "mover/device.h"
 
@@ -114,6 +116,13 @@ class Agent {
     void reap_retired();
     // `deputy info` (agent_info.cc).
     std::string info_json() const;
+    // Where the agent's threads run (agent_placement.cc): the calling
+    // thread (the service thread, and every thread it starts afterwards) on
+    // the layout's CPUs; the line the agent logs when it starts; `deputy
+    // info`'s "placement" section and each client's CPUs.
+    void pin_service_thread();
+    std::string placement_line() const;
+    void placement_info(nlohmann::json *out) const;
     // Client control (client_control.cc; handle_staged in staged_execution.cc).
     void on_client_event(uint32_t id, uint32_t events);
     bool serve_inbox(ClientSession &s);
@@ -125,6 +134,7 @@ class Agent {
     void on_populated();
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
+    dp_status_t handle_heap_share(ClientSession &s, const std::vector<uint8_t> &payload, UniqueFd fd);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
     // Staged jobs on the engines (staged_execution.cc): submitted (false:
     // the device queue is full), then answered once done, in the loop.
@@ -160,6 +170,8 @@ class Agent {
     std::vector<Retiring> retiring_;
     bool sleeping_ = false;
     uint64_t started_ns_ = 0;
+    pid_t service_tid_ = 0;  // the thread in run()
+    Topology topology_;      // this machine, for `deputy info`
     uint64_t next_housekeeping_ns_ = 0;
     AgentCounters counters_;
     // Warnings about connections that never attached (anyone of our uid

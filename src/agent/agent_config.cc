@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/affinity.h"
+#include "common/check.h"
 #include "common/log.h"
 #include "mover/space_table.h"
 
@@ -58,8 +60,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         if (key == "socket") c->socket_path = get_string(v, path);
         else if (key == "token") c->token = get_string(v, path);
         else if (key == "token_file") read_token_file(get_string(v, path), &c->token);
-        else if (key == "engines") c->engines = uint32_t(get_uint(v, path, DP_MOVER_MAX_ENGINES));
+        else if (key == "engines") {
+            c->engines = uint32_t(get_uint(v, path, DP_MOVER_MAX_ENGINES));
+            c->engines_set = true;
+        }
         else if (key == "cpus") c->cpus = get_string(v, path);
+        else if (key == "agent_cores") c->agent_cores = get_string(v, path);
         else if (key == "pool_bytes") c->pool_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "max_pool_bytes") c->max_pool_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "ring_size") c->ring_size = uint32_t(get_uint(v, path, 65536));
@@ -87,6 +93,7 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "coll_inline_bytes") c->coll_inline_bytes = get_uint(v, path, 1ull << 20);
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_heap_bytes") c->max_heap_bytes = get_uint(v, path, 1ull << 46);
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
         else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
@@ -116,6 +123,31 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
 }
 
 bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+// agent_cores -> cpus, the service thread's CPUs and the engine count.
+dp_status_t place_agent(AgentConfig *c, std::string *error) {
+    c->placed = true;
+    if (c->agent_cores.empty()) return DP_OK;
+    if (!c->cpus.empty()) {
+        const bool flag = c->agent_cores_flag.rfind("--", 0) == 0;
+        *error = fmt::format("{} and {} both say where the engines run; give one",
+                             c->agent_cores_flag, flag ? "--cpus" : "agent.cpus");
+        return DP_ERR_INVALID;
+    }
+    AgentCores request;
+    DP_CHECK(parse_agent_cores(c->agent_cores, c->agent_cores_flag, &request, error));
+    Topology topology;
+    DP_CHECK(load_machine_topology(&topology, error));
+    DP_CHECK(compute_placement(topology, request, c->agent_cores_flag, &c->placement, error));
+    c->topology = topology.summary();
+    if (!c->placement.pinned()) return DP_OK;
+    std::string cpus;
+    for (int cpu : c->placement.engine_cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+    c->cpus = cpus;
+    if (!c->engines_set && !c->device_given && c->placement.agent_cores > 0)
+        c->engines = uint32_t(std::min(c->placement.agent_cores, DP_MOVER_MAX_ENGINES));
+    return DP_OK;
+}
 
 }  // namespace
 
@@ -186,11 +218,18 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");
+    if (c->max_heap_bytes == 0) {
+        const uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+        c->max_heap_bytes = (memory + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    }
     if (c->max_total_pool_bytes == 0)
         c->max_total_pool_bytes = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
     if (c->pool_bytes > c->max_total_pool_bytes)
         return bad(fmt::format("pool_bytes {} is above max_total_pool_bytes {}", c->pool_bytes,
                                c->max_total_pool_bytes));
+    // A command-line flag's error stands alone; a file key's says it is the file's.
+    if (!c->placed && place_agent(c, error) != DP_OK)
+        return c->agent_cores_flag.rfind("--", 0) == 0 ? DP_ERR_INVALID : bad(*error);
     if (c->device_given) {
         if (!c->cpus.empty()) {
             std::vector<int> cpus;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/placement.h"
 #include "mover/config.h"
 
 namespace deputy::agent {
@@ -23,7 +24,20 @@ struct AgentConfig {
     mover::DeviceConfig device;
     bool device_given = false;     // the device came from JSON (engines/cpus keys then refused)
     uint32_t engines = 1;          // without a device: one group, one queue, this many engines
+    bool engines_set = false;      // engines came from the file or the command line
     std::string cpus;              // engine pinning ("0-1"); empty: unpinned
+    // Where the agent's threads run, as a layout of this machine
+    // (common/placement.h): "shared", "last", a number of cores, "cpus:LIST"
+    // or "smt"; empty: as `cpus` says. finalize_config turns it into `cpus`
+    // (the engines, each on one CPU in turn) and `placement.agent_cpus` (the
+    // service thread, and every thread the agent starts, may use any of
+    // them) and, unless engines_set or a device was given, one engine per
+    // reserved core. It and `cpus` exclude each other.
+    std::string agent_cores;
+    std::string agent_cores_flag = "agent.agent_cores";  // names it in errors ("--agent-cores")
+    Placement placement;     // computed from agent_cores (empty: nothing of the agent pinned)
+    std::string topology;    // the machine's summary when agent_cores was given
+    bool placed = false;     // finalize_config did the above (it may run twice)
     uint64_t pool_bytes = 64ull << 20;       // a client's mapped pool unless it asks
     uint64_t max_pool_bytes = 1ull << 30;    // the most a client may ask
     uint32_t ring_size = 256;                // descriptors per client ring unless it asks
@@ -55,6 +69,11 @@ struct AgentConfig {
     // (docs/PERFORMANCE.md). 0: every collective goes to the engines.
     uint64_t coll_inline_bytes = 512 << 10;
     uint32_t max_registrations = 256;        // direct ranges per client
+    // A client's shared heap (include/deputy/heap.h), mapped by the agent
+    // for as long as the client is attached: address space, committed only
+    // where the client touches it. 0: the machine's memory rounded up to
+    // 2 MiB, the size a client's heap has by default.
+    uint64_t max_heap_bytes = 0;
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
     uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "common/affinity.h"
 #include "common/timing.h"
 #include <deputy/version.h>
 
@@ -26,6 +27,7 @@ std::string Agent::info_json() const {
                    {"max_clients", config_.max_clients},
                    {"max_connecting", config_.max_connecting},
                    {"max_registrations", config_.max_registrations},
+                   {"max_heap_bytes", config_.max_heap_bytes},
                    {"max_teams_per_client", config_.max_teams_per_client},
                    {"max_pending_joins", config_.max_pending_joins},
                    {"max_staged_bytes", config_.max_staged_bytes},
@@ -45,9 +47,12 @@ std::string Agent::info_json() const {
                            {"descriptors", s->counters.forwarded},
                            {"direct", bounced},
                            {"staged", s->counters.staged},
-                           {"denied", s->counters.denied}});
+                           {"denied", s->counters.denied},
+                           {"cpus",
+                            affinity::format_cpu_list(affinity::allowed_cpus(s->creds.pid))}});
     }
     j["clients"] = clients;
+    placement_info(&j);
     teams_->info(&j);
     dp_mover_stats_t stats{};
     stats.size = sizeof(stats);

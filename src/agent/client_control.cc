@@ -1,11 +1,13 @@
 // What clients ask the agent over their control connection: ATTACH (with
-// authentication), REGISTER / DEREGISTER, STAGED (run by staged_execution.cc),
-// TEAM_JOIN / TEAM_LEAVE. Every byte is decoded by channel/control.cc; every
+// authentication), REGISTER / DEREGISTER, HEAP_SHARE (the one message that
+// carries an fd), STAGED (run by staged_execution.cc), TEAM_JOIN / TEAM_LEAVE. Every byte is decoded by channel/control.cc; every
 // answer is queued on the non-blocking connection, never waited for.
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -124,8 +126,16 @@ bool Agent::serve_inbox(ClientSession &s) {
             }
             st = handle_attach(s, frame.payload);
             if (!clients_.count(id)) return false;  // handed to a service
+        } else if (frame.fd && frame.type != MsgType::kHeapShare) {
+            reply(s, DP_ERR_INVALID,
+                  fmt::format("a file descriptor attached to {} (only HEAP_SHARE carries one)",
+                              channel::msg_type_name(frame.type)));
+            st = DP_ERR_INVALID;
         } else {
             switch (frame.type) {
+                case MsgType::kHeapShare:
+                    st = handle_heap_share(s, frame.payload, std::move(frame.fd));
+                    break;
                 case MsgType::kRegister:
                     st = handle_register(s, frame.payload);
                     break;
@@ -361,6 +371,37 @@ dp_status_t Agent::handle_deregister(ClientSession &s, const std::vector<uint8_t
     // memory, as it asked; new ones are refused from now on.
     if (s.space().remove_range(addr)) return reply(s, DP_OK, "");
     return reply(s, DP_ERR_INVALID, fmt::format("no registered range starts at 0x{:x}", addr));
+}
+
+dp_status_t Agent::handle_heap_share(ClientSession &s, const std::vector<uint8_t> &payload,
+                                     UniqueFd fd) {
+    control::HeapShare m;
+    std::string error;
+    dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
+    if (st != DP_OK) return reply(s, st, error);
+    if (!fd) return reply(s, DP_ERR_INVALID, "HEAP_SHARE: no memfd attached");
+    if (s.space().has_heap())
+        return reply(s, DP_ERR_INVALID, "HEAP_SHARE: this client shared its heap already");
+    if (m.len > config_.max_heap_bytes)
+        return reply(s, DP_ERR_TOO_LARGE,
+                     fmt::format("HEAP_SHARE: a heap of {} bytes is above max_heap_bytes {}",
+                                 m.len, config_.max_heap_bytes));
+    // Only shmem (a plain memfd): a hugetlbfs memfd can raise SIGBUS in
+    // whoever faults a page the huge-page pool no longer has, and that would
+    // be us; so would a file that can shrink under our loads (the seals).
+    struct statfs fs {};
+    if (fstatfs(fd.get(), &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+        return reply(s, DP_ERR_DENIED, "HEAP_SHARE: the fd is not a memfd on shmem");
+    if (st = Segment::check_received(fd.get(), m.len, &error); st != DP_OK)
+        return reply(s, st, "HEAP_SHARE: " + error);
+    Segment heap;
+    if (st = Segment::map(std::move(fd), m.len, &heap, Segment::Pages::lazy); st != DP_OK)
+        return reply(s, st, "HEAP_SHARE: the agent could not map the memfd");
+    ClientMemory &memory = *s.memory;
+    memory.heap = std::move(heap);
+    memory.space.set_heap(m.addr, memory.heap.at(0), m.len);
+    DP_LOG_DEBUG("client {}: shared heap [0x{:x}, +{})", s.id, m.addr, m.len);
+    return reply(s, DP_OK, "");
 }
 
 dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t> &payload) {

@@ -19,13 +19,27 @@ ClientSpace::ClientSpace(uint32_t client_id, std::byte *agent_pool, uint64_t poo
       max_direct_bytes_(max_direct_bytes),
       log_(fmt::format("agent: client {}", client_id)) {}
 
-void *ClientSpace::translate(uint64_t addr, uint64_t len, mover::Access) const {
-    const uint64_t base = client_pool_.load(std::memory_order_acquire);
+namespace {
+
+// [addr, +len) inside [base, +bytes): where, from `at` (the same bytes as
+// the agent maps them); nullptr otherwise. An empty range at the very end is
+// not inside.
+void *window(uint64_t base, uint64_t bytes, std::byte *at, uint64_t addr, uint64_t len) {
     if (base == 0 || addr < base) return nullptr;
     const uint64_t offset = addr - base;
-    if (offset > pool_bytes_ || len > pool_bytes_ - offset) return nullptr;
-    if (len == 0 && offset == pool_bytes_) return nullptr;
-    return agent_pool_ + offset;
+    if (offset > bytes || len > bytes - offset) return nullptr;
+    if (len == 0 && offset == bytes) return nullptr;
+    return at + offset;
+}
+
+}  // namespace
+
+void *ClientSpace::translate(uint64_t addr, uint64_t len, mover::Access) const {
+    if (void *p = window(client_pool_.load(std::memory_order_acquire), pool_bytes_, agent_pool_,
+                         addr, len))
+        return p;
+    return window(client_heap_.load(std::memory_order_acquire), heap_bytes_, agent_heap_, addr,
+                  len);
 }
 
 void ClientSpace::add_range(uint64_t addr, uint64_t len) {

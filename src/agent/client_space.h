@@ -52,10 +52,20 @@ class ClientSpace final : public mover::AddressSpace {
     void set_client_pool(uint64_t address) {
         client_pool_.store(address, std::memory_order_release);
     }
-    // Pool addresses only; everything else is refused.
+    // Pool and shared-heap addresses only; everything else is refused.
     void *translate(uint64_t addr, uint64_t len, mover::Access access) const override;
     bool in_pool(uint64_t addr, uint64_t len) const {
         return translate(addr, len, mover::Access::read) != nullptr;
+    }
+
+    // --- the shared heap (include/deputy/heap.h), set once ---
+    // The client maps it at `address`; we at `agent_heap`, `bytes` long.
+    // The mapping must outlive this object's users (ClientMemory holds it).
+    bool has_heap() const { return client_heap_.load(std::memory_order_acquire) != 0; }
+    void set_heap(uint64_t address, std::byte *agent_heap, uint64_t bytes) {
+        agent_heap_ = agent_heap;
+        heap_bytes_ = bytes;
+        client_heap_.store(address, std::memory_order_release);
     }
 
     // --- registered ranges (the service thread changes them; engines read) ---
@@ -122,6 +132,9 @@ class ClientSpace final : public mover::AddressSpace {
     std::byte *agent_pool_;
     uint64_t pool_bytes_;
     std::atomic<uint64_t> client_pool_{0};
+    std::byte *agent_heap_ = nullptr;  // written before client_heap_ (release)
+    uint64_t heap_bytes_ = 0;
+    std::atomic<uint64_t> client_heap_{0};
     std::shared_ptr<const ClientProcess> process_;
     uint64_t max_direct_bytes_;
     mutable std::shared_mutex ranges_mutex_;
@@ -142,6 +155,7 @@ struct ClientMemory {
                 max_direct_bytes) {}
     Segment segment;
     ClientSpace space;
+    Segment heap;  // the client's shared heap, once it shared one
 };
 
 }  // namespace deputy::agent

@@ -14,8 +14,9 @@
 namespace deputy::agent {
 namespace {
 
-// Clients send no fds; a few slots let us receive (and close) what a hostile
-// one attaches instead of having the kernel drop them silently.
+// A client sends at most one fd (its shared heap's memfd, on HEAP_SHARE); a
+// few more slots let us receive (and close) what a hostile one attaches
+// instead of having the kernel drop them silently.
 constexpr size_t kFdSlots = 4;
 
 }  // namespace
@@ -51,20 +52,31 @@ dp_status_t ControlConnection::receive(size_t max_payload, size_t budget, std::d
             *error = fmt::format("recvmsg: {}", std::strerror(errno));
             return channel::sock::status_from_errno(errno);
         }
-        bool fds_attached = false;
+        // Received fds are owned (and closed) here before anything else is
+        // decided, whatever the client attached.
+        UniqueFd received[kFdSlots];
+        size_t nreceived = 0;
+        bool extra = false;
         for (cmsghdr *c = CMSG_FIRSTHDR(&msg); want && c; c = CMSG_NXTHDR(&msg, c)) {
             if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
             const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
             for (size_t i = 0; i < count; ++i) {
                 int fd;
                 std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                ::close(fd);
+                if (nreceived < kFdSlots) received[nreceived++] = UniqueFd(fd);
+                else ::close(fd), extra = true;
             }
-            fds_attached = true;
         }
-        if (fds_attached || (msg.msg_flags & MSG_CTRUNC)) {
-            *error = "the client attached file descriptors to a control message";
+        if (extra || nreceived > 1 || (msg.msg_flags & MSG_CTRUNC)) {
+            *error = "the client attached more than one file descriptor to a control message";
             return DP_ERR_INVALID;
+        }
+        if (nreceived == 1) {
+            if (have_header_ || header_got_ != 0 || current_.fd) {
+                *error = "the client attached a file descriptor inside a control message";
+                return DP_ERR_INVALID;
+            }
+            current_.fd = std::move(received[0]);
         }
         if (want && n == 0) {
             *error = "closed its connection";

@@ -24,6 +24,7 @@ class ControlConnection {
     struct Frame {
         channel::MsgType type = channel::MsgType::kInvalid;
         std::vector<uint8_t> payload;
+        UniqueFd fd;  // one fd the client attached to the frame's first byte, if any
     };
 
     ControlConnection() = default;
@@ -36,7 +37,9 @@ class ControlConnection {
     // flooding client cannot keep the service thread), and appends every
     // complete frame to *frames. DP_ERR_AGENT_LOST when the client closed
     // the connection, DP_ERR_INVALID (with *error) for a frame the protocol
-    // refuses: bad header, payload above max_payload, fds attached.
+    // refuses: bad header, payload above max_payload, more than one fd or an
+    // fd that is not on a frame's first byte. Which frames may carry an fd
+    // is the caller's to check (Frame::fd).
     dp_status_t receive(size_t max_payload, size_t budget, std::deque<Frame> *frames,
                         std::string *error);
     // When the first byte of a frame not yet complete arrived (0: none).

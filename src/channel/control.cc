@@ -240,6 +240,26 @@ dp_status_t decode_deregister(const uint8_t *p, size_t n, uint64_t *addr, std::s
     return DP_OK;
 }
 
+void encode(const HeapShare &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u64(m.addr);
+    w.u64(m.len);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, HeapShare *out, std::string *error) {
+    Reader r{p, n, 0, error, "HEAP_SHARE"};
+    if (!r.u64(&out->addr, "addr") || !r.u64(&out->len, "len") || !r.done())
+        return DP_ERR_INVALID;
+    if (out->addr == 0 || out->addr % 4096 != 0)
+        return invalid(error, fmt::format("HEAP_SHARE: field 'addr' = 0x{:x} is not a page", out->addr));
+    if (out->len == 0 || out->len % 4096 != 0)
+        return invalid(error, fmt::format("HEAP_SHARE: field 'len' = {} is not whole pages", out->len));
+    if (out->addr + out->len < out->addr)
+        return invalid(error, fmt::format("HEAP_SHARE: [0x{:x}, +{}) wraps around the address space",
+                                          out->addr, out->len));
+    return DP_OK;
+}
+
 void encode(const Reply &m, std::vector<uint8_t> *out) {
     Writer w{out};
     w.u32(uint32_t(int32_t(m.status)));

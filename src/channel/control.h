@@ -89,6 +89,13 @@ struct Register {
     RegionKind kind = RegionKind::kDirect;
 };
 
+// The client's shared heap (client/shared_heap.h): where it maps the memfd
+// attached to the message, and its size (the memfd's, sealed).
+struct HeapShare {
+    uint64_t addr = 0;
+    uint64_t len = 0;
+};
+
 struct Reply {
     dp_status_t status = DP_OK;
     std::string reason;  // empty on success
@@ -132,6 +139,7 @@ void encode(const Attach &m, std::vector<uint8_t> *out);
 void encode(const Attached &m, std::vector<uint8_t> *out);
 void encode(const Register &m, std::vector<uint8_t> *out);
 void encode_deregister(uint64_t addr, std::vector<uint8_t> *out);
+void encode(const HeapShare &m, std::vector<uint8_t> *out);
 void encode(const Reply &m, std::vector<uint8_t> *out);
 void encode(const Staged &m, std::vector<uint8_t> *out);
 void encode(const StagedResult &m, std::vector<uint8_t> *out);
@@ -146,6 +154,7 @@ dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, Attached *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, Register *out, std::string *error);
 dp_status_t decode_deregister(const uint8_t *p, size_t n, uint64_t *addr, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, HeapShare *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, Reply *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, Staged *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *error);

@@ -17,6 +17,7 @@
 #include "channel/agent_address.h"
 #include "channel/socket_io.h"
 #include "channel/transport/uds/transport.h"
+#include "client/shared_heap.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/timing.h"
@@ -189,10 +190,31 @@ dp_status_t Context::attach() {
     payload.clear();
     control::encode(base, &payload);
     DP_CHECK(simple_request(MsgType::kRegister, payload, "dp_init: segment base"));
+    if (options_.memory_mode == DP_MEMORY_DIRECT) share_heap();
     DP_LOG_DEBUG("dp_init: attached to agent pid {} at {} as client {}: ring {}, pool {} KiB",
                  agent_pid_, options_.address, attached_.client_id, attached_.ring_size,
                  attached_.pool_bytes >> 10);
     return DP_OK;
+}
+
+// The heap is made now if nothing made it yet, so that what the program
+// allocates after dp_init (an MPI program's buffers, after MPI_Init) is in
+// memory the agent maps. Not fatal: without it, heap buffers are ordinary
+// memory (dp_mem_register, direct mode), as they would be without a heap.
+void Context::share_heap() {
+    SharedHeap *heap = SharedHeap::instance();
+    if (!heap) return;
+    std::vector<uint8_t> payload;
+    control::encode(control::HeapShare{reinterpret_cast<uint64_t>(heap->base()), heap->size()},
+                    &payload);
+    heap_shared_ = simple_request(MsgType::kHeapShare, payload, "dp_init: shared heap",
+                                  heap->fd()) == DP_OK;
+}
+
+bool Context::mapped(const void *p, size_t bytes) const {
+    if (pool_.contains(p, bytes)) return true;
+    const SharedHeap *heap = SharedHeap::existing();
+    return heap_shared_ && heap && heap->contains(p, bytes);
 }
 
 dp_status_t Context::mark_lost(const char *why) {
@@ -231,9 +253,10 @@ dp_status_t Context::check_alive_slow(bool force) {
 }
 
 dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
-                             MsgType *answer_type, std::vector<uint8_t> *answer) {
+                             MsgType *answer_type, std::vector<uint8_t> *answer,
+                             int attach_fd) {
     DP_CHECK(check_alive());
-    return control_.request(type, payload, answer_type, answer);
+    return control_.request(type, payload, answer_type, answer, attach_fd);
 }
 
 dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *ready,
@@ -243,10 +266,10 @@ dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *r
 }
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,
-                                    const char *what) {
+                                    const char *what, int attach_fd) {
     MsgType answer_type;
     std::vector<uint8_t> answer;
-    DP_CHECK(request(type, payload, &answer_type, &answer));
+    DP_CHECK(request(type, payload, &answer_type, &answer, attach_fd));
     control::Reply reply;
     std::string error;
     if (answer_type != MsgType::kReply ||

@@ -72,7 +72,8 @@ class Context {
     // One request answered in order (REPLY, STAGED_RESULT); the answer
     // must come within max(lost timeout, 1 s). Threads may ask at once.
     dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
-                        channel::MsgType *answer_type, std::vector<uint8_t> *answer);
+                        channel::MsgType *answer_type, std::vector<uint8_t> *answer,
+                        int attach_fd = -1);
     // A team join: its TEAM_READY within timeout_ns (the team's own timeout
     // and a margin). Other threads' joins and requests go on meanwhile.
     dp_status_t join_team(const channel::control::TeamJoin &m, channel::control::TeamReady *ready,
@@ -85,7 +86,7 @@ class Context {
     dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns);
     // A request answered by REPLY: its status (the reason is logged).
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
-                               const char *what);
+                               const char *what, int attach_fd = -1);
 
     [[gnu::hot]] void ring_doorbell_if_sleeping();
 
@@ -93,6 +94,11 @@ class Context {
     const channel::control::Attached &attached() const { return attached_; }
     mover::WorkQueue &ring() { return ring_; }
     PoolAllocator &pool() { return pool_; }
+    // The agent maps the process's shared heap (include/deputy/heap.h):
+    // buffers in it are reached in place, like the pool's.
+    bool heap_shared() const { return heap_shared_; }
+    // [p, +bytes) is reached by the agent in place: the pool or the heap.
+    bool mapped(const void *p, size_t bytes) const;
     pid_t agent_pid() const { return agent_pid_; }
     std::atomic<uint64_t> &submitted() { return submitted_; }
     std::atomic<int> &open_movers() { return open_movers_; }
@@ -100,6 +106,7 @@ class Context {
   private:
     Context() = default;
     dp_status_t attach();
+    void share_heap();
     dp_status_t check_alive_slow(bool force);
     dp_status_t mark_lost(const char *why);
 
@@ -116,6 +123,7 @@ class Context {
     channel::control::Attached attached_;
     mover::WorkQueue ring_;
     PoolAllocator pool_;
+    bool heap_shared_ = false;
     std::atomic<bool> lost_{false};
     std::atomic<uint64_t> next_check_ns_{0};
     std::atomic<uint64_t> submitted_{0};

@@ -1,5 +1,6 @@
 // The C API of include/deputy/context.h: thin wrappers over client::Context.
 #include <deputy/context.h>
+#include <deputy/heap.h>
 
 #include "channel/control.h"
 #include "client/agent_mover.h"
@@ -12,6 +13,12 @@
 namespace {
 namespace control = deputy::channel::control;
 using deputy::channel::MsgType;
+
+// Heap memory is reached in place once the heap is shared: registering a
+// range of it is a no-op (and costs the agent no registration slot).
+bool in_shared_heap(dp_context_t *ctx, const void *addr, size_t bytes) {
+    return ctx->impl->heap_shared() && dp_heap_contains(addr, bytes);
+}
 }  // namespace
 
 extern "C" dp_status_t dp_init(const dp_config_t *config, dp_context_t **ctx) {
@@ -47,6 +54,7 @@ extern "C" void dp_free(dp_context_t *ctx, void *ptr) {
 
 extern "C" dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes) {
     if (ctx == nullptr || addr == nullptr || bytes == 0) return DP_ERR_INVALID;
+    if (in_shared_heap(ctx, addr, bytes)) return DP_OK;
     control::Register m{reinterpret_cast<uint64_t>(addr), bytes, control::RegionKind::kDirect};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
@@ -55,9 +63,14 @@ extern "C" dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size
 
 extern "C" dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr) {
     if (ctx == nullptr || addr == nullptr) return DP_ERR_INVALID;
+    if (in_shared_heap(ctx, addr, 1)) return DP_OK;
     std::vector<uint8_t> payload;
     control::encode_deregister(reinterpret_cast<uint64_t>(addr), &payload);
     return ctx->impl->simple_request(MsgType::kDeregister, payload, "dp_mem_deregister");
+}
+
+extern "C" int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes) {
+    return ctx != nullptr && ctx->impl->mapped(addr, bytes) ? 1 : 0;
 }
 
 extern "C" dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover) {

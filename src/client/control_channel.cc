@@ -23,9 +23,10 @@ void ControlChannel::start(UniqueFd socket, int64_t slice_ns, int64_t answer_tim
 }
 
 dp_status_t ControlChannel::request(MsgType type, const std::vector<uint8_t> &payload,
-                                    MsgType *answer_type, std::vector<uint8_t> *answer) {
+                                    MsgType *answer_type, std::vector<uint8_t> *answer,
+                                    int attach_fd) {
     Waiter w;
-    DP_CHECK(send(w, type, payload));
+    DP_CHECK(send(w, type, payload, attach_fd));
     DP_CHECK(wait(w, answer_timeout_ns_, channel::msg_type_name(type)));
     *answer_type = w.type;
     *answer = std::move(w.payload);
@@ -51,7 +52,8 @@ void ControlChannel::fail() {
     break_locked("the agent is gone");
 }
 
-dp_status_t ControlChannel::send(Waiter &w, MsgType type, const std::vector<uint8_t> &payload) {
+dp_status_t ControlChannel::send(Waiter &w, MsgType type, const std::vector<uint8_t> &payload,
+                                 int attach_fd) {
     // Refused before anything is written: the stream stays in step.
     DP_CHECK(channel::check_send_size(payload.size(), control::kMaxControlMessage,
                                       "deputy request"));
@@ -64,8 +66,9 @@ dp_status_t ControlChannel::send(Waiter &w, MsgType type, const std::vector<uint
         if (w.join_id) joins_[w.join_id] = &w;
         else in_order_.push_back(&w);
     }
-    const dp_status_t s = control::send_message(socket_.get(), type, payload, nullptr, 0,
-                                                answer_timeout_ns_, "deputy request");
+    const dp_status_t s =
+        control::send_message(socket_.get(), type, payload, attach_fd >= 0 ? &attach_fd : nullptr,
+                              attach_fd >= 0 ? 1 : 0, answer_timeout_ns_, "deputy request");
     if (s == DP_OK) return DP_OK;
     // Part of a frame may be out: the stream is no longer in step.
     std::unique_lock<std::mutex> lock(mutex_);

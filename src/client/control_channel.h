@@ -61,10 +61,11 @@ class ControlChannel {
     void start(UniqueFd socket, int64_t slice_ns, int64_t answer_timeout_ns, Hooks hooks);
     int fd() const { return socket_.get(); }
 
-    // Sends a request answered in order (REPLY or STAGED_RESULT) and waits
-    // for its answer.
+    // Sends a request answered in order (REPLY or STAGED_RESULT), with
+    // attach_fd (>= 0) passed along (SCM_RIGHTS), and waits for its answer.
     dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
-                        channel::MsgType *answer_type, std::vector<uint8_t> *answer);
+                        channel::MsgType *answer_type, std::vector<uint8_t> *answer,
+                        int attach_fd = -1);
     // Sends TEAM_JOIN under a join id of its own and waits, at most
     // timeout_ns, for the TEAM_READY that carries it.
     dp_status_t join(channel::control::TeamJoin m, channel::control::TeamReady *ready,
@@ -85,7 +86,8 @@ class ControlChannel {
 
     // Registers w and sends the request, both under the send lock, so that
     // the in-order waiters queue in the order their requests went out.
-    dp_status_t send(Waiter &w, channel::MsgType type, const std::vector<uint8_t> &payload);
+    dp_status_t send(Waiter &w, channel::MsgType type, const std::vector<uint8_t> &payload,
+                     int attach_fd = -1);
     // Until w is answered, the channel breaks or timeout_ns passes (then
     // the agent is taken for lost); reads the socket for everybody while it
     // is this thread's turn.

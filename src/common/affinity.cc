@@ -3,7 +3,10 @@
 #include <hwloc.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <mutex>
 
 #include "common/log.h"
@@ -62,6 +65,21 @@ dp_status_t parse_cpu_list(std::string_view text, std::vector<int> *cpus, std::s
     return DP_OK;
 }
 
+std::string format_cpu_list(std::vector<int> cpus) {
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    std::string out;
+    for (size_t i = 0; i < cpus.size();) {
+        size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        if (!out.empty()) out += ',';
+        out += std::to_string(cpus[i]);
+        if (j > i) out += '-' + std::to_string(cpus[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
 int cpu_count() {
     return hwloc_get_nbobjs_by_type(topology(), HWLOC_OBJ_PU);
 }
@@ -78,6 +96,55 @@ dp_status_t pin_current_thread(int cpu) {
         return DP_ERR_INVALID;
     }
     return DP_OK;
+}
+
+namespace {
+
+// A kernel CPU mask wide enough for `max_cpu` (CPU_ALLOC: machines with
+// more than CPU_SETSIZE CPUs exist).
+struct CpuMask {
+    explicit CpuMask(int max_cpu) : count(std::max(max_cpu + 1, int(CPU_SETSIZE))) {
+        set = CPU_ALLOC(size_t(count));
+        bytes = CPU_ALLOC_SIZE(size_t(count));
+        CPU_ZERO_S(bytes, set);
+    }
+    ~CpuMask() { CPU_FREE(set); }
+    CpuMask(const CpuMask &) = delete;
+    CpuMask &operator=(const CpuMask &) = delete;
+    int count;
+    size_t bytes;
+    cpu_set_t *set;
+};
+
+}  // namespace
+
+dp_status_t pin_current_thread_to(const std::vector<int> &cpus) {
+    if (cpus.empty()) return DP_ERR_INVALID;
+    CpuMask mask(*std::max_element(cpus.begin(), cpus.end()));
+    for (int cpu : cpus) {
+        if (cpu < 0) return DP_ERR_INVALID;
+        CPU_SET_S(size_t(cpu), mask.bytes, mask.set);
+    }
+    if (sched_setaffinity(0, mask.bytes, mask.set) != 0) {
+        DP_LOG_ERROR("cannot pin to CPUs {}: {}", format_cpu_list(cpus), std::strerror(errno));
+        return DP_ERR_INVALID;
+    }
+    return DP_OK;
+}
+
+std::vector<int> allowed_cpus(pid_t tid) {
+    // The kernel's mask may be wider than CPU_SETSIZE: grow until it fits.
+    for (int width = CPU_SETSIZE; width <= (1 << 20); width *= 4) {
+        CpuMask mask(width - 1);
+        if (sched_getaffinity(tid, mask.bytes, mask.set) == 0) {
+            std::vector<int> out;
+            for (int cpu = 0; cpu < mask.count; ++cpu)
+                if (CPU_ISSET_S(size_t(cpu), mask.bytes, mask.set)) out.push_back(cpu);
+            return out;
+        }
+        if (errno != EINVAL) break;
+    }
+    return {};
 }
 
 int current_cpu() { return sched_getcpu(); }

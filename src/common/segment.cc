@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -105,21 +107,41 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out,
     return DP_OK;
 }
 
+dp_status_t Segment::check_received(int fd, size_t expected_bytes, std::string *why) {
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) {
+        *why = fmt::format("fd {} is not a sealable memfd", fd);
+        return DP_ERR_DENIED;
+    }
+    if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL)) {
+        *why = fmt::format("memfd {} can still shrink (seals 0x{:x})", fd, seals);
+        return DP_ERR_DENIED;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0) {
+        *why = fmt::format("fstat: {}", std::strerror(errno));
+        return DP_ERR_DENIED;
+    }
+    if (st.st_size == 0) {
+        *why = "the memfd is empty";
+        return DP_ERR_INVALID;
+    }
+    if (expected_bytes != 0 && size_t(st.st_size) != expected_bytes) {
+        *why = fmt::format("the memfd has {} bytes, the peer announced {}", st.st_size,
+                           expected_bytes);
+        return DP_ERR_INVALID;
+    }
+    return DP_OK;
+}
+
 dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages pages) {
     if (!fd) DP_FAIL(DP_ERR_INVALID, "segment map: no fd");
-    int seals = fcntl(fd.get(), F_GET_SEALS);
-    if (seals < 0)
-        DP_FAIL_ERRNO(DP_ERR_DENIED, "segment map: fd {} is not a sealable memfd", fd.get());
-    if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL))
-        DP_FAIL(DP_ERR_DENIED, "segment map: memfd {} can still shrink (seals 0x{:x})", fd.get(),
-                seals);
+    std::string why;
+    if (const dp_status_t st = check_received(fd.get(), expected_bytes, &why); st != DP_OK)
+        DP_FAIL(st, "segment map: {}", why);
     struct stat st {};
-    if (fstat(fd.get(), &st) != 0) DP_FAIL_ERRNO(DP_ERR_IO, "segment map: fstat");
+    fstat(fd.get(), &st);
     const size_t size = size_t(st.st_size);
-    if (size == 0) DP_FAIL(DP_ERR_INVALID, "segment map: the memfd is empty");
-    if (expected_bytes != 0 && size != expected_bytes)
-        DP_FAIL(DP_ERR_INVALID, "segment map: the memfd has {} bytes, the peer announced {}", size,
-                expected_bytes);
     void *base = map_guarded(fd.get(), size, pages);
     if (base == MAP_FAILED) {
         int err = errno;  // logging may clobber errno before DP_FAIL returns

@@ -45,6 +45,9 @@ class Segment {
     // when given, so a peer cannot hand over a smaller file than announced.
     static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out,
                            Pages pages = Pages::prefault);
+    // map()'s checks alone, logging nothing (for an fd from a peer that may
+    // be hostile): DP_OK, or DP_ERR_DENIED / DP_ERR_INVALID with *why.
+    static dp_status_t check_received(int fd, size_t expected_bytes, std::string *why);
 
     // Every mapping has an inaccessible guard page on each side: an access
     // that runs off either end faults here instead of landing in whatever

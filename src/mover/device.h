@@ -61,6 +61,8 @@ public:
     void release_address_space(uint32_t pasid) { spaces_.release(pasid); }
 
     void stats(dp_mover_stats_t *out) const;
+    // The engines, in creation order (engine e pinned to config().cpus[e % n]).
+    const std::vector<std::unique_ptr<Engine>> &engines() const { return engines_; }
     const DeviceConfig &config() const { return config_; }
     uint32_t num_wqs() const { return uint32_t(wqs_.size()); }
     uint64_t nt_threshold() const { return nt_threshold_; }

@@ -7,6 +7,7 @@
 #include "common/futex.h"
 #include "common/log.h"
 #include "common/scratch.h"
+#include "common/thread_sched.h"
 #include "common/timing.h"
 
 namespace deputy::mover {
@@ -45,6 +46,7 @@ void Engine::stop() {
 }
 
 void Engine::run() {
+    tid_.store(current_tid(), std::memory_order_release);
     if (cpu_ >= 0 && affinity::pin_current_thread(cpu_) != DP_OK)
         DP_LOG_WARN("mover engine runs unpinned: CPU {} is not available", cpu_);
     uint64_t idle_since = 0;

@@ -5,6 +5,8 @@
 // sleeps on the group's doorbell.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -37,6 +39,11 @@ public:
     // Asks the thread to finish what is queued and exit; joins it.
     void stop();
     const EngineCounters &counters() const { return counters_; }
+    // The CPU it was told to run on (-1: unpinned), and its thread's id
+    // once the thread runs (0 before): `deputy info` reads the scheduler's
+    // numbers for it.
+    int cpu() const { return cpu_; }
+    pid_t tid() const { return tid_.load(std::memory_order_acquire); }
 
 private:
     void run();
@@ -51,6 +58,7 @@ private:
     uint64_t idle_spin_ns_;
     bool idle_yield_;
     std::atomic<bool> stopping_{false};
+    std::atomic<pid_t> tid_{0};
     std::thread thread_;
     EngineCounters counters_;
 };

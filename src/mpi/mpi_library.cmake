@@ -4,8 +4,11 @@
 # libdir, each with a pkg-config file. DEPUTY_MPI_LIBRARY=OFF skips them
 # (the sanitizer build of the test script).
 option(DEPUTY_MPI_LIBRARY "build libdeputy-mpi for each MPI found (Open MPI, MPICH)" ON)
+# The malloc interposer (src/preload) too: an MPI program's buffers land in
+# the shared heap the agent maps.
 file(GLOB DEPUTY_MPI_LIBRARY_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cc
   ${CMAKE_CURRENT_LIST_DIR}/*.c)
+list(APPEND DEPUTY_MPI_LIBRARY_SOURCES ${DEPUTY_HEAP_INTERPOSE_SOURCE})
 find_package(fmt QUIET)
 
 if(DEPUTY_MPI_LIBRARY)

@@ -36,14 +36,12 @@ auto covering(Map &map, uint64_t addr, uint64_t end) {
 
 // The span of contiguous mappings of this process covering [addr, end);
 // false if part of it is not mapped.
-bool mapping_span(uint64_t addr, uint64_t end, uint64_t *span_start, uint64_t *span_end,
-                  bool *in_memfd) {
+bool mapping_span(uint64_t addr, uint64_t end, uint64_t *span_start, uint64_t *span_end) {
     FILE *maps = std::fopen("/proc/self/maps", "re");
     if (!maps) return false;
     char line[512];
     bool found = false;
     uint64_t start = 0, stop = 0;
-    *in_memfd = false;
     while (std::fgets(line, sizeof line, maps)) {
         uint64_t lo = 0, hi = 0;
         if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2) continue;
@@ -52,7 +50,6 @@ bool mapping_span(uint64_t addr, uint64_t end, uint64_t *span_start, uint64_t *s
             found = true;
             start = lo;
             stop = hi;
-            *in_memfd = std::strstr(line, "/memfd:") != nullptr;
         } else if (lo == stop) {
             stop = hi;  // the next mapping continues this one
         } else {
@@ -85,20 +82,21 @@ dp_status_t reach_memory(dp_context_t *ctx, const void *p, size_t bytes, RangePi
     if (bytes == 0) return DP_OK;
     const uint64_t addr = reinterpret_cast<uint64_t>(p);
     const uint64_t end = addr + bytes;
+    // The pool and the shared heap (where the malloc interposer puts large
+    // buffers): the agent reaches them in place, nothing to register.
+    if (dp_mem_mapped(ctx, p, bytes)) return DP_OK;
     std::lock_guard lock(g_mutex);
     if (covering(g_pool, addr, end) != g_pool.end()) return DP_OK;
     auto it = covering(g_registered, addr, end);
     if (it == g_registered.end()) {
         uint64_t start = 0, stop = 0;
-        bool in_memfd = false;
-        if (!mapping_span(addr, end, &start, &stop, &in_memfd)) {
+        if (!mapping_span(addr, end, &start, &stop)) {
             char text[128];
             std::snprintf(text, sizeof text, "buffer [0x%" PRIx64 ", +%zu) is not mapped memory",
                           addr, bytes);
             *error = text;
             return DP_ERR_DENIED;
         }
-        if (in_memfd) return DP_OK;  // deputy's own pool: the agent maps it
         dp_status_t st = dp_mem_register(ctx, reinterpret_cast<const void *>(start), stop - start);
         if (st == DP_ERR_TOO_LARGE) {
             forget_unpinned(ctx);

@@ -19,14 +19,23 @@
 
 namespace deputy::testing {
 
-// Where members' buffers live: dp_malloc (mapped), registered heap memory
-// (direct), or plain heap memory in staged mode (the client copies through
-// bounce buffers in its pool).
-enum class Memory { mapped, direct, staged };
+// Where members' buffers live: dp_malloc (mapped), registered malloc
+// memory (direct), plain malloc memory in staged mode (the client copies
+// through bounce buffers in its pool), or the shared heap (dp_heap_alloc:
+// what an unmodified program's large mallocs become under libdeputy-mpi;
+// reached in place with no registration).
+enum class Memory { mapped, direct, staged, heap };
 inline const char *name(Memory m) {
-    return m == Memory::mapped ? "mapped" : m == Memory::direct ? "direct" : "staged";
+    switch (m) {
+        case Memory::mapped: return "mapped";
+        case Memory::direct: return "direct";
+        case Memory::staged: return "staged";
+        case Memory::heap: return "heap";
+    }
+    return "?";
 }
-inline constexpr Memory kAllMemory[] = {Memory::mapped, Memory::direct, Memory::staged};
+inline constexpr Memory kAllMemory[] = {Memory::mapped, Memory::direct, Memory::staged,
+                                        Memory::heap};
 
 // Reference: rank-order reduction of `count` elements of every src block,
 // with the mover's (scalar-checked) kernels.
@@ -93,11 +102,17 @@ class Team {
             if (m.ctx) dp_finalize(m.ctx);
         }
         for (void *p : owned_) free(p);
+        for (void *p : heap_owned_) dp_heap_free(p);
     }
     int size() const { return int(members_.size()); }
     // Gives a buffer from buffer() back (pool or registration).
     void release(int r, uint8_t *p) {
         if (memory_ == Memory::mapped) return dp_free(members_[r].ctx, p);
+        if (memory_ == Memory::heap) {
+            heap_owned_.erase(std::find(heap_owned_.begin(), heap_owned_.end(), p));
+            EXPECT_EQ(dp_heap_free(p), 1);
+            return;
+        }
         if (memory_ == Memory::direct) {
             EXPECT_EQ(dp_mem_deregister(members_[r].ctx, p), DP_OK);
         }
@@ -109,6 +124,13 @@ class Team {
     uint8_t *buffer(int r, size_t bytes) {
         bytes = std::max<size_t>(bytes, 64);
         if (memory_ == Memory::mapped) return static_cast<uint8_t *>(dp_malloc(members_[r].ctx, bytes));
+        if (memory_ == Memory::heap) {
+            void *h = dp_heap_alloc(bytes, 64, 0);
+            EXPECT_NE(h, nullptr);
+            EXPECT_EQ(dp_mem_mapped(members_[r].ctx, h, bytes), 1) << "the agent maps the heap";
+            heap_owned_.push_back(h);
+            return static_cast<uint8_t *>(h);
+        }
         void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
         owned_.push_back(p);
         if (memory_ == Memory::direct) {
@@ -133,6 +155,7 @@ class Team {
     std::vector<Member> members_;
     Memory memory_;
     std::vector<void *> owned_;
+    std::vector<void *> heap_owned_;
 };
 
 inline void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {

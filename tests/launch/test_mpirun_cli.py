@@ -429,3 +429,110 @@ def test_mpich_hydra(env, nodes):
     else:
         assert len(set(agents)) == 1 and agents[0].endswith("/agent.sock")
     assert_clean(env, [int(m[3]) for m in rows.values()])
+
+
+# --agent-cores: layouts computed on synthetic topologies (DEPUTY_TOPOLOGY),
+# so the MPI binding options are exact whatever this machine is.
+TWO_SOCKETS_SMT = "package:2 core:4 pu:2(indexes=2*8:1*2)"  # core c: CPUs c and c+8
+TWO_SOCKETS_SUMMARY = "2 packages, 8 cores, 16 CPUs, SMT: 2 per core"
+VM = "package:1 core:2 pu:1"
+VM_SUMMARY = "1 package, 2 cores, 2 CPUs, no SMT"
+
+
+def program_line(out: str) -> str:
+    return re.search(r"^program: (.*)$", out, re.M)[1]
+
+
+def test_agent_cores_last_binds_the_ranks_with_open_mpis_options(env):
+    r = env.run("--dry-run", "--agent-cores", "last", "-np", "6", "./app",
+                extra={"DEPUTY_TOPOLOGY": TWO_SOCKETS_SMT})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # placed: nothing to warn about
+    assert (f"\nplacement last ({TWO_SOCKETS_SUMMARY}): the agent on CPUs 3,7,11,15, the ranks "
+            "on CPUs 0-2,4-6,8-10,12-14\n") in r.stdout
+    assert re.search(r"^agents:  \S+/deputy agent --socket <dir>/agent\.sock --token-file "
+                     r"<dir>/token --agent-cores last$", r.stdout, re.M), r.stdout
+    # Open MPI counts hwloc logical cores: the reserved ones are 3 and 7.
+    assert program_line(r.stdout).endswith(
+        " -x DEPUTY_TOKEN=<token> --cpu-set 0-2,4-6 --bind-to core:overload-allowed -np 6 ./app")
+
+
+def test_agent_cores_smt_binds_each_rank_to_a_hardware_thread(env):
+    r = env.run("--dry-run", "--agent-cores", "smt", "-np", "8", "./app",
+                extra={"DEPUTY_TOPOLOGY": TWO_SOCKETS_SMT})
+    assert r.returncode == 0, r.stderr
+    assert (f"placement smt ({TWO_SOCKETS_SUMMARY}): the agent on CPUs 8-15, the ranks on CPUs "
+            "0-7\n") in r.stdout
+    # Each core's first CPU, as hwloc logical PU numbers (core c's are 2c, 2c+1).
+    assert (" --use-hwthread-cpus --cpu-set 0,2,4,6,8,10,12,14 --bind-to "
+            "hwthread:overload-allowed -np 8 ./app") in program_line(r.stdout)
+
+
+def test_agent_cores_with_simulated_nodes_lets_the_agents_pin_themselves(env):
+    r = env.run("--dry-run", "--nodes", "2", "--agent-cores", "last", "-np", "4", "./app",
+                extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^agents:  \S+ --oversubscribe -np 2 --bind-to none \S+/deputy agent "
+                     r"--socket '<dir>/agent-node\{node\}\.sock' --token-file <dir>/token "
+                     r"--agent-cores last$", r.stdout, re.M), r.stdout
+    assert " --cpu-set 0 --bind-to core:overload-allowed -np 4 " in program_line(r.stdout)
+    assert (f"placement last ({VM_SUMMARY}): the agent on CPU 1, the ranks on CPU 0 (4 ranks on "
+            "1 core: they share it)") in r.stdout
+
+
+def test_agent_cores_refuses_binding_options_of_the_user(env):
+    r = env.run("--dry-run", "--agent-cores", "last", "--", "--bind-to", "socket", "-np", "2",
+                "./app", extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 1
+    assert r.stderr == ("deputy mpirun: --agent-cores last binds the ranks (--cpu-set 0 --bind-to "
+                        "core:overload-allowed); the mpirun arguments bind them too (--bind-to "
+                        "socket): leave one of the two out\n")
+    r = env.run("--dry-run", "--agent-cores", "2", "-np", "2", "./app", extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 1
+    assert r.stderr == ("deputy mpirun: --agent-cores 2: reserving 2 cores leaves none for the "
+                        f"ranks: this machine has 2 ({VM_SUMMARY}); at most 1\n")
+
+
+def test_no_layout_warns_that_ranks_and_engines_share_cpus(env):
+    r = env.run("--dry-run", "-np", "1", "./app", extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ("deputy mpirun: warning: the ranks and the agent's engines share CPUs 0-1 "
+                        "(placement shared): a busy rank delays the engines; --agent-cores last "
+                        "gives the engines CPU 1 and the ranks CPU 0\n")
+    assert "--cpu-set" not in r.stdout and "\nplacement " not in r.stdout
+    r = env.run("--dry-run", "--agent-cores", "shared", "-np", "1", "./app",
+                extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0 and r.stderr == ""
+
+
+@pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="binds to CPUs 0 and 1")
+def test_agent_cores_last_really_binds_the_ranks(env):
+    r = env.run("--agent-cores", "last", "-np", "2", "sh", "-c",
+                "grep Cpus_allowed_list /proc/self/status", extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["Cpus_allowed_list:\t0", "Cpus_allowed_list:\t0"]
+    assert_clean(env)
+
+
+@pytest.mark.skipif(MPIRUN_MPICH is None, reason="MPICH is not installed (Debian: mpich)")
+def test_agent_cores_under_hydra(env):
+    r = env.run("--dry-run", "--mpirun", MPIRUN_MPICH, "--agent-cores", "last", "-n", "8", "./app",
+                flavor="mpich", extra={"DEPUTY_TOPOLOGY": TWO_SOCKETS_SMT})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    # OS CPU numbers, a rank's joined by '+'; repeated up to 8 ranks (Hydra does not wrap).
+    assert (" -bind-to user:0+8,1+9,2+10,4+12,5+13,6+14,0+8,1+9 -n 8 ./app"
+            in program_line(r.stdout)), r.stdout
+    r = env.run("--dry-run", "--mpirun", MPIRUN_MPICH, "--agent-cores", "last", "./app",
+                flavor="mpich", extra={"DEPUTY_TOPOLOGY": TWO_SOCKETS_SMT})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ("deputy mpirun: warning: Hydra binds only the first 6 rank(s) of each host "
+                        "to --agent-cores last (one per entry of -bind-to user:, which does not "
+                        "wrap around); give -n so that every rank is bound\n")
+    if {0, 1} <= os.sched_getaffinity(0):
+        r = env.run("--mpirun", MPIRUN_MPICH, "--agent-cores", "last", "-n", "2", "sh", "-c",
+                    "grep Cpus_allowed_list /proc/self/status", flavor="mpich",
+                    extra={"DEPUTY_TOPOLOGY": VM})
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.splitlines() == ["Cpus_allowed_list:\t0", "Cpus_allowed_list:\t0"]
+    assert_clean(env)

@@ -42,6 +42,26 @@ foreach(mpi openmpi mpich)
     TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
 endforeach()
 
+# Bad cases (tests/mpi/failure_check.c): an erroneous mismatch and a rank
+# killed mid-operation end with clear errors, never a hang.
+foreach(mpi openmpi mpich)
+  if(mpi IN_LIST DEPUTY_MPI_FLAVORS)
+    add_executable(failure_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/failure_check.c)
+    target_link_libraries(failure_check_${mpi} PRIVATE deputy_mpi_api_${mpi})
+    set_target_properties(failure_check_${mpi} PROPERTIES
+      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
+    set(prog $<TARGET_FILE:failure_check_${mpi}>)
+  else()
+    set(prog ${CMAKE_CURRENT_BINARY_DIR}/mpi/failure_check_${mpi}-not-built)
+  endif()
+  add_test(NAME mpi.failure_check.${mpi}
+    COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_failure_check.py --mpi ${mpi}
+      --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
+      --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
+  set_tests_properties(mpi.failure_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+    TIMEOUT 200 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+endforeach()
+
 # mpi4py (Debian's python3-mpi4py) and hpcc (Debian's hpcc): both on Open MPI.
 add_test(NAME mpi.mpi4py
   COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_mpi4py_check.py

@@ -1,7 +1,7 @@
 // `deputy mpirun` (tools/launch): where the program starts among mpirun's
 // arguments and which of them name hosts, for Open MPI and Hydra; the
-// rank environment options; the block mapping of ranks to simulated nodes;
-// commands as shell text.
+// rank environment options; binding options and the rank count; the block
+// mapping of ranks to simulated nodes; commands as shell text.
 #include "launch/mpirun_args.h"
 
 #include <gtest/gtest.h>
@@ -84,6 +84,27 @@ TEST(MpirunArgs, ErrorsSayWhatIsMissing) {
               std::string::npos);
     EXPECT_NE(parse_error({"-configfile", "f"}, MpiFlavor::kHydra).find("no program"),
               std::string::npos);
+}
+
+TEST(MpirunArgs, BindingOptionsAreFoundAsWritten) {
+    auto c = parse_ok({"--bind-to", "socket", "-np", "2", "--cpu-set=0-3", "prog", "--bind-to",
+                       "x"});
+    EXPECT_EQ(c.binding_as_given, (Args{"--bind-to", "socket", "--cpu-set=0-3"}));
+    c = parse_ok({"-rf", "ranks.txt", "--bind-to-core", "prog"});
+    EXPECT_EQ(c.binding_as_given, (Args{"-rf", "ranks.txt", "--bind-to-core"}));
+    c = parse_ok({"--map-by", "socket", "prog"});
+    EXPECT_TRUE(c.binding_as_given.empty()) << "mapping is not binding";
+    c = parse_ok({"-bind-to", "core", "-n", "2", "prog"}, MpiFlavor::kHydra);
+    EXPECT_EQ(c.binding_as_given, (Args{"-bind-to", "core"}));
+}
+
+TEST(MpirunArgs, RanksAreTheSumOfEveryContextsCount) {
+    EXPECT_EQ(parse_ok({"-np", "4", "prog"}).ranks, 4);
+    EXPECT_EQ(parse_ok({"--np=2", "a", ":", "-n", "3", "b"}).ranks, 5);
+    EXPECT_EQ(parse_ok({"-c", "6", "prog"}).ranks, 6);
+    EXPECT_EQ(parse_ok({"-np", "2", "a", ":", "b"}).ranks, 0) << "b fills the slots: unknown";
+    EXPECT_EQ(parse_ok({"prog", "-np", "9"}).ranks, 0) << "the program's -np is not mpirun's";
+    EXPECT_EQ(parse_ok({"-n", "3", "prog"}, MpiFlavor::kHydra).ranks, 3);
 }
 
 TEST(MpirunArgs, RankEnvironmentPerFlavor) {

@@ -30,6 +30,7 @@ struct AgentFlags {
     std::string config_file;
     uint32_t engines = 0;  // 0: config or 1
     std::string cpus;
+    std::string agent_cores;
     std::string token_file;
     std::string pool_size;
     uint32_t max_clients = 0;
@@ -96,8 +97,22 @@ bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *
             return false;
         }
         config->engines = f.engines;
+        config->engines_set = true;
     }
-    if (!f.cpus.empty()) config->cpus = f.cpus;
+    // Either flag replaces whatever the file said about the engines' CPUs.
+    if (!f.cpus.empty() && !f.agent_cores.empty()) {
+        *error = "--agent-cores and --cpus both say where the engines run; give one";
+        return false;
+    }
+    if (!f.cpus.empty()) {
+        config->cpus = f.cpus;
+        config->agent_cores.clear();
+    }
+    if (!f.agent_cores.empty()) {
+        config->agent_cores = f.agent_cores;
+        config->agent_cores_flag = "--agent-cores";
+        config->cpus.clear();
+    }
     if (!f.pool_size.empty()) config->pool_bytes = cli::parse_size_or_die(f.pool_size);
     if (f.max_clients) config->max_clients = f.max_clients;
     if (!f.inter.empty()) {
@@ -220,6 +235,10 @@ void register_agent(CLI::App &app) {
     cmd->add_option("--engines", f->engines, "engine threads (without a device in --config)")
         ->check(CLI::Range(1, DP_MOVER_MAX_ENGINES));
     cmd->add_option("--cpus", f->cpus, "pin engines on these CPUs (\"0-1\", \"2,3\")");
+    cmd->add_option("--agent-cores", f->agent_cores,
+                    "where the agent runs: last (the last core of each socket), N (cores), "
+                    "cpus:LIST, smt (the SMT siblings of the ranks' cores) or shared (default: "
+                    "nothing pinned); docs/agent.md");
     cmd->add_option("--token-file", f->token_file,
                     "clients must present this file's first line (DEPUTY_TOKEN) to attach");
     cmd->add_option("--pool-size", f->pool_size, "mapped pool per client (default 64m)")

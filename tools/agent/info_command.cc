@@ -1,5 +1,6 @@
 // `deputy info`: is an agent reachable, which version, engines, queues,
-// clients and counters. Exit 0 when an agent answered, 1 otherwise.
+// clients, where its threads run (placement) and counters. Exit 0 when an
+// agent answered, 1 otherwise.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -28,6 +29,37 @@ struct InfoFlags {
     double timeout_s = 1.0;
     cli::LogFlags log;
 };
+
+// The "placement" section: where the agent's threads may run and did run,
+// how long each ran and how long it waited for a CPU while runnable.
+void print_placement(const nlohmann::json &p) {
+    const std::string layout = p.value("layout", "?");
+    auto cpus = [&](const char *key) {
+        const std::string list = p.value(key, "");
+        return list.empty() ? std::string("any") : list;
+    };
+    std::string what;
+    if (layout == "shared") what = "nothing pinned";
+    else if (layout == "cpus") what = "engines pinned by cpus, the service thread not";
+    else what = "agent CPUs " + cpus("agent_cpus") + ", ranks' CPUs " + cpus("rank_cpus");
+    std::printf("  placement %s (%s): %s\n", layout.c_str(), p.value("topology", "?").c_str(),
+                what.c_str());
+    std::printf("    %-10s %8s %-12s %5s %12s %12s %10s\n", "thread", "tid", "allowed", "last",
+                "busy(ms)", "waiting(ms)", "timeslices");
+    for (const auto &t : p["threads"]) {
+        const bool stats = t.contains("busy_ns");
+        std::printf("    %-10s %8d %-12s %5d %12s %12s %10s\n", t.value("name", "?").c_str(),
+                    t.value("tid", 0), t.value("allowed_cpus", "").c_str(), t.value("last_cpu", -1),
+                    stats ? fmt::format("{:.2f}", t["busy_ns"].get<uint64_t>() / 1e6).c_str() : "-",
+                    stats ? fmt::format("{:.2f}", t["wait_ns"].get<uint64_t>() / 1e6).c_str() : "-",
+                    stats ? std::to_string(t["timeslices"].get<uint64_t>()).c_str() : "-");
+    }
+    const std::string clients = p.value("client_cpus", "");
+    std::printf("  engines' CPUs %s; clients' CPUs %s\n", p.value("engine_cpus", "?").c_str(),
+                clients.empty() ? "(no client)" : clients.c_str());
+    if (p.contains("warning"))
+        std::printf("  warning: %s\n", p["warning"].get<std::string>().c_str());
+}
 
 int ask(const InfoFlags &f) {
     const std::string address = channel::resolve_agent_address(f.socket);
@@ -67,17 +99,20 @@ int ask(const InfoFlags &f) {
     const auto &clients = j["clients"];
     std::printf("  clients %zu\n", clients.size());
     if (!clients.empty())
-        std::printf("    %4s %8s %6s %10s %6s %8s %12s %8s %8s %7s\n", "id", "pid", "uid",
-                    "pool(KiB)", "ring", "ranges", "descriptors", "direct", "staged", "denied");
+        std::printf("    %4s %8s %6s %10s %6s %8s %12s %8s %8s %7s  %s\n", "id", "pid", "uid",
+                    "pool(KiB)", "ring", "ranges", "descriptors", "direct", "staged", "denied",
+                    "cpus");
     for (const auto &c : clients)
-        std::printf("    %4u %8d %6u %10llu %6u %8zu %12llu %8llu %8llu %7llu\n",
+        std::printf("    %4u %8d %6u %10llu %6u %8zu %12llu %8llu %8llu %7llu  %s\n",
                     c["id"].get<unsigned>(), c["pid"].get<int>(), c["uid"].get<unsigned>(),
                     (unsigned long long)(c["pool_bytes"].get<uint64_t>() >> 10),
                     c["ring_size"].get<unsigned>(), c["registered_ranges"].get<size_t>(),
                     (unsigned long long)c["descriptors"].get<uint64_t>(),
                     (unsigned long long)c["direct"].get<uint64_t>(),
                     (unsigned long long)c["staged"].get<uint64_t>(),
-                    (unsigned long long)c["denied"].get<uint64_t>());
+                    (unsigned long long)c["denied"].get<uint64_t>(),
+                    c.value("cpus", std::string("?")).c_str());
+    if (j.contains("placement")) print_placement(j["placement"]);
     if (j.contains("internode")) std::printf("  %s\n", j["internode"].get<std::string>().c_str());
     if (j.contains("teams") && !j["teams"].empty()) {
         std::printf("  teams %zu\n", j["teams"].size());
@@ -106,7 +141,9 @@ int ask(const InfoFlags &f) {
 
 void register_info(CLI::App &app) {
     auto f = std::make_shared<InfoFlags>();
-    CLI::App *cmd = app.add_subcommand("info", "is an agent reachable? version, engines, clients, counters");
+    CLI::App *cmd = app.add_subcommand(
+        "info", "is an agent reachable? version, engines, clients, placement (where its threads "
+                "run, busy and waiting time), counters");
     cmd->add_option("--socket", f->socket, "the agent's socket (default as for `deputy agent`)");
     cmd->add_option("--token-file", f->token_file, "token for an agent that requires one (or DEPUTY_TOKEN)");
     cmd->add_option("--format", f->format, "text or json (the agent's answer as is)")

@@ -30,6 +30,8 @@ const char *memory_name(Memory m) {
             return "mapped";
         case Memory::direct:
             return "direct";
+        case Memory::heap:
+            return "heap";
         case Memory::staged:
             return "staged";
         case Memory::host:
@@ -91,7 +93,8 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_option("--redop", o->redop, "reduction: sum, prod, min, max")->capture_default_str();
     app.add_option("--memory", o->memory,
                    "deputy buffers: mapped (dp_malloc), direct (malloc + dp_mem_register), "
-                   "staged (through the channel)")
+                   "heap (the shared heap: what malloc gives a program under libdeputy-mpi or "
+                   "libdeputy-heap), staged (through the channel)")
         ->capture_default_str();
     app.add_option("--compute", o->compute,
                    "non-blocking ops: cpu (OSU's dummy compute loop) or idle (sleep as long)")
@@ -138,10 +141,12 @@ Plan resolve(const CollOptions &o, int ranks) {
         p.memory = Memory::mapped;
     else if (o.memory == "direct")
         p.memory = Memory::direct;
+    else if (o.memory == "heap")
+        p.memory = Memory::heap;
     else if (o.memory == "staged")
         p.memory = Memory::staged;
     else
-        usage_error("--memory " + o.memory + ": not one of mapped, direct, staged");
+        usage_error("--memory " + o.memory + ": not one of mapped, direct, heap, staged");
     if (o.compute != "cpu" && o.compute != "idle")
         usage_error("--compute " + o.compute + ": not one of cpu, idle");
     p.compute_idle = o.compute == "idle";

@@ -1,5 +1,6 @@
 #include "bench_coll/session.h"
 
+#include <deputy/heap.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -43,7 +44,8 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
     // Mapped buffers live in the pool; staged mode's bounce buffers too.
-    if (memory != Memory::direct && pool_bytes > kAgentDefaultPool) config.pool_bytes = pool_bytes;
+    if (memory != Memory::direct && memory != Memory::heap && pool_bytes > kAgentDefaultPool)
+        config.pool_bytes = pool_bytes;
     // The team needs the job's secret: rank 0's (deputy launch's, or one it
     // draws), broadcast, so that only this job's ranks hold it.
     const char *launched = std::getenv("DEPUTY_JOB_SECRET");
@@ -120,6 +122,16 @@ void *Buffers::get(uint64_t bytes, std::string *error, const char *what) {
                 what, bytes);
             return nullptr;
         }
+    } else if (memory_ == Memory::heap) {
+        p = dp_heap_alloc(bytes, kPage, 0);
+        if (p == nullptr || !dp_mem_mapped(ctx_, p, bytes)) {
+            *error = fmt::format("the {} buffer ({} B) is not in a shared heap the agent maps "
+                                 "($DEPUTY_HEAP_BYTES too small or 0, or the agent refused it: "
+                                 "see its log)",
+                                 what, bytes);
+            if (p) dp_heap_free(p);
+            return nullptr;
+        }
     } else {
         p = std::aligned_alloc(kPage, round_up(bytes, kPage));
         if (p == nullptr) {
@@ -144,6 +156,10 @@ void Buffers::put(void *p) {
     if (p == nullptr) return;
     if (memory_ == Memory::mapped) {
         dp_free(ctx_, p);
+        return;
+    }
+    if (memory_ == Memory::heap) {
+        dp_heap_free(p);
         return;
     }
     if (memory_ == Memory::direct) dp_mem_deregister(ctx_, p);

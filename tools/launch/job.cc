@@ -82,6 +82,7 @@ bool Job::spawn_rank(int r) {
     if (spec_.rank_env) env.push_back("DEPUTY_RANK=" + std::to_string(r));
     s.env = environment_with(env);
     s.parent_death_signal = spec_.parent_death_signal;
+    if (!spec_.rank_cpus.empty()) s.cpus = spec_.rank_cpus[size_t(r) % spec_.rank_cpus.size()];
     // Ranks do not read the terminal (they are not its foreground group);
     // rank 0 gets a piped or redirected stdin.
     UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));

@@ -41,6 +41,8 @@ struct JobSpec {
     std::string tool = "deputy launch";  // names the launcher in messages
     std::string name;                    // the process in messages; empty: "rank <r>"
     bool rank_env = true;                // add DEPUTY_RANK=<r> to env
+    // Rank r is bound to rank_cpus[r % size] (--agent-cores); empty: unbound.
+    std::vector<std::vector<int>> rank_cpus;
     int parent_death_signal = SIGKILL;   // to each rank if the launcher dies
 };
 

@@ -23,7 +23,8 @@ enum class Probe { kNobody, kAnswered, kRefused, kSilent };
 
 // Is an agent serving `address`? Asks it for its info the way `deputy info`
 // does, with the token the ranks would present (DEPUTY_TOKEN).
-Probe probe(const std::string &address, std::string *reason) {
+// *info: the agent's JSON when it answered.
+Probe probe(const std::string &address, std::string *reason, std::string *info) {
     UniqueFd fd;
     if (channel::uds::connect_fd(address, 0, &fd) != DP_OK) return Probe::kNobody;
     control::Attach m;
@@ -39,7 +40,10 @@ Probe probe(const std::string &address, std::string *reason) {
         control::recv_message(fd.get(), control::kMaxControlMessage, &type, &answer, nullptr, 0,
                               nullptr, timeout, "deputy launch") != DP_OK)
         return Probe::kSilent;
-    if (type != channel::MsgType::kReply) return Probe::kAnswered;
+    if (type != channel::MsgType::kReply) {
+        info->assign(answer.begin(), answer.end());
+        return Probe::kAnswered;
+    }
     control::Reply reply;
     std::string error;
     control::decode(answer.data(), answer.size(), &reply, &error);
@@ -56,6 +60,10 @@ std::vector<std::string> private_agent_argv(const std::string &dir, const AgentO
         argv.push_back("--config");
         argv.push_back(options.config_file);
     }
+    if (!options.agent_cores.empty()) {
+        argv.push_back("--agent-cores");
+        argv.push_back(options.agent_cores);
+    }
     return argv;
 }
 
@@ -65,7 +73,7 @@ JobAgent::Outcome JobAgent::acquire(const AgentOptions &options, SignalFd &signa
     process_.configure(options.tool, "the agent", options.grace_s);
     address_ = channel::resolve_agent_address("");
     std::string reason;
-    switch (options.use_running ? probe(address_, &reason) : Probe::kNobody) {
+    switch (options.use_running ? probe(address_, &reason, &running_info_) : Probe::kNobody) {
         case Probe::kAnswered:
             break;
         case Probe::kRefused:
@@ -92,6 +100,8 @@ JobAgent::Outcome JobAgent::acquire(const AgentOptions &options, SignalFd &signa
                      "%s: warning: --agent-config %s is ignored: the agent at %s already runs "
                      "with its own configuration\n",
                      options.tool.c_str(), options.config_file.c_str(), address_.c_str());
+    // --agent-cores with a running agent: job_placement.h's overlap_warning
+    // says what it could not do, from the agent's own placement.
     return Outcome::kReady;
 }
 

@@ -7,6 +7,7 @@
 // the foreground as a child, in its own process group (a Ctrl-C meant for
 // the ranks does not reach it before they are done), with
 //   --socket <mkdtemp 0700 dir>/agent.sock --token-file <dir>/token
+//   [--config FILE] [--agent-cores LAYOUT]
 // and a fresh 256-bit random token, which the ranks get as DEPUTY_TOKEN (the
 // file is removed once the agent listens: it has read it by then). Its
 // output goes to an unlinked file (or --agent-log) and is shown when the
@@ -26,6 +27,7 @@ namespace deputy::launch {
 
 struct AgentOptions {
     std::string config_file;  // --agent-config: passed as `deputy agent --config`
+    std::string agent_cores;  // --agent-cores: passed on as is (launch/job_placement.h)
     std::string log_file;     // --agent-log: keep the private agent's log here
     double startup_timeout_s = 10.0;
     double grace_s = 2.0;
@@ -62,6 +64,9 @@ class JobAgent {
     const std::string &address() const { return address_; }
     const std::string &token() const { return token_; }  // empty: not ours
     bool started() const { return !dir_.empty(); }
+    // An agent that was already running: its `deputy info` JSON (empty when
+    // it refused us or did not answer, and for a private agent).
+    const std::string &running_info() const { return running_info_; }
 
   private:
     bool start(SignalFd &signals, std::string *error, int *signal_out, Outcome *outcome);
@@ -70,6 +75,7 @@ class JobAgent {
     std::string address_;
     std::string token_;
     std::string dir_;  // the private directory; empty when the agent is not ours
+    std::string running_info_;
     AgentProcess process_;
 };
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "launch/job.h"
 #include "launch/job_agent.h"
+#include "launch/job_placement.h"
 #include "launch/secrets.h"
 #include "launch/signals.h"
 #include "launch/spawn.h"
@@ -22,6 +23,7 @@ struct LaunchFlags {
     int size = 0;
     std::string agent_config;
     std::string agent_log;
+    std::string agent_cores;
     std::string output;  // empty: prefix for N > 1, plain for 1
     std::string output_dir;
     double timeout_s = 0;
@@ -30,7 +32,7 @@ struct LaunchFlags {
     cli::LogFlags log;
 };
 
-int launch(const LaunchFlags &f) {
+int launch(const LaunchFlags &f, const launch::JobPlacement &placement) {
     launch::JobSpec job;
     job.size = f.size;
     job.command = f.command;
@@ -48,6 +50,7 @@ int launch(const LaunchFlags &f) {
     job.output_dir = f.output_dir;
     job.timeout_s = f.timeout_s;
     job.grace_s = f.grace_s;
+    job.rank_cpus = placement.placement.rank_slots;
 
     launch::SignalFd signals;
     if (!signals.ok()) {
@@ -56,6 +59,7 @@ int launch(const LaunchFlags &f) {
     }
     launch::AgentOptions agent_options;
     agent_options.config_file = f.agent_config;
+    agent_options.agent_cores = f.agent_cores;
     agent_options.log_file = f.agent_log;
     agent_options.grace_s = f.grace_s;
     launch::JobAgent agent;
@@ -73,6 +77,16 @@ int launch(const LaunchFlags &f) {
             std::fprintf(stderr, "deputy launch: %s\n", error.c_str());
             return 1;
     }
+    if (placement.requested)
+        std::fprintf(stderr, "deputy launch: %s\n",
+                     launch::describe_job_placement(placement, f.size).c_str());
+    // A running agent says where its engines run; ours follows the layout.
+    const std::vector<int> engines =
+        agent.started() ? placement.engine_cpus()
+                        : launch::running_engine_cpus(placement, agent.running_info());
+    const std::string overlap = launch::overlap_warning(placement, f.size, engines,
+                                                        agent.started() ? "" : agent.address());
+    if (!overlap.empty()) std::fprintf(stderr, "deputy launch: warning: %s\n", overlap.c_str());
     // The job secret: what makes the ranks of this job, and no other
     // process, members of its teams (docs/agent.md, "Teams and jobs").
     const std::string secret = launch::random_hex(32);
@@ -103,6 +117,11 @@ void register_launch(CLI::App &app) {
                     "config for the agent launch starts (`deputy agent --config`)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--agent-log", f->agent_log, "keep the started agent's log in this file");
+    cmd->add_option("--agent-cores", f->agent_cores,
+                    "placement: last (the last core of each socket for the agent, the ranks "
+                    "bound to the others), N (cores), cpus:LIST, smt (the agent on the SMT "
+                    "siblings of the ranks' cores) or shared (nothing pinned, the default, with "
+                    "a warning unless given); docs/launch.md");
     cmd->add_option("--output", f->output,
                     "prefix: lines as \"[rank] ...\" (default for n > 1); plain: inherited "
                     "(default for n = 1); separate: files in --output-dir")
@@ -128,7 +147,11 @@ void register_launch(CLI::App &app) {
         if (!f->output_dir.empty() && !f->output.empty() && f->output != "separate")
             throw CLI::ValidationError("--output-dir goes with --output separate, not " +
                                        f->output);
-        int rc = launch(*f);
+        launch::JobPlacement placement;
+        std::string error;
+        if (!launch::plan_job_placement(f->agent_cores, &placement, &error))
+            throw CLI::ValidationError(error);
+        int rc = launch(*f, placement);
         if (rc != 0) throw CLI::RuntimeError(rc);
     });
 }

@@ -46,6 +46,8 @@ PlannedCommand mpi_agents_command(const MpiAgentsSpec &spec, const std::string &
                                   const std::string &token) {
     PlannedCommand c;
     c.argv = placed(spec);
+    if (!spec.agent_cores.empty() && spec.launcher.flavor == MpiFlavor::kOpenMpi)
+        c.argv.insert(c.argv.end(), {"--bind-to", "none"});
     if (spec.nodes == 0) {
         c.env.push_back("DEPUTY_TOKEN=" + token);
         c.argv.insert(c.argv.end(), {"-x", "DEPUTY_TOKEN"});
@@ -53,6 +55,7 @@ PlannedCommand mpi_agents_command(const MpiAgentsSpec &spec, const std::string &
     c.argv.insert(c.argv.end(), {spec.deputy, "agent", "--socket", mpi_agents_address(spec, dir)});
     if (spec.nodes > 0) c.argv.insert(c.argv.end(), {"--token-file", dir + "/token"});
     if (!spec.config_file.empty()) c.argv.insert(c.argv.end(), {"--config", spec.config_file});
+    if (!spec.agent_cores.empty()) c.argv.insert(c.argv.end(), {"--agent-cores", spec.agent_cores});
     return c;
 }
 

@@ -36,6 +36,10 @@ struct MpiAgentsSpec {
     std::vector<std::string> hosts;  // Open MPI host options (mpirun_args.h)
     std::string deputy;              // this binary (the same path on every host)
     std::string config_file;         // `deputy agent --config` (on every host)
+    // `deputy agent --agent-cores` (each agent lays out its own host); the
+    // agents' Open MPI mpirun then gets --bind-to none: the agents pin
+    // themselves, where mpirun would bind each to a core of its choosing.
+    std::string agent_cores;
     std::string log_file;            // keep the agents' mpirun's output here
     double startup_timeout_s = 30;
     double grace_s = 10;

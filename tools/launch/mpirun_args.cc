@@ -1,6 +1,8 @@
 #include "launch/mpirun_args.h"
 
+#include <charconv>
 #include <map>
+#include <set>
 
 namespace deputy::launch {
 namespace {
@@ -56,6 +58,21 @@ const std::map<std::string, OptionInfo> &hydra_options() {
     return table;
 }
 
+// Options that bind the ranks to CPUs (flags or with values): `deputy
+// mpirun --agent-cores` binds them itself and refuses to fight these.
+bool is_binding_option(MpiFlavor flavor, const std::string &name) {
+    static const std::set<std::string> open_mpi = {
+        "bind-to", "cpu-set", "cpu-list", "rankfile", "rf", "cpus-per-proc", "cpus-per-rank",
+        "bind-to-core", "bind-to-socket", "bind-to-none"};
+    static const std::set<std::string> hydra = {"bind-to", "binding"};
+    return (flavor == MpiFlavor::kOpenMpi ? open_mpi : hydra).count(name) > 0;
+}
+
+// The process count options: -np/-n (and Open MPI's -c).
+bool is_count_option(MpiFlavor flavor, const std::string &name) {
+    return name == "np" || name == "n" || (flavor == MpiFlavor::kOpenMpi && name == "c");
+}
+
 }  // namespace
 
 bool parse_mpirun_args(const std::vector<std::string> &args, MpiFlavor flavor,
@@ -63,6 +80,8 @@ bool parse_mpirun_args(const std::vector<std::string> &args, MpiFlavor flavor,
     const auto &table = flavor == MpiFlavor::kOpenMpi ? open_mpi_options() : hydra_options();
     *out = MpirunCommandLine{};
     bool in_program = false;
+    bool counted = false;  // this app context gave its process count
+    bool every_context_counted = true;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string &a = args[i];
         if (a == ":") {
@@ -78,12 +97,19 @@ bool parse_mpirun_args(const std::vector<std::string> &args, MpiFlavor flavor,
         if (a.size() < 2 || a[0] != '-') {
             out->programs.push_back(i);
             in_program = true;
+            every_context_counted = every_context_counted && counted;
+            counted = false;
             continue;
         }
         std::string name = a.substr(a[1] == '-' ? 2 : 1);
         const size_t eq = name.find('=');
         const bool inline_value = eq != std::string::npos;
         if (inline_value) name.resize(eq);
+        if (is_binding_option(flavor, name)) {
+            out->binding_as_given.push_back(a);
+            if (!inline_value && table.count(name) && i + 1 < args.size())
+                out->binding_as_given.push_back(args[i + 1]);
+        }
         auto it = table.find(name);
         if (it == table.end()) continue;  // a flag
         const OptionInfo &info = it->second;
@@ -99,8 +125,18 @@ bool parse_mpirun_args(const std::vector<std::string> &args, MpiFlavor flavor,
             out->hosts_as_given.push_back(a);
             if (!inline_value) out->hosts_as_given.push_back(value);
         }
+        if (is_count_option(flavor, name)) {
+            const std::string value = inline_value ? a.substr(a.find('=') + 1) : args[i + 1];
+            int n = 0;
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+            if (ec == std::errc() && end == value.data() + value.size() && n > 0) {
+                out->ranks += n;
+                counted = true;
+            }
+        }
         if (!inline_value) i += size_t(info.values);
     }
+    if (!every_context_counted) out->ranks = 0;
     if (out->programs.empty() || !in_program) {
         *error = out->programs.empty()
                      ? "no program among the mpirun arguments (deputy mpirun [options] [--] "

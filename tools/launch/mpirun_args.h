@@ -1,6 +1,7 @@
 // What `deputy mpirun` needs to know of the mpirun arguments it passes on:
-// where each program starts (the rank shim goes right before it), and which
-// options name hosts (then the agents run one per host). Options are told
+// where each program starts (the rank shim goes right before it), which
+// options name hosts (then the agents run one per host), which bind the
+// ranks (--agent-cores does that itself) and how many ranks there are. Options are told
 // from the program by a table of the options of Open MPI 4.1's mpirun and
 // of MPICH 4's Hydra that take values (`mpirun --help all`, `mpiexec
 // -help`); an option missing from it is taken for a flag, so its value
@@ -26,6 +27,13 @@ struct MpirunCommandLine {
     std::vector<std::string> hosts;
     // The same options as the user wrote them, for messages.
     std::vector<std::string> hosts_as_given;
+    // Options that bind the ranks to CPUs, as written (Open MPI: --bind-to,
+    // --cpu-set, --cpu-list, --rankfile, --cpus-per-proc...; Hydra:
+    // -bind-to, -binding), with their values.
+    std::vector<std::string> binding_as_given;
+    // The processes mpirun starts (the sum of every app context's -np/-n);
+    // 0 when some context does not say (mpirun then fills the slots).
+    int ranks = 0;
 };
 
 // False with `*error` set when no program follows the options (an option

@@ -18,6 +18,8 @@
 #include "common/log.h"
 #include "launch/job.h"
 #include "launch/job_agent.h"
+#include "launch/job_placement.h"
+#include "launch/mpi_binding.h"
 #include "launch/mpi_agents.h"
 #include "launch/mpi_flavor.h"
 #include "launch/mpi_library.h"
@@ -50,6 +52,7 @@ struct MpirunFlags {
     bool verbose = false;
     std::string agent_config;
     std::string agent_log;
+    std::string agent_cores;
     double agent_timeout_s = 30;
     double grace_s = 10;
     double version_timeout_s = 10;
@@ -83,6 +86,11 @@ void add_options(CLI::App *cmd, MpirunFlags *f) {
                     "must exist on every host)");
     cmd->add_option("--agent-log", f->agent_log,
                     "keep the agents' output in this file (otherwise shown only when they fail)");
+    cmd->add_option("--agent-cores", f->agent_cores,
+                    "placement: last (the last core of each socket for the agent, the ranks bound "
+                    "to the others with mpirun's own options), N (cores), cpus:LIST, smt (the "
+                    "agent on the SMT siblings of the ranks' cores) or shared (nothing pinned, the "
+                    "default, with a warning unless given); docs/launch.md");
     cmd->add_option("--agent-timeout", f->agent_timeout_s,
                     "seconds to wait for every agent to listen")
         ->check(CLI::PositiveNumber)
@@ -109,6 +117,8 @@ struct Plan {
     launch::AgentOptions private_agent;  // kPrivate
     launch::MpiAgentsSpec mpi_agents;    // kNodes, kHosts
     std::string deputy;                  // this binary
+    launch::JobPlacement placement;      // --agent-cores on this machine
+    std::vector<std::string> binding;    // mpirun's options binding the ranks to it
 };
 
 // Everything decided before anything starts; false with `*error` (and
@@ -135,6 +145,19 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
         return false;
     }
     p->mode = f.nodes > 0 ? AgentsMode::kNodes : hosts ? AgentsMode::kHosts : AgentsMode::kPrivate;
+    if (!launch::plan_job_placement(f.agent_cores, &p->placement, error)) return false;
+    // With a hostfile, Hydra's list holds the ranks of one host, which
+    // deputy does not know: one entry per slot (mpi_binding.h).
+    p->binding = launch::mpi_binding_options(p->launcher.flavor, p->placement.topology,
+                                             p->placement.placement,
+                                             hosts ? 0 : p->command_line.ranks);
+    if (!p->binding.empty() && !p->command_line.binding_as_given.empty()) {
+        *error = "--agent-cores " + f.agent_cores + " binds the ranks (" +
+                 launch::command_line(p->binding) + "); the mpirun arguments bind them too (" +
+                 launch::command_line(p->command_line.binding_as_given) +
+                 "): leave one of the two out";
+        return false;
+    }
 
     if (!f.mpi_lib.empty()) {
         std::error_code ec;
@@ -163,6 +186,7 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     if (p->mode == AgentsMode::kPrivate) {
         launch::AgentOptions &o = p->private_agent;
         o.config_file = agent_config;
+        o.agent_cores = f.agent_cores;
         o.log_file = f.agent_log;
         o.startup_timeout_s = f.agent_timeout_s;
         o.grace_s = f.grace_s;
@@ -197,6 +221,7 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     s.hosts = p->command_line.hosts;
     s.deputy = p->deputy;
     s.config_file = agent_config;
+    s.agent_cores = f.agent_cores;
     s.log_file = f.agent_log;
     s.startup_timeout_s = f.agent_timeout_s;
     s.grace_s = f.grace_s;
@@ -240,6 +265,7 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         std::vector<std::string> o = launch::rank_env_option(flavor, name, value);
         c.argv.insert(c.argv.end(), o.begin(), o.end());
     }
+    c.argv.insert(c.argv.end(), p.binding.begin(), p.binding.end());
     const std::vector<size_t> &programs = p.command_line.programs;
     for (size_t i = 0; i < args.size(); ++i) {
         if (p.mode == AgentsMode::kNodes &&
@@ -279,6 +305,12 @@ void describe(FILE *out, const char *prefix, const Plan &p, const PlannedCommand
                          p.mpi_agents.launcher.version.c_str());
             break;
     }
+    if (p.placement.requested)
+        std::fprintf(out, "%s%s%s\n", prefix,
+                     launch::describe_job_placement(p.placement, p.command_line.ranks).c_str(),
+                     p.mode == AgentsMode::kHosts && p.placement.binds_ranks()
+                         ? "; computed from this machine, the hosts are taken to be alike"
+                         : "");
     std::fprintf(out, "%sagents:  %s\n", prefix, with_env(agents).c_str());
     if (p.mode == AgentsMode::kHosts) {
         std::fprintf(
@@ -319,6 +351,25 @@ void dry_run(const Plan &p, const std::vector<std::string> &args) {
         dir);
 }
 
+// Once, before anything runs: ranks and engines on the same CPUs, and
+// Hydra ranks the binding list cannot reach.
+void warn_about_placement(const Plan &p) {
+    const int ranks = p.mode == AgentsMode::kHosts ? 0 : p.command_line.ranks;
+    const std::string overlap =
+        launch::overlap_warning(p.placement, ranks, p.placement.engine_cpus(), "");
+    if (!overlap.empty()) std::fprintf(stderr, "%s: warning: %s\n", kTool, overlap.c_str());
+    if (!p.binding.empty() && p.launcher.flavor == MpiFlavor::kHydra &&
+        (p.mode == AgentsMode::kHosts || p.command_line.ranks == 0))
+        std::fprintf(stderr,
+                     "%s: warning: Hydra binds only the first %zu rank(s) of each host to "
+                     "--agent-cores %s (one per entry of -bind-to user:, which does not wrap "
+                     "around); %s\n",
+                     kTool, p.placement.placement.rank_slots.size(),
+                     p.placement.placement.request.text.c_str(),
+                     p.mode == AgentsMode::kHosts ? "with more, the others run unbound"
+                                                  : "give -n so that every rank is bound");
+}
+
 // Whatever mpirun left behind was adopted by this process (it is a child
 // subreaper): kill and reap it, so that nothing of the job outlives it.
 void reap_orphans() {
@@ -351,6 +402,7 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
         std::fprintf(stderr, "%s: %s\n", kTool, error.c_str());
         return code;
     }
+    warn_about_placement(plan);
     if (f.dry_run) {
         dry_run(plan, args);
         return 0;
@@ -490,6 +542,11 @@ everything after a `--`) is mpirun's, up to and including the program.
    rank (not mpirun itself) gets LD_PRELOAD=<library>[:your LD_PRELOAD],
    DEPUTY_AGENT, a fresh DEPUTY_JOB_SECRET, DEPUTY_TOKEN and your DEPUTY_MPI_*
    variables (Open MPI: -x NAME=value; Hydra: -genv NAME value).
+   With --agent-cores (last, N, cpus:LIST, smt) the agents pin themselves to
+   the reserved CPUs and the ranks are bound to the others with mpirun's own
+   options (Open MPI: --cpu-set <logical cores> --bind-to core; Hydra:
+   -bind-to user:<cpus>); without it, a warning says the ranks and the
+   engines share CPUs and which layout would avoid it.
 4. SIGINT, SIGTERM and SIGHUP go to mpirun; the exit code is mpirun's (at
    least 128+signal after one). The agents, their sockets and directories are
    removed in every case.
@@ -499,6 +556,7 @@ Examples:
   deputy mpirun --nodes 2 -- --oversubscribe -np 4 ./app
   deputy mpirun --mpirun mpirun.mpich -np 2 ./app  # MPICH
   deputy mpirun --dry-run -np 4 ./app              # show the commands only
+  deputy mpirun --agent-cores last -np 6 ./app     # the agent on the last core of each socket
   DEPUTY_MPI_REPORT=1 deputy mpirun -np 2 ./app    # DEPUTY_MPI_* reach the ranks
 See docs/launch.md.)");
     add_options(cmd, f.get());

@@ -1,16 +1,20 @@
 #include "launch/spawn.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "common/affinity.h"
 
 extern char **environ;
 
@@ -25,9 +29,38 @@ std::vector<char *> pointers(const std::vector<std::string> &strings) {
     return out;
 }
 
+// What the child reports through the pipe when it cannot run the program.
+struct ChildFailure {
+    int stage;  // kExec or kBind
+    int err;
+};
+constexpr int kExec = 0;
+constexpr int kBind = 1;
+
+// A CPU mask made before fork (CPU_ALLOC allocates).
+struct ForkMask {
+    cpu_set_t *set = nullptr;
+    size_t bytes = 0;
+    explicit ForkMask(const std::vector<int> &cpus) {
+        if (cpus.empty()) return;
+        int most = 0;
+        for (int cpu : cpus) most = std::max(most, cpu);
+        set = CPU_ALLOC(size_t(most) + 1);
+        bytes = CPU_ALLOC_SIZE(size_t(most) + 1);
+        CPU_ZERO_S(bytes, set);
+        for (int cpu : cpus)
+            if (cpu >= 0) CPU_SET_S(size_t(cpu), bytes, set);
+    }
+    ~ForkMask() {
+        if (set) CPU_FREE(set);
+    }
+    ForkMask(const ForkMask &) = delete;
+    ForkMask &operator=(const ForkMask &) = delete;
+};
+
 // Runs in the child between fork and execve: async-signal-safe calls only.
 [[noreturn]] void exec_child(const SpawnSpec &spec, char *const *argv, char *const *envp,
-                             pid_t parent, int report_fd) {
+                             pid_t parent, int report_fd, const ForkMask &mask) {
     setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -37,16 +70,18 @@ std::vector<char *> pointers(const std::vector<std::string> &strings) {
         prctl(PR_SET_PDEATHSIG, spec.parent_death_signal);
         if (getppid() != parent) _exit(127);  // the launcher died before prctl
     }
-    int err = 0;
-    if (spec.stdin_fd >= 0 && dup2(spec.stdin_fd, STDIN_FILENO) < 0) err = errno;
+    ChildFailure failure{kExec, 0};
+    int &err = failure.err;
+    if (mask.set && sched_setaffinity(0, mask.bytes, mask.set) != 0) failure = {kBind, errno};
+    if (!err && spec.stdin_fd >= 0 && dup2(spec.stdin_fd, STDIN_FILENO) < 0) err = errno;
     if (!err && spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) err = errno;
     if (!err && spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) err = errno;
     if (!err) {
         execve(spec.path.c_str(), argv, envp);
         err = errno;
     }
-    [[maybe_unused]] ssize_t n = write(report_fd, &err, sizeof err);
-    _exit(err == ENOENT ? 127 : 126);
+    [[maybe_unused]] ssize_t n = write(report_fd, &failure, sizeof failure);
+    _exit(failure.stage == kExec && err == ENOENT ? 127 : 126);
 }
 
 }  // namespace
@@ -55,6 +90,7 @@ pid_t spawn(const SpawnSpec &spec, std::string *error, int *exit_code) {
     // Everything that allocates happens before fork.
     std::vector<char *> argv = pointers(spec.argv);
     std::vector<char *> envp = pointers(spec.env);
+    const ForkMask mask(spec.cpus);
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         *error = std::string("pipe: ") + std::strerror(errno);
@@ -72,22 +108,28 @@ pid_t spawn(const SpawnSpec &spec, std::string *error, int *exit_code) {
     }
     if (pid == 0) {
         close(report[0]);
-        exec_child(spec, argv.data(), envp.data(), parent, report[1]);
+        exec_child(spec, argv.data(), envp.data(), parent, report[1], mask);
     }
     close(report[1]);
     setpgid(pid, pid);  // also here: no window in which a forwarded signal misses the child
-    int child_errno = 0;
+    ChildFailure failure{kExec, 0};
     ssize_t n;
     do {
-        n = read(report[0], &child_errno, sizeof child_errno);
+        n = read(report[0], &failure, sizeof failure);
     } while (n < 0 && errno == EINTR);
     close(report[0]);
     if (n <= 0) return pid;  // the pipe closed on exec: the program runs
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    *error = "cannot execute '" + spec.path + "': " + std::strerror(child_errno);
-    *exit_code = child_errno == ENOENT ? 127 : 126;
+    if (failure.stage == kBind) {
+        *error = "cannot bind it to CPUs " + affinity::format_cpu_list(spec.cpus) + ": " +
+                 std::strerror(failure.err);
+        *exit_code = 126;
+        return -1;
+    }
+    *error = "cannot execute '" + spec.path + "': " + std::strerror(failure.err);
+    *exit_code = failure.err == ENOENT ? 127 : 126;
     return -1;
 }
 

@@ -23,11 +23,13 @@ struct SpawnSpec {
     int stdout_fd = -1;
     int stderr_fd = -1;
     int parent_death_signal = SIGKILL;  // sent to the child if the launcher dies
+    std::vector<int> cpus;              // bind the child to these CPUs before exec; empty: inherit
 };
 
 // Returns the child's pid (its own process group leader), or -1 with
-// `*error` set ("cannot execute 'x': Permission denied") and `*exit_code`
-// what a shell would return for it (127 not found, 126 not executable).
+// `*error` set ("cannot execute 'x': Permission denied", "cannot bind it to
+// CPUs 5: Invalid argument") and `*exit_code` what a shell would return for
+// it (127 not found, 126 not executable or not bindable).
 pid_t spawn(const SpawnSpec &spec, std::string *error, int *exit_code);
 
 // Resolves a program name the way execvp would (a name with a '/' is taken
