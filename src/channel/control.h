@@ -9,7 +9,7 @@
 //     doorbell eventfd attached (SCM_RIGHTS), or REPLY with an error status;
 //   - purpose info: INFO_REPLY (JSON) and closes;
 //   - purpose service: REPLY, then the connection belongs to the service.
-// Then requests (REGISTER, DEREGISTER, STAGED, TEAM_LEAVE) each get one
+// Then requests (REGISTER, DEREGISTER, HEAP_SHARE, STAGED, TEAM_LEAVE) each get one
 // answer (REPLY or STAGED_RESULT), in order. TEAM_JOIN is answered by
 // TEAM_READY when its team forms (or cannot), in any order and between those
 // answers: it carries a join id the client chose, which TEAM_READY echoes,

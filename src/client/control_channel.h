@@ -2,8 +2,8 @@
 // context.
 //
 // Two kinds of answer come back on the one socket: REPLY and STAGED_RESULT
-// answer REGISTER, DEREGISTER, STAGED and TEAM_LEAVE in the order these went
-// out; TEAM_READY answers the TEAM_JOIN whose join id it carries, whenever
+// answer REGISTER, DEREGISTER, HEAP_SHARE, STAGED and TEAM_LEAVE in the
+// order these went out; TEAM_READY answers the TEAM_JOIN whose join id it carries, whenever
 // that team forms (seconds later, in any order). So no thread may keep the
 // socket while it waits: a thread waiting for its team to form would hold
 // up the joins that complete other teams, of this process and, through
