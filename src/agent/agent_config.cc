@@ -84,6 +84,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_teams_per_client")
             c->max_teams_per_client = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_forming_teams") c->max_forming_teams = uint32_t(get_uint(v, path, 1u << 20));
+        else if (key == "max_pending_joins")
+            c->max_pending_joins = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_team_queue") c->max_team_queue = uint32_t(get_uint(v, path, 65536));
         else if (key == "coll_chunk_bytes") c->coll_chunk_bytes = get_uint(v, path, 1ull << 30);
         else if (key == "coll_direct_chunk_bytes")
@@ -212,6 +214,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->attach_timeout_ms == 0) return bad("attach_timeout_ms must be at least 1");
     if (c->max_teams_per_client == 0) return bad("max_teams_per_client must be at least 1");
     if (c->max_forming_teams == 0) return bad("max_forming_teams must be at least 1");
+    if (c->max_pending_joins == 0) return bad("max_pending_joins must be at least 1");
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");

@@ -54,6 +54,9 @@ struct AgentConfig {
     bool pool_prefault = false;
     uint32_t max_teams_per_client = 64;      // teams a client belongs to or is joining
     uint32_t max_forming_teams = 1024;       // teams waiting for members, all clients together
+    // Joins of one client waiting for their teams at once (its threads each
+    // create one): beyond, a join is refused at once, costing nothing.
+    uint32_t max_pending_joins = 32;
     uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)
     uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
     // ... when some member's buffer is ordinary (registered) memory:

@@ -29,6 +29,7 @@ std::string Agent::info_json() const {
                    {"max_registrations", config_.max_registrations},
                    {"max_heap_bytes", config_.max_heap_bytes},
                    {"max_teams_per_client", config_.max_teams_per_client},
+                   {"max_pending_joins", config_.max_pending_joins},
                    {"max_staged_bytes", config_.max_staged_bytes},
                    {"max_direct_bytes", config_.max_direct_bytes}};
     nlohmann::json clients = nlohmann::json::array();

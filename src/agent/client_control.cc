@@ -411,7 +411,9 @@ dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t>
     if (st != DP_OK) {
         DP_LOG_LIMITED(s.space().log(), "client {}: team join refused: {}", s.id, error);
         std::vector<uint8_t> out;
-        control::encode(control::TeamReady{st, 0, error}, &out);
+        // Under the join id when it could be read (it comes first), so
+        // that the thread which asked gets the refusal.
+        control::encode(control::TeamReady{m.join_id, st, 0, error}, &out);
         send(s, MsgType::kTeamReady, out);
         return DP_OK;
     }

@@ -34,6 +34,16 @@ uint32_t TeamEngine::teams_of(uint32_t client) const {
     return n;
 }
 
+uint32_t TeamEngine::joins_pending(uint32_t client) const {
+    auto it = pending_.find(client);
+    return it == pending_.end() ? 0 : it->second;
+}
+
+void TeamEngine::unpend(uint32_t client) {
+    auto it = pending_.find(client);
+    if (it != pending_.end() && --it->second == 0) pending_.erase(it);
+}
+
 TeamEngine::TeamEngine(mover::Device *device, const AgentConfig &config, Hooks hooks,
                        Internode *internode)
     : device_(device), config_(config), hooks_(std::move(hooks)),
@@ -59,7 +69,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         if (status != DP_OK)
             DP_LOG_LIMITED(s.space().log(), "agent: team join from client {} (pid {}) refused: {}",
                            s.id, s.creds.pid, why);
-        hooks_.send_ready(s, {status, 0, std::move(why)});
+        hooks_.send_ready(s, {m.join_id, status, 0, std::move(why)});
     };
     if (m.size == 0 || m.size > DP_TEAM_MAX_SIZE)
         return answer(DP_ERR_INVALID, fmt::format("team '{}': size {} (1..{})", m.key, m.size,
@@ -67,6 +77,13 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (m.rank >= m.size)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} is not in 0..{}", m.key, m.rank, m.size - 1));
+    // Before anything is looked up or kept: a flood of joins from one
+    // client costs the agent this count and one answer each.
+    if (const uint32_t pending = joins_pending(s.id); pending >= config_.max_pending_joins)
+        return answer(DP_ERR_TOO_LARGE,
+                      fmt::format("team '{}': this client has {} joins waiting for their teams "
+                                  "already (max_pending_joins = {})",
+                                  m.key, pending, config_.max_pending_joins));
     if (teams_of(s.id) >= config_.max_teams_per_client)
         return answer(DP_ERR_TOO_LARGE,
                       fmt::format("team '{}': this client is in {} teams already "
@@ -94,6 +111,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         team->secret = secret;
         team->size = m.size;
         team->members.assign(m.size, 0);
+        team->join_ids.assign(m.size, 0);
         team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
@@ -106,8 +124,19 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (t->members[m.rank] != 0)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} joined already", m.key, m.rank));
+    // A member's posts are its client's (find_member_team): two ranks in
+    // one client could never both post. Its threads may now join at once,
+    // so say so instead of forming a team that cannot run.
+    if (auto at = std::find(t->members.begin(), t->members.end(), s.id); at != t->members.end())
+        return answer(DP_ERR_INVALID,
+                      fmt::format("team '{}': this client joined it already as rank {} (one rank "
+                                  "per client, i.e. per dp_context_t)",
+                                  m.key, at - t->members.begin()));
     t->members[m.rank] = s.id;
+    t->join_ids[m.rank] = m.join_id;
+    ++pending_[s.id];
     if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
+    for (uint32_t id : t->members) unpend(id);
     forming_.erase(t->key);
     t->ready = true;
     // Per-member state only for teams that formed: a forming team costs a
@@ -115,8 +144,9 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     t->queues.resize(t->size);
     for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
     DP_LOG_INFO("agent: team {} '{}' formed: {} member(s)", t->id, t->key, t->size);
-    for (uint32_t id : t->members)
-        if (ClientSession *c = hooks_.find_client(id)) hooks_.send_ready(*c, {DP_OK, t->id, ""});
+    for (uint32_t r = 0; r < t->size; ++r)
+        if (ClientSession *c = hooks_.find_client(t->members[r]))
+            hooks_.send_ready(*c, {t->join_ids[r], DP_OK, t->id, ""});
 }
 
 void TeamEngine::form_timeouts() {
@@ -138,9 +168,12 @@ void TeamEngine::form_timeouts() {
                                       "rank(s) {}",
                                       t.key, joined, t.size, t.timeout_ms, missing);
         DP_LOG_WARN("agent: {}", why);
-        for (uint32_t id : t.members)
-            if (ClientSession *c = id ? hooks_.find_client(id) : nullptr)
-                hooks_.send_ready(*c, {DP_ERR_TIMEOUT, 0, why});
+        for (uint32_t r = 0; r < t.size; ++r) {
+            if (!t.members[r]) continue;
+            unpend(t.members[r]);
+            if (ClientSession *c = hooks_.find_client(t.members[r]))
+                hooks_.send_ready(*c, {t.join_ids[r], DP_ERR_TIMEOUT, 0, why});
+        }
         const uint32_t team_id = t.id;
         it = forming_.erase(it);
         teams_.erase(team_id);
@@ -220,6 +253,7 @@ void TeamEngine::client_gone(ClientSession &s) {
         teams_.erase(id);
     }
     forget_joins(s.id);
+    pending_.erase(s.id);  // its slots in forming teams were cleared above
 }
 
 void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {

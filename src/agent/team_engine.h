@@ -115,6 +115,11 @@ class TeamEngine {
     void fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status);
     void publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes, uint64_t user);
     uint32_t teams_of(uint32_t client) const;  // teams it belongs to or is joining
+    // A client's joins waiting for their teams (a rank of a forming team, or
+    // a join the agents of several nodes have not answered): kept as a
+    // count, so that checking max_pending_joins costs nothing.
+    uint32_t joins_pending(uint32_t client) const;
+    void unpend(uint32_t client);
     bool poll_orphans();
     void form_timeouts();
     void break_team(Team &t, const std::string &why);
@@ -142,6 +147,7 @@ class TeamEngine {
     Hooks hooks_;
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
+    std::map<uint32_t, uint32_t> pending_;  // client id -> joins_pending()
     std::map<std::string, uint32_t> forming_;  // key -> team id while members join
     // Operations whose team is gone while the engines still run their
     // tasks: kept (records, members' memory) until those complete.
@@ -149,6 +155,7 @@ class TeamEngine {
     Internode *internode_ = nullptr;
     struct PendingJoin {
         uint32_t client = 0, rank = 0, size = 0;
+        uint64_t join_id = 0;
     };
     // Several nodes: local joins by the key the agents agree on, which is
     // the job secret's digest and the team key (node_key()), so that only

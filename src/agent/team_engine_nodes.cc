@@ -75,22 +75,32 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
                            "agent: team join from client {} (pid {}) refused: team '{}': wrong job "
                            "secret",
                            s.id, s.creds.pid, m.key);
-            hooks_.send_ready(s, {DP_ERR_DENIED, 0,
+            hooks_.send_ready(s, {m.join_id, DP_ERR_DENIED, 0,
                                   fmt::format("team '{}': wrong job secret (the team forming "
                                               "under this key belongs to another job)",
                                               m.key)});
             return;
         }
+    // One rank per client, as on one node (TeamEngine::join).
+    for (auto [it, last] = joining_.equal_range(key); it != last; ++it)
+        if (it->second.client == s.id) {
+            hooks_.send_ready(s, {m.join_id, DP_ERR_INVALID, 0,
+                                  fmt::format("team '{}': this client joined it already as rank "
+                                              "{} (one rank per client, i.e. per dp_context_t)",
+                                              m.key, it->second.rank)});
+            return;
+        }
     std::set<std::string> keys;
     for (const auto &[k, j] : joining_) keys.insert(k);
     if (!keys.count(key) && keys.size() >= config_.max_forming_teams) {
-        hooks_.send_ready(s, {DP_ERR_TOO_LARGE, 0,
+        hooks_.send_ready(s, {m.join_id, DP_ERR_TOO_LARGE, 0,
                               fmt::format("team '{}': {} teams are forming already "
                                           "(max_forming_teams = {})",
                                           m.key, keys.size(), config_.max_forming_teams)});
         return;
     }
-    joining_.insert({key, {s.id, m.rank, m.size}});
+    joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
+    ++pending_[s.id];
     internode_->join(key, m.rank, m.size,
                      m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs));
 }
@@ -125,6 +135,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     t.key = plain_key(e.key);
     t.size = uint32_t(e.node_of_rank.size());
     t.members.assign(t.size, 0);
+    t.join_ids.assign(t.size, 0);
     t.queues.resize(t.size);
     t.ready = true;
     t.uid = e.team_uid;
@@ -138,6 +149,8 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         const PendingJoin &j = it->second;
         if (j.rank < t.size && t.node_of_rank[j.rank] == internode_->node() && !t.members[j.rank]) {
             t.members[j.rank] = j.client;
+            t.join_ids[j.rank] = j.join_id;
+            unpend(j.client);
             it = joining_.erase(it);
         } else {
             ++it;
@@ -150,7 +163,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     std::string gone;
     for (uint32_t r : t.local_ranks) {
         ClientSession *c = t.members[r] ? hooks_.find_client(t.members[r]) : nullptr;
-        if (c) hooks_.send_ready(*c, {DP_OK, t.id, ""});
+        if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""});
         else gone = fmt::format("rank {} of team '{}' left before the team formed", r, t.key);
     }
     if (!gone.empty()) break_team(t, gone);
@@ -169,7 +182,8 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
             reason.replace(at, e.key.size(), plain_key(e.key));
         DP_LOG_WARN("agent: {}", reason);
         if (ClientSession *c = hooks_.find_client(it->second.client))
-            hooks_.send_ready(*c, {e.status, 0, reason});
+            hooks_.send_ready(*c, {it->second.join_id, e.status, 0, reason});
+        unpend(it->second.client);
         it = joining_.erase(it);
     }
 }

@@ -127,6 +127,10 @@ struct TeamEngine::Team {
     SecretDigest secret{};
     uint32_t size = 0;
     std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
+    // Per rank, the join id its member's TEAM_JOIN carried: the answer
+    // carries it back (a client may wait for several joins at once, of
+    // different teams).
+    std::vector<uint64_t> join_ids;
     std::vector<std::deque<Posted>> queues;
     bool ready = false;
     bool broken = false;

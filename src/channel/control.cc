@@ -327,6 +327,7 @@ dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *e
 
 void encode(const TeamJoin &m, std::vector<uint8_t> *out) {
     Writer w{out};
+    w.u64(m.join_id);
     w.u32(m.rank);
     w.u32(m.size);
     w.u32(m.timeout_ms);
@@ -339,8 +340,11 @@ void encode(const TeamJoin &m, std::vector<uint8_t> *out) {
 dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error) {
     Reader r{p, n, 0, error, "TEAM_JOIN"};
     uint32_t key_len = 0;
-    if (!r.u32(&out->rank, "rank") || !r.u32(&out->size, "size") ||
-        !r.u32(&out->timeout_ms, "timeout_ms") || !r.u32(&key_len, "key_len"))
+    // The join id first: a join refused for a later field is still
+    // answered under its id (agent/client_control.cc).
+    if (!r.u64(&out->join_id, "join_id") || !r.u32(&out->rank, "rank") ||
+        !r.u32(&out->size, "size") || !r.u32(&out->timeout_ms, "timeout_ms") ||
+        !r.u32(&key_len, "key_len"))
         return DP_ERR_INVALID;
     if (key_len == 0 || key_len > kMaxTokenBytes)
         return invalid(error, fmt::format("TEAM_JOIN: field 'key_len' = {} (1..{})", key_len,
@@ -360,6 +364,7 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error
 
 void encode(const TeamReady &m, std::vector<uint8_t> *out) {
     Writer w{out};
+    w.u64(m.join_id);
     w.u32(uint32_t(int32_t(m.status)));
     w.u32(m.team_id);
     size_t len = std::min(m.reason.size(), kMaxReasonBytes);
@@ -370,8 +375,8 @@ void encode(const TeamReady &m, std::vector<uint8_t> *out) {
 dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error) {
     Reader r{p, n, 0, error, "TEAM_READY"};
     uint32_t status = 0, len = 0;
-    if (!r.u32(&status, "status") || !r.u32(&out->team_id, "team_id") ||
-        !r.u32(&len, "reason_len"))
+    if (!r.u64(&out->join_id, "join_id") || !r.u32(&status, "status") ||
+        !r.u32(&out->team_id, "team_id") || !r.u32(&len, "reason_len"))
         return DP_ERR_INVALID;
     if (!status_defined(status))
         return invalid(error, fmt::format("TEAM_READY: field 'status' = {} is not a dp_status_t",

@@ -9,8 +9,12 @@
 //     doorbell eventfd attached (SCM_RIGHTS), or REPLY with an error status;
 //   - purpose info: INFO_REPLY (JSON) and closes;
 //   - purpose service: REPLY, then the connection belongs to the service.
-// Then requests (REGISTER, DEREGISTER, STAGED) each get one answer (REPLY or
-// STAGED_RESULT), in order. Mover descriptors do not travel here: they go
+// Then requests (REGISTER, DEREGISTER, HEAP_SHARE, STAGED, TEAM_LEAVE) each get one
+// answer (REPLY or STAGED_RESULT), in order. TEAM_JOIN is answered by
+// TEAM_READY when its team forms (or cannot), in any order and between those
+// answers: it carries a join id the client chose, which TEAM_READY echoes,
+// so that a client may have several joins waiting at once (its threads,
+// client/control_channel.h). Mover descriptors do not travel here: they go
 // through the ring in the segment. Closing the socket detaches.
 //
 // Every decoder is written for hostile input: it checks lengths before
@@ -115,6 +119,7 @@ struct StagedResult {
 };
 
 struct TeamJoin {
+    uint64_t join_id = 0;  // the client's; its TEAM_READY carries it back
     std::string key;     // at most kMaxTokenBytes
     std::string secret;  // the job's secret (1..kMaxTokenBytes): joining needs it
     uint32_t rank = 0;
@@ -123,6 +128,7 @@ struct TeamJoin {
 };
 
 struct TeamReady {
+    uint64_t join_id = 0;  // the TEAM_JOIN's this answers
     dp_status_t status = DP_OK;
     uint32_t team_id = 0;
     std::string reason;

@@ -21,9 +21,10 @@
 
 namespace deputy::channel {
 
-// Version of the protocol in HELLO and KEY_EXCHANGE; a peer with another
-// version is refused at the handshake.
-inline constexpr uint16_t kProtocolVersion = 3;
+// Version of the protocol in HELLO, KEY_EXCHANGE and a client's ATTACH; a
+// peer with another version is refused at the handshake. 3: HEAP_SHARE;
+// 4: TEAM_JOIN and TEAM_READY carry a join id (channel/control.h).
+inline constexpr uint16_t kProtocolVersion = 4;
 
 // The per-channel message limit: 1 MiB unless configured (DOCA's comm
 // channel stops at 4080 bytes). The ceiling bounds what a configuration may
@@ -55,8 +56,8 @@ enum class MsgType : uint8_t {
     kStaged = 14,       // client -> agent: a mover descriptor with its source bytes
     kStagedResult = 15, // agent -> client: its completion record and destination bytes
     kInfoReply = 16,    // agent -> client: state and counters as JSON text
-    kTeamJoin = 17,     // client -> agent: join team `key` as rank r of n (answered when complete)
-    kTeamReady = 18,    // agent -> client: the team formed (its id) or why not
+    kTeamJoin = 17,     // client -> agent: join team `key` as rank r of n (answered when it forms)
+    kTeamReady = 18,    // agent -> client: the team of join id j formed (its id) or why not
     kTeamLeave = 19,    // client -> agent: leave a team (answered by REPLY)
     kHeapShare = 20,    // client -> agent: the process's shared heap; its memfd attached (REPLY)
     kCount              // number of values; keep last

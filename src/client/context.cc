@@ -105,9 +105,12 @@ dp_status_t Context::open(const ClientOptions &options, std::unique_ptr<Context>
 Context::~Context() = default;  // closing the socket detaches; the agent frees the rest
 
 dp_status_t Context::attach() {
-    DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket_));
+    // The ATTACH exchange runs on this thread alone, on the bare socket; the
+    // control channel takes it over once attached.
+    UniqueFd socket;
+    DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket));
     channel::sock::PeerCredentials creds;
-    DP_CHECK(channel::sock::peer_credentials(socket_.get(), &creds));
+    DP_CHECK(channel::sock::peer_credentials(socket.get(), &creds));
     agent_pid_ = creds.pid;
     // Where Yama restricts ptrace (scope 1), the agent's cross-memory access
     // (reading the identity proof now, direct memory later) needs this
@@ -128,13 +131,13 @@ dp_status_t Context::attach() {
                             int64_t(options_.pool_bytes >> 30) * 2'000'000'000;
     // An agent that refuses (another uid) answers and closes at once, so
     // our ATTACH may meet a closed socket: read its answer all the same.
-    const dp_status_t sent = control::send_message(socket_.get(), MsgType::kAttach, payload,
+    const dp_status_t sent = control::send_message(socket.get(), MsgType::kAttach, payload,
                                                    nullptr, 0, timeout, "dp_init");
     MsgType type;
     std::vector<uint8_t> answer;
     UniqueFd fds[2];
     size_t nfds = 0;
-    dp_status_t s = control::recv_message(socket_.get(), control::kMaxControlMessage, &type,
+    dp_status_t s = control::recv_message(socket.get(), control::kMaxControlMessage, &type,
                                           &answer, fds, 2, &nfds, timeout, "dp_init");
     if (sent != DP_OK && (s != DP_OK || type != MsgType::kReply)) return sent;
     if (s == DP_ERR_TIMEOUT)
@@ -177,6 +180,11 @@ dp_status_t Context::attach() {
     if (!agent_pidfd_)
         DP_LOG_DEBUG("dp_init: pidfd_open({}): {}; falling back to kill(pid, 0)", agent_pid_,
                      std::strerror(errno));
+    ControlChannel::Hooks hooks;
+    hooks.check_alive = [this] { return check_alive_now(); };
+    hooks.lost = [this](const std::string &why) { mark_lost(why.c_str()); };
+    control_.start(std::move(socket), int64_t(check_period_ns()),
+                   std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000), std::move(hooks));
     control::Register base{reinterpret_cast<uint64_t>(segment_.data()), segment_.size(),
                            control::RegionKind::kSegmentBase};
     payload.clear();
@@ -210,9 +218,12 @@ bool Context::mapped(const void *p, size_t bytes) const {
 }
 
 dp_status_t Context::mark_lost(const char *why) {
-    if (!lost_.exchange(true))
+    if (!lost_.exchange(true)) {
         DP_LOG_ERROR("deputy: lost the agent (pid {}) at {}: {}", agent_pid_, options_.address,
                      why);
+        // Threads waiting for answers give up now, not at their timeouts.
+        control_.fail();
+    }
     return DP_ERR_AGENT_LOST;
 }
 
@@ -233,9 +244,9 @@ dp_status_t Context::check_alive_slow(bool force) {
     } else if (kill(agent_pid_, 0) != 0 && errno == ESRCH) {
         return mark_lost("the agent process exited");
     }
-    // Nothing arrives unasked on the control socket: a hang-up means the
-    // agent closed this connection (it dropped us).
-    pollfd p{socket_.get(), POLLRDHUP, 0};
+    // The agent closed this connection (it dropped us). Answers waiting
+    // to be read do not count: only the peer's shutdown sets POLLRDHUP.
+    pollfd p{control_.fd(), POLLRDHUP, 0};
     if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
         return mark_lost("the agent closed the connection");
     return DP_OK;
@@ -243,29 +254,22 @@ dp_status_t Context::check_alive_slow(bool force) {
 
 dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
                              MsgType *answer_type, std::vector<uint8_t> *answer,
-                             int64_t answer_timeout_ns, int attach_fd) {
+                             int attach_fd) {
     DP_CHECK(check_alive());
-    std::lock_guard<std::mutex> lock(control_mutex_);
-    const int64_t timeout = answer_timeout_ns > 0
-                                ? answer_timeout_ns
-                                : std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
-    dp_status_t s = control::send_message(socket_.get(), type, payload,
-                                          attach_fd >= 0 ? &attach_fd : nullptr,
-                                          attach_fd >= 0 ? 1 : 0, timeout, "deputy request");
-    if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
-    DP_CHECK(s);
-    s = control::recv_message(socket_.get(), control::kMaxControlMessage, answer_type, answer,
-                              nullptr, 0, nullptr, timeout, "deputy request");
-    if (s == DP_ERR_TIMEOUT) return mark_lost("no answer within the lost timeout");
-    if (s == DP_ERR_AGENT_LOST || s == DP_ERR_IO) return mark_lost("the control socket broke");
-    return s;
+    return control_.request(type, payload, answer_type, answer, attach_fd);
+}
+
+dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *ready,
+                               int64_t timeout_ns) {
+    DP_CHECK(check_alive());
+    return control_.join(m, ready, timeout_ns);
 }
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,
                                     const char *what, int attach_fd) {
     MsgType answer_type;
     std::vector<uint8_t> answer;
-    DP_CHECK(request(type, payload, &answer_type, &answer, 0, attach_fd));
+    DP_CHECK(request(type, payload, &answer_type, &answer, attach_fd));
     control::Reply reply;
     std::string error;
     if (answer_type != MsgType::kReply ||

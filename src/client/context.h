@@ -1,6 +1,7 @@
-// The client's side of an attachment to the agent: the control socket, the
-// segment (ring + pool) the agent passed, the doorbell, and knowing whether
-// the agent is still there.
+// The client's side of an attachment to the agent: the control connection
+// (client/control_channel.h, shared by the context's threads), the segment
+// (ring + pool) the agent passed, the doorbell, and knowing whether the
+// agent is still there.
 //
 // Liveness without a thread: the agent's pid comes from SO_PEERCRED (the
 // kernel's word, not the agent's) and is held as a pidfd, which becomes
@@ -18,12 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "channel/client_segment.h"
 #include "channel/control.h"
+#include "client/control_channel.h"
 #include "client/pool_allocator.h"
 #include "common/fd.h"
 #include "common/segment.h"
@@ -68,12 +69,15 @@ class Context {
         return uint64_t(std::max<int64_t>(options_.lost_timeout_ns / 4, 1'000'000));
     }
 
-    // One request and its answer, serialised between threads. The answer
-    // must come within max(lost timeout, 1 s) unless answer_timeout_ns says
-    // otherwise (a team join waits for the other members).
+    // One request answered in order (REPLY, STAGED_RESULT); the answer
+    // must come within max(lost timeout, 1 s). Threads may ask at once.
     dp_status_t request(channel::MsgType type, const std::vector<uint8_t> &payload,
                         channel::MsgType *answer_type, std::vector<uint8_t> *answer,
-                        int64_t answer_timeout_ns = 0, int attach_fd = -1);
+                        int attach_fd = -1);
+    // A team join: its TEAM_READY within timeout_ns (the team's own timeout
+    // and a margin). Other threads' joins and requests go on meanwhile.
+    dp_status_t join_team(const channel::control::TeamJoin &m, channel::control::TeamReady *ready,
+                          int64_t timeout_ns);
     // Pushes a descriptor into this process's ring and rings the doorbell if
     // the agent sleeps. retry_when_full: wait for room (the agent drains the
     // ring) instead of returning DP_ERR_RETRY.
@@ -107,7 +111,7 @@ class Context {
     dp_status_t mark_lost(const char *why);
 
     ClientOptions options_;
-    UniqueFd socket_;
+    ControlChannel control_;
     UniqueFd doorbell_;
     UniqueFd agent_pidfd_;
     pid_t agent_pid_ = 0;
@@ -119,7 +123,6 @@ class Context {
     channel::control::Attached attached_;
     mover::WorkQueue ring_;
     PoolAllocator pool_;
-    std::mutex control_mutex_;
     bool heap_shared_ = false;
     std::atomic<bool> lost_{false};
     std::atomic<uint64_t> next_check_ns_{0};

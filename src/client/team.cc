@@ -65,19 +65,13 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     t->staged_ = ctx->options().memory_mode == DP_MEMORY_STAGED;
     for (uint32_t i = 0; i < DP_TEAM_MAX_OUTSTANDING; ++i)
         t->slots_[i] = {t.get(), &t->records_[i], i, {}};
-    control::TeamJoin m{key, ctx->options().job_secret, uint32_t(rank), uint32_t(size), timeout_ms};
-    std::vector<uint8_t> payload;
-    control::encode(m, &payload);
-    MsgType type;
-    std::vector<uint8_t> answer;
+    // The join id is the control channel's to choose.
+    control::TeamJoin m{0, key, ctx->options().job_secret, uint32_t(rank), uint32_t(size),
+                        timeout_ms};
+    // The agent answers by the team's timeout; the margin covers its turn.
     const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
-    DP_CHECK(ctx->request(MsgType::kTeamJoin, payload, &type, &answer, wait_ns));
     control::TeamReady ready;
-    std::string error;
-    if (type != MsgType::kTeamReady ||
-        control::decode(answer.data(), answer.size(), &ready, &error) != DP_OK)
-        DP_FAIL(DP_ERR_INTERNAL, "dp_team_create: unexpected answer {} {}",
-                channel::msg_type_name(type), error);
+    DP_CHECK(ctx->join_team(m, &ready, wait_ns));
     if (ready.status != DP_OK)
         DP_FAIL(ready.status, "dp_team_create: {} ({})", ready.reason, dp_status_name(ready.status));
     t->id_ = ready.team_id;

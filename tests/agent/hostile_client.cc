@@ -301,9 +301,29 @@ int idle(const char *socket, int n, double seconds) {
 int join_flood(const char *socket, int n) {
     RawClient c;
     if (!c.attach(socket)) return 2;
-    int refused = 0, sent = 0;
+    int refused = 0, sent = 0, bad_answers = 0;
+    std::string first_status, first_reason;
+    std::vector<bool> answered(size_t(n) + 1);
+    // Each answer must be a TEAM_READY refusing one join we sent, once.
+    auto count = [&](MsgType type, const std::vector<uint8_t> &answer) {
+        ++refused;
+        control::TeamReady ready;
+        std::string error;
+        if (type != MsgType::kTeamReady ||
+            control::decode(answer.data(), answer.size(), &ready, &error) != DP_OK ||
+            ready.join_id == 0 || ready.join_id > uint64_t(n) || answered[ready.join_id]) {
+            ++bad_answers;
+            return;
+        }
+        answered[ready.join_id] = true;
+        if (first_status.empty()) {
+            first_status = dp_status_name(ready.status);
+            first_reason = ready.reason;
+        }
+    };
     for (int i = 0; i < n; ++i) {
-        control::TeamJoin m{"flood-" + std::to_string(i), "flood-secret", 0, 64, 60000};
+        control::TeamJoin m{uint64_t(i) + 1, "flood-" + std::to_string(i), "flood-secret", 0, 64,
+                            60000};
         std::vector<uint8_t> payload;
         control::encode(m, &payload);
         if (control::send_message(c.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
@@ -315,15 +335,18 @@ int join_flood(const char *socket, int n) {
         std::vector<uint8_t> answer;
         while (control::recv_message(c.fd.get(), control::kMaxControlMessage, &type, &answer,
                                      nullptr, 0, nullptr, 0, "flood") == DP_OK)
-            ++refused;
+            count(type, answer);
     }
     MsgType type;
     std::vector<uint8_t> answer;
     while (control::recv_message(c.fd.get(), control::kMaxControlMessage, &type, &answer, nullptr,
                                  0, nullptr, 200'000'000, "flood") == DP_OK)
-        ++refused;
+        count(type, answer);
     say("sent", std::to_string(sent));
     say("refused", std::to_string(refused));
+    say("bad_answers", std::to_string(bad_answers));
+    say("status", first_status);
+    say("reason", first_reason);
     return 0;
 }
 
@@ -448,7 +471,7 @@ int alltoallv_rewrite(const char *socket) {
     dp_team_t *team = nullptr;
     dp_status_t joined = DP_ERR_INTERNAL;
     std::thread joiner([&] { joined = dp_team_create_timeout(ctx, "rewrite", 1, 2, 5000, &team); });
-    control::TeamJoin m{"rewrite", kSecret, 0, 2, 5000};
+    control::TeamJoin m{1, "rewrite", kSecret, 0, 2, 5000};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
     MsgType type{};
@@ -462,7 +485,7 @@ int alltoallv_rewrite(const char *socket) {
                               0, nullptr, 6'000'000'000, "raw") == DP_OK &&
         type == MsgType::kTeamReady &&
         control::decode(answer.data(), answer.size(), &ready, &error) == DP_OK &&
-        ready.status == DP_OK;
+        ready.join_id == 1 && ready.status == DP_OK;
     joiner.join();
     if (!raw_joined || joined != DP_OK) {
         say("join", "failed");

@@ -439,11 +439,15 @@ TEST_F(HostileTest, BatchesOverRegisteredMemoryDoNotHoldTheServiceThread) {
 // memory and `deputy info` stay whole.
 TEST_F(HostileTest, TeamJoinFloodIsBoundedAndInfoStillAnswers) {
     const Attack a = run_attack(agent, {"join-flood", "20000"});
+    auto said = [&](const char *key) { return a.said.count(key) ? a.said.at(key) : ""; };
     EXPECT_EQ(a.exit_code, 0) << a.output;
-    EXPECT_EQ(a.said.count("sent") ? a.said.at("sent") : "", "20000") << a.output;
-    // max_teams_per_client = 64 wait; every other join is refused at once.
-    EXPECT_EQ(a.said.count("refused") ? a.said.at("refused") : "", std::to_string(20000 - 64))
-        << a.output;
+    EXPECT_EQ(said("sent"), "20000") << a.output;
+    // max_pending_joins = 32 wait; every other join is refused at once,
+    // under its own join id, naming the limit.
+    EXPECT_EQ(said("refused"), std::to_string(20000 - 32)) << a.output;
+    EXPECT_EQ(said("bad_answers"), "0") << a.output;
+    EXPECT_EQ(said("status"), "DP_ERR_TOO_LARGE") << a.output;
+    EXPECT_NE(said("reason").find("(max_pending_joins = 32)"), std::string::npos) << a.output;
     std::string info, error;
     EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &info, &error),
               DP_OK)
@@ -506,7 +510,7 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretIsRefused) {
     RawClient raw;
     ASSERT_TRUE(raw.attach(agent.socket().c_str()));
     std::vector<uint8_t> payload;
-    control::encode(control::TeamJoin{"victim-job", "x", 1, 2, 1000}, &payload);
+    control::encode(control::TeamJoin{1, "victim-job", "x", 1, 2, 1000}, &payload);
     payload.erase(payload.end() - 5, payload.end());  // drop the secret: length 0
     payload.insert(payload.end(), {0, 0, 0, 0});
     ASSERT_EQ(control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,

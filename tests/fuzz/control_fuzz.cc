@@ -63,11 +63,12 @@ bool same(const Attach &a, const Attach &b) {
            a.token == b.token;
 }
 bool same(const TeamJoin &a, const TeamJoin &b) {
-    return a.key == b.key && a.secret == b.secret && a.rank == b.rank && a.size == b.size &&
-           a.timeout_ms == b.timeout_ms;
+    return a.join_id == b.join_id && a.key == b.key && a.secret == b.secret &&
+           a.rank == b.rank && a.size == b.size && a.timeout_ms == b.timeout_ms;
 }
 bool same(const TeamReady &a, const TeamReady &b) {
-    return a.status == b.status && a.team_id == b.team_id && a.reason == b.reason;
+    return a.join_id == b.join_id && a.status == b.status && a.team_id == b.team_id &&
+           a.reason == b.reason;
 }
 bool same(const Attached &a, const Attached &b) {
     return a.client_id == b.client_id && a.num_engines == b.num_engines &&
@@ -131,11 +132,11 @@ Attach dirty<Attach>() {
 }
 template <>
 TeamJoin dirty<TeamJoin>() {
-    return TeamJoin{std::string(200, 'k'), std::string(100, 's'), 9, 10, 11};
+    return TeamJoin{0xfeedface, std::string(200, 'k'), std::string(100, 's'), 9, 10, 11};
 }
 template <>
 TeamReady dirty<TeamReady>() {
-    return TeamReady{DP_ERR_TIMEOUT, 77, std::string(900, 'w')};
+    return TeamReady{0xfeedface, DP_ERR_TIMEOUT, 77, std::string(900, 'w')};
 }
 template <>
 TeamLeave dirty<TeamLeave>() {
@@ -313,9 +314,10 @@ int write_corpus(const char *dir) {
     failed.status = DP_ERR_DENIED;
     inputs.push_back({"staged-result-denied", seed(MsgType::kStagedResult, failed)});
 
-    inputs.push_back({"team-join", seed(MsgType::kTeamJoin,
-                                        TeamJoin{"job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
-    inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{DP_OK, 3, ""})});
+    inputs.push_back(
+        {"team-join",
+         seed(MsgType::kTeamJoin, TeamJoin{7, "job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
+    inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{7, DP_OK, 3, ""})});
     inputs.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
     Attach proven = attach;
     proven.proof_addr = 0x7ffc12345670;
