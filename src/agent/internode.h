@@ -49,6 +49,9 @@ struct InternodeEvent {
     uint8_t comp_status = 0;     // done: DP_COMP_*
     dp_status_t status = DP_OK;  // join_failed
     std::string reason;          // join_failed, done (on failure), broken
+    // broken: the team's operations from this sequence on fail; those
+    // before it were started by the node that broke it and run on.
+    uint64_t from_sequence = 0;
     std::string algorithm;       // done: what the inter-node step ran
 };
 
@@ -63,8 +66,13 @@ class Internode {
     virtual void join(const std::string &key, uint32_t rank, uint32_t size,
                       uint32_t timeout_ms) = 0;
     // A local member of the team left or died: the other nodes break the
-    // team too (their members get kCollMemberLost).
-    virtual void broken(uint64_t team_uid, const std::string &why) = 0;
+    // team too from operation `from_sequence` on (their members get
+    // kCollMemberLost for those). The operations before it this node has
+    // started and does its part of: they run to their end everywhere, so a
+    // member that leaves after its last operation completed (MPI_Comm_free
+    // right after an allreduce) does not fail the others' same operation,
+    // still between their agents.
+    virtual void broken(uint64_t team_uid, uint64_t from_sequence, const std::string &why) = 0;
     virtual void start(InterOp op) = 0;
     virtual bool poll(InternodeEvent *out) = 0;
     // For `deputy info`.

@@ -214,8 +214,11 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
     if (!t.broken) {
         t.broken = true;
         t.broken_reason = why;
-        // The other nodes' agents break it too; our step in flight fails.
-        if (t.spans_nodes) internode_->broken(t.uid, why);
+        // The other nodes' agents break it too, from the first operation
+        // this node has not started: the one running here goes on (it
+        // holds the memory it uses), and so does its step between agents.
+        // (Not when another node broke it from there already.)
+        if (t.spans_nodes && t.ops + 1 < t.broken_from) internode_->broken(t.uid, t.ops + 1, why);
     }
     for (uint32_t r = 0; r < t.size; ++r) {
         for (const Posted &p : t.queues[r]) {
@@ -224,6 +227,20 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
             ++failed_ops_;
         }
         t.queues[r].clear();
+    }
+}
+
+void TeamEngine::fail_queued_from(Team &t, uint64_t from) {
+    for (uint32_t r = 0; r < t.size; ++r) {
+        auto &q = t.queues[r];
+        // Position p of the queue is operation t.ops + p + 1.
+        const uint64_t keep = from > t.ops + 1 ? from - t.ops - 1 : 0;
+        while (q.size() > keep) {
+            publish(t.members[r], q.back().post.completion, channel::kCollMemberLost, 0,
+                    q.back().post.sequence);
+            ++failed_ops_;
+            q.pop_back();
+        }
     }
 }
 
@@ -265,7 +282,9 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
         publish(s.id, d.completion, DP_COMP_INVALID_FIELD, 0, d.sequence);
         return;
     }
-    if (t->broken) {
+    // Its operation's sequence: after the ones started and those queued.
+    const uint64_t sequence = t->ops + t->queues[rank].size() + 1;
+    if (t->broken || sequence >= t->broken_from) {
         publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
         return;
     }
@@ -320,6 +339,10 @@ void TeamEngine::try_start(Team &t) {
         ~Done() { t.starting = false; }
     } done{t};
     while (!t.running && !t.broken) {
+        if (t.ops + 1 >= t.broken_from) {  // broken elsewhere from here on
+            break_team(t, t.broken_reason);
+            return;
+        }
         for (uint32_t r : t.local_ranks)
             if (t.queues[r].empty()) return;
         std::vector<Posted> heads(t.size);

@@ -123,6 +123,8 @@ class TeamEngine {
     bool poll_orphans();
     void form_timeouts();
     void break_team(Team &t, const std::string &why);
+    // Fails the queued posts of operation sequences >= from.
+    void fail_queued_from(Team &t, uint64_t from);
     size_t window() const;  // tasks of one operation with the engines at once
     // Several nodes (team_engine_nodes.cc).
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }

@@ -119,8 +119,15 @@ bool TeamEngine::poll_internode() {
                 auto it = by_uid_.find(e.team_uid);
                 if (it == by_uid_.end() || !teams_.count(it->second)) break;
                 Team &t = *teams_.at(it->second);
-                DP_LOG_INFO("agent: team '{}' broken on another node: {}", t.key, e.reason);
-                break_team(t, e.reason);
+                DP_LOG_INFO("agent: team '{}' broken on another node from its operation {}: {}",
+                            t.key, e.from_sequence, e.reason);
+                t.broken_reason = e.reason;
+                t.broken_from = std::min(t.broken_from, e.from_sequence);
+                // What was posted for the operations before that stays
+                // queued and runs; try_start breaks the team when it gets
+                // to the first one after.
+                fail_queued_from(t, t.broken_from);
+                try_start(t);
                 break;
             }
         }
@@ -350,6 +357,10 @@ void TeamEngine::on_step_done(const InternodeEvent &e) {
 void TeamEngine::retire(Team &t) {
     // MPI may still write into the buffers of a step in flight.
     if (t.running && t.running->spans_nodes) {
+        // Nobody here advances the running operation any more: the other
+        // nodes must not wait for steps of it this node has not posted.
+        if (t.running->steps_posted < t.running->node_plan.groups.size() && t.ops < t.broken_from)
+            internode_->broken(t.uid, t.ops, t.broken_reason);
         if (t.running->send) abandoned_.push_back(t.running->send);
         if (t.running->recv) abandoned_.push_back(t.running->recv);
     }

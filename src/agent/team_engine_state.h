@@ -135,6 +135,9 @@ struct TeamEngine::Team {
     bool ready = false;
     bool broken = false;
     std::string broken_reason;
+    // Broken on another node from this operation sequence on: the
+    // operations before it run (that node does its part), the rest fail.
+    uint64_t broken_from = UINT64_MAX;
     uint64_t deadline_ns = 0;
     uint32_t timeout_ms = 0;
     std::unique_ptr<Execution> running;

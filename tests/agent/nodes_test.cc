@@ -490,6 +490,57 @@ TEST_F(NodesTest, MismatchOnAnotherNodeFailsEveryRankAndTheTeamGoesOn) {
     }
 }
 
+// Members that leave as soon as their own operation completed (a program's
+// MPI_Comm_dup / MPI_Allreduce / MPI_Comm_free, round after round) must not
+// fail that operation for the members on other nodes, whose agents may
+// still be finishing it; what is posted after a leave fails.
+TEST_F(NodesTest, MembersThatLeaveRightAfterTheirLastOperationDoNotFailTheOthers) {
+    const std::vector<int> node_of = {0, 0, 1, 2};
+    const int p = int(node_of.size());
+    std::vector<std::string> sockets;
+    std::vector<dp_context_t *> ctx(size_t(p), nullptr);
+    for (int r = 0; r < p; ++r) sockets.push_back(agents_->socket(node_of[size_t(r)]));
+    for (int r = 0; r < p; ++r) {
+        dp_config_t c = DP_CONFIG_INITIALIZER;
+        c.job_secret = deputy::testing::kTestJobSecret;
+        c.agent = sockets[size_t(r)].c_str();
+        c.pool_bytes = 8 << 20;
+        ASSERT_EQ(dp_init(&c, &ctx[size_t(r)]), DP_OK);
+    }
+    for (size_t count : {size_t(1), size_t(4097), size_t(1) << 18})
+        for (int round = 0; round < 12; ++round) {
+            const std::string k = key();
+            std::vector<std::string> failures{size_t(p)};
+            std::vector<std::thread> ranks;
+            for (int r = 0; r < p; ++r)
+                ranks.emplace_back([&, r] {
+                    std::string &f = failures[size_t(r)];
+                    dp_team_t *team = nullptr;
+                    if (dp_team_create(ctx[size_t(r)], k.c_str(), r, p, &team) != DP_OK) {
+                        f = "team_create failed";
+                        return;
+                    }
+                    auto *buf = static_cast<int64_t *>(dp_malloc(ctx[size_t(r)], count * 8));
+                    for (size_t i = 0; i < count; ++i) buf[i] = int64_t(round * 1000 + r + i);
+                    dp_request_t *req = nullptr;
+                    dp_status_t st = dp_iallreduce(buf, buf, count, DP_INT64, DP_SUM, team, &req);
+                    if (st == DP_OK) st = dp_wait(req);
+                    dp_team_destroy(team);  // at once, as MPI_Comm_free does
+                    if (st != DP_OK) f = std::string("allreduce: ") + dp_status_name(st);
+                    for (size_t i = 0; f.empty() && i < count; ++i)
+                        if (buf[i] != int64_t(4 * (round * 1000 + i) + 6))
+                            f = "element " + std::to_string(i) + " differs";
+                    if (req) dp_request_free(req);
+                    dp_free(ctx[size_t(r)], buf);
+                });
+            for (auto &t : ranks) t.join();
+            for (int r = 0; r < p; ++r)
+                EXPECT_EQ(failures[size_t(r)], "")
+                    << "count " << count << " round " << round << " rank " << r;
+        }
+    for (auto *c : ctx) dp_finalize(c);
+}
+
 TEST_F(NodesTest, TeamMissingAMemberTimesOutOnEveryNode) {
     // Ranks 0 and 1 of 3 join from nodes 0 and 2; rank 2 never does.
     std::vector<dp_context_t *> ctx(2);

@@ -81,6 +81,7 @@ bool same(const Register &a, const Register &b) {
     return a.addr == b.addr && a.len == b.len && a.kind == b.kind;
 }
 bool same(const Reply &a, const Reply &b) { return a.status == b.status && a.reason == b.reason; }
+bool same(const HeapShare &a, const HeapShare &b) { return a.addr == b.addr && a.len == b.len; }
 bool same(const std::vector<StagedRange> &a, const std::vector<StagedRange> &b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
@@ -151,6 +152,10 @@ Attached dirty<Attached>() {
 template <>
 Register dirty<Register>() {
     return Register{0x1000, 0x2000, RegionKind::kSegmentBase};
+}
+template <>
+HeapShare dirty<HeapShare>() {
+    return HeapShare{0xdead000, 0xbeef000};
 }
 template <>
 Deregister dirty<Deregister>() {
@@ -237,7 +242,7 @@ constexpr MsgType kDecoded[] = {
     MsgType::kAttach, MsgType::kAttached,     MsgType::kRegister,
     MsgType::kDeregister, MsgType::kReply,    MsgType::kStaged,
     MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
-    MsgType::kTeamLeave,
+    MsgType::kTeamLeave, MsgType::kHeapShare,
 };
 
 MsgType pick(uint8_t b) {
@@ -319,6 +324,8 @@ int write_corpus(const char *dir) {
          seed(MsgType::kTeamJoin, TeamJoin{7, "job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
     inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{7, DP_OK, 3, ""})});
     inputs.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
+    inputs.push_back(
+        {"heap-share", seed(MsgType::kHeapShare, HeapShare{0x7f0000000000, 24ull << 30})});
     Attach proven = attach;
     proven.proof_addr = 0x7ffc12345670;
     proven.proof.fill(0x5a);
@@ -373,6 +380,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kTeamJoin: round_trip<TeamJoin>(p, n, "TEAM_JOIN"); break;
         case MsgType::kTeamReady: round_trip<TeamReady>(p, n, "TEAM_READY"); break;
         case MsgType::kTeamLeave: round_trip<TeamLeave>(p, n, "TEAM_LEAVE"); break;
+        case MsgType::kHeapShare: round_trip<HeapShare>(p, n, "HEAP_SHARE"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

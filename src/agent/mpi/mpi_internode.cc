@@ -74,10 +74,11 @@ void MpiInternode::join(const std::string &key, uint32_t rank, uint32_t size,
     wake_.notify_one();
 }
 
-void MpiInternode::broken(uint64_t uid, const std::string &why) {
+void MpiInternode::broken(uint64_t uid, uint64_t from_sequence, const std::string &why) {
     Command c;
     c.kind = Command::Kind::broken;
     c.uid = uid;
+    c.from_sequence = from_sequence;
     c.why = why;
     std::lock_guard<std::mutex> lock(mutex_);
     commands_.push_back(std::move(c));
@@ -147,15 +148,19 @@ void MpiInternode::loop() {
                     if (it == teams_.end()) break;
                     for (uint32_t n : it->second->nodes)
                         if (n != node_)
-                            send_control(n, json{{"t", "broken"}, {"uid", c.uid}, {"why", c.why}}.dump());
-                    on_broken(c.uid, c.why);
+                            send_control(n, json{{"t", "broken"},
+                                                 {"uid", c.uid},
+                                                 {"from", c.from_sequence},
+                                                 {"why", c.why}}
+                                                .dump());
+                    on_broken(c.uid, c.from_sequence, c.why);
                     break;
                 }
                 case Command::Kind::start: {
                     auto it = teams_.find(c.op.team_uid);
                     Running r;
                     r.op = std::move(c.op);
-                    if (it == teams_.end() || it->second->dead) {
+                    if (it == teams_.end() || it->second->dead_for(r.op.sequence)) {
                         InternodeEvent e;
                         e.kind = InternodeEvent::Kind::done;
                         e.team_uid = r.op.team_uid;

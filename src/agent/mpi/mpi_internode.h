@@ -60,7 +60,7 @@ class MpiInternode final : public Internode {
     uint32_t nodes() const override { return nodes_; }
     int event_fd() const override { return event_fd_.get(); }
     void join(const std::string &key, uint32_t rank, uint32_t size, uint32_t timeout_ms) override;
-    void broken(uint64_t team_uid, const std::string &why) override;
+    void broken(uint64_t team_uid, uint64_t from_sequence, const std::string &why) override;
     void start(InterOp op) override;
     bool poll(InternodeEvent *out) override;
     std::string describe() const override;
@@ -82,7 +82,8 @@ class MpiInternode final : public Internode {
                         uint32_t timeout_ms);
     void sequencer_timeouts();
     void on_formed(const std::string &key, uint64_t uid, const std::vector<uint32_t> &map);
-    void on_broken(uint64_t uid, const std::string &why);
+    // from_sequence 0: every operation of the team, running ones too.
+    void on_broken(uint64_t uid, uint64_t from_sequence, const std::string &why);
     bool progress_ops();
     bool post_next(Running &r);
     void finish(Running &r, uint8_t status, const std::string &reason);

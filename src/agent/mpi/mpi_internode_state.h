@@ -38,6 +38,7 @@ struct MpiInternode::Command {
     std::string key;
     uint32_t rank = 0, size = 0, timeout_ms = 0;
     uint64_t uid = 0;
+    uint64_t from_sequence = 0;  // broken
     std::string why;
     InterOp op;
 };
@@ -64,8 +65,10 @@ struct MpiInternode::TeamComm {
     std::list<Running> ops;
     uint64_t schedules_posted = 0;
     size_t schedules_in_flight = 0;
-    bool dead = false;
+    // Broken: operations from dead_from on fail (those before it run on).
+    uint64_t dead_from = UINT64_MAX;
     std::string dead_reason;
+    bool dead_for(uint64_t sequence) const { return sequence >= dead_from; }
     uint64_t mismatched_sequence = UINT64_MAX;
 };
 

@@ -74,7 +74,8 @@ void MpiInternode::on_control(uint32_t from, const std::string &text) {
             e.reason = m.at("reason").get<std::string>();
             push_event(std::move(e));
         } else if (t == "broken") {
-            on_broken(m.at("uid").get<uint64_t>(), m.at("why").get<std::string>());
+            on_broken(m.at("uid").get<uint64_t>(), m.at("from").get<uint64_t>(),
+                      m.at("why").get<std::string>());
         } else {
             DP_LOG_WARN("agent node {}: unknown message '{}' from node {}", node_, t, from);
         }
@@ -175,7 +176,7 @@ void MpiInternode::on_formed(const std::string &key, uint64_t uid,
         MPI_Group_free(&group);
         MPI_Group_free(&world);
         if (rc != MPI_SUCCESS) {
-            t->dead = true;
+            t->dead_from = 0;
             t->dead_reason = "creating the team's communicator failed: " + mpi_error(rc);
         } else {
             MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
@@ -191,19 +192,29 @@ void MpiInternode::on_formed(const std::string &key, uint64_t uid,
     push_event(std::move(e));
 }
 
-void MpiInternode::on_broken(uint64_t uid, const std::string &why) {
+void MpiInternode::on_broken(uint64_t uid, uint64_t from_sequence, const std::string &why) {
     auto it = teams_.find(uid);
-    if (it == teams_.end() || it->second->dead) return;
+    if (it == teams_.end() || from_sequence >= it->second->dead_from) return;
     TeamComm &t = *it->second;
-    t.dead = true;
+    t.dead_from = from_sequence;
     t.dead_reason = why;
     // Requests of collectives cannot be cancelled or freed (MPI 3.1
-    // §5.12): the ones in flight are abandoned with the team.
-    while (!t.ops.empty()) finish(t.ops.front(), channel::kCollMemberLost, why), t.ops.pop_front();
+    // §5.12): the ones in flight from that sequence on are abandoned with
+    // the team; the earlier ones, which the breaking node still does its
+    // part of, complete.
+    for (auto op = t.ops.begin(); op != t.ops.end();) {
+        if (!t.dead_for(op->op.sequence)) {
+            ++op;
+            continue;
+        }
+        finish(*op, channel::kCollMemberLost, why);
+        op = t.ops.erase(op);
+    }
     InternodeEvent e;
     e.kind = InternodeEvent::Kind::broken;
     e.team_uid = uid;
     e.reason = why;
+    e.from_sequence = from_sequence;
     push_event(std::move(e));
 }
 

@@ -285,7 +285,7 @@ bool MpiInternode::progress_ops() {
                             "(a node is gone or unreachable)",
                             options_.op_timeout_ms);
                         DP_LOG_WARN("agent node {}: team {}: {}", node_, uid, why);
-                        on_broken(uid, why);
+                        on_broken(uid, 0, why);
                         return true;  // t.ops was emptied
                     }
                 }
