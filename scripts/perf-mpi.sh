@@ -2,23 +2,34 @@
 # The libdeputy-mpi figures of docs/PERFORMANCE.md: an unmodified MPI
 # program (deputy-bench-mpi-openmpi, only mpi.h, malloc'ed buffers) under
 # `deputy mpirun` on 2 ranks, timing MPI_ (through the library) against
-# PMPI_ (Open MPI itself) in the same processes. Shared placement: the
-# agent's default engine and the ranks on the same cores, nothing pinned.
-# Usage: scripts/perf-mpi.sh [build-dir] [out-dir] [runs] [step-glob]
+# PMPI_ (Open MPI itself) in the same processes. Placement: shared (the
+# agent's engine and the ranks on the same cores, nothing pinned) or
+# own-core (`--agent-cores last`: the agent alone on the last core).
+# Usage: scripts/perf-mpi.sh [build-dir] [out-dir] [runs] [step-glob] [shared|own-core]
 #   steps: <op>-<compute> for op in iallreduce ialltoall iallgather ibcast
-#   ireduce_scatter and compute in idle cpu; allreduce-blocking (8 B..64 MiB,
-#   offloaded at every size) and allreduce-pass (the default: passed to MPI,
-#   the cost of the interposition).
+#   ireduce_scatter and compute in idle cpu, offloaded at every size (what
+#   deputy does with the operation, whatever the thresholds say);
+#   allreduce-blocking (8 B..64 MiB, offloaded at every size) and
+#   allreduce-default (the placement's compiled-in threshold: passed to MPI
+#   below it, which costs the interposition only); allreduce-passthrough
+#   (8 B..8 KiB, all passed to MPI, 20000 iterations: the interposition's
+#   cost per call, MPI_ minus PMPI_).
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/perf-mpi}
 runs=${3:-3}
 only=${4:-*}
+placement=${5:-shared}
 deputy="$build/tools/deputy"
 bench="$build/tools/deputy-bench-mpi-openmpi"
 for f in "$deputy" "$bench"; do
   [ -x "$f" ] || { echo "perf-mpi: $f not built (cmake --build $build)" >&2; exit 1; }
 done
+case $placement in
+  shared) layout=() ;;
+  own-core) layout=(--agent-cores last) ;;
+  *) echo "perf-mpi: placement $placement: shared or own-core" >&2; exit 1 ;;
+esac
 mkdir -p "$out"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 step() {  # name, env (may be empty), bench flags...
@@ -26,14 +37,16 @@ step() {  # name, env (may be empty), bench flags...
   # shellcheck disable=SC2053  # $only is a glob on purpose
   [[ $name == $only ]] || return 0
   for run in $(seq 1 "$runs"); do
-    echo "== $name run $run: ${env:+$env }deputy mpirun -np 2 $bench $*"
-    env $env "$deputy" mpirun -np 2 "$bench" "$@" --json "$out/$name-run$run.json"
+    echo "== $name run $run: ${env:+$env }deputy mpirun ${layout[*]} -np 2 $bench $*"
+    env $env "$deputy" mpirun "${layout[@]}" -np 2 "$bench" "$@" --json "$out/$name-run$run.json"
   done
 }
 for op in iallreduce ialltoall iallgather ibcast ireduce_scatter; do
   for compute in idle cpu; do
-    step "$op-$compute" "" --op "$op" -m 64k:16m --compute "$compute" -i 20 -x 5
+    key=$op; [ "$op" = ireduce_scatter ] && key=ireduce_scatter_block
+    step "$op-$compute" "DEPUTY_MPI_THRESHOLDS=$key=0" --op "$op" -m 64k:16m --compute "$compute" -i 20 -x 5
   done
 done
 step allreduce-blocking "DEPUTY_MPI_THRESHOLDS=allreduce=0" --op allreduce -m 8:64m -i 50 -x 10
-step allreduce-pass "" --op allreduce -m 8:64m -i 50 -x 10
+step allreduce-default "" --op allreduce -m 8:64m -i 50 -x 10
+step allreduce-passthrough "DEPUTY_MPI_THRESHOLDS=allreduce=never" --op allreduce -m 8:8k -i 20000 -x 2000

@@ -5,27 +5,35 @@
 namespace deputy::mpi {
 namespace {
 
-// Where deputy measured faster than the MPI library, in each placement
-// (docs/mpi.md "Thresholds", scripts/mpi-thresholds.py from the runs of
-// scripts/perf-mpi.sh). With a core of its own the agent overlaps what the
-// program posts, so every nonblocking form is offloaded; sharing the ranks'
-// cores it is offloaded only from where it did not lose to MPI with the
-// ranks computing on every core nor with them idle.
+// Where deputy measured no slower than the MPI library, in each placement
+// (docs/mpi.md "Thresholds": scripts/mpi-thresholds.sh, 2 ranks, medians of
+// 3 runs, every larger size too, with the ranks computing on every core and
+// idle; where two sessions' runs disagreed, the larger value). Sharing the
+// ranks' cores the agent gets a core only while a rank
+// waits: small operations cost more than MPI's (its latency is a few us,
+// deputy's a wake-up and a hand-over), and alltoall / allgather, which MPI
+// does with one copy per peer, never won. Alltoallv has no size the ranks
+// agree on (their counts differ) and follows alltoall; a barrier carries no
+// bytes and follows the smallest sizes. With a core of its own every
+// nonblocking form is offloaded (overlap is what it is posted for); its
+// blocking forms take the shared values, which an own core can only beat:
+// a 2-core machine cannot measure by how much (docs/mpi.md).
+constexpr size_t K = 1024, M = 1024 * 1024;
 constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     // operation                    MPI name                      key                      nonblocking own core  shared
-    {Operation::iallreduce,           "MPI_Iallreduce",            "iallreduce",            true,  0,       0},
-    {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true,  0,       0},
-    {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       0},
-    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       0},
-    {Operation::ialltoallv,           "MPI_Ialltoallv",            "ialltoallv",            true,  0,       0},
-    {Operation::ibcast,               "MPI_Ibcast",                "ibcast",                true,  0,       0},
-    {Operation::ibarrier,             "MPI_Ibarrier",              "ibarrier",              true,  0,       0},
-    {Operation::allreduce,            "MPI_Allreduce",             "allreduce",             false, kNever,  kNever},
-    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, kNever,  kNever},
+    {Operation::iallreduce,           "MPI_Iallreduce",            "iallreduce",            true,  0,       128 * K},
+    {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true,  0,       128 * K},
+    {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       kNever},
+    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       kNever},
+    {Operation::ialltoallv,           "MPI_Ialltoallv",            "ialltoallv",            true,  0,       kNever},
+    {Operation::ibcast,               "MPI_Ibcast",                "ibcast",                true,  0,       1 * M},
+    {Operation::ibarrier,             "MPI_Ibarrier",              "ibarrier",              true,  0,       kNever},
+    {Operation::allreduce,            "MPI_Allreduce",             "allreduce",             false, 128 * K, 128 * K},
+    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, 64 * K,  64 * K},
     {Operation::allgather,            "MPI_Allgather",             "allgather",             false, kNever,  kNever},
     {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, kNever,  kNever},
     {Operation::alltoallv,            "MPI_Alltoallv",             "alltoallv",             false, kNever,  kNever},
-    {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, kNever,  kNever},
+    {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, 1 * M,   1 * M},
     {Operation::barrier,              "MPI_Barrier",               "barrier",               false, kNever,  kNever},
 }};
 
