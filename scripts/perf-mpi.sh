@@ -12,8 +12,10 @@
 #   allreduce-blocking (8 B..64 MiB, offloaded at every size) and
 #   allreduce-default (the placement's compiled-in threshold: passed to MPI
 #   below it, which costs the interposition only); allreduce-passthrough
-#   (8 B..8 KiB, all passed to MPI, 20000 iterations: the interposition's
-#   cost per call, MPI_ minus PMPI_).
+#   (8..64 B, passed to MPI, 200000 iterations on ONE rank, where an
+#   allreduce is a copy of a few tens of ns and no partner adds noise: the
+#   interposition's cost per call, MPI_ minus PMPI_).
+# Tables: scripts/perf-mpi-table.py OUT.
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/perf-mpi}
@@ -37,8 +39,9 @@ step() {  # name, env (may be empty), bench flags...
   # shellcheck disable=SC2053  # $only is a glob on purpose
   [[ $name == $only ]] || return 0
   for run in $(seq 1 "$runs"); do
-    echo "== $name run $run: ${env:+$env }deputy mpirun ${layout[*]} -np 2 $bench $*"
-    env $env "$deputy" mpirun "${layout[@]}" -np 2 "$bench" "$@" --json "$out/$name-run$run.json"
+    echo "== $name run $run: ${env:+$env }deputy mpirun ${layout[*]} -np ${ranks:-2} $bench $*"
+    env $env "$deputy" mpirun "${layout[@]}" -np "${ranks:-2}" "$bench" "$@" \
+      --json "$out/$name-run$run.json"
   done
 }
 for op in iallreduce ialltoall iallgather ibcast ireduce_scatter; do
@@ -49,4 +52,5 @@ for op in iallreduce ialltoall iallgather ibcast ireduce_scatter; do
 done
 step allreduce-blocking "DEPUTY_MPI_THRESHOLDS=allreduce=0" --op allreduce -m 8:64m -i 50 -x 10
 step allreduce-default "" --op allreduce -m 8:64m -i 50 -x 10
-step allreduce-passthrough "DEPUTY_MPI_THRESHOLDS=allreduce=never" --op allreduce -m 8:8k -i 20000 -x 2000
+ranks=1 step allreduce-passthrough "DEPUTY_MPI_THRESHOLDS=allreduce=never" --op allreduce -m 8:64 \
+  -i 200000 -x 20000

@@ -49,6 +49,18 @@ TEST(MpiBinding, OpenMpiWholeCoresByLogicalIndex) {
               (Args{"--cpu-set", "0", "--bind-to", "core:overload-allowed"}));
 }
 
+TEST(MpiBinding, OpenMpiRanksSharingASlotYieldWhileTheyWait) {
+    const Layout two_cores = layout("package:1 core:2 pu:1", "last");
+    EXPECT_EQ(options(MpiFlavor::kOpenMpi, two_cores, 1),
+              (Args{"--cpu-set", "0", "--bind-to", "core:overload-allowed"}));
+    EXPECT_EQ(options(MpiFlavor::kOpenMpi, two_cores, 2),
+              (Args{"--cpu-set", "0", "--bind-to", "core:overload-allowed", "--mca",
+                    "mpi_yield_when_idle", "1"}));
+    // 6 slots (3 cores per package) for 6 ranks: nobody shares.
+    EXPECT_EQ(options(MpiFlavor::kOpenMpi, layout(kLinuxSmt, "last"), 6),
+              (Args{"--cpu-set", "0-2,4-6", "--bind-to", "core:overload-allowed"}));
+}
+
 TEST(MpiBinding, OpenMpiHardwareThreadsWhenASlotIsPartOfACore) {
     EXPECT_EQ(options(MpiFlavor::kOpenMpi, layout(kLinuxSmt, "smt")),
               (Args{"--use-hwthread-cpus", "--cpu-set", "0,2,4,6,8,10,12,14", "--bind-to",

@@ -8,7 +8,9 @@
 //    core:overload-allowed; slots of single CPUs (smt, or a cpus: list that
 //    splits a core): --use-hwthread-cpus --cpu-set <logical PUs> --bind-to
 //    hwthread:overload-allowed. overload-allowed: more ranks than slots share
-//    them, as under `deputy launch`, instead of failing.
+//    them, as under `deputy launch`, instead of failing; and then
+//    --mca mpi_yield_when_idle 1, so that ranks sharing a CPU yield it while
+//    they wait instead of spinning through each other's time slices.
 //  MPICH Hydra: -bind-to user:<slot>,<slot>,... with a slot's CPUs (OS
 //    numbers) joined by '+'. Rank r gets entry r, and a rank beyond the
 //    list is not bound at all (Hydra 4.0.2 does not wrap around), so the
