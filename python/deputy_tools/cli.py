@@ -1,7 +1,8 @@
-"""`deputy-tools` / `python -m deputy_tools`: sweep, plot, table, reproduce.
+"""`deputy-tools` / `python -m deputy_tools`: sweep, plot, table, reproduce, perf-doc.
 
-Exit status: 0 success; 1 when a sweep point failed or nothing could be
-plotted or tabulated; 2 for usage, spec and input errors (as argparse).
+Exit status: 0 success; 1 when a sweep point failed (perf-doc: a point has
+no result) or nothing could be plotted or tabulated; 2 for usage, spec and
+input errors (as argparse).
 Messages for people go to stderr; stdout carries only what a script may
 capture (tables, dry-run commands, paths of written files).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +19,9 @@ from typing import Sequence
 from deputy_tools import __version__, registry
 from deputy_tools.binary import DeputyNotFound, find_deputy
 from deputy_tools.catalog import resolve_spec, select_specs, shipped_specs
+from deputy_tools.doc_markers import MarkerError
+from deputy_tools.perf_doc import SPEC as PERF_DOC_SPEC
+from deputy_tools.perf_doc import PerfDocError, perf_doc
 from deputy_tools.plot import PlotError, plot_results
 from deputy_tools.report import FORMATS, collect_tables, render
 from deputy_tools.reproduce import SMALL, reproduce
@@ -90,6 +95,33 @@ def _parser() -> argparse.ArgumentParser:
                         "of benchmark SPEC (--only channel; repeatable)")
     _add_run_options(p)
 
+    p = sub.add_parser(
+        "perf-doc", help="measure the collective figures and rewrite their section of a doc",
+        description="Sweeps the coll_offload spec (resumable) once per run, takes medians over "
+                    "the runs, draws the figures (PNG, SVG) and rewrites only the part of "
+                    "--doc between `<!-- deputy-tools perf-doc: begin -->` and `<!-- "
+                    "deputy-tools perf-doc: end -->` (appended at the end when missing).")
+    p.add_argument("--doc", type=Path, required=True, metavar="FILE",
+                   help="the Markdown document to rewrite (docs/PERFORMANCE.md)")
+    p.add_argument("--figures", type=Path, required=True, metavar="DIR",
+                   help="where the figures go (docs/figures); linked relative to --doc")
+    p.add_argument("--spec", default=PERF_DOC_SPEC,
+                   help=f"spec file or shipped spec name (default {PERF_DOC_SPEC}; it needs "
+                        "the axes placement, op and compute)")
+    p.add_argument("--small", dest="profile", action="store_const", const=SMALL,
+                   help="the spec's small profile (a few minutes)")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="measure N runs (default 1; more runs add to those done); with "
+                        "--from: use the first N (default: every run found)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--measure", action="store_true",
+                      help="measure the pending points, then render (the default)")
+    mode.add_argument("--from", dest="from_dir", type=Path, metavar="DIR",
+                      help="render from the results in DIR/run-<k>, measure nothing")
+    p.add_argument("-o", "--results", type=Path, metavar="DIR",
+                   help="where measurements go, DIR/run-<k> (default results/<spec>[.small])")
+    _add_run_options(p)
+
     sub.add_parser("specs", help="list the shipped sweep specs")
     sub.add_parser("figures", help="list the figures each benchmark kind can draw")
     return parser
@@ -151,6 +183,21 @@ def _reproduce(args: argparse.Namespace) -> int:
                      live=args.live, warn=_warn)
 
 
+def _perf_doc(args: argparse.Namespace) -> int:
+    spec = load_spec(resolve_spec(args.spec), args.profile)
+    if args.from_dir is not None and args.results is not None:
+        raise PerfDocError("--from DIR renders the results in DIR; -o DIR is where a "
+                           "measurement goes: give one of them")
+    measuring = args.from_dir is None
+    results = args.from_dir or args.results or default_out_dir(Path("results"), spec)
+    command = shlex.join(["deputy-tools", *args.argv])
+    done = perf_doc(spec, results, args.doc, args.figures, command,
+                    _deputy(args) if measuring else None, runs=args.runs,
+                    measure_first=measuring, dry_run=args.dry_run, fail_fast=args.fail_fast,
+                    timeout_s=args.timeout, live=args.live, warn=_warn)
+    return done.status
+
+
 def _specs(args: argparse.Namespace) -> int:
     for path in shipped_specs():
         spec = load_spec(path)
@@ -167,14 +214,17 @@ def _figures(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"sweep": _sweep, "plot": _plot, "table": _table, "reproduce": _reproduce,
-            "specs": _specs, "figures": _figures}
+            "perf-doc": _perf_doc, "specs": _specs, "figures": _figures}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    args.argv = argv  # perf-doc writes the exact command into the document
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, ResultError, PlotError, DeputyNotFound, ValueError) as e:
+    except (SpecError, ResultError, PlotError, DeputyNotFound, PerfDocError, MarkerError,
+            ValueError) as e:
         _warn(f"error: {e}")
         return 2
     except BrokenPipeError:  # `deputy-tools ... | head`: the reader has all it wanted

@@ -8,6 +8,7 @@ sweep, plot, table and reproduce commands need no change.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -46,6 +47,15 @@ _KINDS: dict[str, BenchKind] = {}
 def register(kind: BenchKind) -> BenchKind:
     _KINDS[kind.name] = kind
     return kind
+
+
+def add_figures(name: str, figures: Sequence[FigureDef]) -> BenchKind:
+    """More figures for a registered kind, from a module of their own (kinds/coll_offload.py
+    adds the per-placement figures to coll's); a name already there is kept as it is."""
+    kind = _KINDS[name]
+    new = tuple(f for f in figures if kind.figure(f.name) is None)
+    _KINDS[name] = dataclasses.replace(kind, figures=kind.figures + new)
+    return _KINDS[name]
 
 
 def get(name: str) -> BenchKind | None:

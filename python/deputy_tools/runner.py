@@ -6,7 +6,8 @@ crashed or timed-out run never looks finished to the next (resuming)
 sweep, and a failed run's output is kept aside as `<name>.json.failed`
 for inspection. Each point also leaves `<name>.log` with its command,
 exit status, stdout and stderr, because the table a benchmark prints is
-often what explains a failure.
+often what explains a failure. The sweep's "sweep" object (annotation) is
+added to the document before the promotion, so a result never exists without it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 PARTIAL = ".partial"
 FAILED = ".failed"
@@ -40,9 +41,11 @@ def partial_path(result: Path) -> Path:
 
 
 def run_point(argv: Sequence[str], result: Path, timeout_s: float,
-              env: Mapping[str, str] | None = None) -> Outcome:
+              env: Mapping[str, str] | None = None,
+              annotation: Mapping[str, Any] | None = None) -> Outcome:
     """Runs argv (which must write its JSON to partial_path(result)) and files the outcome;
-    `env`: the whole environment (None: this process's)."""
+    `env`: the whole environment (None: this process's); `annotation`: added to the
+    document as "sweep"."""
     partial = partial_path(result)
     failed = result.with_name(result.name + FAILED)
     log = result.with_suffix(".log")
@@ -55,6 +58,8 @@ def run_point(argv: Sequence[str], result: Path, timeout_s: float,
         problem = f"exit status {returncode}" + _reason(stderr, stdout)
     if problem is None:
         problem = _check_json(partial)
+    if problem is None and annotation is not None:
+        _annotate(partial, annotation)
     _write_log(log, argv, returncode, seconds, stdout, stderr, problem, env)
     if problem is None:
         os.replace(partial, result)
@@ -130,6 +135,12 @@ def _check_json(partial: Path) -> str | None:
     if not isinstance(doc, dict):
         return "results file is not a JSON object"
     return None
+
+
+def _annotate(partial: Path, annotation: Mapping[str, Any]) -> None:
+    doc = json.loads(partial.read_text(encoding="utf-8"))
+    doc["sweep"] = dict(annotation)
+    partial.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _write_log(log: Path, argv: Sequence[str], returncode: int | None, seconds: float,

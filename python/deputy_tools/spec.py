@@ -15,7 +15,12 @@ and re-run or resumed exactly. Shape::
         "mode": {                              # variant axis: label -> flags
           "cpu":  {"cpu": true},
           "sync": {"wait": "spin"}
-        }
+        },
+        "placement": [                         # setting axis: how a point is run
+          {"label": "shared", "agent": {"args": ["--agent-cores", "shared"]}},
+          {"label": "own-core", "agent": {"args": ["--agent-cores", "last"]},
+           "launcher": ["taskset", "-c", "{rank_cpus}", "mpirun", "-np", "2"]}
+        ]
       },
       "figures": ["throughput_vs_size"],       # what `reproduce` plots
       "timeout_s": 120,                        # per point
@@ -23,7 +28,8 @@ and re-run or resumed exactly. Shape::
       "setup": [{"creates": "channel.key",     # optional, once per result directory
                  "run": ["{deputy}", "bench", "channel", "--keygen", "{out}/channel.key"]}],
       "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1"},  # optional, added to every command's environment
-      "agent": {"config": {...}},              # optional: a private agent for the sweep
+      "agent": {"config": {...},               # optional: a private agent for the sweep
+                "args": ["--engines", "2"]},
       "profiles": {"small": {"flags": {...}, "grid": {...}}}
     }
 
@@ -46,6 +52,20 @@ before the first pending point, pass it to every point as DEPUTY_AGENT and
 stop it when the sweep ends (agent.py); `env` is for what a launcher needs
 (Open MPI refuses to run as root without OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1). Both are part of a point's identity.
+`args` are added to the agent's command line (`--agent-cores last`); the
+sweep's own words (--daemon, --socket, --pidfile, --log-file, --config) are
+refused there.
+
+A setting axis is a list of objects, for what is not a benchmark flag: how
+the point is run. Each value has a `label` and any of `flags` (as a variant
+axis value), `agent` (`args` added after the spec's, `config` replacing the
+spec's; a private agent even when the spec has none) and `launcher` (the
+whole launcher for this value's points). The agent's placement is such a
+setting: `--agent-cores last` needs its own agent, so the sweep starts one
+private agent per distinct agent setting and runs each one's points in
+turn. `{rank_cpus}` and `{agent_cpus}` in a launcher word are the CPU lists
+that agent reports (`deputy info --format json`, "placement"): the ranks go
+on the CPUs the agent leaves them.
 """
 
 from __future__ import annotations
@@ -62,7 +82,10 @@ _SPEC_KEYS = {"name", "description", "bench", "flags", "grid", "figures", "timeo
               "launcher", "profiles", "reproduces", "setup", "env", "agent"}
 _PROFILE_KEYS = {"description", "flags", "grid", "timeout_s"}
 _SETUP_KEYS = {"creates", "run"}
-_AGENT_KEYS = {"config"}
+_AGENT_KEYS = {"config", "args"}
+_SETTING_KEYS = {"label", "flags", "agent", "launcher"}
+# The private agent's command line words the sweep writes itself (agent.py).
+_SWEEP_AGENT_WORDS = ("--daemon", "--socket", "--pidfile", "--log-file", "--config")
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -72,10 +95,13 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class AxisValue:
-    """One value of an axis: the label used in point names and the flags it sets."""
+    """One value of an axis: the label used in point names, the flags it sets and, for a
+    setting axis, how its points are run (None: as the spec says)."""
 
     label: str
     flags: Mapping[str, FlagValue]
+    agent: Mapping[str, Any] | None = None      # {"args": [...], "config": {...}}
+    launcher: tuple[str, ...] | None = None     # replaces the spec's launcher
 
 
 @dataclass(frozen=True)
@@ -104,7 +130,7 @@ class SweepSpec:
     launcher: tuple[str, ...] = ()
     setup: tuple[SetupStep, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    agent: Mapping[str, Any] | None = None  # {"config": {...}}: a private agent; None: none
+    agent: Mapping[str, Any] | None = None  # {"config": {...}, "args": [...]}: a private agent
     profile: str | None = None
     profiles: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)
@@ -149,9 +175,7 @@ def parse_spec(raw: Any, where: str, profile: str | None = None,
     timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise SpecError(f"{where}: 'timeout_s' must be a positive number of seconds")
-    launcher = raw.get("launcher", [])
-    if not isinstance(launcher, list) or not all(isinstance(w, str) for w in launcher):
-        raise SpecError(f"{where}: 'launcher' must be a list of strings")
+    launcher = _launcher(raw.get("launcher", []), f"{where}: 'launcher'")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise SpecError(f"{where}: 'description' must be a string")
@@ -170,7 +194,8 @@ def parse_spec(raw: Any, where: str, profile: str | None = None,
 
 def _agent(raw: Any, where: str) -> dict[str, Any] | None:
     """None or false: no agent; true or {}: a default private agent; {"config": {...}}:
-    one with that agent config (e.g. {"agent": {"max_pool_bytes": 4294967296}})."""
+    one with that agent config (e.g. {"agent": {"max_pool_bytes": 4294967296}}), and
+    {"args": [...]}: more `deputy agent` words (e.g. ["--agent-cores", "last"])."""
     if raw is None or raw is False:
         return None
     if raw is True:
@@ -180,7 +205,22 @@ def _agent(raw: Any, where: str) -> dict[str, Any] | None:
     _reject_unknown(raw, _AGENT_KEYS, where)
     if "config" in raw and not isinstance(raw["config"], dict):
         raise SpecError(f"{where}.config: must be an object (the agent's --config JSON)")
+    if "args" in raw:
+        args = raw["args"]
+        if not isinstance(args, list) or not all(isinstance(w, str) and w for w in args):
+            raise SpecError(f"{where}.args: must be a list of `deputy agent` words, "
+                            "e.g. [\"--agent-cores\", \"last\"]")
+        for word in args:
+            if word.split("=")[0] in _SWEEP_AGENT_WORDS:
+                raise SpecError(f"{where}.args: {word} is the sweep's own (it starts the agent "
+                                "on a private socket, with the spec's config)")
     return dict(raw)
+
+
+def _launcher(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw):
+        raise SpecError(f"{where}: must be a list of strings")
+    return tuple(raw)
 
 
 def _setup(raw: Any, where: str) -> tuple[SetupStep, ...]:
@@ -277,7 +317,10 @@ def _axes(raw: Any, where: str) -> tuple[Axis, ...]:
     axes = []
     for name, values in raw.items():
         here = f"{where}.{name}"
-        if isinstance(values, list):
+        if isinstance(values, list) and values and all(isinstance(v, dict) for v in values):
+            axes.append(Axis(name=name, values=tuple(
+                _setting(v, f"{here}[{i}]") for i, v in enumerate(values))))
+        elif isinstance(values, list):
             if not values:
                 raise SpecError(f"{here}: an axis needs at least one value")
             if name.startswith("-"):
@@ -301,6 +344,23 @@ def _axes(raw: Any, where: str) -> tuple[Axis, ...]:
         if len(set(labels)) != len(labels):
             raise SpecError(f"{here}: repeated value")
     return tuple(axes)
+
+
+def _setting(raw: dict, where: str) -> AxisValue:
+    """One value of a setting axis: {"label", "flags", "agent", "launcher"}."""
+    _reject_unknown(raw, _SETTING_KEYS, where)
+    label = raw.get("label")
+    if isinstance(label, bool) or not isinstance(label, (str, int, float)) or label == "":
+        raise SpecError(f"{where}.label: a setting value needs a label (a string), "
+                        "which names its points")
+    agent = None
+    if "agent" in raw:
+        agent = _agent(raw["agent"], f"{where}.agent")
+        if agent is None:
+            raise SpecError(f"{where}.agent: an object with keys {sorted(_AGENT_KEYS)}")
+    launcher = _launcher(raw["launcher"], f"{where}.launcher") if "launcher" in raw else None
+    return AxisValue(label=str(label), flags=_flags(raw.get("flags", {}), f"{where}.flags"),
+                     agent=agent, launcher=launcher)
 
 
 def _label(value: Scalar) -> str:

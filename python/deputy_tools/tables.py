@@ -47,8 +47,10 @@ class Table:
     note: str = ""  # printed under the title, before "Same in every row"
 
 
-def render_markdown(tables: Sequence[Table]) -> str:
-    return "\n".join(_markdown(t) for t in tables)
+def render_markdown(tables: Sequence[Table], heading: str = "###") -> str:
+    """Each table under `heading` + its title (a document's generated section may need a
+    deeper level than the `table` command's)."""
+    return "\n".join(_markdown(t, heading) for t in tables)
 
 
 def render_csv(tables: Sequence[Table]) -> str:
@@ -56,7 +58,7 @@ def render_csv(tables: Sequence[Table]) -> str:
     return "\n".join(_csv(t) for t in tables)
 
 
-def _markdown(table: Table) -> str:
+def _markdown(table: Table, heading: str = "###") -> str:
     keep, same = [], []
     for i, column in enumerate(table.columns):
         values = {repr(row[i]): row[i] for row in table.rows if row[i] is not None}
@@ -78,7 +80,7 @@ def _markdown(table: Table) -> str:
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if c.numeric else (":" + "-" * (w + 1))
                           for w, c in zip(widths, columns)) + "|"
-    out = [f"### {table.title}", ""]
+    out = [f"{heading} {table.title}", ""]
     if table.note:
         out += [table.note, ""]
     if same:

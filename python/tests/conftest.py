@@ -24,12 +24,23 @@ def data() -> Path:
 FAKE_MPIRUN = """#!/bin/sh
 while [ $# -gt 0 ]; do
   case "$1" in
-    -np|-n|--host|--map-by|--bind-to) shift 2 ;;
+    -np|-n|--host|--map-by|--bind-to|--cpu-set) shift 2 ;;
+    --mca) shift 3 ;;
     -*) shift ;;
     *) break ;;
   esac
 done
 [ -n "$FAKE_MPIRUN_CALLS" ] && echo "mpirun" >> "$FAKE_MPIRUN_CALLS"
+exec "$@"
+"""
+
+
+# `taskset -c LIST command...`: logs LIST to $FAKE_TASKSET_CALLS and runs the command
+# unpinned (the CPUs a test names need not exist where the tests run).
+FAKE_TASKSET = """#!/bin/sh
+[ "$1" = "-c" ] || { echo "fake taskset: expected -c LIST" >&2; exit 2; }
+[ -n "$FAKE_TASKSET_CALLS" ] && echo "taskset:$2" >> "$FAKE_TASKSET_CALLS"
+shift 2
 exec "$@"
 """
 
@@ -43,16 +54,20 @@ def _executable(path: Path, text: str) -> Path:
 @pytest.fixture
 def fake_deputy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An executable `deputy` that runs fake_deputy.py; calls are logged to calls.txt.
-    A fake `mpirun` comes first on PATH (launches are logged to mpirun.txt)."""
+    A fake `mpirun` comes first on PATH (launches are logged to mpirun.txt), and a fake
+    `taskset` (its CPU lists logged to taskset.txt)."""
     wrapper = tmp_path / "bin" / "deputy"
     wrapper.parent.mkdir()
     _executable(wrapper, f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "fake_deputy.py"}" "$@"\n')
     _executable(tmp_path / "bin" / "mpirun", FAKE_MPIRUN)
+    _executable(tmp_path / "bin" / "taskset", FAKE_TASKSET)
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_DEPUTY_CALLS", str(tmp_path / "calls.txt"))
     monkeypatch.setenv("FAKE_MPIRUN_CALLS", str(tmp_path / "mpirun.txt"))
+    monkeypatch.setenv("FAKE_TASKSET_CALLS", str(tmp_path / "taskset.txt"))
     for var in ("FAKE_DEPUTY_FAIL", "FAKE_DEPUTY_USAGE", "FAKE_DEPUTY_HANG", "FAKE_DEPUTY_NO_OUT",
-                "FAKE_DEPUTY_BAD_JSON", "FAKE_DEPUTY_AGENT_FAIL", "DEPUTY_AGENT"):
+                "FAKE_DEPUTY_BAD_JSON", "FAKE_DEPUTY_AGENT_FAIL", "FAKE_DEPUTY_INFO_UNPINNED",
+                "DEPUTY_AGENT"):
         monkeypatch.delenv(var, raising=False)
     return wrapper
 

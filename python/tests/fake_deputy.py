@@ -9,15 +9,19 @@ overwrite) and `--secure` needs `--key` naming an existing one, as the real
 benchmark does. `bench coll` needs an agent (DEPUTY_AGENT naming a socket
 path that exists) unless `--no-deputy`, and `agent --daemon --socket S
 --pidfile P` "starts" one: it creates S, and P naming a sleeping stand-in
-process that the sweep must stop.
+process that the sweep must stop. `--agent-cores LAYOUT` is kept in S, and
+`info --socket S --format json` answers with the placement of a 2-CPU
+machine (`last`: the agent on CPU 1, the ranks on CPU 0; else nothing pinned).
 
   FAKE_DEPUTY_CALLS=file   append one line per call (the size, rails, or
-                           channel's transport[+secure]:size:count:buffer)
+                           channel's transport[+secure]:size:count:buffer;
+                           agent:PID[:cores=LAYOUT][:config] for an agent)
   FAKE_DEPUTY_FAIL=4k      exit 1 with an error on stderr for this size
   FAKE_DEPUTY_USAGE=4k     exit 105 with a CLI11-style usage error for this size
   FAKE_DEPUTY_HANG=4k      sleep for a minute for this size (timeouts)
   FAKE_DEPUTY_NO_OUT=4k    exit 0 without writing --out for this size
   FAKE_DEPUTY_BAD_JSON=4k  write a truncated --out for this size
+  FAKE_DEPUTY_INFO_UNPINNED=1  `info` reports nothing pinned whatever --agent-cores said
 """
 
 from __future__ import annotations
@@ -246,6 +250,7 @@ def _agent(argv: list[str]) -> int:
     p.add_argument("--pidfile", required=True)
     p.add_argument("--log-file", default="")
     p.add_argument("--config", default="")
+    p.add_argument("--agent-cores", default="")
     args = p.parse_args(argv)
     if os.environ.get("FAKE_DEPUTY_AGENT_FAIL"):
         print("[app] [error] deputy agent --daemon: the agent did not start: bind: "
@@ -256,14 +261,38 @@ def _agent(argv: list[str]) -> int:
     sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    open(args.socket, "w").close()
+    with open(args.socket, "w", encoding="utf-8") as f:
+        json.dump({"agent_cores": args.agent_cores}, f)
     with open(args.pidfile, "w", encoding="utf-8") as f:
         f.write(f"{sleeper.pid}\n")
     calls = os.environ.get("FAKE_DEPUTY_CALLS")
     if calls:
         with open(calls, "a", encoding="utf-8") as f:
-            f.write(f"agent:{sleeper.pid}" + (":config" if args.config else "") + "\n")
+            f.write(f"agent:{sleeper.pid}"
+                    + (f":cores={args.agent_cores}" if args.agent_cores else "")
+                    + (":config" if args.config else "") + "\n")
     print(f"deputy agent: pid {sleeper.pid} listening on {args.socket}")
+    return 0
+
+
+def _info(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--socket", required=True)
+    p.add_argument("--format", default="text")
+    args = p.parse_args(argv)
+    try:
+        with open(args.socket, encoding="utf-8") as f:
+            cores = json.load(f).get("agent_cores") or "shared"
+    except OSError:
+        print(f"agent: no agent at {args.socket}")
+        return 1
+    if os.environ.get("FAKE_DEPUTY_INFO_UNPINNED"):
+        cores = "shared"  # an agent that ignored --agent-cores
+    pinned = cores != "shared"
+    placement = {"layout": cores, "topology": "1 package, 2 cores, 2 CPUs, no SMT",
+                 "agent_cpus": "1" if pinned else "", "rank_cpus": "0" if pinned else "",
+                 "threads": [], "engine_cpus": "1" if pinned else "0-1", "client_cpus": ""}
+    print(json.dumps({"version": "fake", "pid": 1, "placement": placement}))
     return 0
 
 
@@ -273,6 +302,8 @@ BENCHES = {"mover": _mover, "rail": _rail, "channel": _channel, "coll": _coll}
 def main(argv: list[str]) -> int:
     if argv[:1] == ["agent"]:
         return _agent(argv[1:])
+    if argv[:1] == ["info"]:
+        return _info(argv[1:])
     if len(argv) < 2 or argv[0] != "bench" or argv[1] not in BENCHES:
         print(f"fake deputy: unsupported command {argv[:2]}", file=sys.stderr)
         return 2

@@ -76,16 +76,16 @@ Allreduce table: barrier, then 3 x (allreduce; barrier), elapsed / 3 on rank 0; 
 """
 
 FLOAT16_CSV = """\
-op,dtype,redop,memory,wait,ranks,size,count,impl,time_us,time_max_us,algbw_gbps,busbw_gbps,wrong,time_vs_mpi,skipped
-allreduce,float16,sum,mapped,,2,64,32,deputy,89.98935,119.3488,0.0007111952692179685,0.0007111952692179685,0,,
-allreduce,float16,sum,mapped,,2,64,32,mpi,,,,,,,MPI has no float16 datatype
-allreduce,float16,sum,mapped,,2,64,32,ring,0.39185000000000003,0.44315,0.16332780400663519,0.16332780400663519,0,,
-allreduce,float16,sum,mapped,,2,256,128,deputy,83.40705,104.7774,0.003069284910568111,0.003069284910568111,0,,
-allreduce,float16,sum,mapped,,2,256,128,mpi,,,,,,,MPI has no float16 datatype
-allreduce,float16,sum,mapped,,2,256,128,ring,0.5149999999999999,0.5237999999999999,0.4970873786407768,0.4970873786407768,0,,
-allreduce,float16,sum,mapped,,2,1024,512,deputy,34.192750000000004,60.1428,0.029947869065810727,0.029947869065810727,0,,
-allreduce,float16,sum,mapped,,2,1024,512,mpi,,,,,,,MPI has no float16 datatype
-allreduce,float16,sum,mapped,,2,1024,512,ring,0.583075,0.5872999999999999,1.7562063199416884,1.7562063199416884,0,,
+op,dtype,redop,memory,placement,wait,ranks,size,count,impl,time_us,time_max_us,algbw_gbps,busbw_gbps,wrong,time_vs_mpi,skipped
+allreduce,float16,sum,mapped,,,2,64,32,deputy,89.98935,119.3488,0.0007111952692179685,0.0007111952692179685,0,,
+allreduce,float16,sum,mapped,,,2,64,32,mpi,,,,,,,MPI has no float16 datatype
+allreduce,float16,sum,mapped,,,2,64,32,ring,0.39185000000000003,0.44315,0.16332780400663519,0.16332780400663519,0,,
+allreduce,float16,sum,mapped,,,2,256,128,deputy,83.40705,104.7774,0.003069284910568111,0.003069284910568111,0,,
+allreduce,float16,sum,mapped,,,2,256,128,mpi,,,,,,,MPI has no float16 datatype
+allreduce,float16,sum,mapped,,,2,256,128,ring,0.5149999999999999,0.5237999999999999,0.4970873786407768,0.4970873786407768,0,,
+allreduce,float16,sum,mapped,,,2,1024,512,deputy,34.192750000000004,60.1428,0.029947869065810727,0.029947869065810727,0,,
+allreduce,float16,sum,mapped,,,2,1024,512,mpi,,,,,,,MPI has no float16 datatype
+allreduce,float16,sum,mapped,,,2,1024,512,ring,0.583075,0.5872999999999999,1.7562063199416884,1.7562063199416884,0,,
 """
 
 
@@ -250,6 +250,10 @@ def test_time_figure_deputy_mpi_ring_log_log(data: Path, tmp_path: Path) -> None
     assert set(plotted) == {"time_vs_size", "busbw_vs_size"}
     assert sorted(notes) == [
         "coll:allreduce_table not drawn: no allreduce-table rows (--allreduce-table)",
+        "coll:by_placement_cpu not drawn: no non-blocking results with a placement (a sweep "
+        "with a placement axis, e.g. the coll_offload spec)",
+        "coll:by_placement_idle not drawn: no non-blocking results with a placement (a sweep "
+        "with a placement axis, e.g. the coll_offload spec)",
         "coll:host_cpu_vs_size not drawn: no non-blocking results (--op iallreduce, "
         "ialltoall, ...)",
         "coll:overall_vs_size not drawn: no non-blocking results (--op iallreduce, "
@@ -357,7 +361,7 @@ def test_cli_plot_writes_png_and_svg(data: Path, tmp_path: Path,
 def test_shipped_coll_specs() -> None:
     specs = {s.name: s for s in (load_spec(p) for p in select_specs(["coll"]))}
     assert set(specs) == {"coll_allreduce", "coll_iallreduce_overlap", "coll_memory",
-                          "coll_allreduce_table"}
+                          "coll_allreduce_table", "coll_offload"}
     for spec in specs.values():
         assert spec.bench == ("coll",) and spec.launcher == ("mpirun", "-np", "2")
         assert spec.env == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -371,6 +375,29 @@ def test_shipped_coll_specs() -> None:
     table = specs["coll_allreduce_table"]
     assert table.agent == {"config": {"agent": {"max_pool_bytes": 4294967296}}}
     assert load_spec(table.source, "small").axes[0].values[0].flags == {"max": "8m"}
+
+
+def test_coll_offload_spec_sweeps_ops_computes_and_placements() -> None:
+    """Issue item 4: five operations x both placements x compute idle/cpu, deputy beside
+    MPI, 64 KiB to 16 MiB by 4; one agent per placement, own-core ranks where it says."""
+    spec = load_spec(select_specs(["coll_offload"])[0])
+    expanded = points.expand(spec)
+    assert len(expanded) == 2 * 5 * 2
+    assert {dict(p.coords)["op"] for p in expanded} == {
+        "iallreduce", "ialltoall", "iallgather", "ibcast", "ireduce_scatter"}
+    assert {p.flags["compute"] for p in expanded} == {"idle", "cpu"}
+    assert spec.flags["compare"] == "mpi" and spec.flags["message-size"] == "64k:16m"
+    assert spec.flags["factor"] == 4
+    agents = {dict(p.coords)["placement"]: (p.agent, p.launcher) for p in expanded}
+    assert agents == {
+        "shared": ({"args": ["--agent-cores", "shared"]}, ("mpirun", "-np", "2")),
+        "own-core": ({"args": ["--agent-cores", "last"]},
+                     ("taskset", "-c", "{rank_cpus}", "mpirun", "-np", "2", "--bind-to",
+                      "none", "--mca", "mpi_yield_when_idle", "1"))}
+    small = load_spec(spec.source, "small")
+    assert len(points.expand(small)) == len(expanded)
+    assert small.flags["iterations"] < spec.flags["iterations"] and small.flags["factor"] == 16
+    assert spec.figures == ("by_placement_idle", "by_placement_cpu")
 
 
 @pytest.mark.parametrize("change,message", [
@@ -416,7 +443,9 @@ def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
     specs = [load_spec(p, "small") for p in select_specs(["coll"])]
     agents = [c for c in calls() if c.startswith("agent:")]
     runs = [c for c in calls() if c.startswith("coll:")]
-    assert len(agents) == len(specs)  # one private agent per spec, each stopped afterwards
+    # One private agent per spec and placement, each stopped afterwards.
+    assert len(agents) == len(specs) + 1  # coll_offload: shared and own-core
+    assert sum(a.split(":")[2:3] == ["cores=last"] for a in agents) == 1
     assert not any(_alive(int(a.split(":")[1])) for a in agents)
     assert sum(a.endswith(":config") for a in agents) == 1  # the allreduce table's big pool
     assert len(runs) == sum(len(points.expand(spec)) for spec in specs)
@@ -431,7 +460,7 @@ def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
     tables = (out / "tables.md").read_text()
     assert [line for line in tables.splitlines() if line.startswith("## ")] == [
         "## coll_allreduce", "## coll_allreduce_table", "## coll_iallreduce_overlap",
-        "## coll_memory"]
+        "## coll_memory", "## coll_offload"]
     assert "| DataSize(Bytes) | Num of float | Native Allreduce | Ring Allreduce | " \
            "deputy Allreduce |" in tables
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -28,11 +29,19 @@ def test_dry_run_lists_every_small_point(tmp_path: Path, fake_deputy: Path,
     expected = sum(len(points.expand(s)) + len(s.setup) for s in specs)  # setup: key files
     assert len(lines) == expected
     deputy = f"{fake_deputy.resolve()} "
-    # coll runs under mpirun, with a private agent and the launcher's environment.
-    coll = [line for line in lines if line.startswith(f"mpirun -np 2 {deputy}bench coll ")]
+    # coll runs under mpirun (own-core ranks under taskset, on the CPUs their agent leaves),
+    # with a private agent per placement and the launcher's environment.
+    coll = [line for line in lines if line.startswith(f"mpirun -np 2 {deputy}bench coll ")
+            or line.startswith("taskset -c '$RANK_CPUS' mpirun -np 2 --bind-to none --mca "
+                               f"mpi_yield_when_idle 1 {deputy}bench coll ")]
     assert len(coll) == sum(len(points.expand(s)) for s in specs if s.bench[0] == "coll") > 0
     assert all(line.startswith(f"{deputy}bench ") for line in lines if line not in coll)
-    assert len(comments) == sum((s.agent is not None) + bool(s.env) for s in specs)
+    agents = {(s.name, json.dumps(p.agent, sort_keys=True))
+              for s in specs for p in points.expand(s) if p.agent is not None}
+    placed = {(s.name, json.dumps(p.agent, sort_keys=True))
+              for s in specs for p in points.expand(s) if points.needs_agent_facts(p)}
+    assert len(agents) > sum(s.agent is not None for s in specs)  # coll_offload: two
+    assert len(comments) == len(agents) + len(placed) + sum(bool(s.env) for s in specs)
     assert not out.exists() and calls() == []
 
 

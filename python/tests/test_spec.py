@@ -67,7 +67,17 @@ def test_unknown_profile_lists_the_available_ones(tmp_path: Path) -> None:
     ({"name": ""}, r"'name' must be"),
     ({"bench": 3}, r"'bench' must name"),
     ({"grid": {"size": []}}, r"grid.size: an axis needs at least one value"),
-    ({"grid": {"size": [{"a": 1}]}}, r"grid.size: a flag value"),
+    ({"grid": {"size": ["4k", {"a": 1}]}}, r"grid.size: a flag value"),
+    ({"grid": {"size": [{"a": 1}]}},
+     r"grid.size\[0\]: unknown key 'a' \(allowed: agent, flags, label, launcher\)"),
+    ({"grid": {"p": [{"flags": {}}]}}, r"grid.p\[0\].label: a setting value needs a label"),
+    ({"grid": {"p": [{"label": "x", "agent": {"args": ["--socket", "s"]}}]}},
+     r"grid.p\[0\].agent.args: --socket is the sweep's own"),
+    ({"grid": {"p": [{"label": "x", "agent": {"args": "--agent-cores last"}}]}},
+     r"grid.p\[0\].agent.args: must be a list of `deputy agent` words"),
+    ({"grid": {"p": [{"label": "x", "launcher": "taskset"}]}},
+     r"grid.p\[0\].launcher: must be a list of strings"),
+    ({"grid": {"p": [{"label": "x", "agent": False}]}}, r"grid.p\[0\].agent: an object"),
     ({"flags": {"--op": "x"}}, r"flag name '--op' must be given without dashes"),
     ({"timeout_s": -1}, r"'timeout_s' must be a positive number"),
     ({"grid": {"size": ["4k", "4k"]}}, r"grid.size: repeated value"),
@@ -116,14 +126,18 @@ def _bytes(text: object) -> int:
 
 def test_small_profiles_stay_small() -> None:
     """The reproduce --small promise: a few minutes on 2 cores. A mover or rail point takes
-    seconds: about a hundred in all. A channel point of at most 10000 messages of at most
-    64 KiB takes well under a second, except tcp with less than 16 KiB of socket buffer,
-    about 0.1 s per message (docs/channel.md), hence at most 200 messages there."""
+    seconds: about a hundred in all. A coll point starts mpirun and two ranks (a second or
+    two) and runs at most 100 iterations per size: at most 30 of them (coll_offload's 20,
+    10 iterations of 3 sizes, about a minute). A channel point of at most 10000 messages of
+    at most 64 KiB takes well under a second, except tcp with less than 16 KiB of socket
+    buffer, about 0.1 s per message (docs/channel.md), hence at most 200 messages there."""
     by_bench: dict[str, list[points.Point]] = {}
     for path in shipped_specs():
         spec = load_spec(path, "small")
         by_bench.setdefault(spec.bench[0], []).extend(points.expand(spec))
-    assert sum(len(v) for k, v in by_bench.items() if k != "channel") <= 110
+    assert sum(len(v) for k, v in by_bench.items() if k not in ("channel", "coll")) <= 110
+    assert len(by_bench["coll"]) <= 30
+    assert all(int(p.flags.get("iterations", 0)) <= 100 for p in by_bench["coll"])
     channel = by_bench["channel"]
     assert len(channel) <= 60
     for point in channel:

@@ -10,7 +10,9 @@ tools/bench_coll/report.cc and allreduce_table.cc, docs/coll-bench.md):
 every result row becomes a flat record, each figure puts the message size
 on x and draws one line per implementation (deputy, MPI, ring); anything
 else that varies among the documents (op, memory mode, compute, wait
-mode, ...) joins the label.
+mode, ...) joins the label. The agent's placement is no benchmark flag: it
+comes from the sweep's "sweep" object (a `placement` axis, as in the
+coll_offload spec), so shared and own-core runs are never averaged together.
 
 Times are as the benchmark measured them: mean over iterations, then over
 ranks. For non-blocking ops "time" is OSU's Pure Comm. (post + wait, no
@@ -40,6 +42,8 @@ OP_ORDER = ("allreduce", "iallreduce", "reduce_scatter", "ireduce_scatter", "all
             "iallgather", "alltoall", "ialltoall", "alltoallv", "ialltoallv", "bcast", "ibcast",
             "barrier", "ibarrier")
 MEMORY_ORDER = ("mapped", "direct", "staged")
+# The agent on the ranks' CPUs first, then on a core of its own (docs/coll-bench.md).
+PLACEMENT_ORDER = ("shared", "own-core")
 TABLE_MODE = "allreduce-table"
 TABLE_ORDER = ("mpi", "ring", "deputy")
 # Line styles for series that share an implementation (memory mapped vs direct, ...).
@@ -67,6 +71,7 @@ def _plural(word: str) -> Callable[[Any], str]:
 # (it is what the figures compare); the rest join the label only when they vary.
 IMPL = Param("impl", fmt=impl_name, order=_index(IMPL_ORDER), may_follow_x=False)
 OP = Param("op", order=_index(OP_ORDER), may_follow_x=False)
+PLACEMENT = Param("placement", "placement", order=_index(PLACEMENT_ORDER), may_follow_x=False)
 DTYPE = Param("dtype", may_follow_x=False)
 REDOP = Param("redop", may_follow_x=False)
 MEMORY = Param("memory", "memory", order=_index(MEMORY_ORDER), may_follow_x=False)
@@ -75,7 +80,7 @@ TESTS = Param("test_calls", fmt=_plural("test call"), may_follow_x=False)
 WAIT = Param("wait", fmt=_wait_name, may_follow_x=False)
 RANKS = Param("ranks", fmt=_plural("rank"), may_follow_x=False)
 SIZE = Param("size", fmt=format_size)
-PARAMS = [IMPL, OP, DTYPE, REDOP, MEMORY, COMPUTE, TESTS, WAIT, RANKS]
+PARAMS = [IMPL, OP, PLACEMENT, DTYPE, REDOP, MEMORY, COMPUTE, TESTS, WAIT, RANKS]
 
 SIZE_LABEL = "Message size (bytes, per rank, log)"
 
@@ -83,6 +88,14 @@ _METRICS = ("time_us", "time_max_us", "time_p50_us", "time_p99_us", "algbw_gbps"
             "compute_us", "coll_init_us", "test_us", "wait_us", "pure_comm_us", "overlap_pct",
             "host_cpu_us", "poll_cpu_us", "polls_per_op", "wait_cpu_us", "time_vs_mpi",
             "overall_vs_mpi")
+
+
+def placement_of(doc: ResultDoc) -> str | None:
+    """The `placement` coordinate the sweep wrote into the document, or None."""
+    sweep = doc.doc.get("sweep")
+    point = sweep.get("point") if isinstance(sweep, dict) else None
+    value = point.get("placement") if isinstance(point, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def records(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
@@ -116,6 +129,7 @@ def records(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
                 "dtype": need(row, "dtype", d, where),
                 "redop": row.get("redop") or None,
                 "memory": need(config, "memory", d, "config"),
+                "placement": placement_of(d),
                 "compute": need(config, "compute", d, "config") if nonblocking else None,
                 "test_calls": (need(config, "num_test_calls", d, "config") if nonblocking
                                else None),
@@ -335,6 +349,7 @@ _SETTINGS = [
     Column("dtype", "dtype", collapsible=True),
     Column("redop", "redop", collapsible=True),
     Column("memory", "memory", collapsible=True),
+    Column("placement", "placement", collapsible=True),
 ]
 _SETTINGS_TAIL = [
     Column("wait", "wait", lambda v: v or "default", collapsible=True),
@@ -402,7 +417,7 @@ _TABLE_NOTE = ("Allreduce table: barrier, then 3 x (allreduce; barrier), elapsed
 
 
 def _row_order(r: dict[str, Any]) -> tuple:
-    keyed = [OP, DTYPE, REDOP, MEMORY, COMPUTE, TESTS, WAIT, RANKS, SIZE, IMPL]
+    keyed = [OP, PLACEMENT, DTYPE, REDOP, MEMORY, COMPUTE, TESTS, WAIT, RANKS, SIZE, IMPL]
     return (*((0,) if r[p.key] is None else (1, p.order(r[p.key])) for p in keyed), r["file"])
 
 
@@ -416,7 +431,7 @@ def _note(base: str, recs: Sequence[dict[str, Any]]) -> str:
 
 
 def _settings(r: dict[str, Any]) -> list[Any]:
-    return [r["op"], r["dtype"], r["redop"], r["memory"]]
+    return [r["op"], r["dtype"], r["redop"], r["memory"], r["placement"]]
 
 
 def _tail(r: dict[str, Any]) -> list[Any]:
