@@ -475,7 +475,8 @@ def test_agent_cores_with_simulated_nodes_lets_the_agents_pin_themselves(env):
     assert re.search(r"^agents:  \S+ --oversubscribe -np 2 --bind-to none \S+/deputy agent "
                      r"--socket '<dir>/agent-node\{node\}\.sock' --token-file <dir>/token "
                      r"--agent-cores last$", r.stdout, re.M), r.stdout
-    assert " --cpu-set 0 --bind-to core:overload-allowed -np 4 " in program_line(r.stdout)
+    assert (" --cpu-set 0 --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 -np 4 "
+            in program_line(r.stdout))
     assert (f"placement last ({VM_SUMMARY}): the agent on CPU 1, the ranks on CPU 0 (4 ranks on "
             "1 core: they share it)") in r.stdout
 

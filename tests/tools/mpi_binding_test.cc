@@ -50,15 +50,20 @@ TEST(MpiBinding, OpenMpiWholeCoresByLogicalIndex) {
 }
 
 TEST(MpiBinding, OpenMpiRanksSharingASlotYieldWhileTheyWait) {
+    auto sharing = [](MpiFlavor flavor, const Layout &l, int ranks) {
+        return deputy::launch::mpi_shared_slot_options(flavor, l.placement, ranks);
+    };
     const Layout two_cores = layout("package:1 core:2 pu:1", "last");
-    EXPECT_EQ(options(MpiFlavor::kOpenMpi, two_cores, 1),
-              (Args{"--cpu-set", "0", "--bind-to", "core:overload-allowed"}));
-    EXPECT_EQ(options(MpiFlavor::kOpenMpi, two_cores, 2),
-              (Args{"--cpu-set", "0", "--bind-to", "core:overload-allowed", "--mca",
-                    "mpi_yield_when_idle", "1"}));
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, two_cores, 1), Args{});
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, two_cores, 2),
+              (Args{"--mca", "mpi_yield_when_idle", "1"}));
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, two_cores, 0), Args{});  // ranks unknown
+    EXPECT_EQ(sharing(MpiFlavor::kHydra, two_cores, 2), Args{});
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, layout("package:1 core:2 pu:1", "shared"), 8), Args{});
     // 6 slots (3 cores per package) for 6 ranks: nobody shares.
-    EXPECT_EQ(options(MpiFlavor::kOpenMpi, layout(kLinuxSmt, "last"), 6),
-              (Args{"--cpu-set", "0-2,4-6", "--bind-to", "core:overload-allowed"}));
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, layout(kLinuxSmt, "last"), 6), Args{});
+    EXPECT_EQ(sharing(MpiFlavor::kOpenMpi, layout(kLinuxSmt, "last"), 7),
+              (Args{"--mca", "mpi_yield_when_idle", "1"}));
 }
 
 TEST(MpiBinding, OpenMpiHardwareThreadsWhenASlotIsPartOfACore) {

@@ -31,23 +31,26 @@ std::vector<std::string> mpi_binding_options(MpiFlavor flavor, const Topology &t
         }
         cores.push_back(core->logical_index);
     }
-    std::vector<std::string> options;
-    if (whole_cores) {
-        options = {"--cpu-set", affinity::format_cpu_list(cores), "--bind-to",
-                   "core:overload-allowed"};
-    } else {
-        std::vector<int> pus;
-        for (int cpu : placement.rank_cpus()) pus.push_back(topology.cpu_logical_index(cpu));
-        options = {"--use-hwthread-cpus", "--cpu-set", affinity::format_cpu_list(pus),
-                   "--bind-to", "hwthread:overload-allowed"};
-    }
-    // More ranks than slots: Open MPI does not count that as oversubscribed
-    // (its slots are the machine's cores), so a rank waiting in MPI spins
-    // through the time slice of the rank it waits for on the same CPU: 16 ms
-    // per step measured for a 2-rank allreduce on one core. Make it yield.
-    if (ranks > int(placement.rank_slots.size()))
-        options.insert(options.end(), {"--mca", "mpi_yield_when_idle", "1"});
-    return options;
+    if (whole_cores)
+        return {"--cpu-set", affinity::format_cpu_list(cores), "--bind-to",
+                "core:overload-allowed"};
+    std::vector<int> pus;
+    for (int cpu : placement.rank_cpus()) pus.push_back(topology.cpu_logical_index(cpu));
+    return {"--use-hwthread-cpus", "--cpu-set", affinity::format_cpu_list(pus), "--bind-to",
+            "hwthread:overload-allowed"};
+}
+
+std::vector<std::string> mpi_shared_slot_options(MpiFlavor flavor, const Placement &placement,
+                                                 int ranks) {
+    // Open MPI does not count ranks sharing a slot as oversubscribed (its
+    // slots are the machine's cores), so a rank waiting in MPI spins through
+    // the time slice of the rank it waits for on the same CPU: 8-16 ms per
+    // collective measured for 2 ranks on one core. Hydra's MPICH yields in
+    // its progress loop by itself.
+    if (flavor != MpiFlavor::kOpenMpi || placement.rank_slots.empty() ||
+        ranks <= int(placement.rank_slots.size()))
+        return {};
+    return {"--mca", "mpi_yield_when_idle", "1"};
 }
 
 }  // namespace deputy::launch

@@ -8,9 +8,8 @@
 //    core:overload-allowed; slots of single CPUs (smt, or a cpus: list that
 //    splits a core): --use-hwthread-cpus --cpu-set <logical PUs> --bind-to
 //    hwthread:overload-allowed. overload-allowed: more ranks than slots share
-//    them, as under `deputy launch`, instead of failing; and then
-//    --mca mpi_yield_when_idle 1, so that ranks sharing a CPU yield it while
-//    they wait instead of spinning through each other's time slices.
+//    them, as under `deputy launch`, instead of failing (and then
+//    mpi_shared_slot_options makes them yield while they wait).
 //  MPICH Hydra: -bind-to user:<slot>,<slot>,... with a slot's CPUs (OS
 //    numbers) joined by '+'. Rank r gets entry r, and a rank beyond the
 //    list is not bound at all (Hydra 4.0.2 does not wrap around), so the
@@ -33,5 +32,11 @@ namespace deputy::launch {
 // on this machine, 0 when unknown.
 std::vector<std::string> mpi_binding_options(MpiFlavor flavor, const Topology &topology,
                                              const Placement &placement, int ranks);
+
+// More ranks than the placement's slots (`ranks` known): the options that
+// make ranks sharing a CPU yield it while they wait in MPI (Open MPI:
+// --mca mpi_yield_when_idle 1); empty otherwise.
+std::vector<std::string> mpi_shared_slot_options(MpiFlavor flavor, const Placement &placement,
+                                                 int ranks);
 
 }  // namespace deputy::launch

@@ -119,6 +119,7 @@ struct Plan {
     std::string deputy;                  // this binary
     launch::JobPlacement placement;      // --agent-cores on this machine
     std::vector<std::string> binding;    // mpirun's options binding the ranks to it
+    std::vector<std::string> sharing;    // ... and making ranks that share a CPU yield it
 };
 
 // Everything decided before anything starts; false with `*error` (and
@@ -151,6 +152,8 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     p->binding = launch::mpi_binding_options(p->launcher.flavor, p->placement.topology,
                                              p->placement.placement,
                                              hosts ? 0 : p->command_line.ranks);
+    p->sharing = launch::mpi_shared_slot_options(p->launcher.flavor, p->placement.placement,
+                                                 hosts ? 0 : p->command_line.ranks);
     if (!p->binding.empty() && !p->command_line.binding_as_given.empty()) {
         *error = "--agent-cores " + f.agent_cores + " binds the ranks (" +
                  launch::command_line(p->binding) + "); the mpirun arguments bind them too (" +
@@ -266,6 +269,7 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         c.argv.insert(c.argv.end(), o.begin(), o.end());
     }
     c.argv.insert(c.argv.end(), p.binding.begin(), p.binding.end());
+    c.argv.insert(c.argv.end(), p.sharing.begin(), p.sharing.end());
     const std::vector<size_t> &programs = p.command_line.programs;
     for (size_t i = 0; i < args.size(); ++i) {
         if (p.mode == AgentsMode::kNodes &&
