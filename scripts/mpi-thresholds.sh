@@ -14,18 +14,10 @@ build=${1:-build}
 out=${2:-results/mpi-thresholds}
 runs=${3:-3}
 placement=${4:-shared}
-deputy="$build/tools/deputy"
-bench="$build/tools/deputy-bench-mpi-openmpi"
-for f in "$deputy" "$bench"; do
-  [ -x "$f" ] || { echo "mpi-thresholds: $f not built (cmake --build $build)" >&2; exit 1; }
-done
-case $placement in
-  shared) layout=() ;;
-  own-core) layout=(--agent-cores last) ;;
-  *) echo "mpi-thresholds: placement $placement: shared or own-core" >&2; exit 1 ;;
-esac
+# shellcheck source=scripts/mpi-bench-setup.sh
+. "$(dirname "$0")/mpi-bench-setup.sh"
+mpi_bench_setup mpi-thresholds "$build" "$placement"
 mkdir -p "$out"
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 # Everything offloaded, whatever the compiled-in thresholds say.
 all="iallreduce=0,ireduce_scatter_block=0,iallgather=0,ialltoall=0,ibcast=0"
 all+=",allreduce=0,reduce_scatter_block=0,allgather=0,alltoall=0,bcast=0"

@@ -22,18 +22,10 @@ out=${2:-results/perf-mpi}
 runs=${3:-3}
 only=${4:-*}
 placement=${5:-shared}
-deputy="$build/tools/deputy"
-bench="$build/tools/deputy-bench-mpi-openmpi"
-for f in "$deputy" "$bench"; do
-  [ -x "$f" ] || { echo "perf-mpi: $f not built (cmake --build $build)" >&2; exit 1; }
-done
-case $placement in
-  shared) layout=() ;;
-  own-core) layout=(--agent-cores last) ;;
-  *) echo "perf-mpi: placement $placement: shared or own-core" >&2; exit 1 ;;
-esac
+# shellcheck source=scripts/mpi-bench-setup.sh
+. "$(dirname "$0")/mpi-bench-setup.sh"
+mpi_bench_setup perf-mpi "$build" "$placement"
 mkdir -p "$out"
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 step() {  # name, env (may be empty), bench flags...
   local name=$1 env=$2; shift 2
   # shellcheck disable=SC2053  # $only is a glob on purpose

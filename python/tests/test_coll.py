@@ -25,6 +25,7 @@ from deputy_tools.report import collect_tables, render
 from deputy_tools.results import ResultError, load_results
 from deputy_tools.spec import SpecError, load_spec, parse_spec
 from deputy_tools.sweep import run_sweep
+from process_check import alive
 
 MEMORY_MD = """\
 ### coll: blocking collectives
@@ -423,15 +424,6 @@ def test_agent_and_env_are_part_of_a_points_identity() -> None:
     assert parse_spec({**base, "agent": False}, where="t").agent is None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not stat.exists() or stat.read_text().split(")")[-1].split()[0] != "Z"
-
-
 def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
                                    calls: Callable[[], list[str]],
                                    capsys: pytest.CaptureFixture) -> None:
@@ -446,7 +438,7 @@ def test_reproduce_small_only_coll(tmp_path: Path, fake_deputy: Path,
     # One private agent per spec and placement, each stopped afterwards.
     assert len(agents) == len(specs) + 1  # coll_offload: shared and own-core
     assert sum(a.split(":")[2:3] == ["cores=last"] for a in agents) == 1
-    assert not any(_alive(int(a.split(":")[1])) for a in agents)
+    assert not any(alive(int(a.split(":")[1])) for a in agents)
     assert sum(a.endswith(":config") for a in agents) == 1  # the allreduce table's big pool
     assert len(runs) == sum(len(points.expand(spec)) for spec in specs)
     assert (tmp_path / "mpirun.txt").read_text().split() == ["mpirun"] * len(runs)
@@ -492,7 +484,7 @@ def test_a_failing_point_still_stops_the_agent(tmp_path: Path, fake_deputy: Path
     assert report.ran == 2 and len(report.failed) == 1  # the fake found DEPUTY_AGENT's socket
     assert report.failed[0].point.label() == "op=allreduce"
     [agent] = [c for c in calls() if c.startswith("agent:")]
-    assert not _alive(int(agent.split(":")[1]))
+    assert not alive(int(agent.split(":")[1]))
     assert dict(os.environ) == env_before  # DEPUTY_AGENT went to the points only
 
 

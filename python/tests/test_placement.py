@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -17,6 +16,7 @@ from deputy_tools.agent import agent_command
 from deputy_tools.cli import main
 from deputy_tools.spec import parse_spec
 from deputy_tools.sweep import run_sweep
+from process_check import alive
 
 OWN_CORE_LAUNCHER = ["taskset", "-c", "{rank_cpus}", "mpirun", "-np", "2", "--bind-to", "none",
                      "--mca", "mpi_yield_when_idle", "1"]
@@ -32,15 +32,6 @@ SPEC = {"name": "placed", "bench": "coll", "launcher": ["mpirun", "-np", "2"], "
 
 def spec(**changes: object):
     return parse_spec({**SPEC, **changes}, where="test")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not stat.exists() or stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
 def test_each_placement_has_its_agent_words_and_launcher() -> None:
@@ -94,7 +85,7 @@ def test_sweep_starts_one_agent_per_placement_with_its_words(
     assert report.ok and report.ran == 4
     agents = [c for c in calls() if c.startswith("agent:")]
     assert [a.split(":", 2)[2] for a in agents] == ["cores=shared", "cores=last"]
-    assert not any(_alive(int(a.split(":")[1])) for a in agents)
+    assert not any(alive(int(a.split(":")[1])) for a in agents)
     # The agent of each placement ran its points, before the next agent started.
     assert [c.split(":")[0] for c in calls()] == ["agent", "coll", "coll", "agent", "coll",
                                                   "coll"]
@@ -146,7 +137,7 @@ def test_an_agent_that_pins_nothing_cannot_place_the_ranks(
         "2 point(s) not run")
     assert echoed == [f"error: {report.setup_error}"]
     agents = [c for c in calls() if c.startswith("agent:")]
-    assert len(agents) == 2 and not any(_alive(int(a.split(":")[1])) for a in agents)
+    assert len(agents) == 2 and not any(alive(int(a.split(":")[1])) for a in agents)
     assert not (tmp_path / "taskset.txt").exists()
 
 
