@@ -243,6 +243,13 @@ class Agent:
     def alive(self) -> bool:
         return self.pid is not None and not process_gone(self.pid)
 
+    def left_behind(self) -> Optional[str]:
+        """After a job: None when the agent is alive with no client and no
+        team left; otherwise what is wrong."""
+        if not self.alive():
+            return f"the agent died:\n{self.log_tail()}"
+        return agent_leftovers(self.deputy.absolute(), self.socket)
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             text = (self.dir / "agent.log").read_text(errors="replace") if self.dir else ""

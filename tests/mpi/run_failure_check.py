@@ -118,9 +118,7 @@ def body() -> None:
                    "an error" if re.search(r"late-death: ", r.stdout) else "ended by the launcher")
         h.log(f"  late-death: {r.seconds:.1f} s, {outcome}, {'ok' if not problems else 'FAILED'}")
 
-        if not agent.alive():
-            failures.append(f"the agent died:\n{agent.log_tail()}")
-        elif left := h.agent_leftovers(args.deputy.absolute(), agent.socket):
+        if left := agent.left_behind():
             failures.append(left)
     if failures:
         raise h.Failure("\n\n".join(failures))

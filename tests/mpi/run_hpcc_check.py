@@ -120,9 +120,7 @@ def body() -> None:
                 h.log(f"  {what}: reports summed:\n{h.summary(reports)}")
             except h.Failure as e:
                 failures.append(f"{what}: {e}")
-            if not agent.alive():
-                failures.append(f"the agent died:\n{agent.log_tail()}")
-            elif left := h.agent_leftovers(args.deputy, agent.socket):
+            if left := agent.left_behind():
                 failures.append(left)
         if failures:
             raise h.Failure("\n\n".join(failures))

@@ -101,9 +101,7 @@ def body() -> None:
             failures += [f"{what}: {p}" for p in h.check_setup_reasons(reports)]
             h.log(f"  {what}: {'identical' if not problems else 'DIFFERENT'}, {r.seconds:.1f} s; "
                   f"reports summed:\n{h.summary(reports)}")
-        if not agent.alive():
-            failures.append(f"the agent died:\n{agent.log_tail()}")
-        elif left := h.agent_leftovers(args.deputy, agent.socket):
+        if left := agent.left_behind():
             failures.append(left)
     if failures:
         raise h.Failure("\n\n".join(failures))
