@@ -216,6 +216,9 @@ typedef struct dp_mover_stats {
     uint32_t num_wqs;
 } dp_mover_stats_t;
 
+/* Counters of the device so far. An engine counts a descriptor just after
+ * publishing its completion record, so right after a record completes the
+ * counters may not include it yet. */
 DP_API dp_status_t dp_mover_get_stats(dp_mover_t *mover, dp_mover_stats_t *stats);
 
 #ifdef __cplusplus
