@@ -151,6 +151,15 @@ dp_status_t place_agent(AgentConfig *c, std::string *error) {
 
 }  // namespace
 
+uint32_t shared_placement_engines(size_t agent_cpus) {
+    // Two engines, measured (docs/PERFORMANCE.md, "Engines when the agent
+    // shares the ranks' CPUs"): while the ranks wait, a large operation's
+    // chunks run on both of their cores; small operations run on the service
+    // thread and are not slower; idle engines yield their CPU. More than two
+    // has not been measured on a machine with more cores.
+    return uint32_t(std::min<size_t>(std::max<size_t>(agent_cpus, 1), 2));
+}
+
 dp_status_t load_config_text(const std::string &text, AgentConfig *config, std::string *error) {
     json doc;
     try {
@@ -230,6 +239,8 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     // A command-line flag's error stands alone; a file key's says it is the file's.
     if (!c->placed && place_agent(c, error) != DP_OK)
         return c->agent_cores_flag.rfind("--", 0) == 0 ? DP_ERR_INVALID : bad(*error);
+    if (!c->engines_set && !c->device_given && c->cpus.empty())
+        c->engines = shared_placement_engines(affinity::allowed_cpus(0).size());
     if (c->device_given) {
         if (!c->cpus.empty()) {
             std::vector<int> cpus;

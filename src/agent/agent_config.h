@@ -23,7 +23,10 @@ struct AgentConfig {
     std::string token;        // per-job token clients must present; empty: none
     mover::DeviceConfig device;
     bool device_given = false;     // the device came from JSON (engines/cpus keys then refused)
-    uint32_t engines = 1;          // without a device: one group, one queue, this many engines
+    // Without a device: one group, one queue, this many engines. Unless set,
+    // one per reserved core (agent_cores), 1 under `cpus`, and when nothing
+    // is pinned (the agent shares the ranks' CPUs) shared_placement_engines.
+    uint32_t engines = 1;
     bool engines_set = false;      // engines came from the file or the command line
     std::string cpus;              // engine pinning ("0-1"); empty: unpinned
     // Where the agent's threads run, as a layout of this machine
@@ -96,6 +99,9 @@ bool valid_inter_algorithm(const std::string &name);
 // Fills the device from the agent keys when no device was given. Call after
 // loading and after command-line overrides.
 dp_status_t finalize_config(AgentConfig *config, std::string *error);
+// The engines of an agent whose threads nothing pins (it shares the ranks'
+// CPUs), given how many CPUs it may run on.
+uint32_t shared_placement_engines(size_t agent_cpus);
 
 // Loads a JSON file into *config (keys absent keep their value).
 dp_status_t load_config_file(const std::string &path, AgentConfig *config, std::string *error);

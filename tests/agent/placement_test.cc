@@ -79,6 +79,35 @@ TEST(AgentPlacement, AnEngineCountGivenStaysAndSmtKeepsTheDefault) {
     EXPECT_TRUE(shared.device.cpus.empty());
 }
 
+TEST(AgentPlacement, AnAgentSharingTheRanksCpusRunsTwoEnginesWhereItMay) {
+    EXPECT_EQ(shared_placement_engines(0), 1u);
+    EXPECT_EQ(shared_placement_engines(1), 1u);
+    EXPECT_EQ(shared_placement_engines(2), 2u);
+    EXPECT_EQ(shared_placement_engines(64), 2u);
+
+    // Nothing pinned, no count given: as many as the agent's CPUs allow.
+    const uint32_t expected = shared_placement_engines(affinity::allowed_cpus(0).size());
+    for (const char *cores : {"", "shared"}) {
+        AgentConfig c;
+        c.agent_cores = cores;
+        ASSERT_EQ(finalize(&c), "") << cores;
+        EXPECT_EQ(c.engines, expected) << cores;
+        EXPECT_EQ(c.device.total_engines(), expected) << cores;
+        ASSERT_EQ(finalize(&c), "") << cores;  // again, as Agent::create does
+        EXPECT_EQ(c.engines, expected) << cores;
+    }
+    // A count given, or engines pinned by cpus: the default does not apply.
+    AgentConfig given;
+    given.engines = 1;
+    given.engines_set = true;
+    ASSERT_EQ(finalize(&given), "");
+    EXPECT_EQ(given.device.total_engines(), 1u);
+    AgentConfig pinned;
+    pinned.cpus = "0";
+    ASSERT_EQ(finalize(&pinned), "");
+    EXPECT_EQ(pinned.device.total_engines(), 1u);
+}
+
 TEST(AgentPlacement, TheConfigFileKeyAndItsErrors) {
     SyntheticTopology topology(kVm);
     AgentConfig c;
@@ -222,7 +251,7 @@ TEST(AgentPlacement, InfoWarnsWhenClientsShareTheEnginesCpus) {
     AgentProcess agent({"-l", "50"}, true, {std::string("DEPUTY_TOPOLOGY=") + kVm});
     ASSERT_TRUE(agent.alive()) << read_file(agent.log_path());
     EXPECT_TRUE(testing::eventually([&] {
-        return read_file(agent.log_path()).find("agent: placement shared: 1 engine unpinned and "
+        return read_file(agent.log_path()).find("agent: placement shared: 2 engines unpinned and "
                                                 "the service thread unpinned") !=
                std::string::npos;
     })) << read_file(agent.log_path());
