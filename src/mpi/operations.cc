@@ -8,32 +8,34 @@ namespace {
 // Where deputy measured no slower than the MPI library, in each placement
 // (docs/mpi.md "Thresholds": scripts/mpi-thresholds.sh, 2 ranks, medians of
 // 3 runs, every larger size too, with the ranks computing on every core and
-// idle; where two sessions' runs disagreed, the larger value). Sharing the
-// ranks' cores the agent gets a core only while a rank
-// waits: small operations cost more than MPI's (its latency is a few us,
-// deputy's a wake-up and a hand-over), and alltoall / allgather, which MPI
-// does with one copy per peer, never won. Alltoallv has no size the ranks
-// agree on (their counts differ) and follows alltoall; a barrier carries no
-// bytes and follows the smallest sizes. With a core of its own every
-// nonblocking form is offloaded (overlap is what it is posted for; it never
-// measured slower than MPI from 64 KiB); its blocking forms take the shared
-// values, which an own core only beats (docs/mpi.md).
+// idle; where two sessions' runs disagreed, the larger value), with the
+// agent's defaults (two engines when nothing is pinned). Sharing the ranks'
+// cores the agent gets a core only while a rank waits: small operations cost
+// more than MPI's (its latency is a few us, deputy's a wake-up and a
+// hand-over), and allgather / alltoall, which MPI does with one copy per
+// peer, win only where the two engines copy on both cores the waiting ranks
+// leave. Alltoallv has no size the ranks agree on (their counts differ) and
+// is offloaded only at threshold 0; a barrier carries no bytes and follows
+// the smallest sizes. With a core of its own every nonblocking form is
+// offloaded (overlap is what it is posted for; it never measured slower
+// than MPI from 64 KiB); its blocking forms take the shared values, which an
+// own core only beats (docs/mpi.md).
 constexpr size_t K = 1024, M = 1024 * 1024;
 constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     // operation                    MPI name                      key                      nonblocking own core  shared
     {Operation::iallreduce,           "MPI_Iallreduce",            "iallreduce",            true,  0,       128 * K},
     {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true,  0,       128 * K},
-    {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       kNever},
-    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       kNever},
+    {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       512 * K},
+    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       8 * M},
     {Operation::ialltoallv,           "MPI_Ialltoallv",            "ialltoallv",            true,  0,       kNever},
     {Operation::ibcast,               "MPI_Ibcast",                "ibcast",                true,  0,       1 * M},
     {Operation::ibarrier,             "MPI_Ibarrier",              "ibarrier",              true,  0,       kNever},
     {Operation::allreduce,            "MPI_Allreduce",             "allreduce",             false, 128 * K, 128 * K},
-    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, 64 * K,  64 * K},
-    {Operation::allgather,            "MPI_Allgather",             "allgather",             false, kNever,  kNever},
-    {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, kNever,  kNever},
+    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, 128 * K, 128 * K},
+    {Operation::allgather,            "MPI_Allgather",             "allgather",             false, 1 * M,   1 * M},
+    {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, 8 * M,   8 * M},
     {Operation::alltoallv,            "MPI_Alltoallv",             "alltoallv",             false, kNever,  kNever},
-    {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, 1 * M,   1 * M},
+    {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, 512 * K, 512 * K},
     {Operation::barrier,              "MPI_Barrier",               "barrier",               false, kNever,  kNever},
 }};
 
