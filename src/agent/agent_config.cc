@@ -97,6 +97,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_staged_bytes") c->max_staged_bytes = get_uint(v, path, 4ull << 20);
         else if (key == "max_direct_bytes") c->max_direct_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "idle_spin_us") c->idle_spin_us = uint32_t(get_uint(v, path, 1000000));
+        else if (key == "engine_idle_spin_us")
+            c->engine_idle_spin_us = uint32_t(get_uint(v, path, 1000000));
         else if (key == "idle_poll") {
             const std::string how = get_string(v, path);
             if (how != "pause" && how != "yield")
@@ -248,6 +250,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
             c->device.cpus = cpus;
         }
         c->device.idle_yield = c->idle_yield;
+        if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
         return DP_OK;
     }
     if (c->engines == 0) return bad("engines must be at least 1");
@@ -261,6 +264,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         return bad(device_error);
     // The engines poll as the service thread does ("idle_poll").
     c->device.idle_yield = c->idle_yield;
+    if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
     return DP_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <deputy/status.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/placement.h"
@@ -84,6 +85,9 @@ struct AgentConfig {
     // at once (an agent without a core of its own), or pause ("idle_poll":
     // "pause"; the core stays ours: an agent pinned to a spare core).
     bool idle_yield = true;
+    // The engines' idle polling before they sleep, in us (a device's own
+    // "idle_spin_us" when unset; the mover's default without a device).
+    std::optional<uint32_t> engine_idle_spin_us;
     // A client's message must arrive whole, and each answer must be taken
     // by the client, within this time; otherwise the client is dropped.
     uint32_t request_timeout_ms = 1000;

@@ -108,6 +108,24 @@ TEST(AgentPlacement, AnAgentSharingTheRanksCpusRunsTwoEnginesWhereItMay) {
     EXPECT_EQ(pinned.device.total_engines(), 1u);
 }
 
+TEST(AgentPlacement, TheEnginesIdlePollingIsTheMoversUnlessTheConfigSaysOtherwise) {
+    AgentConfig defaults;
+    ASSERT_EQ(finalize(&defaults), "");
+    EXPECT_EQ(defaults.device.idle_spin_us, mover::DeviceConfig{}.idle_spin_us);
+
+    AgentConfig c;
+    std::string error;
+    ASSERT_EQ(load_config_text(R"({"agent": {"engine_idle_spin_us": 20}})", &c, &error), DP_OK);
+    ASSERT_EQ(finalize(&c), "");
+    EXPECT_EQ(c.device.idle_spin_us, 20u);
+
+    AgentConfig too_long;
+    EXPECT_EQ(load_config_text(R"({"agent": {"engine_idle_spin_us": 2000000}})", &too_long,
+                               &error),
+              DP_ERR_INVALID);
+    EXPECT_NE(error.find("agent.engine_idle_spin_us"), std::string::npos) << error;
+}
+
 TEST(AgentPlacement, TheConfigFileKeyAndItsErrors) {
     SyntheticTopology topology(kVm);
     AgentConfig c;
