@@ -151,6 +151,13 @@ dp_status_t place_agent(AgentConfig *c, std::string *error) {
     return DP_OK;
 }
 
+// The engines poll as the service thread does ("idle_poll"), for
+// engine_idle_spin_us when given.
+void apply_engine_polling(AgentConfig *c) {
+    c->device.idle_yield = c->idle_yield;
+    if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
+}
+
 }  // namespace
 
 uint32_t shared_placement_engines(size_t agent_cpus) {
@@ -249,8 +256,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
             if (affinity::parse_cpu_list(c->cpus, &cpus, error) != DP_OK) return bad("cpus: " + *error);
             c->device.cpus = cpus;
         }
-        c->device.idle_yield = c->idle_yield;
-        if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
+        apply_engine_polling(c);
         return DP_OK;
     }
     if (c->engines == 0) return bad("engines must be at least 1");
@@ -262,9 +268,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     std::string device_error;
     if (mover::config_from_struct(simple, &c->device, &device_error) != DP_OK)
         return bad(device_error);
-    // The engines poll as the service thread does ("idle_poll").
-    c->device.idle_yield = c->idle_yield;
-    if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
+    apply_engine_polling(c);
     return DP_OK;
 }
 
