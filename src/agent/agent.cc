@@ -74,10 +74,11 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         auto it = self->clients_.find(id);
         return it == self->clients_.end() ? nullptr : it->second.get();
     };
-    hooks.send_ready = [self](ClientSession &s, const control::TeamReady &m) {
+    hooks.send_ready = [self](ClientSession &s, const control::TeamReady &m,
+                              const std::vector<int> &fds) {
         std::vector<uint8_t> out;
         control::encode(m, &out);
-        self->send(s, MsgType::kTeamReady, out);
+        self->send(s, MsgType::kTeamReady, out, fds.data(), fds.size());
     };
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->config_,
                                                  std::move(hooks), internode);

@@ -91,6 +91,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "coll_direct_chunk_bytes")
             c->coll_direct_chunk_bytes = get_uint(v, path, 1ull << 30);
         else if (key == "coll_inline_bytes") c->coll_inline_bytes = get_uint(v, path, 1ull << 20);
+        else if (key == "rank_execution_bytes")
+            c->rank_execution_bytes = get_uint(v, path, 1ull << 36);
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_heap_bytes") c->max_heap_bytes = get_uint(v, path, 1ull << 46);

@@ -72,6 +72,14 @@ struct AgentConfig {
     // engine and back costs ~30 us of wake-ups here, more than the work
     // (docs/PERFORMANCE.md). 0: every collective goes to the engines.
     uint64_t coll_inline_bytes = 512 << 10;
+    // One-node teams get a board (channel/team_board.h) on which members
+    // that all wait for an operation the agent has not started run it
+    // themselves, reading each other's pools (read-only views), if it
+    // writes at most this many bytes into a member's destination: no
+    // wake-up of the agent and back, which costs more than such an
+    // operation's copies when the ranks' cores leave the agent none
+    // (measured: docs/PERFORMANCE.md). 0: the agent runs every operation.
+    uint64_t rank_execution_bytes = 128 << 10;
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent
     // for as long as the client is attached: address space, committed only

@@ -52,6 +52,8 @@ class ClientSpace final : public mover::AddressSpace {
     void set_client_pool(uint64_t address) {
         client_pool_.store(address, std::memory_order_release);
     }
+    uint64_t client_pool() const { return client_pool_.load(std::memory_order_acquire); }
+    uint64_t pool_bytes() const { return pool_bytes_; }
     // Pool and shared-heap addresses only; everything else is refused.
     void *translate(uint64_t addr, uint64_t len, mover::Access access) const override;
     bool in_pool(uint64_t addr, uint64_t len) const {

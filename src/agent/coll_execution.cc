@@ -147,6 +147,36 @@ void TeamEngine::start(Team &t, std::vector<Posted> posted) {
     auto ex = std::make_unique<Execution>();
     ex->heads.resize(t.size);
     for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
+    if (t.board.valid()) {
+        t.board.header().agent_started.store(t.ops, std::memory_order_release);
+        // The board names operations by the members' count of their posts.
+        // A member whose count is not the agent's (it is not the library)
+        // would have its teammates run another operation than the agent's
+        // under the same name: from here on the agent runs them all. (No
+        // later operation can be claimed yet: this one has not finished.)
+        for (uint32_t r : t.local_ranks)
+            if (ex->heads[r].sequence + 1 != t.ops &&
+                !t.board.header().agent_only.load(std::memory_order_acquire)) {
+                const bool ours = agent_runs(t, t.ops);
+                const std::string why = fmt::format(
+                    "rank {} of team '{}' numbers its post {}; the agent counts operation {}", r,
+                    t.key, ex->heads[r].sequence + 1, t.ops);
+                if (!ours) {  // the members ran some other operation under this name
+                    DP_LOG_WARN("agent: {}", why);
+                    return break_team(t, why);
+                }
+                DP_LOG_WARN("agent: {}: the agent runs the team's operations from now on", why);
+                t.board.header().agent_only.store(1, std::memory_order_release);
+            }
+        if (!agent_runs(t, t.ops)) {
+            if (t.board.owner(t.ops) != channel::kOwnerRanks)
+                return break_team(t, fmt::format("team '{}': operation {} has a claim no one "
+                                                 "could have made on its board",
+                                                 t.key, t.ops));
+            ++rank_ops_;  // theirs, records included; the next waits for it (try_start)
+            return;
+        }
+    }
     if (uint8_t bad = check_heads(t, ex->heads)) return fail_all(ex->heads, t, bad);
     const channel::CollPost &h0 = ex->heads[0];
     ex->collective = *collective_of(h0);
@@ -201,6 +231,7 @@ void TeamEngine::finish(Team &t, uint8_t status, const std::string &why) {
         status = channel::kCollMemberLost;
     for (uint32_t r : t.local_ranks)
         publish(t.members[r], ex->heads[r].completion, status, ex->bytes, ex->heads[r].sequence);
+    finished_on_board(t);
     if (status == DP_COMP_SUCCESS) {
         ++completed_ops_;
         bytes_ += ex->bytes;

@@ -1,5 +1,6 @@
 #include "agent/control_connection.h"
 
+#include <deputy/coll.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
@@ -18,6 +19,8 @@ namespace {
 // few more slots let us receive (and close) what a hostile one attaches
 // instead of having the kernel drop them silently.
 constexpr size_t kFdSlots = 4;
+// The agent sends at most a team's board and one view per member.
+constexpr size_t kSendFdSlots = 1 + DP_TEAM_MAX_SIZE;
 
 }  // namespace
 
@@ -118,6 +121,7 @@ dp_status_t ControlConnection::send(channel::MsgType type, const std::vector<uin
     channel::encode_frame_header(o.bytes.data(), type, uint32_t(payload.size()));
     if (!payload.empty())
         std::memcpy(o.bytes.data() + channel::kFrameHeaderBytes, payload.data(), payload.size());
+    if (nfds > kSendFdSlots) return DP_ERR_INVALID;
     for (size_t i = 0; i < nfds; ++i) {
         o.fds.emplace_back(fcntl(fds[i], F_DUPFD_CLOEXEC, 0));
         if (!o.fds.back()) return DP_ERR_IO;
@@ -135,7 +139,7 @@ dp_status_t ControlConnection::flush() {
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kFdSlots)] = {};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSendFdSlots)] = {};
         if (o.sent == 0 && !o.fds.empty()) {
             msg.msg_control = control;
             msg.msg_controllen = CMSG_SPACE(sizeof(int) * o.fds.size());

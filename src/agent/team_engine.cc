@@ -69,7 +69,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         if (status != DP_OK)
             DP_LOG_LIMITED(s.space().log(), "agent: team join from client {} (pid {}) refused: {}",
                            s.id, s.creds.pid, why);
-        hooks_.send_ready(s, {m.join_id, status, 0, std::move(why)});
+        hooks_.send_ready(s, {m.join_id, status, 0, std::move(why)}, {});
     };
     if (m.size == 0 || m.size > DP_TEAM_MAX_SIZE)
         return answer(DP_ERR_INVALID, fmt::format("team '{}': size {} (1..{})", m.key, m.size,
@@ -143,10 +143,17 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     // few bytes per rank, whatever a flood of joins asks for.
     t->queues.resize(t->size);
     for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
-    DP_LOG_INFO("agent: team {} '{}' formed: {} member(s)", t->id, t->key, t->size);
-    for (uint32_t r = 0; r < t->size; ++r)
-        if (ClientSession *c = hooks_.find_client(t->members[r]))
-            hooks_.send_ready(*c, {t->join_ids[r], DP_OK, t->id, ""});
+    ch::control::TeamReady ready{0, DP_OK, t->id, ""};
+    std::vector<UniqueFd> views;
+    offer_board(*t, &ready, &views);
+    std::vector<int> fds;
+    for (const UniqueFd &f : views) fds.push_back(f.get());
+    DP_LOG_INFO("agent: team {} '{}' formed: {} member(s){}", t->id, t->key, t->size,
+                t->board.valid() ? ", waiting members may run its operations" : "");
+    for (uint32_t r = 0; r < t->size; ++r) {
+        ready.join_id = t->join_ids[r];
+        if (ClientSession *c = hooks_.find_client(t->members[r])) hooks_.send_ready(*c, ready, fds);
+    }
 }
 
 void TeamEngine::form_timeouts() {
@@ -172,7 +179,7 @@ void TeamEngine::form_timeouts() {
             if (!t.members[r]) continue;
             unpend(t.members[r]);
             if (ClientSession *c = hooks_.find_client(t.members[r]))
-                hooks_.send_ready(*c, {t.join_ids[r], DP_ERR_TIMEOUT, 0, why});
+                hooks_.send_ready(*c, {t.join_ids[r], DP_ERR_TIMEOUT, 0, why}, {});
         }
         const uint32_t team_id = t.id;
         it = forming_.erase(it);
@@ -214,6 +221,8 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
     if (!t.broken) {
         t.broken = true;
         t.broken_reason = why;
+        // Members running an operation stop waiting for the others.
+        if (t.board.valid()) t.board.set_broken();
         // The other nodes' agents break it too, from the first operation
         // this node has not started: the one running here goes on (it
         // holds the memory it uses), and so does its step between agents.
@@ -221,13 +230,18 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
         if (t.spans_nodes && t.ops + 1 < t.broken_from) internode_->broken(t.uid, t.ops + 1, why);
     }
     for (uint32_t r = 0; r < t.size; ++r) {
+        // Position p of the queue is operation t.ops + p + 1; one the members
+        // claimed is theirs to fail.
+        uint64_t seq = t.ops;
         for (const Posted &p : t.queues[r]) {
+            if (!agent_runs(t, ++seq)) continue;
             publish(t.members[r], p.post.completion, channel::kCollMemberLost, 0,
                     p.post.sequence);
             ++failed_ops_;
         }
         t.queues[r].clear();
     }
+    if (t.board.valid()) t.board.notify();
 }
 
 void TeamEngine::fail_queued_from(Team &t, uint64_t from) {
@@ -285,13 +299,17 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
     // Its operation's sequence: after the ones started and those queued.
     const uint64_t sequence = t->ops + t->queues[rank].size() + 1;
     if (t->broken || sequence >= t->broken_from) {
-        publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
+        if (agent_runs(*t, sequence)) publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
+        if (t->board.valid()) t->board.notify();
         return;
     }
     if (t->queues[rank].size() >= config_.max_team_queue) {
         // Its own status, not a refusal of the operation: the member may
-        // post it again once some of its queue has run.
-        publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
+        // post it again once some of its queue has run. (A member of a team
+        // with a board never gets here unless it ignored the board's bound
+        // on posting; its record is then written only if the members have
+        // not claimed the operation.)
+        if (agent_runs(*t, sequence)) publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
         return;
     }
     Posted p;
@@ -339,6 +357,7 @@ void TeamEngine::try_start(Team &t) {
         ~Done() { t.starting = false; }
     } done{t};
     while (!t.running && !t.broken) {
+        if (members_running(t)) return;  // progress() looks again
         if (t.ops + 1 >= t.broken_from) {  // broken elsewhere from here on
             break_team(t, t.broken_reason);
             return;
@@ -359,6 +378,7 @@ void TeamEngine::fail_all(const std::vector<channel::CollPost> &heads, Team &t, 
     for (uint32_t r : t.local_ranks)
         publish(t.members[r], heads[r].completion, status, 0, heads[r].sequence);
     ++failed_ops_;
+    finished_on_board(t);
 }
 
 void TeamEngine::publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes,
@@ -397,8 +417,16 @@ bool TeamEngine::progress() {
     form_timeouts();
     bool worked = poll_internode();
     if (!orphans_.empty()) worked |= poll_orphans();
-    for (auto &[id, t] : teams_)
-        if (t->running) worked |= t->spans_nodes ? advance_nodes(*t) : advance(*t);
+    for (auto &[id, t] : teams_) {
+        if (t->running) {
+            worked |= t->spans_nodes ? advance_nodes(*t) : advance(*t);
+        } else if (t->board.valid() && t->ready && !t->broken && !members_running(*t)) {
+            // The members finished an operation they ran: the next may start.
+            const uint64_t before = t->ops;
+            try_start(*t);
+            worked |= t->ops != before;
+        }
+    }
     return worked;
 }
 
@@ -422,7 +450,14 @@ void TeamEngine::wait_for_progress(int64_t timeout_ns) {
     }
 }
 
-bool TeamEngine::busy() const { return !forming_.empty() || !orphans_.empty(); }
+bool TeamEngine::busy() const {
+    if (!forming_.empty() || !orphans_.empty()) return true;
+    // Members running an operation ring when they finish it; until then the
+    // next one waits here, so look now and then too.
+    for (const auto &[id, t] : teams_)
+        if (!t->running && !t->broken && members_running(*t)) return true;
+    return false;
+}
 
 void TeamEngine::info(nlohmann::json *out) const {
     nlohmann::json teams = nlohmann::json::array();
@@ -442,6 +477,7 @@ void TeamEngine::info(nlohmann::json *out) const {
     if (internode_) (*out)["internode"] = internode_->describe();
     (*out)["collectives"] = {{"completed", completed_ops_},
                              {"failed", failed_ops_},
+                             {"run_by_members", rank_ops_},
                              {"bytes", bytes_},
                              {"orphaned_running", orphans_.size()}};
 }

@@ -53,7 +53,10 @@ class TeamEngine {
   public:
     struct Hooks {
         std::function<ClientSession *(uint32_t client_id)> find_client;
-        std::function<void(ClientSession &, const channel::control::TeamReady &)> send_ready;
+        // The answer to a join; fds travel with it (a team's board and views).
+        std::function<void(ClientSession &, const channel::control::TeamReady &,
+                           const std::vector<int> &fds)>
+            send_ready;
     };
 
     TeamEngine(mover::Device *device, const AgentConfig &config, Hooks hooks,
@@ -139,6 +142,18 @@ class TeamEngine {
     bool advance_nodes(Team &t);
     void post_step(Team &t, uint32_t group);
     void retire(Team &t);  // before a team is erased
+    // Waiting members running operations (rank_execution.cc): a board and
+    // the members' pool views for a team that formed on one node (nothing
+    // when rank_execution is off or a view is missing);
+    void offer_board(Team &t, channel::control::TeamReady *ready, std::vector<UniqueFd> *fds);
+    // whether the agent runs operation `seq` (claiming it when nobody has:
+    // false when the members claimed it, and then they write its records,
+    // or when a member wrote nonsense there);
+    bool agent_runs(Team &t, uint64_t seq);
+    // the next operation must wait: the members still run the last one.
+    bool members_running(const Team &t) const;
+    // An operation of the team finished (its records written): the board says so.
+    void finished_on_board(Team &t);
     void forget_joins(uint32_t client);
 
     mover::Device *device_;
@@ -168,7 +183,7 @@ class TeamEngine {
     // Buffers of inter-node steps abandoned with a broken team: MPI may
     // still write into them, so they are never freed.
     std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned_;
-    uint64_t completed_ops_ = 0, failed_ops_ = 0, bytes_ = 0;
+    uint64_t completed_ops_ = 0, failed_ops_ = 0, bytes_ = 0, rank_ops_ = 0;
 };
 
 }  // namespace deputy::agent

@@ -78,7 +78,7 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
             hooks_.send_ready(s, {m.join_id, DP_ERR_DENIED, 0,
                                   fmt::format("team '{}': wrong job secret (the team forming "
                                               "under this key belongs to another job)",
-                                              m.key)});
+                                              m.key)}, {});
             return;
         }
     // One rank per client, as on one node (TeamEngine::join).
@@ -87,7 +87,7 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
             hooks_.send_ready(s, {m.join_id, DP_ERR_INVALID, 0,
                                   fmt::format("team '{}': this client joined it already as rank "
                                               "{} (one rank per client, i.e. per dp_context_t)",
-                                              m.key, it->second.rank)});
+                                              m.key, it->second.rank)}, {});
             return;
         }
     std::set<std::string> keys;
@@ -96,7 +96,7 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
         hooks_.send_ready(s, {m.join_id, DP_ERR_TOO_LARGE, 0,
                               fmt::format("team '{}': {} teams are forming already "
                                           "(max_forming_teams = {})",
-                                          m.key, keys.size(), config_.max_forming_teams)});
+                                          m.key, keys.size(), config_.max_forming_teams)}, {});
         return;
     }
     joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
@@ -170,7 +170,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     std::string gone;
     for (uint32_t r : t.local_ranks) {
         ClientSession *c = t.members[r] ? hooks_.find_client(t.members[r]) : nullptr;
-        if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""});
+        if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""}, {});
         else gone = fmt::format("rank {} of team '{}' left before the team formed", r, t.key);
     }
     if (!gone.empty()) break_team(t, gone);
@@ -189,7 +189,7 @@ void TeamEngine::on_join_failed(const InternodeEvent &e) {
             reason.replace(at, e.key.size(), plain_key(e.key));
         DP_LOG_WARN("agent: {}", reason);
         if (ClientSession *c = hooks_.find_client(it->second.client))
-            hooks_.send_ready(*c, {it->second.join_id, e.status, 0, reason});
+            hooks_.send_ready(*c, {it->second.join_id, e.status, 0, reason}, {});
         unpend(it->second.client);
         it = joining_.erase(it);
     }

@@ -17,11 +17,13 @@
 
 #include "agent/coll_tasks.h"
 #include "agent/team_engine.h"
+#include "channel/team_board.h"
 #include "channel/coll_post.h"
 #include "coll/collective.h"
 #include "coll/local_plan.h"
 #include "coll/node_plan.h"
 #include "coll/vector_counts.h"
+#include "common/segment.h"
 #include "mover/names.h"
 
 namespace deputy::agent {
@@ -150,6 +152,12 @@ struct TeamEngine::Team {
     std::vector<uint32_t> local_ranks;
     bool spans_nodes = false;
     std::map<std::string, uint64_t> inter_algorithms;  // inter-node steps run, by algorithm
+    // One node: the board on which waiting members may run operations
+    // themselves (channel/team_board.h, rank_execution.cc); not valid when
+    // the agent runs every operation.
+    Segment board_segment;
+    channel::TeamBoard board;
+    uint64_t rank_ops = 0;  // operations the members ran
 };
 
 }  // namespace deputy::agent

@@ -1,5 +1,6 @@
 #include "channel/control.h"
 
+#include <deputy/coll.h>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -370,6 +371,14 @@ void encode(const TeamReady &m, std::vector<uint8_t> *out) {
     size_t len = std::min(m.reason.size(), kMaxReasonBytes);
     w.u32(uint32_t(len));
     w.bytes(m.reason.data(), len);
+    w.u64(m.board_bytes);
+    w.u32(uint32_t(m.pools.size()));
+    for (const PoolView &v : m.pools) {
+        w.u64(v.member_base);
+        w.u64(v.segment_bytes);
+        w.u64(v.pool_offset);
+        w.u64(v.pool_bytes);
+    }
 }
 
 dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error) {
@@ -386,7 +395,19 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *erro
                                           kMaxReasonBytes));
     out->status = dp_status_t(int32_t(status));
     out->reason.resize(len);
-    if (!r.bytes(out->reason.data(), len, "reason") || !r.done()) return DP_ERR_INVALID;
+    uint32_t pools = 0;
+    if (!r.bytes(out->reason.data(), len, "reason") || !r.u64(&out->board_bytes, "board_bytes") ||
+        !r.u32(&pools, "pools"))
+        return DP_ERR_INVALID;
+    if (pools > DP_TEAM_MAX_SIZE)
+        return invalid(error, fmt::format("TEAM_READY: field 'pools' = {} (at most {})", pools,
+                                          DP_TEAM_MAX_SIZE));
+    out->pools.resize(pools);
+    for (PoolView &v : out->pools)
+        if (!r.u64(&v.member_base, "member_base") || !r.u64(&v.segment_bytes, "segment_bytes") ||
+            !r.u64(&v.pool_offset, "pool_offset") || !r.u64(&v.pool_bytes, "pool_bytes"))
+            return DP_ERR_INVALID;
+    if (!r.done()) return DP_ERR_INVALID;
     return DP_OK;
 }
 

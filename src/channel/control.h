@@ -127,11 +127,29 @@ struct TeamJoin {
     uint32_t timeout_ms = 0;
 };
 
+// Where a member's pool is, for its teammates' read-only view of it
+// (channel/team_board.h): the segment's size, the pool's offset and length
+// in it, and the address the member itself sees the pool at.
+struct PoolView {
+    uint64_t member_base = 0;
+    uint64_t segment_bytes = 0;
+    uint64_t pool_offset = 0;
+    uint64_t pool_bytes = 0;
+};
+
 struct TeamReady {
+    TeamReady() = default;
+    TeamReady(uint64_t join, dp_status_t st, uint32_t team, std::string why)
+        : join_id(join), status(st), team_id(team), reason(std::move(why)) {}
     uint64_t join_id = 0;  // the TEAM_JOIN's this answers
     dp_status_t status = DP_OK;
     uint32_t team_id = 0;
     std::string reason;
+    // A team whose waiting ranks may run its operations (team_board.h): the
+    // board's size, then one view per rank. The fds travel with the message:
+    // the board first, then each rank's segment, read-only, in rank order.
+    uint64_t board_bytes = 0;  // 0: no board
+    std::vector<PoolView> pools;
 };
 
 // Encoders append the payload (no frame header) to *out.

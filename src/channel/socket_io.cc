@@ -1,5 +1,6 @@
 #include "channel/socket_io.h"
 
+#include <deputy/coll.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,8 +15,9 @@
 namespace deputy::channel::sock {
 namespace {
 
-// Room for up to 8 fds in one control message (the shm setup sends one).
-constexpr size_t kMaxFdsPerMessage = 8;
+// Room for the most fds one message carries: a team's board and one pool
+// view per member (TEAM_READY); the shm setup sends one.
+constexpr size_t kMaxFdsPerMessage = 1 + DP_TEAM_MAX_SIZE;
 
 }  // namespace
 

@@ -189,6 +189,14 @@ extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
         *done = 1;
         return deputy::client::request_result(r);
     }
+    if (deputy::client::RankExecution *ranks = r->team->ranks()) [[unlikely]] {
+        // The members' own operations move only while they call us.
+        ranks->progress();
+        if (__atomic_load_n(&r->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING) {
+            *done = 1;
+            return deputy::client::request_result(r);
+        }
+    }
     *done = 0;
     return r->team->context()->check_alive();
 }
@@ -196,7 +204,10 @@ extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
 extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (req == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
-    DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1));
+    if (deputy::client::RankExecution *ranks = r->team->ranks())
+        DP_CHECK(ranks->wait(r));
+    else
+        DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1));
     return deputy::client::request_result(r);
 }
 

@@ -88,6 +88,10 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
                 c.wait_mode);
     out->adaptive_wait = c.wait_mode == DP_WAIT_DEFAULT;
     out->wait_mode = c.wait_mode == DP_WAIT_DEFAULT ? DP_WAIT_BLOCK : dp_wait_mode_t(c.wait_mode);
+    const std::string rank_execution = env_or("DEPUTY_RANK_EXECUTION", "on");
+    if (rank_execution != "on" && rank_execution != "off")
+        DP_FAIL(DP_ERR_INVALID, "DEPUTY_RANK_EXECUTION={}: expected on or off", rank_execution);
+    out->rank_execution = rank_execution == "on";
     out->lost_timeout_ns = int64_t(c.lost_timeout_ms ? c.lost_timeout_ms : 1000) * 1'000'000;
     out->connect_timeout_ns = int64_t(c.connect_timeout_ms ? c.connect_timeout_ms : 1000) * 1'000'000;
     return DP_OK;
@@ -260,9 +264,9 @@ dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
 }
 
 dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *ready,
-                               int64_t timeout_ns) {
+                               std::vector<UniqueFd> *fds, int64_t timeout_ns) {
     DP_CHECK(check_alive());
-    return control_.join(m, ready, timeout_ns);
+    return control_.join(m, ready, fds, timeout_ns);
 }
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,

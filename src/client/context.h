@@ -46,10 +46,14 @@ struct ClientOptions {
     bool adaptive_wait = true;
     int64_t lost_timeout_ns = 1'000'000'000;
     int64_t connect_timeout_ns = 1'000'000'000;
+    // Whether this member, waiting for an operation the agent has not
+    // started, runs it with its teammates (client/rank_execution.h).
+    // $DEPUTY_RANK_EXECUTION=off: its teams leave every operation to the agent.
+    bool rank_execution = true;
 };
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
-// $DEPUTY_JOB_SECRET.
+// $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
 class Context {
@@ -77,6 +81,7 @@ class Context {
     // A team join: its TEAM_READY within timeout_ns (the team's own timeout
     // and a margin). Other threads' joins and requests go on meanwhile.
     dp_status_t join_team(const channel::control::TeamJoin &m, channel::control::TeamReady *ready,
+                          std::vector<UniqueFd> *fds,
                           int64_t timeout_ns);
     // Pushes a descriptor into this process's ring and rings the doorbell if
     // the agent sleeps. retry_when_full: wait for room (the agent drains the

@@ -1,5 +1,6 @@
 #include "client/control_channel.h"
 
+#include <deputy/coll.h>
 #include <fmt/format.h>
 #include <poll.h>
 
@@ -34,7 +35,7 @@ dp_status_t ControlChannel::request(MsgType type, const std::vector<uint8_t> &pa
 }
 
 dp_status_t ControlChannel::join(control::TeamJoin m, control::TeamReady *ready,
-                                 int64_t timeout_ns) {
+                                 std::vector<UniqueFd> *fds, int64_t timeout_ns) {
     Waiter w;
     w.join_id = next_join_id_.fetch_add(1, std::memory_order_relaxed);
     m.join_id = w.join_id;
@@ -43,6 +44,7 @@ dp_status_t ControlChannel::join(control::TeamJoin m, control::TeamReady *ready,
     DP_CHECK(send(w, MsgType::kTeamJoin, payload));
     DP_CHECK(wait(w, timeout_ns, "TEAM_JOIN"));
     *ready = std::move(w.ready);
+    *fds = std::move(w.fds);
     return DP_OK;
 }
 
@@ -105,13 +107,17 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     std::string why;
     MsgType type = MsgType::kInvalid;
     std::vector<uint8_t> payload;
+    // TEAM_READY brings a team's board and one pool view per member.
+    std::vector<UniqueFd> fds(1 + DP_TEAM_MAX_SIZE);
+    size_t nfds = 0;
     bool got = false;
     if (ready > 0) {
         // A message has begun: the rest comes within the answer timeout,
         // whatever is left of this slice.
         const dp_status_t s =
             control::recv_message(socket_.get(), control::kMaxControlMessage, &type, &payload,
-                                  nullptr, 0, nullptr, answer_timeout_ns_, "deputy control");
+                                  fds.data(), fds.size(), &nfds, answer_timeout_ns_,
+                                  "deputy control");
         got = s == DP_OK;
         if (s == DP_ERR_AGENT_LOST) why = "the agent closed the connection";
         else if (!got) why = fmt::format("the control socket broke ({})", dp_status_name(s));
@@ -124,7 +130,8 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     }
     lock.lock();
     reading_ = false;
-    if (got && !broken_) dispatch(type, std::move(payload), &why);
+    fds.resize(nfds);
+    if (got && !broken_) dispatch(type, std::move(payload), std::move(fds), &why);
     if (!why.empty()) {
         break_locked(std::move(why));
         report_lost(lock);
@@ -132,7 +139,8 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     changed_.notify_all();  // an answer is in, or the turn to read is free
 }
 
-bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload, std::string *why) {
+bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
+                              std::vector<UniqueFd> fds, std::string *why) {
     switch (type) {
         case MsgType::kReply:
         case MsgType::kStagedResult: {
@@ -164,6 +172,7 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload, std::s
             Waiter *w = it->second;
             joins_.erase(it);
             w->ready = std::move(ready);
+            w->fds = std::move(fds);
             w->done = true;
             return true;
         }

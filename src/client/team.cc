@@ -71,10 +71,12 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     // The agent answers by the team's timeout; the margin covers its turn.
     const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
     control::TeamReady ready;
-    DP_CHECK(ctx->join_team(m, &ready, wait_ns));
+    std::vector<UniqueFd> fds;
+    DP_CHECK(ctx->join_team(m, &ready, &fds, wait_ns));
     if (ready.status != DP_OK)
         DP_FAIL(ready.status, "dp_team_create: {} ({})", ready.reason, dp_status_name(ready.status));
     t->id_ = ready.team_id;
+    t->ranks_ = RankExecution::create(ctx, uint32_t(rank), uint32_t(size), ready, std::move(fds));
     *out = t.release();
     return DP_OK;
 }
@@ -109,7 +111,6 @@ dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t 
                 "deputy collective: {} requests outstanding on this team (the limit); "
                 "complete and free some first",
                 DP_TEAM_MAX_OUTSTANDING);
-    const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};  // 32 bytes: stores, not a call
     if (staged_) [[unlikely]] {
@@ -133,13 +134,24 @@ dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t 
     post.dst = reinterpret_cast<uint64_t>(dst);
     post.count = count;
     post.root = uint32_t(root);
-    post.sequence = sequence;
     DP_CHECK(push(r, post));
     *req = &r;
     return DP_OK;
 }
 
-dp_status_t Team::push(Request &r, const channel::CollPost &post) {
+dp_status_t Team::push(Request &r, channel::CollPost post) {
+    // Numbered here, once nothing can refuse it any more (a push fails only
+    // when the agent is gone): the members' count of operations is the
+    // agent's, which names them on the team's board.
+    post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+    r.sequence = post.sequence + 1;
+    if (ranks_) [[unlikely]] {
+        if (dp_status_t s = ranks_->before_post(r.sequence); s != DP_OK) {
+            release(&r);
+            return s;
+        }
+        ranks_->posted(r.sequence, post, &r);
+    }
     dp_desc_t slot_bytes;
     std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
     dp_status_t s = ctx_->push(slot_bytes, true);
@@ -159,7 +171,6 @@ dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const s
                 "deputy alltoallv: {} requests outstanding on this team (the limit); complete "
                 "and free some first",
                 DP_TEAM_MAX_OUTSTANDING);
-    const uint64_t sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};
     const uint64_t block_bytes = coll::vector_counts_bytes(uint32_t(size_));
@@ -193,13 +204,13 @@ dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const s
     post.dst = reinterpret_cast<uint64_t>(dst);
     post.counts_bytes = uint32_t(block_bytes);
     post.counts = reinterpret_cast<uint64_t>(block);
-    post.sequence = sequence;
     DP_CHECK(push(r, post));
     *req = &r;
     return DP_OK;
 }
 
 void Team::release(Request *req) {
+    if (ranks_) ranks_->released(req);
     if (req->staged.active()) [[unlikely]]
         stage_release(ctx_->pool(), &req->staged);
     if (req->counts) [[unlikely]] {

@@ -23,6 +23,7 @@
 
 #include "channel/coll_post.h"
 #include "client/context.h"
+#include "client/rank_execution.h"
 #include "coll/collective.h"
 #include "client/staged_collective.h"
 
@@ -36,6 +37,7 @@ struct Request {
     uint32_t slot = 0;
     StagedCollective staged;  // staged memory mode only
     void *counts = nullptr;   // alltoallv: its counts block in the pool
+    uint64_t sequence = 0;    // its operation's number on the team (1-based)
 };
 
 class Team {
@@ -60,6 +62,8 @@ class Team {
     int size() const { return size_; }
     // Gives the request's slot back (any thread; lock-free).
     [[gnu::hot]] void release(Request *req);
+    // The members may run operations themselves (client/rank_execution.h).
+    RankExecution *ranks() const { return ranks_.get(); }
     int outstanding() const {
         return DP_TEAM_MAX_OUTSTANDING - std::popcount(free_slots_.load(std::memory_order_relaxed));
     }
@@ -71,7 +75,7 @@ class Team {
     // slots, and so the same lines, serve every operation.
     bool take_slot(uint32_t *slot);
     // The post into the ring; the request's slot is given back on failure.
-    [[gnu::hot]] dp_status_t push(Request &r, const channel::CollPost &post);
+    [[gnu::hot]] dp_status_t push(Request &r, channel::CollPost post);
 
     // What every post and release touches, in one cache line.
     alignas(64) std::atomic<uint64_t> free_slots_{~uint64_t(0)};  // bit i: slot i is free
@@ -83,6 +87,7 @@ class Team {
     bool staged_ = false;  // the context's memory mode, read once
 
     std::array<Request, DP_TEAM_MAX_OUTSTANDING> slots_;
+    std::unique_ptr<RankExecution> ranks_;  // null: the agent runs every operation
 };
 
 // After the record says done: copies a staged result out (once) and maps

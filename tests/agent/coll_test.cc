@@ -6,6 +6,8 @@
 // mover's scalar-checked kernels.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "agent_test_util.h"
+#include "channel/agent_info.h"
 #include "coll_test_util.h"
 
 namespace {
@@ -177,11 +180,13 @@ TEST_F(CollTest, ReduceScatterAllgatherAlltoallBcastBarrier) {
 // 0, 1, 13, 4097 (and 1 Mi + 1 where the buffers do not scale with the
 // team) x mapped, direct and staged memory x in place where the operation
 // allows it.
-void run_matrix(const AgentProcess &agent, const std::string &key_prefix) {
+void run_matrix(const AgentProcess &agent, const std::string &key_prefix,
+                bool wait_together = false) {
     int next_key = 0;
     for (Memory memory : kAllMemory) {
         for (int p : {1, 2, 3, 4, 7, 8}) {
             Team team(agent, p, key_prefix + std::to_string(next_key++), memory);
+            if (wait_together) team.wait_together();
             for (CollOp op : {kAllreduce, kReduceScatter, kAllgather, kAlltoall, kBcast}) {
                 const bool scales = op == kReduceScatter || op == kAllgather || op == kAlltoall;
                 std::vector<size_t> counts = {0, 1, 13, 4097};
@@ -243,6 +248,59 @@ void run_matrix(const AgentProcess &agent, const std::string &key_prefix) {
 }
 
 TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) { run_matrix(agent, "m"); }
+
+// Operations the members ran themselves (the agent's count).
+uint64_t run_by_members(const AgentProcess &agent) {
+    std::string json, error;
+    EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error),
+              DP_OK)
+        << error;
+    return nlohmann::json::parse(json)["collectives"]["run_by_members"].get<uint64_t>();
+}
+
+// Whoever runs an operation, the bytes are the same: the matrix with every
+// member waiting from a thread of its own, so that members run what the
+// agent has not started yet (client/rank_execution.h) — and with that
+// switched off in the agent, and in the members.
+TEST(CollRankExecution, MatrixWhenTheMembersWaitTogether) {
+    AgentProcess agent({"--engines", "2"});
+    run_matrix(agent, "together", true);
+    EXPECT_GT(run_by_members(agent), 0u) << "the members never ran an operation themselves";
+}
+
+TEST(CollRankExecution, MatrixWithRankExecutionOffInTheAgent) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string config = dir + "/agent.json";
+    std::ofstream(config) << R"({"agent": {"rank_execution_bytes": 0}})";
+    AgentProcess agent({"--config", config});
+    run_matrix(agent, "agent-only", true);
+    EXPECT_EQ(run_by_members(agent), 0u);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(CollRankExecution, MembersWithRankExecutionOffLeaveEveryOperationToTheAgent) {
+    AgentProcess agent({"--engines", "2"});
+    {
+        setenv("DEPUTY_RANK_EXECUTION", "off", 1);
+        Team team(agent, 3, "members-off");
+        unsetenv("DEPUTY_RANK_EXECUTION");
+        team.wait_together();
+        std::vector<int32_t *> buf(3);
+        for (int r = 0; r < 3; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 4096));
+        for (int k = 0; k < 20; ++k) {
+            for (int r = 0; r < 3; ++r)
+                for (int i = 0; i < 1024; ++i) buf[r][i] = i * (r + 1) + k;
+            auto st = team.run([&](int r, dp_request_t **q) {
+                return dp_iallreduce(buf[r], buf[r], 1024, DP_INT32, DP_SUM, team[r].team, q);
+            });
+            for (int r = 0; r < 3; ++r) {
+                ASSERT_EQ(st[r], DP_OK);
+                for (int i = 0; i < 1024; ++i) ASSERT_EQ(buf[r][i], 6 * i + 3 * k) << i;
+            }
+        }
+    }
+    EXPECT_EQ(run_by_members(agent), 0u);
+}
 
 // The same matrix with one engine, and with two engines sharing every
 // operation in 4 KiB tasks (the smallest chunk the agent accepts; even the
@@ -513,3 +571,110 @@ TEST_F(CollTest, MemberThatDiesFailsTheOthersWithinTheBound) {
 }
 
 }  // namespace
+
+namespace {
+
+// One try of a member dying while the members run a large alltoall
+// themselves: the survivor's status (DP_ERR_AGENT_LOST, or DP_OK when the
+// victim had read its source before it died).
+dp_status_t kill_a_member_mid_operation(const AgentProcess &agent, int attempt,
+                                        bool *next_op_lost) {
+    const std::string key = "dies-" + std::to_string(attempt);
+    constexpr size_t kCount = (32u << 20) / 4 / 2;  // two 16 MiB blocks per member
+    int ready[2];
+    EXPECT_EQ(pipe(ready), 0);
+    dp_config_t config = agent.config();
+    config.pool_bytes = 96 << 20;
+    pid_t child = fork();
+    if (child == 0) {
+        dp_context_t *ctx = nullptr;
+        dp_team_t *team = nullptr;
+        if (dp_init(&config, &ctx) != DP_OK || dp_team_create(ctx, key.c_str(), 1, 2, &team) != DP_OK)
+            _exit(2);
+        auto *src = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
+        auto *dst = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
+        std::memset(src, 1, kCount * 2 * 4);
+        std::memset(dst, 0, kCount * 2 * 4);
+        char c = 1;
+        [[maybe_unused]] ssize_t n = write(ready[1], &c, 1);
+        dp_request_t *req = nullptr;
+        if (dp_ialltoall(src, dst, kCount, DP_INT32, team, &req) == DP_OK) dp_wait(req);
+        pause();  // killed by the parent, done or not
+        _exit(0);
+    }
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+    EXPECT_EQ(dp_init(&config, &ctx), DP_OK);
+    EXPECT_EQ(dp_team_create(ctx, key.c_str(), 0, 2, &team), DP_OK);
+    auto *src = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
+    auto *dst = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
+    std::memset(src, 2, kCount * 2 * 4);
+    char c;
+    EXPECT_EQ(read(ready[0], &c, 1), 1);
+    dp_request_t *req = nullptr;
+    EXPECT_EQ(dp_ialltoall(src, dst, kCount, DP_INT32, team, &req), DP_OK);
+    std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        kill(child, SIGKILL);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const dp_status_t st = dp_wait(req);
+    killer.join();
+    waitpid(child, nullptr, 0);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start).count();
+    EXPECT_LE(ms, 2000) << "the survivor waited too long for a dead member";
+    dp_request_free(req);
+    // The team is broken from here on, whoever ran the operation.
+    EXPECT_EQ(dp_ialltoall(src, dst, kCount, DP_INT32, team, &req), DP_OK);
+    *next_op_lost = dp_wait(req) == DP_ERR_AGENT_LOST;
+    dp_request_free(req);
+    EXPECT_EQ(dp_team_destroy(team), DP_OK);
+    dp_finalize(ctx);
+    close(ready[0]);
+    close(ready[1]);
+    return st;
+}
+
+}  // namespace
+
+// A member that dies while the members run an operation themselves fails
+// the team cleanly: the survivor is not left waiting for its part, gets
+// DP_ERR_AGENT_LOST (unless the dead member had read its source already),
+// the team fails what comes next, and the agent keeps serving with nothing
+// of the team left behind.
+TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string config = dir + "/agent.json";
+    std::ofstream(config) << R"({"agent": {"rank_execution_bytes": 1073741824}})";
+    AgentProcess agent({"--config", config});
+    const int fds_before = agent.count_fds();
+    int lost_mid_operation = 0;
+    for (int attempt = 0; attempt < 8 && lost_mid_operation == 0; ++attempt) {
+        const uint64_t before = run_by_members(agent);
+        bool next_lost = false;
+        const dp_status_t st = kill_a_member_mid_operation(agent, attempt, &next_lost);
+        EXPECT_TRUE(st == DP_OK || st == DP_ERR_AGENT_LOST) << dp_status_name(st);
+        EXPECT_TRUE(next_lost) << "a later operation of the broken team did not fail";
+        if (run_by_members(agent) > before && st == DP_ERR_AGENT_LOST) ++lost_mid_operation;
+    }
+    EXPECT_GT(lost_mid_operation, 0)
+        << "in 8 tries the members never ran the operation when their teammate died";
+    // The agent still serves, and holds nothing of the dead teams.
+    {
+        Team team(agent, 2, "after");
+        std::vector<int32_t *> buf(2);
+        for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+        buf[0][0] = 5;
+        buf[1][0] = 7;
+        auto st = team.run([&](int r, dp_request_t **q) {
+            return dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, q);
+        });
+        EXPECT_EQ(st[0], DP_OK);
+        EXPECT_EQ(buf[1][0], 12);
+    }
+    for (int i = 0; i < 300 && agent.count_fds() != fds_before; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(agent.count_fds(), fds_before) << "fds of the dead teams left in the agent";
+    std::filesystem::remove_all(dir);
+}

@@ -138,22 +138,35 @@ class Team {
         }
         return static_cast<uint8_t *>(p);
     }
-    // Posts one op per member (post(r, &req)) and waits for all.
+    // Posts one op per member (post(r, &req)) and waits for all: one after
+    // the other from this thread, or, once wait_together() was called, each
+    // member from a thread of its own, as ranks do (then every member may
+    // be waiting at once, and the members may run the operation themselves:
+    // client/rank_execution.h).
     template <typename Post>
     std::vector<dp_status_t> run(Post post) {
         std::vector<dp_request_t *> reqs(members_.size());
         for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[r]), DP_OK);
-        std::vector<dp_status_t> out;
-        for (auto *req : reqs) {
-            out.push_back(req ? dp_wait(req) : DP_ERR_INTERNAL);
-            dp_request_free(req);
+        std::vector<dp_status_t> out(reqs.size(), DP_ERR_INTERNAL);
+        auto wait = [&](size_t r) {
+            if (reqs[r]) out[r] = dp_wait(reqs[r]);
+            dp_request_free(reqs[r]);
+        };
+        if (!together_) {
+            for (size_t r = 0; r < reqs.size(); ++r) wait(r);
+            return out;
         }
+        std::vector<std::thread> waiters;
+        for (size_t r = 0; r < reqs.size(); ++r) waiters.emplace_back(wait, r);
+        for (auto &t : waiters) t.join();
         return out;
     }
+    void wait_together() { together_ = true; }
 
   private:
     std::vector<Member> members_;
     Memory memory_;
+    bool together_ = false;
     std::vector<void *> owned_;
     std::vector<void *> heap_owned_;
 };

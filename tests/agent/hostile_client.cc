@@ -478,11 +478,15 @@ int alltoallv_rewrite(const char *socket) {
     std::vector<uint8_t> answer;
     control::TeamReady ready;
     std::string error;
+    // TEAM_READY brings the team's board and its members' pool views.
+    std::vector<deputy::UniqueFd> board_fds(1 + DP_TEAM_MAX_SIZE);
+    size_t nfds = 0;
     const bool raw_joined =
         control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
                               2'000'000'000, "raw") == DP_OK &&
-        control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer, nullptr,
-                              0, nullptr, 6'000'000'000, "raw") == DP_OK &&
+        control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer,
+                              board_fds.data(), board_fds.size(), &nfds, 6'000'000'000,
+                              "raw") == DP_OK &&
         type == MsgType::kTeamReady &&
         control::decode(answer.data(), answer.size(), &ready, &error) == DP_OK &&
         ready.join_id == 1 && ready.status == DP_OK;

@@ -1,0 +1,74 @@
+// The agent's side of waiting members running operations themselves
+// (channel/team_board.h; docs/collectives.md, "When no core is spare"): the
+// board and the pool views a team gets when it forms, the claim the agent
+// makes before it runs an operation, and the order it keeps with what the
+// members run.
+#include <fcntl.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agent/team_engine.h"
+#include "agent/team_engine_state.h"
+#include "common/log.h"
+
+namespace deputy::agent {
+
+void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
+                             std::vector<UniqueFd> *fds) {
+    // A member's queue at the agent must hold every post it may have out,
+    // or a refused post would shift the members' count of operations off
+    // the agent's (the board names operations by that count).
+    if (config_.rank_execution_bytes == 0 || config_.max_team_queue < DP_TEAM_MAX_OUTSTANDING ||
+        multi_node())
+        return;
+    std::vector<channel::control::PoolView> views(t.size);
+    std::vector<UniqueFd> view_fds;
+    for (uint32_t r = 0; r < t.size; ++r) {
+        ClientSession *c = hooks_.find_client(t.members[r]);
+        if (!c || !c->memory || c->space().client_pool() == 0) return;  // not attached whole
+        const Segment &segment = c->memory->segment;
+        // A read-only file of the member's segment: its teammates can map
+        // it to read the sources it posts, never to write into it.
+        UniqueFd view(open(fmt::format("/proc/self/fd/{}", segment.fd()).c_str(),
+                           O_RDONLY | O_CLOEXEC));
+        if (!view) {
+            DP_LOG_WARN("agent: team '{}': no read-only view of rank {}'s pool ({}): the agent "
+                        "runs its operations",
+                        t.key, r, std::strerror(errno));
+            return;
+        }
+        views[r] = {c->space().client_pool(), segment.size(), c->pool_offset,
+                    c->space().pool_bytes()};
+        view_fds.push_back(std::move(view));
+    }
+    Segment board;
+    if (Segment::create(fmt::format("deputy-team-{}", t.id), channel::TeamBoard::bytes(t.size),
+                        &board) != DP_OK) {
+        DP_LOG_WARN("agent: team '{}': no memory for its board: the agent runs its operations",
+                    t.key);
+        return;
+    }
+    t.board = channel::TeamBoard(board.data(), t.size);
+    t.board.initialise(config_.rank_execution_bytes);
+    fds->emplace_back(fcntl(board.fd(), F_DUPFD_CLOEXEC, 0));
+    for (UniqueFd &f : view_fds) fds->push_back(std::move(f));
+    t.board_segment = std::move(board);
+    ready->board_bytes = t.board_segment.size();
+    ready->pools = std::move(views);
+}
+
+bool TeamEngine::agent_runs(Team &t, uint64_t seq) {
+    return !t.board.valid() || t.board.claim(seq, channel::kOwnerAgent) == channel::kOwnerAgent;
+}
+
+bool TeamEngine::members_running(const Team &t) const {
+    return t.board.valid() && t.board.completed() < t.ops;
+}
+
+void TeamEngine::finished_on_board(Team &t) {
+    if (t.board.valid()) t.board.complete(t.ops);
+}
+
+}  // namespace deputy::agent

@@ -1,0 +1,140 @@
+#include "channel/team_board.h"
+
+#include <deputy/coll.h>
+
+#include <cstring>
+
+#include "common/futex.h"
+
+namespace deputy::channel {
+
+namespace {
+constexpr size_t kHeaderBytes = 8192;
+constexpr size_t kWaitingOffset = 4096;
+static_assert(sizeof(BoardHeader) <= kWaitingOffset);
+static_assert(kWaitingOffset + 64 * DP_TEAM_MAX_SIZE <= kHeaderBytes);
+constexpr size_t kOpsBytes = sizeof(BoardOp) * kBoardSlots;
+constexpr uint64_t kCountMask = 0xffff;
+}  // namespace
+
+size_t TeamBoard::bytes(uint32_t size) {
+    return kHeaderBytes + kOpsBytes + size_t(size) * kBoardSlots * sizeof(CollPost);
+}
+
+void TeamBoard::initialise(uint64_t max_bytes) {
+    std::memset(base_, 0, bytes(size_));
+    BoardHeader &h = header();
+    h.max_bytes = max_bytes;
+    h.magic = kBoardMagic;
+    h.size = size_;
+    h.slots = kBoardSlots;
+}
+
+BoardOp &TeamBoard::op(uint64_t seq) const {
+    return reinterpret_cast<BoardOp *>(base_ + kHeaderBytes)[seq % kBoardSlots];
+}
+
+CollPost *TeamBoard::post_slot(uint32_t rank, uint64_t seq) const {
+    auto *posts = reinterpret_cast<CollPost *>(base_ + kHeaderBytes + kOpsBytes);
+    return &posts[size_t(rank) * kBoardSlots + seq % kBoardSlots];
+}
+
+std::atomic<uint64_t> &TeamBoard::waiting_word(uint32_t rank) const {
+    return *reinterpret_cast<std::atomic<uint64_t> *>(base_ + kWaitingOffset + 64 * size_t(rank));
+}
+
+void TeamBoard::set_waiting(uint32_t rank, uint64_t seq) const {
+    waiting_word(rank).store(seq, std::memory_order_seq_cst);
+    if (seq) notify();  // a member that found us not waiting looks again
+}
+
+uint64_t TeamBoard::waiting(uint32_t rank) const {
+    return rank < size_ ? waiting_word(rank).load(std::memory_order_seq_cst) : 0;
+}
+
+BoardOwner TeamBoard::claim(uint64_t seq, BoardOwner who) const {
+    std::atomic<uint64_t> &word = op(seq).claim;
+    uint64_t seen = word.load(std::memory_order_acquire);
+    for (;;) {
+        if ((seen >> 2) == seq) return BoardOwner(seen & 3);
+        // A slot still naming an older operation is free for this one.
+        if ((seen >> 2) > seq) return kOwnerNone;  // written by a member ahead of the team: nobody's
+        if (word.compare_exchange_weak(seen, (seq << 2) | who, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+            return who;
+    }
+}
+
+BoardOwner TeamBoard::owner(uint64_t seq) const {
+    const uint64_t seen = op(seq).claim.load(std::memory_order_acquire);
+    return (seen >> 2) == seq ? BoardOwner(seen & 3) : kOwnerNone;
+}
+
+uint32_t TeamBoard::count(std::atomic<uint64_t> &word, uint64_t seq) {
+    uint64_t seen = word.load(std::memory_order_acquire);
+    for (;;) {
+        const uint64_t had = (seen >> 16) == seq ? (seen & kCountMask) : 0;
+        if (had == kCountMask) return uint32_t(had);  // (a member counting twice: it stays)
+        if (word.compare_exchange_weak(seen, (seq << 16) | (had + 1), std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+            return uint32_t(had + 1);
+    }
+}
+
+uint32_t TeamBoard::tally(const std::atomic<uint64_t> &word, uint64_t seq) {
+    const uint64_t seen = word.load(std::memory_order_acquire);
+    return (seen >> 16) == seq ? uint32_t(seen & kCountMask) : 0;
+}
+
+void TeamBoard::complete(uint64_t seq) const {
+    uint64_t seen = header().completed.load(std::memory_order_acquire);
+    while (seen < seq && !header().completed.compare_exchange_weak(
+                             seen, seq, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    }
+    notify();
+}
+
+void TeamBoard::set_broken() const {
+    header().broken.store(1, std::memory_order_release);
+    notify();
+}
+
+void TeamBoard::notify() const {
+    BoardHeader &h = header();
+    h.epoch.fetch_add(1, std::memory_order_seq_cst);
+    // Pairs with sleep(): a sleeper counts itself before it re-reads the epoch.
+    if (h.sleepers.load(std::memory_order_seq_cst) != 0)
+        futex_wake(reinterpret_cast<uint32_t *>(&h.epoch), INT32_MAX);
+}
+
+void TeamBoard::sleep(uint32_t seen, int64_t timeout_ns) const {
+    BoardHeader &h = header();
+    h.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (h.epoch.load(std::memory_order_seq_cst) == seen)
+        futex_wait(reinterpret_cast<uint32_t *>(&h.epoch), seen, timeout_ns);
+    h.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void TeamBoard::write_post(uint32_t rank, uint64_t seq, const CollPost &post) const {
+    CollPost *slot = post_slot(rank, seq);
+    CollPost copy = post;
+    copy.sequence = 0;
+    // The sequence last (release): whoever sees it sees the rest.
+    __atomic_store_n(&slot->sequence, 0, __ATOMIC_RELAXED);
+    std::memcpy(slot, &copy, offsetof(CollPost, sequence));
+    slot->counts = post.counts;
+    __atomic_store_n(&slot->sequence, seq, __ATOMIC_RELEASE);
+}
+
+bool TeamBoard::read_post(uint32_t rank, uint64_t seq, CollPost *out) const {
+    if (rank >= size_) return false;
+    CollPost *slot = post_slot(rank, seq);
+    if (__atomic_load_n(&slot->sequence, __ATOMIC_ACQUIRE) != seq) return false;
+    // Copied once; the copy is what gets checked and used. A member that
+    // rewrites its slot meanwhile is caught by the second look.
+    std::memcpy(out, slot, sizeof(*out));
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED) == seq && out->sequence == seq;
+}
+
+}  // namespace deputy::channel

@@ -1,0 +1,133 @@
+// A team's board: the shared page where its members and the agent agree on
+// who runs each operation, so that ranks waiting for an operation the agent
+// has not started yet can run it themselves (docs/collectives.md, "When no
+// core is spare").
+//
+// The agent creates it (a memfd) when a one-node team forms and passes it
+// with TEAM_READY, together with a read-only view of every member's pool.
+// Everything in it is writable by every member: the agent and each rank
+// read what they need once, check the copy, and nothing a member writes here
+// can make the agent touch memory outside the team's posted buffers or make
+// another member write anywhere but its own destination.
+//
+//   [0, 4 KiB)                      BoardHeader
+//   [4 KiB, +size x 64)             per member: the operation it waits for in dp_wait
+//   [8 KiB, +kBoardSlots x 64)      BoardOp per operation slot
+//   then size x kBoardSlots posts   each member's copy of its posts (CollPost)
+//
+// Operation `seq` (1-based, the team's posting order: the agent's count and
+// each member's) lives in slot seq % kBoardSlots. Its claim word says who
+// runs it: the agent (when it starts the operation) or the ranks (the first
+// member that waits for it and finds every post there). Whoever claims it
+// writes the members' records: the agent as it always did; with the ranks,
+// each member its own, after its part (its own destination, read from the
+// members' sources in their pools) and once every member has read its
+// source. Operations finish in order: neither side starts `seq` before
+// `completed` reaches seq - 1. The members claim only an operation every
+// one of them waits for (inside dp_wait for it or a later one): each is
+// then there to run its part, so a member never depends on another calling
+// into the library, which the agent's operations never need either.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "channel/coll_post.h"
+
+namespace deputy::channel {
+
+// More than a member's outstanding operations (DP_TEAM_MAX_OUTSTANDING), so
+// that slots are reused only by operations long finished.
+inline constexpr uint32_t kBoardSlots = 128;
+inline constexpr uint64_t kBoardMagic = 0x44524f424d414554ull;  // "TEAMBORD"
+
+enum BoardOwner : uint32_t { kOwnerNone = 0, kOwnerAgent = 1, kOwnerRanks = 2 };
+
+struct BoardHeader {
+    uint64_t magic;
+    uint32_t size;
+    uint32_t slots;
+    // The members claim only operations that write at most this many bytes
+    // into any member's destination (the agent's rank_execution_bytes).
+    uint64_t max_bytes;
+    // Every operation up to this one has finished (its records written).
+    alignas(64) std::atomic<uint64_t> completed;
+    // Set by the agent when the team breaks (a member left or died): ranks
+    // stop claiming and fail what they run.
+    alignas(64) std::atomic<uint32_t> broken;
+    // Bumped after every change a member may sleep for (a claim, a count
+    // reaching the team size, an operation finished, the team broken): the
+    // one futex waiting members sleep on.
+    alignas(64) std::atomic<uint32_t> epoch;
+    std::atomic<uint32_t> sleepers;
+    // Set by a member that cannot or will not run operations (its views
+    // could not be mapped, or DEPUTY_RANK_EXECUTION=off) before its first
+    // post: nobody claims for the ranks then, the agent runs everything.
+    alignas(64) std::atomic<uint32_t> agent_only;
+    // The last operation the agent took from the members' queues (ran, or
+    // found claimed by the members). A member posts operation `seq` only
+    // when seq <= agent_started + DP_TEAM_MAX_OUTSTANDING: the members never
+    // run so far ahead of the agent that its queues overflow or an
+    // operation's slot here is reused before the agent has looked at it.
+    alignas(64) std::atomic<uint64_t> agent_started;
+};
+
+struct alignas(64) BoardOp {
+    std::atomic<uint64_t> claim;    // (seq << 2) | owner
+    std::atomic<uint64_t> read;     // (seq << 16) | members done reading sources
+    std::atomic<uint64_t> written;  // (seq << 16) | members done writing destinations
+};
+static_assert(sizeof(BoardOp) == 64);
+
+class TeamBoard {
+  public:
+    static size_t bytes(uint32_t size);
+    // Over mapped memory of bytes(size); the agent initialises it.
+    TeamBoard() = default;
+    TeamBoard(void *base, uint32_t size) : base_(static_cast<uint8_t *>(base)), size_(size) {}
+    void initialise(uint64_t max_bytes);
+    bool valid() const { return base_ != nullptr; }
+    uint32_t size() const { return size_; }
+
+    BoardHeader &header() const { return *reinterpret_cast<BoardHeader *>(base_); }
+    // Claims `seq` for `who` unless someone has; returns the owner.
+    BoardOwner claim(uint64_t seq, BoardOwner who) const;
+    BoardOwner owner(uint64_t seq) const;
+    // The operation `rank` waits for in dp_wait (0: none).
+    void set_waiting(uint32_t rank, uint64_t seq) const;
+    uint64_t waiting(uint32_t rank) const;
+    // One more member done reading / writing `seq`; returns how many are.
+    uint32_t count_read(uint64_t seq) const { return count(op(seq).read, seq); }
+    uint32_t count_written(uint64_t seq) const { return count(op(seq).written, seq); }
+    uint32_t readers(uint64_t seq) const { return tally(op(seq).read, seq); }
+    uint32_t writers(uint64_t seq) const { return tally(op(seq).written, seq); }
+    uint64_t completed() const { return header().completed.load(std::memory_order_acquire); }
+    // Marks `seq` finished (it follows seq - 1) and wakes sleepers.
+    void complete(uint64_t seq) const;
+    bool broken() const { return header().broken.load(std::memory_order_acquire) != 0; }
+    void set_broken() const;
+    // Wakes the members sleeping in sleep() (a futex wake only if any does).
+    void notify() const;
+    // Sleeps while the epoch is still `seen`, at most timeout_ns.
+    void sleep(uint32_t seen, int64_t timeout_ns) const;
+    uint32_t epoch() const { return header().epoch.load(std::memory_order_acquire); }
+
+    // A member's copy of its post of `seq` (its `sequence` field set to seq
+    // last, so a reader knows the rest is there).
+    void write_post(uint32_t rank, uint64_t seq, const CollPost &post) const;
+    // The post of `rank` for `seq`, copied once; false when it is not there.
+    bool read_post(uint32_t rank, uint64_t seq, CollPost *out) const;
+
+  private:
+    BoardOp &op(uint64_t seq) const;
+    std::atomic<uint64_t> &waiting_word(uint32_t rank) const;
+    CollPost *post_slot(uint32_t rank, uint64_t seq) const;
+    static uint32_t count(std::atomic<uint64_t> &word, uint64_t seq);
+    static uint32_t tally(const std::atomic<uint64_t> &word, uint64_t seq);
+
+    uint8_t *base_ = nullptr;
+    uint32_t size_ = 0;
+};
+
+}  // namespace deputy::channel

@@ -1,0 +1,360 @@
+#include "client/rank_execution.h"
+
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "client/context.h"
+#include "client/team.h"
+#include "coll/collective.h"
+#include "common/check.h"
+#include "common/log.h"
+#include "common/timing.h"
+#include "mover/execute.h"
+#include "mover/kernels.h"
+#include "mover/names.h"
+
+namespace deputy::client {
+
+namespace {
+
+using channel::CollPost;
+using coll::Collective;
+
+constexpr int64_t kPollNs = 2'000;  // as dp_wait's adaptive poll
+// Reductions go in pieces that stay in the cache between the members' inputs.
+constexpr uint64_t kReducePiece = 64 << 10;
+
+bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+// Fields that must agree, and be valid, for the members to run it: what
+// the agent checks of heads (agent/team_engine_state.h), which then reports
+// whatever is wrong itself.
+bool runnable(const CollPost &p, uint32_t size) {
+    const auto c = coll::collective_from_byte(uint8_t(p.opcode - channel::kCollPostBase));
+    if (!c || coll::is_vector(*c) || p.reserved0 || p.counts_bytes || p.counts) return false;
+    if (*c == Collective::barrier) return true;
+    const uint64_t esize = mover::dtype_size(p.dtype);
+    if (esize == 0 || (coll::reduces(*c) && p.redop >= DP_OP_COUNT) ||
+        (coll::collective_info(*c).rooted && p.root >= size))
+        return false;
+    return p.count <= (uint64_t(1) << 36) / esize / size;
+}
+
+bool agree(const CollPost &a, const CollPost &b) {
+    if (a.opcode != b.opcode) return false;
+    const auto c = coll::collective_from_byte(uint8_t(a.opcode - channel::kCollPostBase));
+    if (c == Collective::barrier) return true;
+    return a.count == b.count && a.dtype == b.dtype &&
+           (!coll::reduces(*c) || a.redop == b.redop) &&
+           (*c != Collective::bcast || a.root == b.root);
+}
+
+}  // namespace
+
+const uint8_t *RankExecution::View::at(uint64_t addr, uint64_t len) const {
+    if (addr < member_base || addr - member_base > bytes || len > bytes - (addr - member_base))
+        return nullptr;
+    return base + (addr - member_base);
+}
+
+std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank, uint32_t size,
+                                                     const channel::control::TeamReady &ready,
+                                                     std::vector<UniqueFd> fds) {
+    if (ready.board_bytes == 0) return nullptr;
+    std::unique_ptr<RankExecution> x(new RankExecution());
+    x->ctx_ = ctx;
+    x->rank_ = rank;
+    x->size_ = size;
+    x->claim_ = ctx->options().rank_execution;
+    x->mine_.resize(channel::kBoardSlots);
+    if (fds.size() != size_t(size) + 1 || ready.pools.size() != size ||
+        ready.board_bytes != channel::TeamBoard::bytes(size)) {
+        DP_LOG_WARN("deputy team: the agent offered a board without its views; the agent runs "
+                    "this team's operations");
+        return nullptr;  // (no board mapped: the others cannot claim without our posts)
+    }
+    if (Segment::map(std::move(fds[0]), ready.board_bytes, &x->board_segment_) != DP_OK)
+        return nullptr;
+    x->board_ = channel::TeamBoard(x->board_segment_.data(), size);
+    bool usable = x->claim_;
+    for (uint32_t r = 0; r < size && usable; ++r) {
+        const channel::control::PoolView &v = ready.pools[r];
+        std::string why;
+        if (v.pool_offset > v.segment_bytes || v.pool_bytes > v.segment_bytes - v.pool_offset ||
+            Segment::check_received(fds[r + 1].get(), v.segment_bytes, &why) != DP_OK) {
+            DP_LOG_WARN("deputy team: rank {}'s pool view is not usable ({}); the agent runs this "
+                        "team's operations",
+                        r, why.empty() ? "its bounds" : why);
+            usable = false;
+            break;
+        }
+        void *at = mmap(nullptr, v.segment_bytes, PROT_READ, MAP_SHARED, fds[r + 1].get(), 0);
+        if (at == MAP_FAILED) {
+            DP_LOG_WARN("deputy team: cannot map rank {}'s pool view ({}); the agent runs this "
+                        "team's operations",
+                        r, std::strerror(errno));
+            usable = false;
+            break;
+        }
+        x->mappings_.push_back({at, v.segment_bytes});
+        x->views_.push_back({static_cast<const uint8_t *>(at) + v.pool_offset, v.member_base,
+                             v.pool_bytes});
+    }
+    // Before this member's first post: nobody claims an operation then.
+    if (!usable) x->board_.header().agent_only.store(1, std::memory_order_release);
+    return x;
+}
+
+RankExecution::~RankExecution() {
+    for (auto [at, bytes] : mappings_) munmap(at, bytes);
+}
+
+dp_status_t RankExecution::before_post(uint64_t seq) {
+    auto &started = board_.header().agent_started;
+    while (seq > started.load(std::memory_order_acquire) + DP_TEAM_MAX_OUTSTANDING) {
+        // The members ran ahead: the agent takes the operations it finds
+        // claimed at once, as soon as it gets a core.
+        ctx_->ring_doorbell_if_sleeping();
+        DP_CHECK(ctx_->check_alive());
+        sched_yield();
+    }
+    return DP_OK;
+}
+
+void RankExecution::posted(uint64_t seq, const CollPost &post, Request *req) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Mine &m = mine(seq);
+    m.seq = seq;
+    m.post = post;
+    m.req = req;
+    posted_ = std::max(posted_, seq);
+    board_.write_post(rank_, seq, post);
+}
+
+void RankExecution::released(Request *req) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Mine &m : mine_)
+        if (m.req == req) m.req = nullptr;
+}
+
+bool RankExecution::gather(uint64_t seq, const Mine &mine, std::vector<CollPost> *posts,
+                           uint8_t *status) {
+    posts->resize(size_);
+    for (uint32_t r = 0; r < size_; ++r) {
+        if (r == rank_) {
+            (*posts)[r] = mine.post;
+            continue;
+        }
+        if (!board_.read_post(r, seq, &(*posts)[r])) return false;
+    }
+    *status = DP_COMP_SUCCESS;
+    for (const CollPost &p : *posts)
+        if (!runnable(p, size_) || !agree(p, (*posts)[0])) return false;
+    const CollPost &h = (*posts)[0];
+    const Collective c = *coll::collective_from_byte(uint8_t(h.opcode - channel::kCollPostBase));
+    const uint64_t esize = c == Collective::barrier ? 1 : mover::dtype_size(h.dtype);
+    const uint64_t max_bytes = board_.header().max_bytes;
+    for (uint32_t r = 0; r < size_; ++r) {
+        const coll::MemberBytes need = coll::member_bytes(c, h.count, esize, size_, r, h.root);
+        const CollPost &p = (*posts)[r];
+        if (need.destination > max_bytes || (need.source && !views_[r].at(p.src, need.source)) ||
+            (need.destination && !views_[r].at(p.dst, need.destination)))
+            return false;
+    }
+    return true;
+}
+
+bool RankExecution::claimable(uint64_t seq, const Mine &mine) {
+    if (!claim_ || board_.header().agent_only.load(std::memory_order_acquire) || board_.broken() ||
+        board_.completed() + 1 < seq)
+        return false;
+    for (uint32_t r = 0; r < size_; ++r)
+        if (board_.waiting(r) < seq) return false;  // it might not come to run its part
+    std::vector<CollPost> posts;
+    uint8_t status;
+    return gather(seq, mine, &posts, &status);
+}
+
+void RankExecution::begin(uint64_t seq, const Mine &mine) {
+    Open o;
+    o.seq = seq;
+    std::vector<CollPost> posts;
+    uint8_t status = DP_COMP_SUCCESS;
+    if (!gather(seq, mine, &posts, &status)) {
+        // Claimed when all was well: a member changed its post since. Read
+        // nothing; count as done so that nobody waits for us.
+        o.status = channel::kCollMismatch;
+        if (board_.count_read(seq) == size_) board_.notify();
+        open_.push_back(std::move(o));
+        return;
+    }
+    const CollPost &h = posts[rank_];
+    const Collective c = *coll::collective_from_byte(uint8_t(h.opcode - channel::kCollPostBase));
+    const uint64_t esize = c == Collective::barrier ? 1 : mover::dtype_size(h.dtype);
+    const uint64_t n = h.count * esize;
+    const coll::MemberBytes need = coll::member_bytes(c, h.count, esize, size_, rank_, h.root);
+    uint8_t *dst = reinterpret_cast<uint8_t *>(h.dst);
+    uint8_t *out = dst;
+    o.status = DP_COMP_SUCCESS;
+    o.bytes = need.destination;
+    // Our source is read by the others until they all counted: a
+    // destination over it waits in scratch.
+    if (need.destination && overlaps(h.src, need.source, h.dst, need.destination)) {
+        o.scratch = scratch::get(need.destination);
+        if (!o.scratch.data()) o.status = DP_COMP_ADDRESS_DENIED;
+        out = o.scratch.data();
+        o.dst = dst;
+    }
+    auto src = [&](uint32_t r, uint64_t off, uint64_t len) {
+        return views_[r].at(posts[r].src + off, len);
+    };
+    if (o.status == DP_COMP_SUCCESS && n) {
+        switch (c) {
+            case Collective::allreduce:
+            case Collective::reduce_scatter: {
+                // Block `rank_` of every source for reduce_scatter, the
+                // whole vector for allreduce; in rank order as the agent's
+                // plan (coll/local_allreduce.cc): acc = s0 op s1, then op s2...
+                const uint64_t base = c == Collective::allreduce ? 0 : rank_ * n;
+                for (uint64_t off = 0; off < n; off += kReducePiece) {
+                    const uint64_t len = std::min(kReducePiece, n - off);
+                    const uint64_t count = len / esize;
+                    if (size_ == 1) {
+                        std::memmove(out + off, src(0, base + off, len), len);
+                        continue;
+                    }
+                    mover::kernels::reduce(out + off, src(0, base + off, len),
+                                           src(1, base + off, len), count, dp_dtype_t(h.dtype),
+                                           dp_op_t(h.redop));
+                    for (uint32_t r = 2; r < size_; ++r)
+                        mover::kernels::reduce(out + off, out + off, src(r, base + off, len),
+                                               count, dp_dtype_t(h.dtype), dp_op_t(h.redop));
+                }
+                break;
+            }
+            case Collective::allgather:
+                for (uint32_t r = 0; r < size_; ++r) {
+                    const uint8_t *from = src(r, 0, n);
+                    if (out + r * n != from) std::memcpy(out + r * n, from, n);
+                }
+                break;
+            case Collective::alltoall:
+                for (uint32_t r = 0; r < size_; ++r) std::memcpy(out + r * n, src(r, rank_ * n, n), n);
+                break;
+            case Collective::bcast:
+                if (rank_ != h.root) std::memcpy(out, src(h.root, 0, n), n);
+                break;
+            default:
+                break;
+        }
+    }
+    if (board_.count_read(seq) == size_) board_.notify();
+    open_.push_back(std::move(o));
+}
+
+bool RankExecution::try_finish(Open &o) {
+    const bool broken = board_.broken();
+    if (board_.readers(o.seq) < size_ && !broken) return false;
+    uint8_t status = o.status;
+    if (board_.readers(o.seq) < size_) status = channel::kCollMemberLost;
+    else if (status == DP_COMP_SUCCESS && o.dst) std::memcpy(o.dst, o.scratch.data(), o.bytes);
+    o.scratch.reset();
+    if (board_.count_written(o.seq) == size_) {
+        board_.complete(o.seq);
+        // The agent may hold the next operation for this one.
+        ctx_->ring_doorbell_if_sleeping();
+    }
+    write_record(o.seq, status, status == DP_COMP_SUCCESS ? o.bytes : 0);
+    return true;
+}
+
+void RankExecution::write_record(uint64_t seq, uint8_t status, uint64_t bytes) {
+    Mine &m = mine(seq);
+    if (m.seq != seq || !m.req) return;  // freed by the caller meanwhile
+    mover::OpResult result;
+    result.status = status;
+    result.bytes = bytes;
+    mover::publish_completion(m.req->record, result, seq - 1);
+}
+
+bool RankExecution::step(uint64_t upto, bool may_claim) {
+    bool moved = false;
+    for (size_t i = 0; i < open_.size();) {
+        if (try_finish(open_[i])) {
+            open_.erase(open_.begin() + long(i));
+            moved = true;
+        } else {
+            ++i;
+        }
+    }
+    upto = std::min(upto, posted_);
+    while (executed_ < upto) {
+        const uint64_t seq = executed_ + 1;
+        channel::BoardOwner owner = board_.owner(seq);
+        if (owner == channel::kOwnerNone) {
+            if (!may_claim || !claimable(seq, mine(seq))) break;
+            owner = board_.claim(seq, channel::kOwnerRanks);
+            if (owner == channel::kOwnerRanks) board_.notify();  // the others have a part now
+        }
+        if (owner == channel::kOwnerRanks) {
+            if (board_.broken()) {  // a member left: fail ours, read nothing
+                write_record(seq, channel::kCollMemberLost, 0);
+            } else if (mine(seq).seq == seq) {
+                begin(seq, mine(seq));
+                if (try_finish(open_.back())) open_.pop_back();
+            } else {  // posted 128 operations past one never waited for: none of ours
+                begin(seq, Mine{seq, {}, nullptr});
+                if (try_finish(open_.back())) open_.pop_back();
+            }
+        } else if (owner != channel::kOwnerAgent) {
+            break;
+        }
+        executed_ = seq;
+        moved = true;
+    }
+    return moved;
+}
+
+dp_status_t RankExecution::wait(Request *req) {
+    const uint64_t start = timing::now_ns();
+    const dp_wait_mode_t mode = ctx_->options().wait_mode;
+    const int64_t poll_ns = ctx_->options().adaptive_wait ? kPollNs : 0;
+    board_.set_waiting(rank_, req->sequence);
+    struct Leave {
+        const channel::TeamBoard &board;
+        uint32_t rank;
+        ~Leave() { board.set_waiting(rank, 0); }
+    } leave{board_, rank_};
+    for (;;) {
+        const uint32_t seen = board_.epoch();
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            step(req->sequence, true);
+        }
+        if (__atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING)
+            return DP_OK;
+        // As dp_wait waits for a record (Context::wait_record): poll in the
+        // modes that never sleep and briefly in the adaptive one, then sleep
+        // on the board, which every claim, count and finished operation bumps.
+        if (mode != DP_WAIT_BLOCK || int64_t(timing::now_ns() - start) < poll_ns) {
+            if (mode == DP_WAIT_YIELD) sched_yield();
+            else _mm_pause();
+            DP_CHECK(ctx_->check_alive());
+            continue;
+        }
+        DP_CHECK(ctx_->check_alive_now());
+        board_.sleep(seen, int64_t(ctx_->check_period_ns()));
+    }
+}
+
+void RankExecution::progress() {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) step(posted_, false);
+}
+
+}  // namespace deputy::client

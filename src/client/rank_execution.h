@@ -1,0 +1,105 @@
+// A member running its team's operations itself, with its teammates, when
+// it waits for one the agent has not started (channel/team_board.h says
+// how the two sides agree; docs/collectives.md "When no core is spare"
+// says why).
+//
+// Pull only: each member writes nothing but its own destination, reading
+// the members' sources through read-only views of their pools, in the
+// agent's reduction order (rank 0, 1, 2, ...; the same kernels), so the
+// bytes are those the agent would have written. A member whose destination
+// overlaps its source (in place) computes into scratch and writes it once
+// every member has read its source. Its record is written when its
+// destination is and every member has read its source; the operation is
+// finished for the team when every member wrote.
+//
+// Claimed only when every member's post is on the board, agrees with the
+// others and names buffers inside the members' pools, and the previous
+// operation finished; anything else (registered memory, alltoallv, a
+// disagreement the agent reports) stays the agent's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "channel/coll_post.h"
+#include "channel/control.h"
+#include "channel/team_board.h"
+#include "common/fd.h"
+#include "common/scratch.h"
+#include "common/segment.h"
+
+namespace deputy::client {
+
+class Context;
+struct Request;
+
+class RankExecution {
+  public:
+    // From TEAM_READY and its fds (the board, then each member's segment):
+    // nullptr when the team has none, or when this member cannot take part
+    // (then it tells the board, and the agent runs everything).
+    static std::unique_ptr<RankExecution> create(Context *ctx, uint32_t rank, uint32_t size,
+                                                 const channel::control::TeamReady &ready,
+                                                 std::vector<UniqueFd> fds);
+    ~RankExecution();
+
+    // Before operation `seq` is posted: waits until the agent has taken
+    // operations up to seq - DP_TEAM_MAX_OUTSTANDING (team_board.h).
+    dp_status_t before_post(uint64_t seq);
+    // This member's post of operation `seq`, before it goes to the agent.
+    void posted(uint64_t seq, const channel::CollPost &post, Request *req);
+    // The request is gone: its record is not ours to write any more.
+    void released(Request *req);
+    // dp_wait: runs what this member can until req's record is written.
+    dp_status_t wait(Request *req);
+    // dp_test: this member's part of what the members claimed (no claim).
+    void progress();
+
+  private:
+    struct View {  // a member's pool as this process sees it
+        const uint8_t *base = nullptr;
+        uint64_t member_base = 0, bytes = 0;
+        const uint8_t *at(uint64_t addr, uint64_t len) const;
+    };
+    struct Mine {  // this member's post of an operation
+        uint64_t seq = 0;
+        channel::CollPost post{};
+        Request *req = nullptr;
+    };
+    struct Open {  // an operation this member has read for, not finished
+        uint64_t seq = 0;
+        uint8_t status = 0;
+        uint64_t bytes = 0;      // its destination's
+        uint8_t *dst = nullptr;  // where scratch goes once every member read
+        scratch::Buffer scratch;
+    };
+
+    RankExecution() = default;
+    // Under mutex_: true when something moved.
+    bool step(uint64_t upto, bool may_claim);
+    bool claimable(uint64_t seq, const Mine &mine);
+    // Reads every post of `seq` (false: one is not there or not usable).
+    bool gather(uint64_t seq, const Mine &mine, std::vector<channel::CollPost> *posts,
+                uint8_t *status);
+    void begin(uint64_t seq, const Mine &mine);
+    bool try_finish(Open &o);
+    void write_record(uint64_t seq, uint8_t status, uint64_t bytes);
+    Mine &mine(uint64_t seq) { return mine_[seq % channel::kBoardSlots]; }
+
+    Context *ctx_ = nullptr;
+    uint32_t rank_ = 0, size_ = 0;
+    bool claim_ = true;
+    Segment board_segment_;
+    channel::TeamBoard board_;
+    std::vector<View> views_;
+    std::vector<std::pair<void *, size_t>> mappings_;
+    std::mutex mutex_;
+    std::vector<Mine> mine_;
+    uint64_t posted_ = 0;    // this member's last operation
+    uint64_t executed_ = 0;  // every operation up to here: its part done or the agent's
+    std::vector<Open> open_;
+};
+
+}  // namespace deputy::client
