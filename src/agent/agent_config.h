@@ -79,7 +79,7 @@ struct AgentConfig {
     // wake-up of the agent and back, which costs more than such an
     // operation's copies when the ranks' cores leave the agent none
     // (measured: docs/PERFORMANCE.md). 0: the agent runs every operation.
-    uint64_t rank_execution_bytes = 128 << 10;
+    uint64_t rank_execution_bytes = 64 << 10;
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent
     // for as long as the client is attached: address space, committed only

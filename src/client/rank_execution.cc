@@ -293,6 +293,11 @@ bool RankExecution::step(uint64_t upto, bool may_claim) {
         }
     }
     upto = std::min(upto, posted_);
+    // Operations finished for the team need nothing more from us (ours
+    // among them: the team's count includes our write). Skipping them here
+    // matters: a member that only tests operations the agent runs calls no
+    // step() for many of them, and their board slots get reused.
+    executed_ = std::max(executed_, board_.completed());
     while (executed_ < upto) {
         const uint64_t seq = executed_ + 1;
         channel::BoardOwner owner = board_.owner(seq);

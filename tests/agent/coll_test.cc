@@ -678,3 +678,41 @@ TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam)
     EXPECT_EQ(agent.count_fds(), fds_before) << "fds of the dead teams left in the agent";
     std::filesystem::remove_all(dir);
 }
+
+// A member that only tests operations the agent ran (completion seen at
+// the first dp_test, so nothing of the board is looked at) falls more than
+// the board's 128 slots behind its teammate, which waits; the operations
+// the members run next must still find the lagging member's part done.
+TEST(CollRankExecution, AMemberThatOnlyTestedManyOperationsStillRunsTheNextOnes) {
+    AgentProcess agent({"--engines", "2"});
+    Team team(agent, 2, "tested");
+    std::vector<int32_t *> buf(2);
+    for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+    for (int k = 0; k < 300; ++k) {
+        std::vector<dp_request_t *> q(2);
+        for (int r = 0; r < 2; ++r) {
+            buf[r][0] = k + r;
+            ASSERT_EQ(dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, &q[r]), DP_OK);
+        }
+        ASSERT_EQ(dp_wait(q[0]), DP_OK);
+        for (int done = 0; !done;) ASSERT_EQ(dp_test(q[1], &done), DP_OK);
+        for (int r = 0; r < 2; ++r) {
+            dp_request_free(q[r]);
+            ASSERT_EQ(buf[r][0], 2 * k + 1);
+        }
+    }
+    const uint64_t before = run_by_members(agent);
+    team.wait_together();
+    // (Until the members ran some: the agent takes many as soon as it sees them.)
+    for (int k = 0; k < 3000 && (k < 300 || run_by_members(agent) == before); ++k) {
+        auto st = team.run([&](int r, dp_request_t **q) {
+            buf[r][0] = k * 3 + r;
+            return dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, q);
+        });
+        for (int r = 0; r < 2; ++r) {
+            ASSERT_EQ(st[r], DP_OK) << k;
+            ASSERT_EQ(buf[r][0], 6 * k + 1) << k;
+        }
+    }
+    EXPECT_GT(run_by_members(agent), before) << "the members never ran one of the operations";
+}
