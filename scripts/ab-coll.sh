@@ -2,7 +2,9 @@
 # Two builds of deputy on the same `deputy bench coll` run, alternated, each
 # with a private agent of its own build: how a change moved a figure, in
 # one session (this machine is too noisy for figures from different days).
-# Prints each run's deputy time per size, then the medians and new/old.
+# Prints each run's deputy time per size, then the medians and new/old; with
+# `--compare mpi` in the bench flags also the medians of Overall/MPI (MPI
+# measured in the same run) and of the overlap, for the non-blocking ops.
 #
 # Usage: scripts/ab-coll.sh [--runs N] [--own-core] [--agent-config JSON]
 #            [--old-agent-config JSON] [--new-agent-config JSON] OLD-BUILD NEW-BUILD \
@@ -65,16 +67,21 @@ done
 python3 - "$work" "$runs" <<'EOF'
 import json, statistics, sys
 work, runs = sys.argv[1], int(sys.argv[2])
-times = {}
+times, versus = {}, {}
 for side in ("old", "new"):
     for i in range(1, runs + 1):
         try:
             rows = json.load(open(f"{work}/{side}-{i}.json"))["results"]
         except OSError:
             continue
+        mpi = {r["size"]: r for r in rows if r["impl"] == "mpi"}
         for r in rows:
             if r["impl"] == "deputy":
                 times.setdefault((side, r["size"]), []).append(r["time_us"])
+                m = mpi.get(r["size"])
+                if m and r.get("overall_us") and m.get("overall_us"):
+                    versus.setdefault((side, r["size"]), []).append(
+                        (r["overall_us"] / m["overall_us"], r.get("overlap_pct", 0.0)))
 for size in sorted({s for _, s in times}):
     o, n = times.get(("old", size), []), times.get(("new", size), [])
     if not o or not n:
@@ -82,4 +89,9 @@ for size in sorted({s for _, s in times}):
     mo, mn = statistics.median(o), statistics.median(n)
     print(f"{size:>11} B  old {' '.join(f'{x:.1f}' for x in o)} (median {mo:.1f} us)")
     print(f"{'':>13}  new {' '.join(f'{x:.1f}' for x in n)} (median {mn:.1f} us)  new/old {mn / mo:.2f}")
+    vo, vn = versus.get(("old", size)), versus.get(("new", size))
+    if vo and vn:
+        med = lambda v, k: statistics.median(x[k] for x in v)
+        print(f"{'':>13}  Overall/MPI old {med(vo, 0):.2f} new {med(vn, 0):.2f};"
+              f" overlap old {med(vo, 1):.1f} % new {med(vn, 1):.1f} %")
 EOF

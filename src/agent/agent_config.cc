@@ -91,8 +91,10 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "coll_direct_chunk_bytes")
             c->coll_direct_chunk_bytes = get_uint(v, path, 1ull << 30);
         else if (key == "coll_inline_bytes") c->coll_inline_bytes = get_uint(v, path, 1ull << 20);
-        else if (key == "rank_execution_bytes")
+        else if (key == "rank_execution_bytes") {
             c->rank_execution_bytes = get_uint(v, path, 1ull << 36);
+            c->rank_execution_set = true;
+        }
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_heap_bytes") c->max_heap_bytes = get_uint(v, path, 1ull << 46);
@@ -252,6 +254,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         return c->agent_cores_flag.rfind("--", 0) == 0 ? DP_ERR_INVALID : bad(*error);
     if (!c->engines_set && !c->device_given && c->cpus.empty())
         c->engines = shared_placement_engines(affinity::allowed_cpus(0).size());
+    if (!c->rank_execution_set && !c->cpus.empty()) c->rank_execution_bytes = 0;
     if (c->device_given) {
         if (!c->cpus.empty()) {
             std::vector<int> cpus;

@@ -126,6 +126,30 @@ TEST(AgentPlacement, TheEnginesIdlePollingIsTheMoversUnlessTheConfigSaysOtherwis
     EXPECT_NE(error.find("agent.engine_idle_spin_us"), std::string::npos) << error;
 }
 
+// Members run small operations themselves where the agent shares their
+// CPUs (nothing pinned); an agent pinned to CPUs of its own runs them all,
+// unless the config says otherwise.
+TEST(AgentPlacement, MembersRunSmallOperationsOnlyWhereTheAgentHasNoCoreOfItsOwn) {
+    AgentConfig shared;
+    ASSERT_EQ(finalize(&shared), "");
+    EXPECT_EQ(shared.rank_execution_bytes, 64u << 10);
+    AgentConfig pinned;
+    pinned.cpus = "0";
+    ASSERT_EQ(finalize(&pinned), "");
+    EXPECT_EQ(pinned.rank_execution_bytes, 0u);
+    AgentConfig asked;
+    std::string error;
+    ASSERT_EQ(load_config_text(R"({"agent": {"cpus": "0", "rank_execution_bytes": 4096}})", &asked,
+                               &error),
+              DP_OK);
+    ASSERT_EQ(finalize(&asked), "");
+    EXPECT_EQ(asked.rank_execution_bytes, 4096u);
+    AgentConfig wrong;
+    EXPECT_EQ(load_config_text(R"({"agent": {"rank_execution_bytes": "big"}})", &wrong, &error),
+              DP_ERR_INVALID);
+    EXPECT_NE(error.find("agent.rank_execution_bytes"), std::string::npos) << error;
+}
+
 TEST(AgentPlacement, TheConfigFileKeyAndItsErrors) {
     SyntheticTopology topology(kVm);
     AgentConfig c;
