@@ -299,7 +299,8 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
     // Its operation's sequence: after the ones started and those queued.
     const uint64_t sequence = t->ops + t->queues[rank].size() + 1;
     if (t->broken || sequence >= t->broken_from) {
-        if (agent_runs(*t, sequence)) publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
+        if (agent_runs(*t, sequence))
+            publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
         if (t->board.valid()) t->board.notify();
         return;
     }
@@ -309,7 +310,9 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
         // with a board never gets here unless it ignored the board's bound
         // on posting; its record is then written only if the members have
         // not claimed the operation.)
-        if (agent_runs(*t, sequence)) publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
+        if (agent_runs(*t, sequence))
+            publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
+        if (t->board.valid()) t->board.notify();  // its members sleep on the board, not the record
         return;
     }
     Posted p;

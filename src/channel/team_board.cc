@@ -58,7 +58,9 @@ BoardOwner TeamBoard::claim(uint64_t seq, BoardOwner who) const {
     for (;;) {
         if ((seen >> 2) == seq) return BoardOwner(seen & 3);
         // A slot still naming an older operation is free for this one.
-        if ((seen >> 2) > seq) return kOwnerNone;  // written by a member ahead of the team: nobody's
+        // A later operation's claim here cannot be honest (the slot is
+        // reused only once this one finished): nobody's.
+        if ((seen >> 2) > seq) return kOwnerNone;
         if (word.compare_exchange_weak(seen, (seq << 2) | who, std::memory_order_acq_rel,
                                        std::memory_order_acquire))
             return who;
@@ -130,11 +132,12 @@ bool TeamBoard::read_post(uint32_t rank, uint64_t seq, CollPost *out) const {
     if (rank >= size_) return false;
     CollPost *slot = post_slot(rank, seq);
     if (__atomic_load_n(&slot->sequence, __ATOMIC_ACQUIRE) != seq) return false;
-    // Copied once; the copy is what gets checked and used. A member that
-    // rewrites its slot meanwhile is caught by the second look.
+    // Copied once; the copy is what gets checked and used. (An honest
+    // member writes a slot again only 128 operations later; one that
+    // rewrites it meanwhile only spoils its own team's operation, which
+    // the checks of the copy then refuse or run as copied.)
     std::memcpy(out, slot, sizeof(*out));
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED) == seq && out->sequence == seq;
+    return out->sequence == seq;
 }
 
 }  // namespace deputy::channel

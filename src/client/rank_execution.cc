@@ -244,7 +244,8 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
                 }
                 break;
             case Collective::alltoall:
-                for (uint32_t r = 0; r < size_; ++r) std::memcpy(out + r * n, src(r, rank_ * n, n), n);
+                for (uint32_t r = 0; r < size_; ++r)
+                    std::memcpy(out + r * n, src(r, rank_ * n, n), n);
                 break;
             case Collective::bcast:
                 if (rank_ != h.root) std::memcpy(out, src(h.root, 0, n), n);

@@ -589,7 +589,8 @@ dp_status_t kill_a_member_mid_operation(const AgentProcess &agent, int attempt,
     if (child == 0) {
         dp_context_t *ctx = nullptr;
         dp_team_t *team = nullptr;
-        if (dp_init(&config, &ctx) != DP_OK || dp_team_create(ctx, key.c_str(), 1, 2, &team) != DP_OK)
+        if (dp_init(&config, &ctx) != DP_OK ||
+            dp_team_create(ctx, key.c_str(), 1, 2, &team) != DP_OK)
             _exit(2);
         auto *src = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
         auto *dst = static_cast<int32_t *>(dp_malloc(ctx, kCount * 2 * 4));
@@ -654,7 +655,8 @@ TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam)
     // An agent that sleeps as soon as it is idle: the members, both waiting
     // by then, often claim the operation before it wakes up (1 try in 15
     // here; the loop stops at the first).
-    std::ofstream(config) << R"({"agent": {"rank_execution_bytes": 1073741824, "idle_spin_us": 0}})";
+    std::ofstream(config)
+        << R"({"agent": {"rank_execution_bytes": 1073741824, "idle_spin_us": 0}})";
     AgentProcess agent({"--config", config});
     const int fds_before = agent.count_fds();
     int lost_mid_operation = 0;
@@ -668,7 +670,8 @@ TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam)
         if (by_members && st == DP_ERR_AGENT_LOST) ++lost_mid_operation;
     }
     EXPECT_GT(lost_mid_operation, 0)
-        << "in 120 tries the members never ran the operation when their teammate died (the agent took it first)";
+        << "in 120 tries the members never ran the operation when their teammate died "
+           "(the agent took it first)";
     // The agent still serves, and holds nothing of the dead teams.
     {
         Team team(agent, 2, "after");
@@ -701,7 +704,8 @@ TEST(CollRankExecution, AMemberThatOnlyTestedManyOperationsStillRunsTheNextOnes)
         std::vector<dp_request_t *> q(2);
         for (int r = 0; r < 2; ++r) {
             buf[r][0] = k + r;
-            ASSERT_EQ(dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, &q[r]), DP_OK);
+            ASSERT_EQ(dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, &q[r]),
+                      DP_OK);
         }
         ASSERT_EQ(dp_wait(q[0]), DP_OK);
         for (int done = 0; !done;) ASSERT_EQ(dp_test(q[1], &done), DP_OK);
