@@ -28,51 +28,15 @@
 
 namespace deputy::agent {
 
-// The collective a post names (a byte a client chose: checked).
-inline std::optional<coll::Collective> collective_of(const channel::CollPost &p) {
-    return coll::collective_from_byte(uint8_t(p.opcode - channel::kCollPostBase));
-}
-inline const char *collective_name_of(const channel::CollPost &p) {
-    const auto c = collective_of(p);
-    return c ? coll::collective_name(*c) : "unknown";
-}
-
-// How two members' heads differ (empty: they agree), for kCollMismatch.
-inline std::string head_difference(const channel::CollPost &a, const channel::CollPost &b) {
-    if (b.opcode != a.opcode)
-        return fmt::format("operation {} vs {}", collective_name_of(a), collective_name_of(b));
-    const auto c = collective_of(a);
-    if (c == coll::Collective::barrier) return {};
-    if (b.count != a.count) return fmt::format("count {} vs {}", a.count, b.count);
-    if (b.dtype != a.dtype) return fmt::format("dtype {} vs {}", a.dtype, b.dtype);
-    if (c && coll::reduces(*c) && b.redop != a.redop)
-        return fmt::format("reduction {} vs {}", a.redop, b.redop);
-    if (c == coll::Collective::bcast && b.root != a.root)
-        return fmt::format("root {} vs {}", a.root, b.root);
-    return {};
-}
+// What a post names and whether posts agree: channel/coll_post.h (the
+// members running an operation themselves check the same).
+using channel::collective_name_of;
+using channel::collective_of;
+using channel::head_difference;
+using channel::head_invalid;
+using channel::kMaxCollBytes;
 
 inline constexpr uint64_t kDefaultTeamTimeoutMs = 30000;
-
-// A completion status for fields out of range in agreed heads; 0 if fine.
-inline constexpr uint64_t kMaxCollBytes = 1ull << 36;
-// A vector collective's counts block and count are checked per member
-// (TeamEngine::check_vectors): here only that the others carry none.
-inline uint8_t head_invalid(const channel::CollPost &h, uint32_t team_size) {
-    const auto c = collective_of(h);
-    if (!c) return DP_COMP_INVALID_OPCODE;
-    if (h.reserved0) return DP_COMP_INVALID_FIELD;
-    const bool vector = coll::is_vector(*c);
-    if (vector ? h.count != 0 : (h.counts_bytes != 0 || h.counts != 0))
-        return DP_COMP_INVALID_FIELD;
-    if (*c == coll::Collective::barrier) return 0;
-    const uint64_t esize = mover::dtype_size(h.dtype);
-    if (esize == 0 || (coll::reduces(*c) && h.redop >= DP_OP_COUNT) ||
-        (coll::collective_info(*c).rooted && h.root >= team_size))
-        return DP_COMP_INVALID_FIELD;
-    if (h.count > kMaxCollBytes / esize / team_size) return DP_COMP_INVALID_SIZE;
-    return 0;
-}
 
 // A member's post as the agent queued it: the slot's 64 bytes and, for a
 // vector collective, its counts block as copied from the member's pool

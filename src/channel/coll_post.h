@@ -19,6 +19,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+
+#include "coll/collective.h"
 
 namespace deputy::channel {
 
@@ -55,5 +59,16 @@ enum CollStatus : uint8_t {
     kCollQueueFull = 0x82,   // the member's queue at the agent was full: post again later
 };
 const char *coll_status_name(uint8_t status);  // "mismatch", ...; else the mover's name
+
+// The collective a post names (a byte a client chose: checked).
+std::optional<coll::Collective> collective_of(const CollPost &p);
+const char *collective_name_of(const CollPost &p);
+// How two members' posts differ (empty: they agree), for kCollMismatch.
+std::string head_difference(const CollPost &a, const CollPost &b);
+// A completion status for fields out of range in agreed posts; 0 if fine.
+// A vector collective's counts block and count are checked per member by
+// the agent: here only that the others carry none.
+inline constexpr uint64_t kMaxCollBytes = 1ull << 36;
+uint8_t head_invalid(const CollPost &h, uint32_t team_size);
 
 }  // namespace deputy::channel

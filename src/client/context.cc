@@ -30,11 +30,6 @@ namespace {
 namespace control = channel::control;
 using channel::MsgType;
 
-// Adaptive waits poll this long before sleeping: long enough for a result
-// that is already on its way, short enough that the host CPU a wait costs
-// stays ~2 us whatever the size (docs/PERFORMANCE.md).
-constexpr int64_t kAdaptivePollNs = 2'000;
-
 uint64_t coarse_now_ns() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

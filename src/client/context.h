@@ -52,6 +52,11 @@ struct ClientOptions {
     bool rank_execution = true;
 };
 
+// Adaptive waits poll this long before sleeping: long enough for a result
+// that is already on its way, short enough that the host CPU a wait costs
+// stays ~2 us whatever the size (docs/PERFORMANCE.md).
+inline constexpr int64_t kAdaptivePollNs = 2'000;
+
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
 // $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);

@@ -23,7 +23,6 @@ namespace {
 using channel::CollPost;
 using coll::Collective;
 
-constexpr int64_t kPollNs = 2'000;  // as dp_wait's adaptive poll
 // Reductions go in pieces that stay in the cache between the members' inputs.
 constexpr uint64_t kReducePiece = 64 << 10;
 
@@ -31,27 +30,11 @@ bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
     return alen && blen && a < b + blen && b < a + alen;
 }
 
-// Fields that must agree, and be valid, for the members to run it: what
-// the agent checks of heads (agent/team_engine_state.h), which then reports
-// whatever is wrong itself.
+// Valid and not a vector collective (whose counts only the agent reads):
+// what the members may run; anything else the agent reports itself.
 bool runnable(const CollPost &p, uint32_t size) {
-    const auto c = coll::collective_from_byte(uint8_t(p.opcode - channel::kCollPostBase));
-    if (!c || coll::is_vector(*c) || p.reserved0 || p.counts_bytes || p.counts) return false;
-    if (*c == Collective::barrier) return true;
-    const uint64_t esize = mover::dtype_size(p.dtype);
-    if (esize == 0 || (coll::reduces(*c) && p.redop >= DP_OP_COUNT) ||
-        (coll::collective_info(*c).rooted && p.root >= size))
-        return false;
-    return p.count <= (uint64_t(1) << 36) / esize / size;
-}
-
-bool agree(const CollPost &a, const CollPost &b) {
-    if (a.opcode != b.opcode) return false;
-    const auto c = coll::collective_from_byte(uint8_t(a.opcode - channel::kCollPostBase));
-    if (c == Collective::barrier) return true;
-    return a.count == b.count && a.dtype == b.dtype &&
-           (!coll::reduces(*c) || a.redop == b.redop) &&
-           (*c != Collective::bcast || a.root == b.root);
+    const auto c = channel::collective_of(p);
+    return c && !coll::is_vector(*c) && channel::head_invalid(p, size) == 0;
 }
 
 }  // namespace
@@ -138,8 +121,7 @@ void RankExecution::posted(uint64_t seq, const CollPost &post, Request *req) {
 
 void RankExecution::released(Request *req) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Mine &m : mine_)
-        if (m.req == req) m.req = nullptr;
+    if (Mine &m = mine(req->sequence); m.req == req) m.req = nullptr;
 }
 
 bool RankExecution::gather(uint64_t seq, const Mine &mine, std::vector<CollPost> *posts,
@@ -154,7 +136,7 @@ bool RankExecution::gather(uint64_t seq, const Mine &mine, std::vector<CollPost>
     }
     *status = DP_COMP_SUCCESS;
     for (const CollPost &p : *posts)
-        if (!runnable(p, size_) || !agree(p, (*posts)[0])) return false;
+        if (!runnable(p, size_) || !channel::head_difference(p, (*posts)[0]).empty()) return false;
     const CollPost &h = (*posts)[0];
     const Collective c = *coll::collective_from_byte(uint8_t(h.opcode - channel::kCollPostBase));
     const uint64_t esize = c == Collective::barrier ? 1 : mover::dtype_size(h.dtype);
@@ -329,7 +311,7 @@ bool RankExecution::step(uint64_t upto, bool may_claim) {
 dp_status_t RankExecution::wait(Request *req) {
     const uint64_t start = timing::now_ns();
     const dp_wait_mode_t mode = ctx_->options().wait_mode;
-    const int64_t poll_ns = ctx_->options().adaptive_wait ? kPollNs : 0;
+    const int64_t poll_ns = ctx_->options().adaptive_wait ? kAdaptivePollNs : 0;
     board_.set_waiting(rank_, req->sequence);
     struct Leave {
         const channel::TeamBoard &board;
