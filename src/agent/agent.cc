@@ -50,13 +50,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     std::string topology_error;
     if (load_machine_topology(&agent->topology_, &topology_error) != DP_OK)
         DP_LOG_WARN("agent: {}; `deputy info` shows no topology", topology_error);
-    dp_status_t s = channel::uds::Listener::listen(agent->address_, &agent->listener_);
-    if (s != DP_OK) {
-        *error = fmt::format("agent: cannot listen on {} (is another agent running there?)",
-                             agent->address_);
-        return s;
-    }
-    s = mover::Device::create(agent->config_.device, &agent->device_, error);
+    dp_status_t s = mover::Device::create(agent->config_.device, &agent->device_, error);
     if (s != DP_OK) return s;
     const mover::WqConfig &wq0 = agent->config_.device.wqs.at(0);
     agent->limits_ = {wq0.max_transfer_size, wq0.max_batch_size, agent->device_->nt_threshold()};
@@ -66,7 +60,6 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         *error = fmt::format("agent: epoll/eventfd: {}", std::strerror(errno));
         return DP_ERR_IO;
     }
-    DP_CHECK(epoll_add(agent->epoll_.get(), agent->listener_->fd(), tag(kListen)));
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->stop_event_.get(), tag(kStop)));
     Agent *self = agent.get();
     TeamEngine::Hooks hooks;
@@ -89,6 +82,16 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     }
     agent->populator_ = std::make_unique<PoolPopulator>();
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
+    // The socket file last: whoever waits for it to appear (deputy launch,
+    // the tests, scripts) finds an agent whose every descriptor and thread
+    // exists, so a count of its fds taken then is its idle count.
+    s = channel::uds::Listener::listen(agent->address_, &agent->listener_);
+    if (s != DP_OK) {
+        *error = fmt::format("agent: cannot listen on {} (is another agent running there?)",
+                             agent->address_);
+        return s;
+    }
+    DP_CHECK(epoll_add(agent->epoll_.get(), agent->listener_->fd(), tag(kListen)));
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;

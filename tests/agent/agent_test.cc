@@ -331,6 +331,7 @@ TEST_F(AgentTest, StagedModeMovesBytesThroughTheChannel) {
 TEST_F(AgentTest, DeadClientsAreCleanedUp) {
     // Baseline once the agent is idle.
     const int fds = agent.count_fds();
+    const std::string fds_at_start = agent.describe_fds();
     ASSERT_GT(fds, 0);
     ASSERT_EQ(agent.count_client_mappings(), 0);
     constexpr int kCycles = 1000;
@@ -366,7 +367,9 @@ TEST_F(AgentTest, DeadClientsAreCleanedUp) {
     // A bound on liveness, not speed: under a loaded machine (ctest -j2 beside
     // 4-rank MPI tests) the service thread took more than 3 s to close them.
     EXPECT_TRUE(deputy::testing::eventually([&] { return agent.count_fds() == fds; }, 15000))
-        << agent.count_fds() << " fds, expected " << fds;
+        << agent.count_fds() << " fds, expected " << fds << ":\n"
+        << agent.describe_fds() << "at the start:\n"
+        << fds_at_start;
     EXPECT_TRUE(
         deputy::testing::eventually([&] { return agent.count_client_mappings() == 0; }, 15000))
         << agent.count_client_mappings() << " client segments still mapped";

@@ -116,6 +116,23 @@ class AgentProcess {
         }
         return n;
     }
+    // What each open fd of the agent is ("3 socket:[123]", "7 anon_inode:[pidfd]"),
+    // for the message of a failed fd count: which kind was left names the leak.
+    std::string describe_fds() const {
+        std::string out;
+        std::string path = "/proc/" + std::to_string(pid_) + "/fd";
+        if (DIR *d = opendir(path.c_str())) {
+            while (dirent *e = readdir(d)) {
+                if (e->d_name[0] == '.') continue;
+                char target[256];
+                ssize_t n = readlink((path + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+                target[n > 0 ? n : 0] = '\0';
+                out += std::string(e->d_name) + " " + target + "\n";
+            }
+            closedir(d);
+        }
+        return out;
+    }
     // Mappings of client segments (memfd "deputy-client-N").
     int count_client_mappings() const {
         std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
