@@ -142,9 +142,9 @@ uint8_t TeamEngine::bind_vector_member(Team &t, Execution &ex, uint32_t r,
     return 0;
 }
 
-void TeamEngine::start(Team &t, std::vector<Posted> posted) {
+void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
     ++t.ops;
-    auto ex = std::make_unique<Execution>();
+    std::unique_ptr<Execution> ex = t.spare ? std::move(t.spare) : std::make_unique<Execution>();
     ex->heads.resize(t.size);
     for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
     if (t.board.valid()) {
@@ -174,6 +174,7 @@ void TeamEngine::start(Team &t, std::vector<Posted> posted) {
                                                  "could have made on its board",
                                                  t.key, t.ops));
             ++rank_ops_;  // theirs, records included; the next waits for it (try_start)
+            t.spare = std::move(ex);
             return;
         }
     }
@@ -192,7 +193,11 @@ void TeamEngine::start(Team &t, std::vector<Posted> posted) {
     args.chunk_bytes = ex->buffers.all_in_place() ? config_.coll_chunk_bytes
                                                   : config_.coll_direct_chunk_bytes;
     args.vectors = &ex->vectors;
-    ex->plan = coll::build_local_plan(args);
+    if (coll::is_vector(args.collective) || ex->planned_for != args) {
+        ex->plan = coll::build_local_plan(args);
+        ex->planned_for.reset();
+        if (!coll::is_vector(args.collective)) ex->planned_for = args;
+    }
     if (ex->plan.traffic_bytes() <= config_.coll_inline_bytes) {
         // Small: cheaper here than the wake-ups of a hand-off to an engine
         // (bounded by coll_inline_bytes, so no client waits long for it).
@@ -239,6 +244,10 @@ void TeamEngine::finish(Team &t, uint8_t status, const std::string &why) {
         ++failed_ops_;
         DP_LOG_WARN("agent: team '{}' {} failed: {}{}", t.key, coll::collective_name(ex->collective),
                     channel::coll_status_name(status), why.empty() ? "" : " (" + why + ")");
+    }
+    if (!ex->spans_nodes && ex->idle()) {
+        ex->recycle();
+        t.spare = std::move(ex);
     }
     try_start(t);
 }

@@ -367,13 +367,14 @@ void TeamEngine::try_start(Team &t) {
         }
         for (uint32_t r : t.local_ranks)
             if (t.queues[r].empty()) return;
-        std::vector<Posted> heads(t.size);
+        std::vector<Posted> &heads = t.next;  // not re-entered: t.starting
+        heads.resize(t.size);
         for (uint32_t r : t.local_ranks) {
             heads[r] = std::move(t.queues[r].front());
             t.queues[r].pop_front();
         }
         if (t.spans_nodes) start_nodes(t, std::move(heads));
-        else start(t, std::move(heads));
+        else start(t, heads);
     }
 }
 

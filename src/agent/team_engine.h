@@ -112,7 +112,7 @@ class TeamEngine {
     // A vector collective's counts block, copied from the member's pool as
     // its post arrives (the one read of it).
     void copy_counts(ClientSession &s, const Team &t, Posted *p);
-    void start(Team &t, std::vector<Posted> posted);  // one node
+    void start(Team &t, const std::vector<Posted> &posted);  // one node
     bool advance(Team &t);  // submits/collects the running execution; true when it finished
     void finish(Team &t, uint8_t status, const std::string &why = {});
     void fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status);

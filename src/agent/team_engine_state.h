@@ -83,8 +83,26 @@ struct TeamEngine::Execution {
     uint8_t node_status = DP_COMP_SUCCESS;
     std::string node_reason;
 
+    // One node: the arguments `plan` was built for. A team posting the
+    // same collective again (a loop, the common case) gets its last
+    // execution back (Team::spare) and the plan with it, instead of
+    // allocating both again for every operation.
+    std::optional<coll::LocalArgs> planned_for;
+
     // Nothing of it is with the engines.
     bool idle() const { return tasks.idle() && gather.idle() && write_back.idle(); }
+    // Ready for the team's next operation: nothing of the last one is held
+    // (its members' memory above all); the plan and the capacity stay.
+    void recycle() {
+        collective = coll::Collective::barrier;
+        bytes = 0;
+        memories.clear();
+        buffers.members.clear();
+        buffers.send = buffers.recv = nullptr;
+        buffers.send_bytes = buffers.recv_bytes = 0;
+        buffers.through_process = false;
+        vectors.clear();
+    }
 };
 
 struct TeamEngine::Team {
@@ -107,6 +125,8 @@ struct TeamEngine::Team {
     uint64_t deadline_ns = 0;
     uint32_t timeout_ms = 0;
     std::unique_ptr<Execution> running;
+    std::unique_ptr<Execution> spare;  // one node: the last one finished, recycled
+    std::vector<Posted> next;          // the heads try_start takes, reused
     bool starting = false;  // inside try_start()
     uint64_t ops = 0;
     // Several nodes: the agents' name for the team, where each rank is, and

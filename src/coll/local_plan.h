@@ -87,6 +87,9 @@ struct LocalArgs {
     // alltoallv: every rank's blocks, by rank (count is not used), checked
     // to agree (vector_difference). Across nodes only the local ranks'.
     const std::vector<MemberVector> *vectors = nullptr;
+    // Same arguments, same plan, except for a vector collective (whose
+    // blocks are behind `vectors`, not compared).
+    friend bool operator==(const LocalArgs &, const LocalArgs &) = default;
 };
 
 // The plan for a collective whose every member is on this node. Arguments
