@@ -92,7 +92,11 @@ struct AgentConfig {
     uint64_t max_heap_bytes = 0;
     uint64_t max_staged_bytes = 1ull << 20;  // bytes per staged descriptor (each range)
     uint64_t max_direct_bytes = 64ull << 20; // bounce bytes per direct descriptor
-    uint32_t idle_spin_us = 50;              // ring polling before the agent sleeps
+    // Ring polling before the agent sleeps: 50 us where it shares the
+    // ranks' CPUs; kOwnCoreIdleSpinUs when it has CPUs of its own (cpus set)
+    // and the file does not say (idle_spin_set).
+    uint32_t idle_spin_us = 50;
+    bool idle_spin_set = false;
     // Between idle polls: sched_yield, so that a rank sharing our core runs
     // at once (an agent without a core of its own), or pause ("idle_poll":
     // "pause"; the core stays ours: an agent pinned to a spare core).
@@ -118,6 +122,10 @@ dp_status_t finalize_config(AgentConfig *config, std::string *error);
 // The engines of an agent whose threads nothing pins (it shares the ranks'
 // CPUs), given how many CPUs it may run on.
 uint32_t shared_placement_engines(size_t agent_cpus);
+// How long an agent pinned to CPUs of its own (and its engines) polls
+// before sleeping, unless its config says: a second, so it stays awake
+// through any job's compute phase and still rests between jobs.
+inline constexpr uint32_t kOwnCoreIdleSpinUs = 1'000'000;
 
 // Loads a JSON file into *config (keys absent keep their value).
 dp_status_t load_config_file(const std::string &path, AgentConfig *config, std::string *error);

@@ -126,6 +126,36 @@ TEST(AgentPlacement, TheEnginesIdlePollingIsTheMoversUnlessTheConfigSaysOtherwis
     EXPECT_NE(error.find("agent.engine_idle_spin_us"), std::string::npos) << error;
 }
 
+// An agent on CPUs of its own keeps polling them (a post then finds it
+// awake); one sharing the ranks' CPUs sleeps after 50 us, its engines after
+// the mover's window; a value in the file stands either way.
+TEST(AgentPlacement, AnAgentWithCpusOfItsOwnKeepsPollingThem) {
+    AgentConfig shared;
+    ASSERT_EQ(finalize(&shared), "");
+    EXPECT_EQ(shared.idle_spin_us, 50u);
+    EXPECT_EQ(shared.device.idle_spin_us, mover::DeviceConfig{}.idle_spin_us);
+    AgentConfig pinned;
+    pinned.cpus = "0";
+    ASSERT_EQ(finalize(&pinned), "");
+    EXPECT_EQ(pinned.idle_spin_us, kOwnCoreIdleSpinUs);
+    EXPECT_EQ(pinned.device.idle_spin_us, kOwnCoreIdleSpinUs);
+    SyntheticTopology topology("package:1 core:4 pu:1");
+    AgentConfig last;
+    last.agent_cores = "last";
+    ASSERT_EQ(finalize(&last), "");
+    EXPECT_EQ(last.cpus, "3");
+    EXPECT_EQ(last.idle_spin_us, kOwnCoreIdleSpinUs);
+    AgentConfig asked;
+    std::string error;
+    ASSERT_EQ(load_config_text(
+                  R"({"agent": {"cpus": "0", "idle_spin_us": 20, "engine_idle_spin_us": 30}})",
+                  &asked, &error),
+              DP_OK);
+    ASSERT_EQ(finalize(&asked), "");
+    EXPECT_EQ(asked.idle_spin_us, 20u);
+    EXPECT_EQ(asked.device.idle_spin_us, 30u);
+}
+
 // Members run small operations themselves where the agent shares their
 // CPUs (nothing pinned); an agent pinned to CPUs of its own runs them all,
 // unless the config says otherwise.

@@ -187,6 +187,10 @@ static void complete(int via, MPI_Request *req) {
 
 struct result {
     double pure_us, overall_us, compute_us, overlap_pct;
+    /* Inside the post and the wait of the Overall loop (OSU's Coll. Init
+     * and Wait): with the ranks idle, overlap is 100 - 100 (post + wait) /
+     * pure, so these say what keeps a small operation from overlapping. */
+    double post_us, wait_us;
 };
 
 static double world_average(double v) {
@@ -198,7 +202,7 @@ static double world_average(double v) {
 }
 
 static struct result measure(int via, const struct options *o, struct buffers *b) {
-    struct result r = {0, 0, 0, 0};
+    struct result r = {0, 0, 0, 0, 0, 0};
     MPI_Request req;
     for (int i = 0; i < o->warmup; ++i) {
         if (post(via, o->op, b, &req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
@@ -216,7 +220,7 @@ static struct result measure(int via, const struct options *o, struct buffers *b
     r.pure_us = world_average(pure);
     if (o->op >= FIRST_BLOCKING) return r;
     PMPI_Barrier(MPI_COMM_WORLD);
-    double overall = 0, comp = 0;
+    double overall = 0, comp = 0, posting = 0, waiting = 0;
     for (int i = 0; i < o->warmup + o->iterations; ++i) {
         const double t0 = now_us();
         post(via, o->op, b, &req);
@@ -225,11 +229,14 @@ static struct result measure(int via, const struct options *o, struct buffers *b
         const double t2 = now_us();
         complete(via, &req);
         const double t3 = now_us();
-        if (i >= o->warmup) overall += t3 - t0, comp += t2 - t1;
+        if (i >= o->warmup)
+            overall += t3 - t0, comp += t2 - t1, posting += t1 - t0, waiting += t3 - t2;
         PMPI_Barrier(MPI_COMM_WORLD);
     }
     r.overall_us = world_average(overall / o->iterations);
     r.compute_us = world_average(comp / o->iterations);
+    r.post_us = world_average(posting / o->iterations);
+    r.wait_us = world_average(waiting / o->iterations);
     const double overlap = 100.0 - 100.0 * (r.overall_us - r.compute_us) / r.pure_us;
     r.overlap_pct = overlap < 0 ? 0 : overlap;
     return r;
@@ -258,9 +265,9 @@ int main(int argc, char **argv) {
         printf("# mpi = MPI_%s (as linked or preloaded), pmpi = PMPI_ (the MPI library)\n",
                op_names[o.op]);
         if (nonblocking)
-            printf("%-10s %12s %12s %10s %12s %12s %10s %9s\n", "#bytes", "mpi_overall",
-                   "mpi_pure", "mpi_ovl%", "pmpi_overall", "pmpi_pure", "pmpi_ovl%",
-                   "overall_x");
+            printf("%-10s %12s %12s %10s %12s %12s %10s %9s %9s %9s\n", "#bytes",
+                   "mpi_overall", "mpi_pure", "mpi_ovl%", "pmpi_overall", "pmpi_pure",
+                   "pmpi_ovl%", "overall_x", "mpi_post", "mpi_wait");
         else
             printf("%-10s %12s %12s %9s\n", "#bytes", "mpi_us", "pmpi_us", "time_x");
         if (json)
@@ -292,9 +299,10 @@ int main(int argc, char **argv) {
         const struct result base = measure(1, &o, &b);
         if (rank == 0) {
             if (nonblocking)
-                printf("%-10zu %12.2f %12.2f %10.1f %12.2f %12.2f %10.1f %9.2f\n", bytes,
-                       mine.overall_us, mine.pure_us, mine.overlap_pct, base.overall_us,
-                       base.pure_us, base.overlap_pct, mine.overall_us / base.overall_us);
+                printf("%-10zu %12.2f %12.2f %10.1f %12.2f %12.2f %10.1f %9.2f %9.2f %9.2f\n",
+                       bytes, mine.overall_us, mine.pure_us, mine.overlap_pct, base.overall_us,
+                       base.pure_us, base.overlap_pct, mine.overall_us / base.overall_us,
+                       mine.post_us, mine.wait_us);
             else
                 printf("%-10zu %12.2f %12.2f %9.2f\n", bytes, mine.pure_us, base.pure_us,
                        mine.pure_us / base.pure_us);
@@ -302,11 +310,14 @@ int main(int argc, char **argv) {
             if (json)
                 fprintf(json,
                         "%s{\"bytes\":%zu,\"mpi\":{\"pure_us\":%.3f,\"overall_us\":%.3f,"
-                        "\"compute_us\":%.3f,\"overlap_pct\":%.2f},\"pmpi\":{\"pure_us\":%.3f,"
-                        "\"overall_us\":%.3f,\"compute_us\":%.3f,\"overlap_pct\":%.2f}}",
+                        "\"compute_us\":%.3f,\"overlap_pct\":%.2f,\"post_us\":%.3f,"
+                        "\"wait_us\":%.3f},\"pmpi\":{\"pure_us\":%.3f,\"overall_us\":%.3f,"
+                        "\"compute_us\":%.3f,\"overlap_pct\":%.2f,\"post_us\":%.3f,"
+                        "\"wait_us\":%.3f}}",
                         first_row ? "" : ",", bytes, mine.pure_us, mine.overall_us,
-                        mine.compute_us, mine.overlap_pct, base.pure_us, base.overall_us,
-                        base.compute_us, base.overlap_pct);
+                        mine.compute_us, mine.overlap_pct, mine.post_us, mine.wait_us,
+                        base.pure_us, base.overall_us, base.compute_us, base.overlap_pct,
+                        base.post_us, base.wait_us);
         }
         first_row = 0;
         free(b.send);
