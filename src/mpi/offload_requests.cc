@@ -197,6 +197,18 @@ int progress_requests() {
     return int(done.size());
 }
 
+void complete_finished(MPI_Request request) {
+    if (g_pending_count.load(std::memory_order_relaxed) == 0 || request == MPI_REQUEST_NULL) return;
+    {
+        std::unique_lock lock(g_mutex, std::try_to_lock);
+        if (!lock.owns_lock()) return;  // another thread progresses them
+        if (std::none_of(g_pending.begin(), g_pending.end(),
+                         [&](const OffloadRequest *r) { return r->handle == request; }))
+            return;
+    }
+    progress_requests();
+}
+
 int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn,
                   MPI_Request *request) {
     auto *r = new OffloadRequest{op, team, std::move(pins), std::move(post_fn)};

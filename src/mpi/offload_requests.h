@@ -41,6 +41,10 @@ int start_request(Operation op, CommTeam *team, RangePins pins, Post post, MPI_R
 int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post);
 // Tests every outstanding request and completes those deputy finished.
 int progress_requests();
+// If `request` is one of this library's outstanding requests, tests them
+// all (as progress_requests) so that a finished one is complete when MPI
+// looks at it; nothing otherwise (one relaxed load when none is outstanding).
+void complete_finished(MPI_Request request);
 // MPI_Finalize: waits for every outstanding request; unhooks.
 void requests_stop();
 
