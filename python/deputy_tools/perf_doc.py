@@ -197,6 +197,32 @@ def _placement_lines(spec: SweepSpec, docs: Sequence[ResultDoc]) -> list[str]:
     return lines
 
 
+def _sleep_line(docs: Sequence[ResultDoc]) -> str:
+    """What the idle runs measured a short sleep to cost (config.sleep, per placement), or
+    "" when none did: below that compute time an "idle" phase keeps its core busy."""
+    seen: dict[str, list[dict[str, float]]] = {}
+    for d in docs:
+        sleep = d.doc.get("config", {}).get("sleep")
+        placement = d.doc.get("sweep", {}).get("point", {}).get("placement", "")
+        if isinstance(sleep, dict) and sleep.get("asked_us"):
+            seen.setdefault(str(placement), []).append(sleep)
+    if not seen:
+        return ""
+
+    def span(values: list[float]) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}–{high:.0f}"
+
+    parts = [f"{placement or 'every run'}: lasted {span([s['wall_us'] for s in found])} µs "
+             f"and cost {span([s['cpu_us'] for s in found])} µs of CPU time"
+             for placement, found in seen.items()]
+    asked = next(iter(seen.values()))[0]["asked_us"]
+    return (f"Idle phases sleep; the benchmark measured a {asked:g} µs sleep at the start of "
+            f"each idle point (slowest rank): " + "; ".join(parts) + ". A compute phase "
+            "shorter than that is not idle time for its core (see \"Short idle phases are not "
+            "idle\").")
+
+
 def _runs_text(found: Gathered) -> str:
     names = [r.as_posix() for r in found.runs]
     return ", ".join(f"`{n}`" for n in names)
@@ -243,6 +269,7 @@ def render_section(spec: SweepSpec, found: Gathered, found_cells: Sequence[Cell]
         "",
         *(_wrap(line, "  ") for line in _placement_lines(spec, found.docs)),
         "",
+        *([_wrap(sleep), ""] if (sleep := _sleep_line(found.docs)) else []),
         _wrap("Overlap is OSU's, max(0, 100 - 100 x (Overall - Compute) / Pure Comm.); "
               "Overall deputy/MPI is deputy's Overall time (post + compute + wait) over MPI's "
               "in the same run (same processes, same buffers; below 1: deputy faster). "

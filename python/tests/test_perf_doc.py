@@ -122,6 +122,32 @@ def test_only_the_section_between_the_markers_changes(tmp_path: Path, doc: Path)
     assert doc.read_bytes() == after
 
 
+def test_the_measured_cost_of_a_sleep_is_reported_per_placement(tmp_path: Path,
+                                                               doc: Path) -> None:
+    write_run(tmp_path / "res", 1)
+    write_run(tmp_path / "res", 2)
+    costs = {("shared", 1): (23.9, 23.8), ("shared", 2): (26.2, 21.1),
+             ("own-core", 1): (38.2, 19.1), ("own-core", 2): (38.4, 19.3)}
+    for path in (tmp_path / "res").rglob("*.json"):
+        d = json.loads(path.read_text())
+        placement = d["sweep"]["point"]["placement"]
+        if d["config"]["compute"] == "idle":
+            wall, cpu = costs[(placement, int(path.relative_to(tmp_path / "res").parts[0][4:]))]
+            d["config"]["sleep"] = {"asked_us": 5.0, "wall_us": wall, "cpu_us": cpu}
+            path.write_text(json.dumps(d))
+    assert main(perf_doc(tmp_path, "--from", str(tmp_path / "res"))) == 0
+    text = " ".join(section(doc).split())
+    assert ("a 5 µs sleep at the start of each idle point (slowest rank): shared: lasted 24–26 "
+            "µs and cost 21–24 µs of CPU time; own-core: lasted 38 µs and cost 19 µs of CPU "
+            "time.") in text
+
+
+def test_no_sleep_figures_no_sleep_line(tmp_path: Path, doc: Path) -> None:
+    write_run(tmp_path / "res", 1)
+    assert main(perf_doc(tmp_path, "--from", str(tmp_path / "res"))) == 0
+    assert "sleep at the start" not in section(doc)
+
+
 def test_missing_markers_append_the_section_and_say_so(tmp_path: Path,
                                                        capsys: pytest.CaptureFixture) -> None:
     path = tmp_path / "docs" / "PERFORMANCE.md"

@@ -205,6 +205,14 @@ def test_nonblocking_osu_columns_and_overlap_formula(compute: str, tmp_path: Pat
         if r["polls_per_op"] == 0:
             assert r["poll_cpu_us"] == 0
         assert r["compute_us"] > 0.5 * r["pure_comm_us"]  # compute ~ pure comm. time
+    # An idle run measures what a short sleep costs here (a sleep lasts at
+    # least as long as asked); a cpu run does not sleep.
+    sleep = doc["config"].get("sleep")
+    if compute == "idle":
+        assert sleep["asked_us"] == 5.0 and sleep["wall_us"] >= 5.0 and sleep["cpu_us"] > 0
+        assert f"a 5 us sleep lasts {sleep['wall_us']:.1f} us" in stdout
+    else:
+        assert sleep is None and "sleep lasts" not in stdout
 
 
 @pytest.mark.parametrize("op", ["ialltoall", "iallgather", "ibcast", "ireduce_scatter",

@@ -19,7 +19,8 @@ if(DEPUTY_BENCH_COLL AND MPI_C_FOUND)
   list(REMOVE_ITEM DEPUTY_BENCH_COLL_SOURCES ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
   add_executable(deputy_bench_coll ${DEPUTY_BENCH_COLL_SOURCES}
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc
-    ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc)
+    ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/bench_common/sleep_cost.c)
   set_target_properties(deputy_bench_coll PROPERTIES OUTPUT_NAME deputy-bench-coll)
   target_include_directories(deputy_bench_coll PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   # The C API only: mpi.h would otherwise pull in the deprecated C++ bindings.

@@ -164,6 +164,12 @@ int run(const CollOptions &o, CLI::App &app) {
     for (const auto &impl : impls) info.impls.push_back(impl->name());
     info.mpi_version = World::library_version();
     info.cpu_clock_cost_ns = calibrate_cpu_clock();
+    Compute compute(plan.compute_idle);  // (sets the timer slack an idle phase sleeps with)
+    if (plan.compute_idle && op.nonblocking && !o.allreduce_table) {
+        const bench_sleep_cost mine = bench_measure_sleep_cost(5.0, 1000);
+        const std::vector<double> worst = world.maximum({mine.wall_us, mine.cpu_us});
+        info.sleep = {mine.asked_us, worst[0], worst[1]};
+    }
 
     nlohmann::json results = nlohmann::json::array();
     uint64_t wrong = 0;
@@ -185,7 +191,6 @@ int run(const CollOptions &o, CLI::App &app) {
                                     plan.run_deputy ? impls[0].get() : nullptr, &results);
     } else {
         if (root_rank) print_table_header(info);
-        Compute compute(plan.compute_idle);
         std::vector<Row> all_rows;
         // A team spanning nodes: which algorithm(s) the agents ran between
         // them, per size (from rank 0's agent, before and after the size).

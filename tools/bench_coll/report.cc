@@ -78,6 +78,7 @@ void print_banner(const RunInfo &info) {
             "and ranks\n",
             p.compute_idle ? "idle (sleeping)" : "cpu (dummy compute loop)",
             info.options->test_calls);
+        if (info.sleep.asked_us > 0) bench_print_sleep_cost(stdout, &info.sleep);
         std::printf(
             "# Overlap(%%) = max(0, 100 - 100 (Overall - Compute) / Pure Comm.); Host CPU = "
             "thread CPU time inside post + the completing test (no wait) per op; Poll CPU = "
@@ -254,6 +255,10 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
                              {"implementations", info.impls},
                              {"ranks", info.ranks},
                              {"local_ranks", info.local_ranks}};
+    if (info.sleep.asked_us > 0)
+        config["sleep"] = {{"asked_us", info.sleep.asked_us},
+                           {"wall_us", info.sleep.wall_us},
+                           {"cpu_us", info.sleep.cpu_us}};
     return {{"benchmark", "coll"},
             {"schema", 1},
             {"config", config},

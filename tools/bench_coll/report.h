@@ -14,6 +14,7 @@
 
 #include "bench_coll/options.h"
 #include "bench_coll/runner.h"
+#include "bench_common/sleep_cost.h"
 
 namespace deputy::bench::coll {
 
@@ -26,6 +27,9 @@ struct RunInfo {
     std::vector<std::string> impls;  // in column order
     std::string mpi_version;
     uint64_t cpu_clock_cost_ns = 0;
+    // Idle compute: what one short sleep costs here (the slowest rank's;
+    // bench_common/sleep_cost.h); asked_us 0 when the compute is cpu.
+    bench_sleep_cost sleep{0, 0, 0};
 };
 
 void print_banner(const RunInfo &info);

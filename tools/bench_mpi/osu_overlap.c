@@ -24,6 +24,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "bench_common/sleep_cost.h"
+
 /* The nonblocking forms first, then the blocking ones (timed alone: no
  * compute, no overlap). */
 enum op {
@@ -258,6 +260,16 @@ int main(int argc, char **argv) {
      * more the kernel's default timer slack adds (as deputy bench coll):
      * with the slack, a 10 us operation had 60-80 us to finish in. */
     if (o.idle) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* What a sleep costs here (bench_common/sleep_cost.h): the slowest
+     * rank's, every rank measuring at once as its compute phases will. */
+    struct bench_sleep_cost sleep = {0, 0, 0};
+    const int sleeps = o.idle && o.op < FIRST_BLOCKING;
+    if (sleeps) {
+        sleep = bench_measure_sleep_cost(5.0, 1000);
+        double mine[2] = {sleep.wall_us, sleep.cpu_us}, worst[2];
+        PMPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        sleep.wall_us = worst[0], sleep.cpu_us = worst[1];
+    }
     FILE *json = NULL;
     if (rank == 0 && o.json && !(json = fopen(o.json, "w"))) {
         fprintf(stderr, "--json %s: %s\n", o.json, strerror(errno));
@@ -269,6 +281,7 @@ int main(int argc, char **argv) {
                op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations, o.warmup);
         printf("# mpi = MPI_%s (as linked or preloaded), pmpi = PMPI_ (the MPI library)\n",
                op_names[o.op]);
+        if (sleeps) bench_print_sleep_cost(stdout, &sleep);
         if (nonblocking)
             printf("%-10s %12s %12s %10s %12s %12s %10s %9s %9s %9s\n", "#bytes",
                    "mpi_overall", "mpi_pure", "mpi_ovl%", "pmpi_overall", "pmpi_pure",
@@ -277,8 +290,12 @@ int main(int argc, char **argv) {
             printf("%-10s %12s %12s %9s\n", "#bytes", "mpi_us", "pmpi_us", "time_x");
         if (json)
             fprintf(json, "{\"benchmark\":\"deputy-bench-mpi\",\"op\":\"%s\",\"ranks\":%d,"
-                          "\"compute\":\"%s\",\"iterations\":%d,\"rows\":[",
+                          "\"compute\":\"%s\",\"iterations\":%d,",
                     op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations);
+        if (json && sleeps)
+            fprintf(json, "\"sleep\":{\"asked_us\":%.1f,\"wall_us\":%.2f,\"cpu_us\":%.2f},",
+                    sleep.asked_us, sleep.wall_us, sleep.cpu_us);
+        if (json) fprintf(json, "\"rows\":[");
     }
     int first_row = 1;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {

@@ -1,0 +1,52 @@
+"""deputy-bench-mpi (tools/bench_mpi/osu_overlap.c) under plain Open MPI: the
+table and the --json document it writes, and the cost of a sleep an idle run
+measures first (tools/bench_common/sleep_cost.h). The library's own runs
+through it are in tests/launch and tests/mpi."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+DEPUTY = os.environ.get("DEPUTY_BIN")
+MPIRUN = shutil.which("mpirun")
+BENCH = (Path(DEPUTY).resolve().parent / "deputy-bench-mpi-openmpi") if DEPUTY else None
+
+pytestmark = pytest.mark.skipif(
+    not (MPIRUN and BENCH and BENCH.exists()),
+    reason="needs Open MPI's mpirun and deputy-bench-mpi-openmpi beside DEPUTY_BIN")
+
+
+def run(tmp_path: Path, *args: str) -> tuple[str, dict]:
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    out = tmp_path / "out.json"
+    r = subprocess.run([MPIRUN, "-np", "2", str(BENCH), *args, "--json", str(out)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout, json.loads(out.read_text())
+
+
+def test_idle_run_measures_a_sleep_first_and_writes_it(tmp_path: Path) -> None:
+    stdout, doc = run(tmp_path, "--op", "iallreduce", "-m", "4k:8k", "-i", "5", "-x", "1",
+                      "--compute", "idle")
+    assert doc["compute"] == "idle" and doc["ranks"] == 2
+    sleep = doc["sleep"]
+    assert sleep["asked_us"] == 5.0 and sleep["wall_us"] >= 5.0 and sleep["cpu_us"] > 0
+    assert f"# idle phases sleep: a 5 us sleep lasts {sleep['wall_us']:.1f} us" in stdout
+    assert [row["bytes"] for row in doc["rows"]] == [4096, 8192]
+    for row in doc["rows"]:
+        assert row["mpi"]["pure_us"] > 0 and row["pmpi"]["pure_us"] > 0
+
+
+@pytest.mark.parametrize("args", [["--op", "iallreduce", "--compute", "cpu"],
+                                  ["--op", "allreduce", "--compute", "idle"]])
+def test_runs_that_never_sleep_measure_nothing(args: list[str], tmp_path: Path) -> None:
+    stdout, doc = run(tmp_path, *args, "-m", "4k:4k", "-i", "5", "-x", "1")
+    assert "sleep" not in doc and "sleep lasts" not in stdout
+    assert len(doc["rows"]) == 1
