@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Thresholds for libdeputy-mpi from scripts/mpi-thresholds.sh's JSON: per
 operation, the ratio deputy/MPI of the median time at each size (nonblocking:
-OSU Overall, --compute cpu and idle; blocking: the call's time), and the
+OSU Overall, --compute cpu and idle; blocking: the call's time, as the median
+ratio of the benchmark's alternating rounds), and the
 smallest size from which deputy is at most MPI's time at every larger size in
 every compute mode. Prints a table and the values for src/mpi/operations.cc."""
 
@@ -21,7 +22,9 @@ def ratios(files, field):
     for f in files:
         for row in json.load(open(f))["rows"]:
             mine, base = row["mpi"][field], row["pmpi"][field]
-            by_size.setdefault(row["bytes"], []).append(mine / base if base > 0 else float("inf"))
+            ratio = mine / base if base > 0 else float("inf")
+            # Blocking forms: the median of the run's alternating rounds.
+            by_size.setdefault(row["bytes"], []).append(row.get("time_x", ratio))
     return {b: (statistics.median(v), v) for b, v in by_size.items()}
 
 

@@ -33,7 +33,7 @@ for run in $(seq 1 "$runs"); do
   for op in allreduce reduce_scatter allgather alltoall bcast; do
     echo "== run $run: $op"
     DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
-      -m 8:16m -i 20 -x 5 --json "$out/$op-run$run.json" > /dev/null 2>> "$out/stderr.log"
+      -m 8:16m -i 50 -x 5 --json "$out/$op-run$run.json" > /dev/null 2>> "$out/stderr.log"
   done
 done
 python3 "$(dirname "$0")/mpi-thresholds.py" "$out"

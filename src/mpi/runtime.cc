@@ -105,10 +105,7 @@ void print_report() {
 
 }  // namespace
 
-Runtime &runtime() {
-    static Runtime rt;
-    return rt;
-}
+Runtime g_runtime;
 
 void warn(const std::string &message) {
     std::fprintf(stderr, "deputy-mpi: rank %d: %s\n", runtime().world_rank, message.c_str());

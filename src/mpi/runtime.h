@@ -40,7 +40,11 @@ struct Runtime {
     std::string report;  // DEPUTY_MPI_REPORT: "", "1" or "json:DIR"
 };
 
-Runtime &runtime();
+// One per process, constructed when the library is loaded (before any MPI
+// call can reach it); a global rather than a function's static so that the
+// pass-through path reads it without a guard check.
+extern Runtime g_runtime;
+inline Runtime &runtime() { return g_runtime; }
 
 // Called once from the MPI_Init wrappers after PMPI_Init succeeded.
 void runtime_start(int provided_thread_level);
@@ -48,11 +52,19 @@ void runtime_start(int provided_thread_level);
 // is outstanding, destroys teams, prints the report, detaches.
 void runtime_stop();
 
-inline void count_offloaded(Operation op) {
-    runtime().counters[size_t(op)].offloaded.fetch_add(1, std::memory_order_relaxed);
+// The report's counters. Below MPI_THREAD_MULTIPLE one thread at a time
+// calls MPI, so a plain load and store count exactly and spare the locked
+// add (the pass-through path's largest part: 10-12 ns per call -> see
+// docs/PERFORMANCE.md, "Pass-through").
+inline void count(std::atomic<uint64_t> &counter) {
+    if (runtime().thread_multiple)
+        counter.fetch_add(1, std::memory_order_relaxed);
+    else
+        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
+inline void count_offloaded(Operation op) { count(runtime().counters[size_t(op)].offloaded); }
 inline void count_passed(Operation op, PassReason why) {
-    runtime().counters[size_t(op)].passed[size_t(why)].fetch_add(1, std::memory_order_relaxed);
+    count(runtime().counters[size_t(op)].passed[size_t(why)]);
 }
 
 // Prints "deputy-mpi: rank R: <message>" on stderr.

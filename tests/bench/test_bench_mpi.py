@@ -1,7 +1,8 @@
 """deputy-bench-mpi (tools/bench_mpi/osu_overlap.c) under plain Open MPI: the
 table and the --json document it writes, and the cost of a sleep an idle run
-measures first (tools/bench_common/sleep_cost.h). The library's own runs
-through it are in tests/launch and tests/mpi."""
+measures first (tools/bench_common/sleep_cost.h), and the blocking forms'
+alternating rounds. The library's own runs through it are in tests/launch
+and tests/mpi."""
 
 from __future__ import annotations
 
@@ -50,3 +51,19 @@ def test_runs_that_never_sleep_measure_nothing(args: list[str], tmp_path: Path) 
     stdout, doc = run(tmp_path, *args, "-m", "4k:4k", "-i", "5", "-x", "1")
     assert "sleep" not in doc and "sleep lasts" not in stdout
     assert len(doc["rows"]) == 1
+
+
+def test_blocking_forms_alternate_rounds_and_report_the_median_ratio(tmp_path: Path) -> None:
+    stdout, doc = run(tmp_path, "--op", "allreduce", "-m", "8:16", "-i", "30", "-x", "2")
+    assert "time_x" in stdout and "x_min" in stdout and "x_max" in stdout
+    assert [row["bytes"] for row in doc["rows"]] == [8, 16]
+    for row in doc["rows"]:
+        # 10 rounds; each side's half 3 calls (-i 30) or, a call timed
+        # after the warm-up, as many as last 2 ms: more than 3 unless an
+        # 8 B allreduce took over 0.6 ms.
+        assert row["rounds"] == 10 and row["calls_per_round"] > 3
+        assert row["mpi"]["pure_us"] > 0 and row["pmpi"]["pure_us"] > 0
+        assert row["time_x_min"] <= row["time_x"] <= row["time_x_max"]
+    _, few = run(tmp_path, "--op", "bcast", "-m", "8:8", "-i", "4", "-x", "0")
+    # Fewer iterations than rounds and no warm-up to time: one call each way.
+    assert few["rows"][0]["rounds"] == 4 and few["rows"][0]["calls_per_round"] == 1
