@@ -35,6 +35,21 @@ def load(out, step):
     return by_size
 
 
+def sleep_line(out, step):
+    """What the step's idle runs measured a 5 us sleep to cost (their `sleep`), or ""."""
+    found = [json.load(open(f)).get("sleep") for f in sorted(glob.glob(str(out / f"{step}-run*.json")))]
+    found = [s for s in found if s]
+    if not found:
+        return ""
+    def span(key):
+        low, high = min(s[key] for s in found), max(s[key] for s in found)
+        return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}–{high:.0f}"
+
+    return (f"A {found[0]['asked_us']:g} µs sleep lasted {span('wall_us')} µs and cost "
+            f"{span('cpu_us')} µs of CPU in these runs (compute phases shorter than that are not "
+            "idle time).\n")
+
+
 def med(rows, side, field):
     return statistics.median(r[side][field] for r in rows)
 
@@ -93,6 +108,9 @@ def main():
             blocking(by_size)
         else:
             nonblocking(by_size)
+            note = sleep_line(out, step)
+            if note:
+                print("\n" + note, end="")
 
 
 if __name__ == "__main__":
