@@ -205,13 +205,16 @@ static double world_average(double v) {
     return sum / size;
 }
 
+/* Blocking forms: rounds per size (measure_blocking). */
+enum { ROUNDS = 10 };
+
 static int compare_doubles(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 static double median(const double *v, int n) {
-    double sorted[64];
+    double sorted[ROUNDS];
     memcpy(sorted, v, (size_t)n * sizeof *v);
     qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
     return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
@@ -226,7 +229,6 @@ static double median(const double *v, int n) {
  * loops, not the library.) Each half starts after a 1 ms pause: an agent
  * sharing the ranks' cores polls them for up to 200 us after its last
  * operation, which slowed whatever MPI loop came next. */
-enum { ROUNDS = 10 };
 #define HALF_US 2000.0
 struct blocking_result {
     double mpi_us, pmpi_us;           /* medians over the rounds, per call */
