@@ -5,7 +5,7 @@
  * sleep is not free: the kernel arms a timer and takes its interrupt, and
  * in a virtual machine both can cost more than a short phase lasts. On the
  * machine these benchmarks were first run on (a Firecracker VM, Linux
- * 6.18, lapic-deadline timer) every sleep cost 15-20 us of CPU time in the
+ * 6.18, lapic-deadline timer) every sleep cost 13-26 us of CPU time in the
  * kernel, charged to the sleeper, whatever its length: a phase of 8 us
  * kept its core busy for ~22 us, and a rank sharing that core could not
  * run meanwhile (docs/PERFORMANCE.md, "Short idle phases are not idle").
