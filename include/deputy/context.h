@@ -49,7 +49,9 @@ typedef struct dp_config {
     uint32_t memory_mode;        /* dp_memory_mode_t; $DEPUTY_MEMORY=staged also selects */
     uint32_t wq_mode;            /* DP_WQ_DEDICATED: one submitting thread; SHARED: any */
     uint32_t wait_mode;          /* dp_wait_mode_t for dp_mover_wait and dp_wait; DEFAULT: poll
-                                    2 us, then sleep (waiting ranks leave the cores to the agent) */
+                                    2 us (collectives of at most 256 KiB: then yield the CPU
+                                    until 50 us), then sleep (waiting ranks leave the cores to
+                                    the agent) */
     uint32_t lost_timeout_ms;    /* bound on noticing a dead agent; 0: 1000 */
     uint32_t connect_timeout_ms; /* how long dp_init waits for an agent; 0: 1000 */
     const char *job_secret;      /* the job's secret: dp_team_create needs it, and only

@@ -207,7 +207,7 @@ extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (deputy::client::RankExecution *ranks = r->team->ranks())
         DP_CHECK(ranks->wait(r));
     else
-        DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1));
+        DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1, r->yield_first));
     return deputy::client::request_result(r);
 }
 

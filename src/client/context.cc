@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -302,28 +303,33 @@ dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
     return DP_OK;
 }
 
-dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns) {
+dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns,
+                                 bool yield_first) {
+    const uint64_t start = timing::now_ns();
+    // What is left of the caller's timeout, at most `ns` (-1: none).
+    const auto within = [&](int64_t ns) {
+        if (timeout_ns < 0) return ns;
+        return std::max<int64_t>(0, std::min(ns, timeout_ns - int64_t(timing::now_ns() - start)));
+    };
     if (mode == DP_WAIT_DEFAULT) {
         mode = options_.wait_mode;
-        // Adaptive: a 2 us pause-poll catches a fast completion without a
-        // wake-up; then sleep. Measured (docs/PERFORMANCE.md): spinning ranks
-        // on a 2-core machine starve the agent and make every operation slow.
+        // Adaptive (context.h): pause, then yield (small collectives), then
+        // sleep. Measured (docs/PERFORMANCE.md): ranks spinning with pause
+        // on a 2-core machine starve the agent; yielding ones do not.
         if (options_.adaptive_wait &&
-            mover::wait_completion(record, DP_WAIT_PAUSE, kAdaptivePollNs) == DP_OK)
+            (mover::wait_completion(record, DP_WAIT_PAUSE, within(kAdaptivePollNs)) == DP_OK ||
+             (yield_first &&
+              mover::wait_completion(record, DP_WAIT_YIELD,
+                                     within(kAdaptiveYieldNs - kAdaptivePollNs)) == DP_OK)))
             return DP_OK;
     }
     if (mode > DP_WAIT_BLOCK) return DP_ERR_INVALID;
     // Sleep in slices of a quarter of the lost timeout, checking the agent
     // between them: a record the dead agent will never write cannot hang us.
     const int64_t slice = int64_t(check_period_ns());
-    const uint64_t start = timing::now_ns();
     for (;;) {
-        int64_t left = slice;
-        if (timeout_ns >= 0) {
-            int64_t remaining = timeout_ns - int64_t(timing::now_ns() - start);
-            if (remaining <= 0) return dp_mover_poll(record) ? DP_OK : DP_ERR_TIMEOUT;
-            left = std::min(left, remaining);
-        }
+        const int64_t left = within(slice);
+        if (timeout_ns >= 0 && left <= 0) return dp_mover_poll(record) ? DP_OK : DP_ERR_TIMEOUT;
         if (mover::wait_completion(record, mode, left) == DP_OK) return DP_OK;
         DP_CHECK(check_alive_now());
     }

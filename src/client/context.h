@@ -52,10 +52,21 @@ struct ClientOptions {
     bool rank_execution = true;
 };
 
-// Adaptive waits poll this long before sleeping: long enough for a result
-// that is already on its way, short enough that the host CPU a wait costs
-// stays ~2 us whatever the size (docs/PERFORMANCE.md).
+// Adaptive waits (DP_WAIT_DEFAULT) first poll with pause for
+// kAdaptivePollNs: a result already on its way costs no system call. Then
+// they sleep, leaving the CPUs to the agent for as long as the operation
+// takes. A wait for a collective of at most kYieldFirstMaxBytes polls with
+// sched_yield in between, until kAdaptiveYieldNs have passed since the wait
+// began: each turn gives the CPU to any thread that wants it (the agent's,
+// a teammate), so unlike spinning it starves nobody, and a result that
+// comes within the phase costs no sleep and no wake-up (20-40 us each on
+// the 2-vCPU machine of docs/PERFORMANCE.md, "A waiting rank yields before
+// it sleeps"). Larger operations take long enough that a wake-up is a small
+// part of them, and yielding ranks there measured no better. The CPU a wait
+// burns is at most the yield phase's, and only when nobody else wants it.
 inline constexpr int64_t kAdaptivePollNs = 2'000;
+inline constexpr int64_t kAdaptiveYieldNs = 50'000;
+inline constexpr uint64_t kYieldFirstMaxBytes = 256 << 10;
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
 // $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION.
@@ -93,7 +104,9 @@ class Context {
     // ring) instead of returning DP_ERR_RETRY.
     [[gnu::hot]] dp_status_t push(const dp_desc_t &desc, bool retry_when_full);
     // Waits for a record the agent completes, in slices, noticing a dead agent.
-    dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns);
+    // yield_first: the adaptive wait's yield phase (above) before it sleeps.
+    dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns,
+                            bool yield_first = false);
     // A request answered by REPLY: its status (the reason is logged).
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
                                const char *what, int attach_fd = -1);

@@ -311,7 +311,9 @@ bool RankExecution::step(uint64_t upto, bool may_claim) {
 dp_status_t RankExecution::wait(Request *req) {
     const uint64_t start = timing::now_ns();
     const dp_wait_mode_t mode = ctx_->options().wait_mode;
-    const int64_t poll_ns = ctx_->options().adaptive_wait ? kAdaptivePollNs : 0;
+    const bool adaptive = ctx_->options().adaptive_wait;
+    const int64_t poll_ns = adaptive ? kAdaptivePollNs : 0;
+    const int64_t yield_ns = adaptive && req->yield_first ? kAdaptiveYieldNs : 0;
     board_.set_waiting(rank_, req->sequence);
     struct Leave {
         const channel::TeamBoard &board;
@@ -327,11 +329,15 @@ dp_status_t RankExecution::wait(Request *req) {
         if (__atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING)
             return DP_OK;
         // As dp_wait waits for a record (Context::wait_record): poll in the
-        // modes that never sleep and briefly in the adaptive one, then sleep
-        // on the board, which every claim, count and finished operation bumps.
-        if (mode != DP_WAIT_BLOCK || int64_t(timing::now_ns() - start) < poll_ns) {
-            if (mode == DP_WAIT_YIELD) sched_yield();
-            else _mm_pause();
+        // modes that never sleep and, in the adaptive one, with pause and
+        // then yielding for a while; then sleep on the board, which every
+        // claim, count and finished operation bumps.
+        const int64_t waited = int64_t(timing::now_ns() - start);
+        if (mode != DP_WAIT_BLOCK || waited < yield_ns) {
+            if (mode == DP_WAIT_YIELD || (mode == DP_WAIT_BLOCK && waited >= poll_ns))
+                sched_yield();
+            else
+                _mm_pause();
             DP_CHECK(ctx_->check_alive());
             continue;
         }

@@ -1,5 +1,6 @@
 #include "client/team.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "channel/coll_post.h"
@@ -134,6 +135,9 @@ dp_status_t Team::post(coll::Collective c, const void *src, void *dst, uint64_t 
     post.dst = reinterpret_cast<uint64_t>(dst);
     post.count = count;
     post.root = uint32_t(root);
+    const coll::MemberBytes bytes =
+        coll::member_bytes(c, count, dp_dtype_size(dtype), size_, rank_, uint32_t(root));
+    r.yield_first = std::max(bytes.source, bytes.destination) <= kYieldFirstMaxBytes;
     DP_CHECK(push(r, post));
     *req = &r;
     return DP_OK;
@@ -204,6 +208,14 @@ dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const s
     post.dst = reinterpret_cast<uint64_t>(dst);
     post.counts_bytes = uint32_t(block_bytes);
     post.counts = reinterpret_cast<uint64_t>(block);
+    // Small like the others (Team::post), by the larger of its two sums.
+    uint64_t sent = 0, received = 0;
+    for (int m = 0; m < size_; ++m) {
+        sent += scounts[m];
+        received += rcounts[m];
+    }
+    r.yield_first = std::max(sent, received) <=
+                    kYieldFirstMaxBytes / std::max<size_t>(1, dp_dtype_size(dtype));
     DP_CHECK(push(r, post));
     *req = &r;
     return DP_OK;

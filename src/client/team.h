@@ -38,6 +38,9 @@ struct Request {
     StagedCollective staged;  // staged memory mode only
     void *counts = nullptr;   // alltoallv: its counts block in the pool
     uint64_t sequence = 0;    // its operation's number on the team (1-based)
+    // An adaptive dp_wait yields before it sleeps (client/context.h): the
+    // operation is small.
+    bool yield_first = false;
 };
 
 class Team {

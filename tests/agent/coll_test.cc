@@ -22,6 +22,8 @@
 
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
+#include "client/context.h"
+#include "client/team.h"
 #include "coll_test_util.h"
 
 namespace {
@@ -389,6 +391,71 @@ TEST_F(CollTest, OutstandingLimitIsExactAndAFreedSlotServesTheNextPost) {
         }
     for (int r = 0; r < 2; ++r)
         for (int k = 0; k <= kMax; ++k) EXPECT_EQ(buf[r][k], int64_t(k) * 20 + 1) << "op " << k;
+}
+
+// An adaptive dp_wait yields before it sleeps only for an operation of at
+// most kYieldFirstMaxBytes, by the larger of the member's source and
+// destination (client/context.h): on both sides of the limit, for each
+// kind of count (the whole vector, a block per member, alltoallv's sums).
+TEST_F(CollTest, WaitsYieldBeforeSleepingOnlyForOperationsUpToTheLimit) {
+    constexpr uint64_t kLimit = deputy::client::kYieldFirstMaxBytes;
+    static_assert(kLimit == 256 << 10, "the cases below are written for 256 KiB");
+    Team a(agent, 2, key());
+    std::vector<uint8_t *> src(2), dst(2);
+    for (int r = 0; r < 2; ++r) {
+        src[r] = a.buffer(r, 2 * kLimit + 64);
+        dst[r] = a.buffer(r, 2 * kLimit + 64);
+    }
+    enum Kind { kAllreduceF32, kAlltoallI32, kReduceScatterF32, kBcastU8, kAlltoallvI32 };
+    struct Case {
+        Kind kind;
+        size_t count;  // alltoallv: member 1's count to member 0 (the others 32768)
+        bool yields;
+    };
+    const Case cases[] = {
+        {kAllreduceF32, 65536, true},        {kAllreduceF32, 65537, false},
+        {kAlltoallI32, 32768, true},         {kAlltoallI32, 32769, false},  // P x n
+        {kReduceScatterF32, 32768, true},    {kReduceScatterF32, 32769, false},
+        {kBcastU8, 262144, true},            {kBcastU8, 262145, false},
+        {kAlltoallvI32, 32768, true},        {kAlltoallvI32, 32769, false},
+    };
+    for (const Case &c : cases) {
+        dp_request_t *req[2] = {};
+        // alltoallv: member 0 receives c.count from member 1 (and sends
+        // 32768 to it); member 1 sends it, receiving 32768.
+        const size_t v_counts[2][2] = {{32768, 32768}, {c.count, 32768}};
+        const size_t v_recv[2][2] = {{32768, c.count}, {32768, 32768}};
+        for (int r = 0; r < 2; ++r) {
+            dp_team_t *t = a[r].team;
+            dp_status_t s = DP_ERR_INVALID;
+            switch (c.kind) {
+                case kAllreduceF32:
+                    s = dp_iallreduce(src[r], dst[r], c.count, DP_FLOAT32, DP_SUM, t, &req[r]);
+                    break;
+                case kAlltoallI32:
+                    s = dp_ialltoall(src[r], dst[r], c.count, DP_INT32, t, &req[r]);
+                    break;
+                case kReduceScatterF32:
+                    s = dp_ireduce_scatter(src[r], dst[r], c.count, DP_FLOAT32, DP_SUM, t, &req[r]);
+                    break;
+                case kBcastU8: s = dp_ibcast(dst[r], c.count, DP_UINT8, 0, t, &req[r]); break;
+                case kAlltoallvI32: {
+                    const size_t sdispls[2] = {0, v_counts[r][0]};
+                    const size_t rdispls[2] = {0, v_recv[r][0]};
+                    s = dp_ialltoallv(src[r], v_counts[r], sdispls, dst[r], v_recv[r], rdispls,
+                                      DP_INT32, t, &req[r]);
+                    break;
+                }
+            }
+            ASSERT_EQ(s, DP_OK) << "case " << int(c.kind) << " count " << c.count;
+            EXPECT_EQ(reinterpret_cast<deputy::client::Request *>(req[r])->yield_first, c.yields)
+                << "case " << int(c.kind) << " count " << c.count << " rank " << r;
+        }
+        for (int r = 0; r < 2; ++r) {
+            EXPECT_EQ(dp_wait(req[r]), DP_OK);
+            dp_request_free(req[r]);
+        }
+    }
 }
 
 // Slots are taken by the posting thread and given back by another (a
