@@ -78,11 +78,13 @@ struct AgentConfig {
     // writes at most this many bytes into a member's destination: no
     // wake-up of the agent and back, which costs more than such an
     // operation's copies when the ranks' cores leave the agent none
-    // (measured: docs/PERFORMANCE.md). 0: the agent runs every operation,
-    // the default when the agent is pinned to CPUs of its own (it has a
-    // core then, and running the operation while the ranks wait is the
-    // overlap it is there for).
-    uint64_t rank_execution_bytes = 64 << 10;
+    // (measured: docs/PERFORMANCE.md). 256 KiB is also the size up to
+    // which a waiting rank yields before it sleeps (client/context.h), so
+    // the members of such an operation are awake to run it. 0: the agent
+    // runs every operation, the default when the agent is pinned to CPUs of
+    // its own (it has a core then, and running the operation while the
+    // ranks wait is the overlap it is there for).
+    uint64_t rank_execution_bytes = 256 << 10;
     bool rank_execution_set = false;  // from the file
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent
