@@ -64,6 +64,8 @@ class ClientSpace final : public mover::AddressSpace {
     // The client maps it at `address`; we at `agent_heap`, `bytes` long.
     // The mapping must outlive this object's users (ClientMemory holds it).
     bool has_heap() const { return client_heap_.load(std::memory_order_acquire) != 0; }
+    uint64_t client_heap() const { return client_heap_.load(std::memory_order_acquire); }
+    uint64_t heap_bytes() const { return heap_bytes_; }  // (once has_heap())
     void set_heap(uint64_t address, std::byte *agent_heap, uint64_t bytes) {
         agent_heap_ = agent_heap;
         heap_bytes_ = bytes;

@@ -19,8 +19,8 @@ namespace {
 // few more slots let us receive (and close) what a hostile one attaches
 // instead of having the kernel drop them silently.
 constexpr size_t kFdSlots = 4;
-// The agent sends at most a team's board and one view per member.
-constexpr size_t kSendFdSlots = 1 + DP_TEAM_MAX_SIZE;
+// The agent sends at most a team's board and its members' views.
+constexpr size_t kSendFdSlots = channel::sock::kMaxFdsPerMessage;
 
 }  // namespace
 

@@ -24,24 +24,35 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
         multi_node())
         return;
     std::vector<channel::control::PoolView> views(t.size);
-    std::vector<UniqueFd> view_fds;
+    std::vector<UniqueFd> view_fds, heap_fds;
+    // A read-only file of a member's segment or heap: its teammates can map
+    // it to read the sources it posts, never to write into it.
+    auto read_only = [&](const Segment &s, uint32_t r, const char *what) {
+        UniqueFd view(open(fmt::format("/proc/self/fd/{}", s.fd()).c_str(), O_RDONLY | O_CLOEXEC));
+        if (!view)
+            DP_LOG_WARN("agent: team '{}': no read-only view of rank {}'s {} ({}): the agent "
+                        "runs its operations",
+                        t.key, r, what, std::strerror(errno));
+        return view;
+    };
     for (uint32_t r = 0; r < t.size; ++r) {
         ClientSession *c = hooks_.find_client(t.members[r]);
         if (!c || !c->memory || c->space().client_pool() == 0) return;  // not attached whole
         const Segment &segment = c->memory->segment;
-        // A read-only file of the member's segment: its teammates can map
-        // it to read the sources it posts, never to write into it.
-        UniqueFd view(open(fmt::format("/proc/self/fd/{}", segment.fd()).c_str(),
-                           O_RDONLY | O_CLOEXEC));
-        if (!view) {
-            DP_LOG_WARN("agent: team '{}': no read-only view of rank {}'s pool ({}): the agent "
-                        "runs its operations",
-                        t.key, r, std::strerror(errno));
-            return;
-        }
+        UniqueFd view = read_only(segment, r, "pool");
+        if (!view) return;
         views[r] = {c->space().client_pool(), segment.size(), c->pool_offset,
                     c->space().pool_bytes()};
         view_fds.push_back(std::move(view));
+        // The heap is shared at attach (client/context.cc), before any team:
+        // a member without one has its heap buffers run by the agent.
+        if (c->space().has_heap() && c->memory->heap.valid()) {
+            UniqueFd heap = read_only(c->memory->heap, r, "heap");
+            if (!heap) return;
+            views[r].heap_base = c->space().client_heap();
+            views[r].heap_bytes = c->space().heap_bytes();
+            heap_fds.push_back(std::move(heap));
+        }
     }
     Segment board;
     if (Segment::create(fmt::format("deputy-team-{}", t.id), channel::TeamBoard::bytes(t.size),
@@ -54,6 +65,7 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     t.board.initialise(config_.rank_execution_bytes);
     fds->emplace_back(fcntl(board.fd(), F_DUPFD_CLOEXEC, 0));
     for (UniqueFd &f : view_fds) fds->push_back(std::move(f));
+    for (UniqueFd &f : heap_fds) fds->push_back(std::move(f));
     t.board_segment = std::move(board);
     ready->board_bytes = t.board_segment.size();
     ready->pools = std::move(views);

@@ -378,6 +378,8 @@ void encode(const TeamReady &m, std::vector<uint8_t> *out) {
         w.u64(v.segment_bytes);
         w.u64(v.pool_offset);
         w.u64(v.pool_bytes);
+        w.u64(v.heap_base);
+        w.u64(v.heap_bytes);
     }
 }
 
@@ -405,7 +407,8 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *erro
     out->pools.resize(pools);
     for (PoolView &v : out->pools)
         if (!r.u64(&v.member_base, "member_base") || !r.u64(&v.segment_bytes, "segment_bytes") ||
-            !r.u64(&v.pool_offset, "pool_offset") || !r.u64(&v.pool_bytes, "pool_bytes"))
+            !r.u64(&v.pool_offset, "pool_offset") || !r.u64(&v.pool_bytes, "pool_bytes") ||
+            !r.u64(&v.heap_base, "heap_base") || !r.u64(&v.heap_bytes, "heap_bytes"))
             return DP_ERR_INVALID;
     if (!r.done()) return DP_ERR_INVALID;
     return DP_OK;

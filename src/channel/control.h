@@ -129,12 +129,17 @@ struct TeamJoin {
 
 // Where a member's pool is, for its teammates' read-only view of it
 // (channel/team_board.h): the segment's size, the pool's offset and length
-// in it, and the address the member itself sees the pool at.
+// in it, and the address the member itself sees the pool at; and where its
+// shared heap is (include/deputy/heap.h: the ordinary buffers of a program
+// under libdeputy-mpi), if it shared one: the address the member sees it
+// at and its length, the whole of its file.
 struct PoolView {
     uint64_t member_base = 0;
     uint64_t segment_bytes = 0;
     uint64_t pool_offset = 0;
     uint64_t pool_bytes = 0;
+    uint64_t heap_base = 0;
+    uint64_t heap_bytes = 0;  // 0: no heap view
 };
 
 struct TeamReady {
@@ -147,7 +152,8 @@ struct TeamReady {
     std::string reason;
     // A team whose waiting ranks may run its operations (team_board.h): the
     // board's size, then one view per rank. The fds travel with the message:
-    // the board first, then each rank's segment, read-only, in rank order.
+    // the board first, then each rank's segment, read-only, in rank order,
+    // then the heap of each rank whose view has one, in rank order.
     uint64_t board_bytes = 0;  // 0: no board
     std::vector<PoolView> pools;
 };

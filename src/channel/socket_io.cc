@@ -13,13 +13,6 @@
 #include "common/sys_error.h"
 
 namespace deputy::channel::sock {
-namespace {
-
-// Room for the most fds one message carries: a team's board and one pool
-// view per member (TEAM_READY); the shm setup sends one.
-constexpr size_t kMaxFdsPerMessage = 1 + DP_TEAM_MAX_SIZE;
-
-}  // namespace
 
 dp_status_t status_from_errno(int err) {
     switch (err) {

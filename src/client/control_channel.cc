@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "channel/socket_io.h"
 #include "common/check.h"
 
 namespace deputy::client {
@@ -107,8 +108,8 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     std::string why;
     MsgType type = MsgType::kInvalid;
     std::vector<uint8_t> payload;
-    // TEAM_READY brings a team's board and one pool view per member.
-    std::vector<UniqueFd> fds(1 + DP_TEAM_MAX_SIZE);
+    // TEAM_READY brings a team's board and its members' views.
+    std::vector<UniqueFd> fds(channel::sock::kMaxFdsPerMessage);
     size_t nfds = 0;
     bool got = false;
     if (ready > 0) {

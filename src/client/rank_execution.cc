@@ -39,8 +39,9 @@ bool runnable(const CollPost &p, uint32_t size) {
 
 }  // namespace
 
-const uint8_t *RankExecution::View::at(uint64_t addr, uint64_t len) const {
-    if (addr < member_base || addr - member_base > bytes || len > bytes - (addr - member_base))
+const uint8_t *RankExecution::Range::at(uint64_t addr, uint64_t len) const {
+    if (bytes == 0 || addr < member_base || addr - member_base > bytes ||
+        len > bytes - (addr - member_base))
         return nullptr;
     return base + (addr - member_base);
 }
@@ -55,7 +56,9 @@ std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank
     x->size_ = size;
     x->claim_ = ctx->options().rank_execution;
     x->mine_.resize(channel::kBoardSlots);
-    if (fds.size() != size_t(size) + 1 || ready.pools.size() != size ||
+    size_t heaps = 0;
+    for (const channel::control::PoolView &v : ready.pools) heaps += v.heap_bytes != 0;
+    if (fds.size() != size_t(size) + 1 + heaps || ready.pools.size() != size ||
         ready.board_bytes != channel::TeamBoard::bytes(size)) {
         DP_LOG_WARN("deputy team: the agent offered a board without its views; the agent runs "
                     "this team's operations");
@@ -65,28 +68,45 @@ std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank
         return nullptr;
     x->board_ = channel::TeamBoard(x->board_segment_.data(), size);
     bool usable = x->claim_;
+    // Maps one of rank r's files read-only (nullptr: not usable, logged).
+    auto map_view = [&](uint32_t r, int fd, uint64_t bytes, const char *what) -> const uint8_t * {
+        std::string why;
+        if (Segment::check_received(fd, bytes, &why) != DP_OK) {
+            DP_LOG_WARN("deputy team: rank {}'s {} view is not usable ({}); the agent runs this "
+                        "team's operations",
+                        r, what, why);
+            return nullptr;
+        }
+        void *at = mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
+        if (at == MAP_FAILED) {
+            DP_LOG_WARN("deputy team: cannot map rank {}'s {} view ({}); the agent runs this "
+                        "team's operations",
+                        r, what, std::strerror(errno));
+            return nullptr;
+        }
+        x->mappings_.push_back({at, bytes});
+        return static_cast<const uint8_t *>(at);
+    };
+    size_t next_heap = size_t(size) + 1;
     for (uint32_t r = 0; r < size && usable; ++r) {
         const channel::control::PoolView &v = ready.pools[r];
-        std::string why;
-        if (v.pool_offset > v.segment_bytes || v.pool_bytes > v.segment_bytes - v.pool_offset ||
-            Segment::check_received(fds[r + 1].get(), v.segment_bytes, &why) != DP_OK) {
-            DP_LOG_WARN("deputy team: rank {}'s pool view is not usable ({}); the agent runs this "
-                        "team's operations",
-                        r, why.empty() ? "its bounds" : why);
+        if (v.pool_offset > v.segment_bytes || v.pool_bytes > v.segment_bytes - v.pool_offset) {
+            DP_LOG_WARN("deputy team: rank {}'s pool view is out of its segment; the agent runs "
+                        "this team's operations",
+                        r);
             usable = false;
             break;
         }
-        void *at = mmap(nullptr, v.segment_bytes, PROT_READ, MAP_SHARED, fds[r + 1].get(), 0);
-        if (at == MAP_FAILED) {
-            DP_LOG_WARN("deputy team: cannot map rank {}'s pool view ({}); the agent runs this "
-                        "team's operations",
-                        r, std::strerror(errno));
-            usable = false;
-            break;
+        View view;
+        const uint8_t *segment = map_view(r, fds[r + 1].get(), v.segment_bytes, "pool");
+        usable = segment != nullptr;
+        if (usable) view.pool = {segment + v.pool_offset, v.member_base, v.pool_bytes};
+        if (usable && v.heap_bytes) {
+            const uint8_t *heap = map_view(r, fds[next_heap++].get(), v.heap_bytes, "heap");
+            usable = heap != nullptr;
+            view.heap = {heap, v.heap_base, v.heap_bytes};
         }
-        x->mappings_.push_back({at, v.segment_bytes});
-        x->views_.push_back({static_cast<const uint8_t *>(at) + v.pool_offset, v.member_base,
-                             v.pool_bytes});
+        x->views_.push_back(view);
     }
     // Before this member's first post: nobody claims an operation then.
     if (!usable) x->board_.header().agent_only.store(1, std::memory_order_release);

@@ -58,10 +58,17 @@ class RankExecution {
     void progress();
 
   private:
-    struct View {  // a member's pool as this process sees it
+    struct Range {  // a piece of a member's memory as this process sees it
         const uint8_t *base = nullptr;
         uint64_t member_base = 0, bytes = 0;
         const uint8_t *at(uint64_t addr, uint64_t len) const;
+    };
+    struct View {  // a member's pool and its shared heap (bytes 0: none)
+        Range pool, heap;
+        const uint8_t *at(uint64_t addr, uint64_t len) const {
+            const uint8_t *p = pool.at(addr, len);
+            return p ? p : heap.at(addr, len);
+        }
     };
     struct Mine {  // this member's post of an operation
         uint64_t seq = 0;

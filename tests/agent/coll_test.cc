@@ -304,6 +304,50 @@ TEST(CollRankExecution, MembersWithRankExecutionOffLeaveEveryOperationToTheAgent
     EXPECT_EQ(run_by_members(agent), 0u);
 }
 
+// An MPI program's buffers are ordinary allocations, which libdeputy-mpi
+// places in the shared heap: the members read each other's heaps through
+// read-only views as they read pools, so the operations they run
+// themselves include those (run_by_members counts only theirs here), with
+// the agent's bytes.
+TEST(CollRankExecution, MembersRunOperationsOnTheirSharedHeapBuffers) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string config = dir + "/agent.json";
+    // An agent that sleeps as soon as it is idle, so that the members, all
+    // waiting by then, sometimes claim an operation before it wakes.
+    std::ofstream(config) << R"({"agent": {"idle_spin_us": 0}})";
+    AgentProcess agent({"--config", config});
+    Team team(agent, 3, "heap-members", Memory::heap);
+    team.wait_together();
+    const size_t count = 4096;
+    std::vector<int32_t *> src(3), dst(3);
+    for (int r = 0; r < 3; ++r) {
+        src[r] = reinterpret_cast<int32_t *>(team.buffer(r, 3 * count * 4));
+        dst[r] = reinterpret_cast<int32_t *>(team.buffer(r, 3 * count * 4));
+    }
+    for (int k = 0; k < 400 && (k < 20 || run_by_members(agent) == 0); ++k) {
+        for (int r = 0; r < 3; ++r)
+            for (size_t i = 0; i < 3 * count; ++i) src[r][i] = int32_t(i * (r + 1) + k);
+        auto st = team.run([&](int r, dp_request_t **q) {
+            return k % 2 ? dp_ialltoall(src[r], dst[r], count, DP_INT32, team[r].team, q)
+                         : dp_iallreduce(src[r], dst[r], count, DP_INT32, DP_SUM, team[r].team, q);
+        });
+        for (int r = 0; r < 3; ++r) {
+            ASSERT_EQ(st[r], DP_OK);
+            for (size_t i = 0; i < count; ++i) {
+                if (k % 2) {  // block m of rank r's destination: block r of m's source
+                    for (int m = 0; m < 3; ++m)
+                        ASSERT_EQ(dst[r][m * count + i], src[m][r * count + i]) << k << " " << i;
+                } else {
+                    ASSERT_EQ(dst[r][i], int32_t(6 * i + 3 * k)) << k << " " << i;
+                }
+            }
+        }
+    }
+    EXPECT_GT(run_by_members(agent), 0u)
+        << "in 400 operations the members never ran one on their heap buffers themselves";
+    std::filesystem::remove_all(dir);
+}
+
 // The same matrix with one engine, and with two engines sharing every
 // operation in 4 KiB tasks (the smallest chunk the agent accepts; even the
 // small operations the service thread runs itself by default): results
