@@ -93,6 +93,15 @@ DP_API dp_status_t dp_ialltoallv(const void *src, const size_t *scounts, const s
 DP_API dp_status_t dp_test(dp_request_t *req, int *done);
 /* Waits (the context's wait mode) and returns the operation's status. */
 DP_API dp_status_t dp_wait(dp_request_t *req);
+/* One turn of a wait the caller runs itself (an MPI library's wait, which
+ * must progress other requests between turns): as dp_test, and the caller
+ * promises to call it (or dp_test, or dp_wait) again until *done, as a wait
+ * does. As in dp_wait, the members of a team whose every member waits for
+ * an operation the agent has not started may then run it themselves
+ * (docs/collectives.md, "Members running an operation themselves"). A
+ * caller that may stop calling before *done (it tests between compute
+ * phases) uses dp_test. */
+DP_API dp_status_t dp_test_in_wait(dp_request_t *req, int *done);
 DP_API void dp_request_free(dp_request_t *req);
 
 /* Blocking forms: post + wait + free. */

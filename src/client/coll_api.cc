@@ -181,7 +181,11 @@ extern "C" dp_status_t dp_ialltoallv(const void *src, const size_t *scounts,
     return post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, req);
 }
 
-extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
+namespace {
+
+// dp_test and dp_test_in_wait: `in_wait` says the caller comes back until
+// the operation is done.
+[[gnu::hot]] dp_status_t test(dp_request_t *req, int *done, bool in_wait) {
     if (req == nullptr || done == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
     const uint8_t status = __atomic_load_n(&r->record->status, __ATOMIC_ACQUIRE);
@@ -191,7 +195,10 @@ extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
     }
     if (deputy::client::RankExecution *ranks = r->team->ranks()) [[unlikely]] {
         // The members' own operations move only while they call us.
-        ranks->progress();
+        if (in_wait)
+            ranks->progress_in_wait(r);
+        else
+            ranks->progress();
         if (__atomic_load_n(&r->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING) {
             *done = 1;
             return deputy::client::request_result(r);
@@ -199,6 +206,16 @@ extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
     }
     *done = 0;
     return r->team->context()->check_alive();
+}
+
+}  // namespace
+
+extern "C" [[gnu::hot]] dp_status_t dp_test(dp_request_t *req, int *done) {
+    return test(req, done, false);
+}
+
+extern "C" dp_status_t dp_test_in_wait(dp_request_t *req, int *done) {
+    return test(req, done, true);
 }
 
 extern "C" dp_status_t dp_wait(dp_request_t *req) {

@@ -371,4 +371,13 @@ void RankExecution::progress() {
     if (lock.owns_lock()) step(posted_, false);
 }
 
+void RankExecution::progress_in_wait(Request *req) {
+    // Nobody clears the mark: once req is done it is below every later
+    // operation, and a claim needs every member's mark at or above the
+    // operation's (claimable()), so it claims nothing more.
+    if (board_.waiting(rank_) < req->sequence) board_.set_waiting(rank_, req->sequence);
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) step(req->sequence, true);
+}
+
 }  // namespace deputy::client

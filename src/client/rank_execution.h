@@ -56,6 +56,10 @@ class RankExecution {
     dp_status_t wait(Request *req);
     // dp_test: this member's part of what the members claimed (no claim).
     void progress();
+    // dp_test_in_wait: marks this member waiting for req, as wait() does,
+    // and may claim it. The mark stays when the call returns: the caller
+    // comes back until req is done.
+    void progress_in_wait(Request *req);
 
   private:
     struct Range {  // a piece of a member's memory as this process sees it

@@ -160,6 +160,13 @@ bool requests_start() {
     return true;
 }
 
+namespace {
+thread_local MPI_Request t_in_wait = MPI_REQUEST_NULL;
+}  // namespace
+
+InWait::InWait(MPI_Request request) : previous_(t_in_wait) { t_in_wait = request; }
+InWait::~InWait() { t_in_wait = previous_; }
+
 int progress_requests() {
     if (g_pending_count.load(std::memory_order_relaxed) == 0) return 0;
     std::unique_lock lock(g_mutex, std::try_to_lock);
@@ -168,7 +175,9 @@ int progress_requests() {
     for (size_t i = 0; i < g_pending.size();) {
         OffloadRequest *r = g_pending[i];
         int finished = 0;
-        dp_status_t st = dp_test(r->dp, &finished);
+        dp_status_t st = r->handle == t_in_wait && t_in_wait != MPI_REQUEST_NULL
+                             ? dp_test_in_wait(r->dp, &finished)
+                             : dp_test(r->dp, &finished);
         if (!finished && st == DP_OK) {
             ++i;
             continue;

@@ -5,6 +5,7 @@
 // byte for byte with a reference reduced in the same (rank) order with the
 // mover's scalar-checked kernels.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <nlohmann/json.hpp>
 
@@ -345,6 +346,60 @@ TEST(CollRankExecution, MembersRunOperationsOnTheirSharedHeapBuffers) {
     }
     EXPECT_GT(run_by_members(agent), 0u)
         << "in 400 operations the members never ran one on their heap buffers themselves";
+    std::filesystem::remove_all(dir);
+}
+
+// A wait loop of the caller's own (libdeputy-mpi's MPI_Wait, which
+// progresses MPI between turns) calls dp_test_in_wait: as in dp_wait, the
+// members, all in such loops, may run the operation themselves; members
+// that only call dp_test never claim one.
+TEST(CollRankExecution, MembersInWaitLoopsOfTheirOwnRunOperationsTestersDoNot) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string config = dir + "/agent.json";
+    std::ofstream(config) << R"({"agent": {"idle_spin_us": 0}})";
+    AgentProcess agent({"--config", config});
+    for (bool in_wait : {false, true}) {
+        SCOPED_TRACE(in_wait ? "dp_test_in_wait" : "dp_test");
+        const uint64_t before = run_by_members(agent);
+        Team team(agent, 2, in_wait ? "loops-in-wait" : "loops-test");
+        const size_t count = 4096;
+        std::vector<int32_t *> buf(2);
+        for (int r = 0; r < 2; ++r)
+            buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, count * 4));
+        const int ops = in_wait ? 400 : 100;
+        for (int k = 0; k < ops && !(in_wait && k >= 20 && run_by_members(agent) > before); ++k) {
+            for (int r = 0; r < 2; ++r)
+                for (size_t i = 0; i < count; ++i) buf[r][i] = int32_t(i * (r + 1) + k);
+            std::vector<dp_request_t *> req(2);
+            for (int r = 0; r < 2; ++r)
+                ASSERT_EQ(dp_iallreduce(buf[r], buf[r], count, DP_INT32, DP_SUM, team[r].team,
+                                        &req[r]),
+                          DP_OK);
+            std::vector<dp_status_t> st(2, DP_ERR_INTERNAL);
+            std::vector<std::thread> loops;
+            for (int r = 0; r < 2; ++r)
+                loops.emplace_back([&, r] {
+                    int done = 0;
+                    while (!done) {
+                        st[r] = in_wait ? dp_test_in_wait(req[r], &done) : dp_test(req[r], &done);
+                        if (st[r] != DP_OK && !done) return;
+                        sched_yield();
+                    }
+                });
+            for (auto &t : loops) t.join();
+            for (int r = 0; r < 2; ++r) {
+                dp_request_free(req[r]);
+                ASSERT_EQ(st[r], DP_OK);
+                for (size_t i = 0; i < count; ++i)
+                    ASSERT_EQ(buf[r][i], int32_t(3 * i + 2 * k)) << k << " " << i;
+            }
+        }
+        if (in_wait)
+            EXPECT_GT(run_by_members(agent), before)
+                << "in 400 operations the members never ran one from dp_test_in_wait";
+        else
+            EXPECT_EQ(run_by_members(agent), before) << "members that only test claimed one";
+    }
     std::filesystem::remove_all(dir);
 }
 

@@ -212,6 +212,16 @@ def agent_leftovers(deputy: Path, socket: Path, wait: float = 10.0) -> Optional[
         time.sleep(0.1)
 
 
+def run_by_members(deputy: Path, socket: Path) -> int:
+    """How many collectives the members ran themselves at the agent at
+    `socket` (`deputy info`: collectives.run_by_members)."""
+    r = subprocess.run([str(deputy), "info", "--socket", str(socket), "--format", "json"],
+                       capture_output=True, text=True, env=base_env(), timeout=30)
+    if r.returncode != 0:
+        raise Failure(f"`deputy info --socket {socket}` failed: {r.stderr.strip()}")
+    return int(json.loads(r.stdout)["collectives"]["run_by_members"])
+
+
 class Agent:
     """A private agent: `deputy agent --daemon --socket DIR/a.sock`, DIR a
     fresh 0700 directory; stopped (SIGTERM, then SIGKILL) and DIR removed on
