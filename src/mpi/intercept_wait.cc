@@ -4,12 +4,13 @@
 // registered callback, Open MPI's shared-memory and libnbc progress among
 // them) only to reach this library's hook, which does the same. Any other
 // request, and Fortran's MPI_WAIT (which calls PMPI_Wait), go to MPI as
-// before; the progress hook still completes deputy's requests there. While
-// a thread is in MPI_Wait for one of deputy's, the hook tests that one as
-// a wait (InWait), so that the members may run it themselves when all of
-// them wait for it (docs/mpi.md).
+// before; the progress hook still completes deputy's requests there.
 // Measured on 64-128 KiB operations, the agent on a core of its own: the
 // wait after the compute phase 1.4-2.1 us -> 0.8-1.2 us (docs/mpi.md).
+//
+// While a thread is in MPI_Wait or MPI_Waitall for deputy's requests, the
+// hook tests those as a wait (InWait), so that the members of a team may
+// run an operation themselves when all of them wait for it (docs/mpi.md).
 #include <mpi.h>
 
 #include "mpi/export.h"
@@ -20,8 +21,16 @@ extern "C" {
 DEPUTY_MPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     if (!request) return PMPI_Wait(request, status);
     deputy::mpi::complete_finished(*request);
-    deputy::mpi::InWait in_wait(*request);
+    deputy::mpi::InWait in_wait(request, 1);
     return PMPI_Wait(request, status);
+}
+
+// MPI_Waitall returns once every request is complete: each of deputy's
+// among them is tested as a wait. (MPI_Waitany and MPI_Waitsome return at
+// the first: their requests are left to the agent.)
+DEPUTY_MPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+    deputy::mpi::InWait in_wait(requests, count);
+    return PMPI_Waitall(count, requests, statuses);
 }
 
 DEPUTY_MPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {

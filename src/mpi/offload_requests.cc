@@ -161,11 +161,20 @@ bool requests_start() {
 }
 
 namespace {
-thread_local MPI_Request t_in_wait = MPI_REQUEST_NULL;
+// The requests this thread is in MPI_Wait or MPI_Waitall for.
+thread_local std::vector<MPI_Request> t_in_wait;
+
+bool in_wait(MPI_Request request) {
+    return std::find(t_in_wait.begin(), t_in_wait.end(), request) != t_in_wait.end();
+}
 }  // namespace
 
-InWait::InWait(MPI_Request request) : previous_(t_in_wait) { t_in_wait = request; }
-InWait::~InWait() { t_in_wait = previous_; }
+InWait::InWait(const MPI_Request *requests, int count) : previous_size_(t_in_wait.size()) {
+    // Nothing of ours outstanding: none of them can be deputy's.
+    if (g_pending_count.load(std::memory_order_relaxed) == 0 || !requests || count <= 0) return;
+    t_in_wait.insert(t_in_wait.end(), requests, requests + count);
+}
+InWait::~InWait() { t_in_wait.resize(previous_size_); }
 
 int progress_requests() {
     if (g_pending_count.load(std::memory_order_relaxed) == 0) return 0;
@@ -175,9 +184,8 @@ int progress_requests() {
     for (size_t i = 0; i < g_pending.size();) {
         OffloadRequest *r = g_pending[i];
         int finished = 0;
-        dp_status_t st = r->handle == t_in_wait && t_in_wait != MPI_REQUEST_NULL
-                             ? dp_test_in_wait(r->dp, &finished)
-                             : dp_test(r->dp, &finished);
+        dp_status_t st = in_wait(r->handle) ? dp_test_in_wait(r->dp, &finished)
+                                            : dp_test(r->dp, &finished);
         if (!finished && st == DP_OK) {
             ++i;
             continue;

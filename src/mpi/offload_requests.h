@@ -45,19 +45,19 @@ int progress_requests();
 // all (as progress_requests) so that a finished one is complete when MPI
 // looks at it; nothing otherwise (one relaxed load when none is outstanding).
 void complete_finished(MPI_Request request);
-// While an object lives, this thread is in MPI_Wait for `request`: MPI
-// loops on its progress engine until the request is complete, so the
-// progress of this library's requests tests that one as a wait
-// (dp_test_in_wait), and the members of its team may run it themselves.
+// While an object lives, this thread is in MPI_Wait or MPI_Waitall for
+// `requests`: MPI loops on its progress engine until they are complete, so
+// the progress of this library's requests tests those of them as a wait
+// (dp_test_in_wait), and the members of their teams may run them themselves.
 class InWait {
   public:
-    explicit InWait(MPI_Request request);
+    InWait(const MPI_Request *requests, int count);
     ~InWait();
     InWait(const InWait &) = delete;
     InWait &operator=(const InWait &) = delete;
 
   private:
-    MPI_Request previous_;
+    size_t previous_size_;
 };
 // MPI_Finalize: waits for every outstanding request; unhooks.
 void requests_stop();

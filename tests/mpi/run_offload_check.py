@@ -212,6 +212,29 @@ def nodes_by_wrapper(args: argparse.Namespace, launch: h.Launch, prog: list[str]
     return failures
 
 
+def members_ran_in_wait(args: argparse.Namespace, launch: h.Launch, agent: h.Agent,
+                        prog: list[str], cases: tuple[str, ...], call: str) -> list[str]:
+    """Runs `cases` on 2 ranks with the library until the agent counts an
+    operation the members ran themselves (5 runs at most: who claims an
+    operation first is a race); a failure when none did."""
+    only = [arg for case in cases for arg in ("--only", case)] + ["--skip", "inplace"]
+    env = launch.library_env(agent.dir, agent.socket)
+    env.pop("DEPUTY_MPI_REPORT")
+    env["DEPUTY_HEAP_MIN_BYTES"] = "1024"  # every case's buffers from 1 KiB
+    for _ in range(5):
+        before = h.run_by_members(args.deputy, agent.socket)
+        r = h.run(launch.with_library(2, prog + only), env, args.timeout)
+        if r.returncode != 0:
+            return [f"the {call} run failed:\n{r.describe()}"]
+        members = h.run_by_members(args.deputy, agent.socket) - before
+        h.log(f"  {', '.join(cases)} on 2 ranks, buffers from 1 KiB in the heap: the members "
+              f"ran {members} operation(s) themselves in {call}")
+        if members:
+            return []
+    return [f"with the library: ranks in {call} never ran an operation themselves in 5 runs "
+            f"(the library must test deputy's requests there as a wait: docs/mpi.md)"]
+
+
 def body() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
@@ -280,37 +303,18 @@ def body() -> None:
                 break
         # The agent shares the ranks' CPUs (nothing pinned): ranks that all
         # wait for an operation on heap buffers of at most 256 KiB run it
-        # themselves, the nonblocking ones while in MPI_Wait (docs/mpi.md).
-        # Only those cases, on 2 ranks, with every buffer of 1 KiB or more in
-        # the heap (the cases of 13 elements and fewer stay out): some of
-        # the about 80 operations of 4097 elements must be theirs.
+        # themselves, the nonblocking ones while in MPI_Wait or MPI_Waitall
+        # (docs/mpi.md). Only those cases, on 2 ranks, with every buffer of
+        # 1 KiB or more in the heap (the cases of 13 elements and fewer stay
+        # out): some operations must be theirs. (--skip inplace: MPICH 4.0's
+        # own in-place reduce_scatter of unsigned min/max is wrong, and
+        # deputy passes in place to MPI.)
         if agent.alive() and 2 in ranks and not failures:
             ops = ("iallreduce.", "ireduce_scatter_block.", "iallgather.", "ialltoall.",
                    "ibcast.")
-            # (--skip inplace: MPICH 4.0's own in-place reduce_scatter of
-            # unsigned min/max is wrong, and deputy passes in place to MPI.)
-            only = [arg for op in ops for arg in ("--only", op)] + ["--skip", "inplace"]
-            env = launch.library_env(agent.dir, agent.socket)
-            env.pop("DEPUTY_MPI_REPORT")
-            env["DEPUTY_HEAP_MIN_BYTES"] = "1024"  # every case's buffers from 1 KiB
-            members = 0
-            # Who claims an operation first is a race: a run in which the
-            # agent won every claim is tried again, twice at most.
-            for attempt in range(3):
-                before = h.run_by_members(args.deputy, agent.socket)
-                r = h.run(launch.with_library(2, prog + only), env, args.timeout)
-                if r.returncode != 0:
-                    failures.append(f"the MPI_Wait run failed:\n{r.describe()}")
-                    break
-                members = h.run_by_members(args.deputy, agent.socket) - before
-                h.log(f"  the nonblocking cases on 2 ranks, buffers from 1 KiB in the heap: "
-                      f"the members ran {members} operation(s) themselves in MPI_Wait")
-                if members:
-                    break
-            if members == 0 and not failures:
-                failures.append("with the library: ranks in MPI_Wait never ran an operation "
-                                "themselves in 3 runs (the library must test as a wait: "
-                                "docs/mpi.md)")
+            failures += members_ran_in_wait(args, launch, agent, prog, ops, "MPI_Wait")
+            failures += members_ran_in_wait(args, launch, agent, prog, ("requests.waitall",),
+                                            "MPI_Waitall")
     if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
         nodes = 3
         h.log(f"with the library, {nodes} simulated nodes (agents as one MPI job), 4 ranks, "
