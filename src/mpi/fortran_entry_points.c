@@ -20,9 +20,14 @@
  * and `MPI_IALLREDUCE` (upper case), as Open MPI's libmpi_mpifh exports them.
  * Preloaded or linked before libmpi_mpifh, these shadow Open MPI's.
  *
- * MPI_WAIT / MPI_TEST and their families are not here: Open MPI's call
- * PMPI_Wait and friends, which complete the library's requests because they
- * are MPI generalized requests that MPI's progress engine completes.
+ * MPI_WAIT and MPI_WAITALL are here too, for one reason: while a thread is
+ * in the library's C MPI_Wait or MPI_Waitall, deputy's requests it waits
+ * for are tested as a wait, so the members of a team may run an operation
+ * themselves (intercept_wait.cc). Open MPI's MPI_WAIT calls PMPI_Wait,
+ * which would complete them as well, but only through the agent. The rest
+ * of the family (MPI_WAITANY/SOME, MPI_TEST...) stays Open MPI's: it calls
+ * PMPI_*, and MPI's progress engine completes the library's requests there
+ * (they are generalized requests), as the C ones do.
  *
  * MPICH needs none of this: its Fortran bindings (libmpichfort) call the C
  * MPI_* functions (`U MPI_Iallreduce`), after translating MPICH's own
@@ -46,6 +51,7 @@
 #if defined(OPEN_MPI)
 
 #include <stddef.h>
+#include <stdlib.h>
 
 _Static_assert(sizeof(MPI_Fint) == sizeof(int),
                "deputy's Fortran entry points need Fortran INTEGER = C int (MPI_Fint): "
@@ -68,6 +74,15 @@ DEPUTY_F_WEAK_INT(mpi_fortran_bottom_);
 DEPUTY_F_WEAK_INT(mpi_fortran_bottom__);
 DEPUTY_F_WEAK_INT(MPI_FORTRAN_BOTTOM);
 
+DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore);
+DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore_);
+DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore__);
+DEPUTY_F_WEAK_INT(MPI_FORTRAN_STATUS_IGNORE);
+DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore);
+DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore_);
+DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore__);
+DEPUTY_F_WEAK_INT(MPI_FORTRAN_STATUSES_IGNORE);
+
 static int is_in_place(const void *buf) {
     return buf != NULL && (buf == &mpi_fortran_in_place || buf == &mpi_fortran_in_place_ ||
                            buf == &mpi_fortran_in_place__ || buf == &MPI_FORTRAN_IN_PLACE);
@@ -76,6 +91,20 @@ static int is_in_place(const void *buf) {
 static int is_bottom(const void *buf) {
     return buf != NULL && (buf == &mpi_fortran_bottom || buf == &mpi_fortran_bottom_ ||
                            buf == &mpi_fortran_bottom__ || buf == &MPI_FORTRAN_BOTTOM);
+}
+
+static int is_status_ignore(const MPI_Fint *status) {
+    const void *p = status;
+    return p != NULL &&
+           (p == &mpi_fortran_status_ignore || p == &mpi_fortran_status_ignore_ ||
+            p == &mpi_fortran_status_ignore__ || p == &MPI_FORTRAN_STATUS_IGNORE);
+}
+
+static int is_statuses_ignore(const MPI_Fint *statuses) {
+    const void *p = statuses;
+    return p != NULL &&
+           (p == &mpi_fortran_statuses_ignore || p == &mpi_fortran_statuses_ignore_ ||
+            p == &mpi_fortran_statuses_ignore__ || p == &MPI_FORTRAN_STATUSES_IGNORE);
 }
 
 /* A send buffer may be MPI_IN_PLACE or MPI_BOTTOM; a receive buffer only
@@ -166,6 +195,71 @@ DEPUTY_F_EXPORT(f_alloc_mem_t, f_alloc_mem, mpi_alloc_mem_cptr, MPI_ALLOC_MEM_CP
 typedef void f_free_mem_t(void *base, MPI_Fint *ierror);
 static void f_free_mem(void *base, MPI_Fint *ierror) { set_ierror(ierror, MPI_Free_mem(base)); }
 DEPUTY_F_EXPORT(f_free_mem_t, f_free_mem, mpi_free_mem, MPI_FREE_MEM);
+
+/* ---- waits ---- */
+
+/* A Fortran status is MPI_STATUS_SIZE INTEGERs, Open MPI's C status word
+ * for word (what MPI_Status_c2f writes). */
+enum { kFortranStatusInts = sizeof(MPI_Status) / sizeof(MPI_Fint) };
+
+typedef void f_wait_t(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierror);
+static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_Request_f2c(*request);
+    MPI_Status c_status;
+    int rc = MPI_Wait(&c_request, &c_status);
+    if (rc == MPI_SUCCESS) {
+        /* MPI_REQUEST_NULL's handle once complete, as Open MPI's binding;
+         * the same request again if it is persistent. */
+        *request = MPI_Request_c2f(c_request);
+        if (!is_status_ignore(status)) {
+            MPI_Status_c2f(&c_status, status);
+        }
+    }
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_wait_t, f_wait, mpi_wait, MPI_WAIT);
+
+typedef void f_waitall_t(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses,
+                         MPI_Fint *ierror);
+static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses,
+                      MPI_Fint *ierror) {
+    /* Converted copies (a C request is a pointer, a Fortran one an index):
+     * on the stack for the few requests programs wait for together. */
+    enum { kOnStack = 16 };
+    MPI_Request stack_requests[kOnStack];
+    MPI_Status stack_statuses[kOnStack];
+    const int n = *count > 0 ? (int)*count : 0;
+    MPI_Request *c_requests = stack_requests;
+    MPI_Status *c_statuses = stack_statuses;
+    if (n > kOnStack) {
+        c_requests = malloc((size_t)n * sizeof *c_requests);
+        c_statuses = malloc((size_t)n * sizeof *c_statuses);
+        if (c_requests == NULL || c_statuses == NULL) {
+            free(c_requests);
+            free(c_statuses);
+            set_ierror(ierror, MPI_ERR_NO_MEM);
+            return;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        c_requests[i] = MPI_Request_f2c(requests[i]);
+    }
+    int rc = MPI_Waitall((int)*count, c_requests, c_statuses); /* a negative one: MPI's error */
+    if (rc == MPI_SUCCESS) {
+        for (int i = 0; i < n; ++i) {
+            requests[i] = MPI_Request_c2f(c_requests[i]);
+            if (!is_statuses_ignore(statuses)) {
+                MPI_Status_c2f(&c_statuses[i], statuses + (size_t)i * kFortranStatusInts);
+            }
+        }
+    }
+    if (c_requests != stack_requests) {
+        free(c_requests);
+        free(c_statuses);
+    }
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_waitall_t, f_waitall, mpi_waitall, MPI_WAITALL);
 
 /* ---- nonblocking collectives ---- */
 

@@ -3,8 +3,9 @@
 // completed here, before MPI runs a turn of its progress engine (every
 // registered callback, Open MPI's shared-memory and libnbc progress among
 // them) only to reach this library's hook, which does the same. Any other
-// request, and Fortran's MPI_WAIT (which calls PMPI_Wait), go to MPI as
-// before; the progress hook still completes deputy's requests there.
+// request goes to MPI as before; the progress hook still completes deputy's
+// requests there. Fortran's MPI_WAIT and MPI_WAITALL come here through the
+// library's own Fortran entry points (fortran_entry_points.c).
 // Measured on 64-128 KiB operations, the agent on a core of its own: the
 // wait after the compute phase 1.4-2.1 us -> 0.8-1.2 us (docs/mpi.md).
 //

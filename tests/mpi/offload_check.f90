@@ -2,7 +2,7 @@
 ! Fortran (`use mpi`), each checked bit for bit against the result computed
 ! here, and one line per case with a hash of every rank's result:
 !
-!   mpirun -np 2 offload_check [init|init_thread]
+!   mpirun -np 2 offload_check [init|init_thread] [all|nonblocking]
 !
 ! run_fortran_check.sh runs it without and with the library and compares the
 ! lines, then reads the library's report to see the calls were offloaded.
@@ -162,22 +162,52 @@ contains
             trim(reduction), n, trim(merge('inplace   ', 'outofplace', inplace)), trim(how)
     end function label
 
-    ! Completes `req` the way the case number picks: MPI_WAIT; MPI_WAITALL
-    ! together with MPI's own requests (a token passed round a ring); or
-    ! MPI_TEST until it says done. The handle must come back as
-    ! MPI_REQUEST_NULL.
+    ! A receive's status must name its sender and tag, whichever library's
+    ! MPI_WAIT or MPI_WAITALL filled it in.
+    subroutine check_status(status, from, what)
+        integer, intent(in) :: status(MPI_STATUS_SIZE), from
+        character(len=*), intent(in) :: what
+        if (status(MPI_SOURCE) /= from .or. status(MPI_TAG) /= ring_tag) then
+            case_ok = .false.
+            write (*, '("rank ",i0,": ",a,": status source ",i0," tag ",i0)') world_rank, what, &
+                status(MPI_SOURCE), status(MPI_TAG)
+        end if
+    end subroutine check_status
+
+    ! Completes `req` the way the case number picks: MPI_WAIT (then a token
+    ! passed round a ring, each request with MPI_WAIT); MPI_WAITALL together
+    ! with MPI's own requests (the same ring); or MPI_TEST until it says
+    ! done. The handle must come back as MPI_REQUEST_NULL.
     subroutine complete(req)
         integer, intent(inout) :: req
         integer :: reqs(3), statuses(MPI_STATUS_SIZE, 3), status(MPI_STATUS_SIZE), ierr
         integer :: token, from
         logical :: flag
+        from = mod(world_rank - 1 + world_size, world_size)
+        token = world_rank * 100000 + cases
         select case (mod(cases, 3))
         case (0)
-            call MPI_WAIT(req, status, ierr)
+            call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
             call note(ierr, 'MPI_WAIT')
+            ring_token = -1
+            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
+                           ierr)
+            call note(ierr, 'MPI_IRECV')
+            call MPI_ISEND(token, 1, MPI_INTEGER, mod(world_rank + 1, world_size), ring_tag, &
+                           MPI_COMM_WORLD, reqs(3), ierr)
+            call note(ierr, 'MPI_ISEND')
+            call MPI_WAIT(reqs(3), MPI_STATUS_IGNORE, ierr)
+            call note(ierr, 'MPI_WAIT')
+            call MPI_WAIT(reqs(1), status, ierr)
+            call note(ierr, 'MPI_WAIT')
+            call check_status(status, from, 'MPI_WAIT')
+            if (ring_token /= from * 100000 + cases .or. reqs(1) /= MPI_REQUEST_NULL .or. &
+                reqs(3) /= MPI_REQUEST_NULL) then
+                case_ok = .false.
+                write (*, '("rank ",i0,": MPI_WAIT: token ",i0,", requests ",2(i0,1x))') &
+                    world_rank, ring_token, reqs(1), reqs(3)
+            end if
         case (1)
-            from = mod(world_rank - 1 + world_size, world_size)
-            token = world_rank * 100000 + cases
             ring_token = -1
             call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
                            ierr)
@@ -188,6 +218,7 @@ contains
             call note(ierr, 'MPI_ISEND')
             call MPI_WAITALL(3, reqs, statuses, ierr)
             call note(ierr, 'MPI_WAITALL')
+            call check_status(statuses(:, 1), from, 'MPI_WAITALL')
             req = reqs(2)
             if (ring_token /= from * 100000 + cases .or. any(reqs /= MPI_REQUEST_NULL)) then
                 case_ok = .false.
@@ -541,10 +572,19 @@ program offload_check
     integer :: types(3), ops(2)
     logical :: blocking, inplace
     integer :: b, ip
-    character(len=32) :: mode
+    character(len=32) :: mode, which
 
     mode = 'init'
     if (command_argument_count() >= 1) call get_command_argument(1, mode)
+    ! 'nonblocking': only the cases that complete a request (the others
+    ! wait inside the library's blocking calls).
+    which = 'all'
+    if (command_argument_count() >= 2) call get_command_argument(2, which)
+    if (which /= 'all' .and. which /= 'nonblocking') then
+        write (*, '("offload_check: unknown selection ''",a,"'' (all or nonblocking)")') &
+            trim(which)
+        error stop 2
+    end if
     if (mode == 'init_thread') then
         call MPI_INIT_THREAD(MPI_THREAD_FUNNELED, provided, ierr)
         if (ierr == MPI_SUCCESS .and. (provided < MPI_THREAD_SINGLE .or. &
@@ -569,7 +609,7 @@ program offload_check
 
     types = [MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION]
     ops = [MPI_SUM, MPI_MAX]
-    do b = 0, 1
+    do b = 0, merge(0, 1, which == 'nonblocking')
         blocking = b == 1
         do ti = 1, 3
             dt = types(ti)

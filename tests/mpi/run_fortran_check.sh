@@ -11,7 +11,12 @@
 #     agent and counts offloaded calls of every collective the library
 #     intercepts: a Fortran call that bypasses the library (Open MPI's
 #     mpif.h bindings call PMPI_* directly) leaves its count at 0, and
-#     without the Fortran MPI_INIT reaching the library there is no report.
+#     without the Fortran MPI_INIT reaching the library there is no report;
+#   - on 2 ranks with the nonblocking cases only and every buffer in the
+#     shared heap, the members run an operation themselves at least once in
+#     5 runs (`deputy info`: run_by_members): they do so only when all of
+#     them wait for it in MPI_WAIT/MPI_WAITALL, which Open MPI's binding
+#     would send to PMPI_Wait, past the library's wait.
 #
 # Usage: tests/mpi/run_fortran_check.sh [--mpi openmpi|mpich] [--build DIR]
 #                                       [--library PATH]
@@ -119,12 +124,14 @@ fi
 
 # run NAME NP MODE [VAR=VALUE...]: the program on NP ranks, the variables set
 # in the ranks only (through env, so mpirun itself runs without the
-# library). A hang fails after 5 minutes instead of holding ctest.
+# library); MODE is the program's arguments. A hang fails after 5 minutes
+# instead of holding ctest.
 run() {
   local name=$1 np=$2 mode=$3
   shift 3
   local rc=0
-  timeout --kill-after=10 300 "${launcher[@]}" -np "$np" env "$@" "$work/offload_check" "$mode" \
+  # shellcheck disable=SC2086  # MODE is one or two words
+  timeout --kill-after=10 300 "${launcher[@]}" -np "$np" env "$@" "$work/offload_check" $mode \
     > "$work/$name.out" 2> "$work/$name.err" || rc=$?
   if ((rc != 0)); then
     cat "$work/$name.out" "$work/$name.err" >&2
@@ -181,6 +188,33 @@ EOF
     checked=$((checked + 1))
   done
 done
+
+# run_by_members: the operations the private agent's teams' members ran.
+run_by_members() {
+  "$deputy" info --socket "$work/a.sock" --format json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["collectives"]["run_by_members"])'
+}
+plain=np2-nonblocking-mpi
+run "$plain" 2 "init nonblocking"
+grep '^case ' "$work/$plain.out" > "$work/$plain.cases"
+members=0
+for try in 1 2 3 4 5; do
+  before=$(run_by_members)
+  with=np2-nonblocking-heap-$try
+  # Buffers from 1 KiB in the shared heap: the members' views cover them.
+  run "$with" 2 "init nonblocking" LD_PRELOAD="$library" DEPUTY_AGENT="$work/a.sock" \
+    DEPUTY_MPI_REQUIRE=1 DEPUTY_MPI_THRESHOLDS="$thresholds" DEPUTY_HEAP_MIN_BYTES=1024
+  grep '^case ' "$work/$with.out" > "$work/$with.cases"
+  diff -u "$work/$plain.cases" "$work/$with.cases" > "$work/$with.diff" ||
+    { head -n 40 "$work/$with.diff" >&2; fail "np=2 nonblocking, heap buffers: results differ"; }
+  members=$(($(run_by_members) - before))
+  echo "run_fortran_check: $mpi np=2 nonblocking, buffers in the heap (run $try): the members" \
+    "ran $members operation(s) themselves in MPI_WAIT/MPI_WAITALL"
+  ((members > 0)) && break
+done
+((members > 0)) || fail "ranks in MPI_WAIT/MPI_WAITALL never ran an operation themselves in 5 runs" \
+  "(the library's Fortran waits must reach its C MPI_Wait/MPI_Waitall: docs/mpi-fortran.md)"
+checked=$((checked + 1))
 
 stop_agent
 echo "run_fortran_check: $mpi: $checked passed, 0 failed"
