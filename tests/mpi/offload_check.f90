@@ -475,6 +475,33 @@ contains
                           .false., blocking), recvw(1:0), wantw(1:0))
     end subroutine case_barrier
 
+    ! More requests in one MPI_WAITALL than the library converts on its stack
+    ! (16), statuses ignored: one allreduce of one INTEGER per request, each
+    ! into its own element.
+    subroutine case_waitall_many(comm)
+        integer, intent(in) :: comm
+        integer, parameter :: n = 20
+        integer :: k, me, np, ierr, reqs(n)
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        call fresh(n, n)
+        do k = 1, n
+            sendw(k) = val(k, me, cases)
+            wantw(k) = reduced(k, cases, MPI_SUM, np)
+            call MPI_IALLREDUCE(sendw(k), recvw(k), 1, MPI_INTEGER, MPI_SUM, comm, reqs(k), ierr)
+            call note(ierr, 'MPI_IALLREDUCE')
+        end do
+        call MPI_WAITALL(n, reqs, MPI_STATUSES_IGNORE, ierr)
+        call note(ierr, 'MPI_WAITALL')
+        if (any(reqs /= MPI_REQUEST_NULL)) then
+            case_ok = .false.
+            write (*, '("rank ",i0,": MPI_WAITALL of ",i0,": a request is not MPI_REQUEST_NULL")') &
+                world_rank, n
+        end if
+        call finish('iallreduce integer sum n=1 x20 waitall', recvw, wantw)
+    end subroutine case_waitall_many
+
     ! MPI_IN_PLACE and MPI_BOTTOM together: the receive buffer is described
     ! by a datatype holding its absolute address (block j of an allgather
     ! lands one extent, n INTEGERs, further). MPI_BOTTOM's address passed on
@@ -636,6 +663,7 @@ program offload_check
     end do
     call case_bottom(MPI_COMM_WORLD)
     call case_alloc_mem(dup)
+    call case_waitall_many(MPI_COMM_WORLD)
 
     call start_case()
     call MPI_COMM_FREE(reversed, ierr)
