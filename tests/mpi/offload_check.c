@@ -18,11 +18,14 @@
  * fails any of these gets "WRONG <n>" after its hash, the details go to stderr
  * ("offload_check: rank R: case NAME: ..."), and rank 0 exits 1.
  *
- * Usage: offload_check [--full] [--only SUBSTRING]
+ * Usage: offload_check [--full] [--only SUBSTRING] [--skip SUBSTRING] [--repeat N]
  *   --full   the whole cross product of the matrix, not the covering subset
  *   --only   only the cases whose name contains SUBSTRING (up to 8 --only:
  *            any of them): the inputs depend on the name, not on the order,
  *            so a failing case is reproduced alone with the same bytes
+ *   --skip   not the cases whose name contains SUBSTRING (up to 8)
+ *   --repeat every case N times (default 1): more chances for a race the
+ *            runner counts, such as the members claiming an operation
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -61,6 +64,7 @@ typedef struct {
 static const char *only[8]; /* --only SUBSTRING, repeatable */
 static int nonly;
 static const char *skip[8]; /* --skip SUBSTRING, repeatable: a known bug's cases */
+static int repeat = 1;      /* --repeat N */
 static int nskip;
 static int full; /* --full: the whole cross product (see matrix) */
 static int world_rank;
@@ -1554,8 +1558,11 @@ int main(int argc, char **argv) {
             skip[nskip++] = argv[++i];
         } else if (!strcmp(argv[i], "--full")) {
             full = 1;
+        } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            repeat = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: offload_check [--full] [--only SUBSTRING] [--skip SUBSTRING]\n");
+            fprintf(stderr, "usage: offload_check [--full] [--only SUBSTRING] [--skip SUBSTRING] "
+                            "[--repeat N]\n");
             return 2;
         }
     }
@@ -1566,12 +1573,14 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     world_rank = c.rank;
 
-    matrix(&c);
-    fallbacks(&c);
-    communicators(&c);
-    requests(&c);
-    memory(&c);
-    threads(&c, provided);
+    for (int round = 0; round < repeat; round++) {
+        matrix(&c);
+        fallbacks(&c);
+        communicators(&c);
+        requests(&c);
+        memory(&c);
+        threads(&c, provided);
+    }
 
     /* Rank 0 collects every rank's hashes and verdicts (with MPI_Gather,
      * which deputy does not offload) and prints. */

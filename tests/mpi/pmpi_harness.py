@@ -224,11 +224,12 @@ def run_by_members(deputy: Path, socket: Path) -> int:
 
 class Agent:
     """A private agent: `deputy agent --daemon --socket DIR/a.sock`, DIR a
-    fresh 0700 directory; stopped (SIGTERM, then SIGKILL) and DIR removed on
-    exit, failure or not."""
+    fresh 0700 directory, with `config` (the agent's JSON) if given; stopped
+    (SIGTERM, then SIGKILL) and DIR removed on exit, failure or not."""
 
-    def __init__(self, deputy: Path):
+    def __init__(self, deputy: Path, config: Optional[dict] = None):
         self.deputy = deputy
+        self.config = config
         self.dir: Optional[Path] = None
         self.pid: Optional[int] = None
 
@@ -240,8 +241,12 @@ class Agent:
     def __enter__(self) -> "Agent":
         self.dir = private_dir("deputy-pmpi-")
         try:
-            r = run([str(self.deputy), "agent", "--daemon", "--socket", str(self.socket),
-                     "--log-file", str(self.dir / "agent.log")], base_env(), timeout=30)
+            argv = [str(self.deputy), "agent", "--daemon", "--socket", str(self.socket),
+                    "--log-file", str(self.dir / "agent.log")]
+            if self.config is not None:
+                (self.dir / "agent.json").write_text(json.dumps(self.config))
+                argv += ["--config", str(self.dir / "agent.json")]
+            r = run(argv, base_env(), timeout=30)
             if r.returncode != 0:
                 raise Failure(f"the agent did not start:\n{r.describe()}\n{r.stdout}")
             self.pid = int((self.dir / "agent.pid").read_text().split()[0])

@@ -108,8 +108,13 @@ echo "run_fortran_check: $mpi: building offload_check.f90 with mpifort.$mpi"
 (cd "$work" && "mpifort.$mpi" -O2 -Wall -o offload_check "$here/offload_check.f90") ||
   fail "mpifort.$mpi could not build offload_check.f90"
 
+# The agent sleeps as soon as it is idle (idle_spin_us 0), so that a post
+# has to wake it: ranks already waiting for an operation then claim some
+# themselves (the last check below), which an agent polling while the posts
+# come in mostly prevents.
+echo '{"agent": {"idle_spin_us": 0}}' > "$work/agent.json"
 "$deputy" agent --daemon --socket "$work/a.sock" --pidfile "$work/agent.pid" \
-  --log-file "$work/agent.log" > /dev/null ||
+  --config "$work/agent.json" --log-file "$work/agent.log" > /dev/null ||
   { cat "$work/agent.log" >&2 2> /dev/null; fail "the private agent did not start"; }
 agent_pid=$(cat "$work/agent.pid")
 
