@@ -57,55 +57,27 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int),
                "deputy's Fortran entry points need Fortran INTEGER = C int (MPI_Fint): "
                "count and displacement arrays are passed to C unconverted");
 
-/* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM are common blocks
- * (`common/mpi_fortran_in_place/MPI_IN_PLACE` in mpif-sentinels.h); a
- * Fortran program passes their address. libmpi exports the block under the
- * one spelling its Fortran compiler produces (gfortran: the trailing
- * underscore), and the dynamic linker binds every reference, the program's,
- * libmpi_mpifh's and these, to the same definition. Weak references to all
- * four spellings: the ones this Open MPI does not define stay NULL. */
-#define DEPUTY_F_WEAK_INT(name) extern int name __attribute__((weak))
-DEPUTY_F_WEAK_INT(mpi_fortran_in_place);
-DEPUTY_F_WEAK_INT(mpi_fortran_in_place_);
-DEPUTY_F_WEAK_INT(mpi_fortran_in_place__);
-DEPUTY_F_WEAK_INT(MPI_FORTRAN_IN_PLACE);
-DEPUTY_F_WEAK_INT(mpi_fortran_bottom);
-DEPUTY_F_WEAK_INT(mpi_fortran_bottom_);
-DEPUTY_F_WEAK_INT(mpi_fortran_bottom__);
-DEPUTY_F_WEAK_INT(MPI_FORTRAN_BOTTOM);
-
-DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore);
-DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore_);
-DEPUTY_F_WEAK_INT(mpi_fortran_status_ignore__);
-DEPUTY_F_WEAK_INT(MPI_FORTRAN_STATUS_IGNORE);
-DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore);
-DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore_);
-DEPUTY_F_WEAK_INT(mpi_fortran_statuses_ignore__);
-DEPUTY_F_WEAK_INT(MPI_FORTRAN_STATUSES_IGNORE);
-
-static int is_in_place(const void *buf) {
-    return buf != NULL && (buf == &mpi_fortran_in_place || buf == &mpi_fortran_in_place_ ||
-                           buf == &mpi_fortran_in_place__ || buf == &MPI_FORTRAN_IN_PLACE);
-}
-
-static int is_bottom(const void *buf) {
-    return buf != NULL && (buf == &mpi_fortran_bottom || buf == &mpi_fortran_bottom_ ||
-                           buf == &mpi_fortran_bottom__ || buf == &MPI_FORTRAN_BOTTOM);
-}
-
-static int is_status_ignore(const MPI_Fint *status) {
-    const void *p = status;
-    return p != NULL &&
-           (p == &mpi_fortran_status_ignore || p == &mpi_fortran_status_ignore_ ||
-            p == &mpi_fortran_status_ignore__ || p == &MPI_FORTRAN_STATUS_IGNORE);
-}
-
-static int is_statuses_ignore(const MPI_Fint *statuses) {
-    const void *p = statuses;
-    return p != NULL &&
-           (p == &mpi_fortran_statuses_ignore || p == &mpi_fortran_statuses_ignore_ ||
-            p == &mpi_fortran_statuses_ignore__ || p == &MPI_FORTRAN_STATUSES_IGNORE);
-}
+/* Open MPI's Fortran MPI_IN_PLACE, MPI_BOTTOM, MPI_STATUS_IGNORE and
+ * MPI_STATUSES_IGNORE are common blocks (`common/mpi_fortran_in_place/
+ * MPI_IN_PLACE` and the rest in mpif-sentinels.h); a Fortran program passes
+ * their address. libmpi exports each block under the one spelling its
+ * Fortran compiler produces (gfortran: the trailing underscore), and the
+ * dynamic linker binds every reference, the program's, libmpi_mpifh's and
+ * these, to the same definition. DEPUTY_F_SENTINEL(is_x, lower, UPPER)
+ * declares weak references to all four spellings (the ones this Open MPI
+ * does not define stay NULL) and is_x(p), true when p is the block. */
+#define DEPUTY_F_SENTINEL(is_x, lower, upper)                                              \
+    extern int lower __attribute__((weak));                                                \
+    extern int lower##_ __attribute__((weak));                                             \
+    extern int lower##__ __attribute__((weak));                                            \
+    extern int upper __attribute__((weak));                                                \
+    static int is_x(const void *p) {                                                       \
+        return p != NULL && (p == &lower || p == &lower##_ || p == &lower##__ || p == &upper); \
+    }
+DEPUTY_F_SENTINEL(is_in_place, mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
+DEPUTY_F_SENTINEL(is_bottom, mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
+DEPUTY_F_SENTINEL(is_status_ignore, mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
+DEPUTY_F_SENTINEL(is_statuses_ignore, mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
 
 /* A send buffer may be MPI_IN_PLACE or MPI_BOTTOM; a receive buffer only
  * MPI_BOTTOM (a derived datatype of absolute addresses). */

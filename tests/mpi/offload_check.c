@@ -64,8 +64,8 @@ typedef struct {
 static const char *only[8]; /* --only SUBSTRING, repeatable */
 static int nonly;
 static const char *skip[8]; /* --skip SUBSTRING, repeatable: a known bug's cases */
-static int repeat = 1;      /* --repeat N */
 static int nskip;
+static int repeat = 1; /* --repeat N */
 static int full; /* --full: the whole cross product (see matrix) */
 static int world_rank;
 
