@@ -1,6 +1,7 @@
 #include "mpi/comm_teams.h"
 
 #include "mpi/runtime.h"
+#include "mpi/tuning.h"
 
 #include <fmt/format.h>
 
@@ -15,15 +16,35 @@ int g_keyval = MPI_KEYVAL_INVALID;
 std::mutex g_mutex;                       // the set below and CommTeam::freed
 std::unordered_set<CommTeam *> g_teams;   // alive: not yet destroyed
 std::atomic<uint32_t> g_next_key{0};      // this process's teams, when it is a rank 0
+// Bumped whenever a communicator's team goes: every thread's cache below is
+// then stale (a freed communicator's handle may come back for a new one).
+std::atomic<uint64_t> g_generation{1};
+
+// The communicator this thread called a collective on last, and its team:
+// looking the attribute up costs 20-40 ns a call in Open MPI (a hash table
+// under a lock), which the tuned blocking forms pay on every call.
+struct LastUsed {
+    MPI_Comm comm = MPI_COMM_NULL;
+    CommTeam *ct = nullptr;
+    uint64_t generation = 0;
+};
+thread_local LastUsed t_last;
+// MPI_COMM_WORLD's, set once at MPI_Init (runtime_start) and kept until
+// MPI_Finalize: most programs' collectives run on it, and the compare
+// spares them even the thread-local lookup (a call into the dynamic linker
+// from a shared library).
+CommTeam *g_world = nullptr;
 
 void destroy(CommTeam *ct) {  // g_mutex held; no request can use ct any more
     if (ct->team) dp_team_destroy(ct->team);
+    destroy_tuning(ct->tuning);
     g_teams.erase(ct);
     delete ct;
 }
 
 int delete_attribute(MPI_Comm, int, void *value, void *) {
     auto *ct = static_cast<CommTeam *>(value);
+    g_generation.fetch_add(1, std::memory_order_acq_rel);
     std::lock_guard lock(g_mutex);
     if (!g_teams.count(ct)) return MPI_SUCCESS;  // already destroyed by MPI_Finalize
     ct->freed = true;
@@ -52,10 +73,16 @@ void comm_teams_start() {
 }
 
 CommTeam *comm_team(MPI_Comm comm) {
+    if (comm == MPI_COMM_WORLD && g_world) return g_world;
+    const uint64_t generation = g_generation.load(std::memory_order_acquire);
+    if (t_last.comm == comm && t_last.generation == generation) return t_last.ct;
     void *value = nullptr;
     int found = 0;
     PMPI_Comm_get_attr(comm, g_keyval, &value, &found);
-    if (found) return static_cast<CommTeam *>(value);
+    if (found) {
+        t_last = {comm, static_cast<CommTeam *>(value), generation};
+        return t_last.ct;
+    }
 
     auto *ct = new CommTeam;
     PMPI_Comm_rank(comm, &ct->rank);
@@ -100,7 +127,11 @@ void team_use_end(CommTeam *ct) {
     if (ct->freed && g_teams.count(ct) && ct->outstanding.load() == 0) destroy(ct);
 }
 
+void world_team_start() { g_world = comm_team(MPI_COMM_WORLD); }
+
 void comm_teams_stop() {
+    g_world = nullptr;
+    g_generation.fetch_add(1, std::memory_order_acq_rel);
     std::lock_guard lock(g_mutex);
     while (!g_teams.empty()) destroy(*g_teams.begin());
     if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);

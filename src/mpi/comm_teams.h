@@ -25,6 +25,8 @@
 
 namespace deputy::mpi {
 
+struct Tuning;  // tuning.h
+
 struct CommTeam {
     dp_team_t *team = nullptr;  // null: pass every operation on this communicator to MPI
     PassReason why_not = PassReason::no_agent;
@@ -34,6 +36,7 @@ struct CommTeam {
     // DP_TEAM_MAX_OUTSTANDING per member, so a post beyond waits for one.
     std::atomic<int> in_flight{0};
     bool freed = false;               // the communicator is gone (under the teams' mutex)
+    Tuning *tuning = nullptr;         // blocking forms tuned on it (tuning.h), or none yet
 };
 
 // Sets up the keyval; called once from runtime_start.
@@ -41,6 +44,9 @@ void comm_teams_start();
 // The team of `comm`, created on first use. Collective over `comm` the
 // first time: every member must call it from the same collective.
 CommTeam *comm_team(MPI_Comm comm);
+// MPI_Init: MPI_COMM_WORLD's team (collective over it), kept for the
+// lookups until comm_teams_stop.
+void world_team_start();
 // A request on `team` was posted / has completed and been freed.
 void team_use_begin(CommTeam *team);
 void team_use_end(CommTeam *team);

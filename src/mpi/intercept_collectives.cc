@@ -1,7 +1,9 @@
 // The collectives libdeputy-mpi intercepts: each decides whether deputy
 // runs it (the same decision on every member: it depends only on what MPI
-// requires the members to agree on) and either posts it to the
-// communicator's team or calls the MPI library's PMPI_ entry unchanged.
+// requires the members to agree on, and for a tuned blocking form on the
+// sequence of collectives on the communicator: tuning.h) and either posts
+// it to the communicator's team or calls the MPI library's PMPI_ entry
+// unchanged.
 //
 // The order of the checks keeps the pass-through path short: the threshold
 // (a type size and a compare) comes first.
@@ -9,6 +11,7 @@
 #include "mpi/datatypes.h"
 #include "mpi/offload_requests.h"
 #include "mpi/runtime.h"
+#include "mpi/tuning.h"
 
 #include <deputy/coll.h>
 #include <mpi.h>
@@ -37,8 +40,8 @@ bool worth_offloading(Operation op, size_t bytes) {
         return false;
     }
     const size_t threshold = rt.thresholds[size_t(op)];
-    if (threshold == kNever || bytes < threshold || (bytes == 0 && op != Operation::ibarrier &&
-                                                     op != Operation::barrier)) {
+    if (threshold == kNever || (bytes < threshold && threshold != kTune) ||
+        (bytes == 0 && op != Operation::ibarrier && op != Operation::barrier)) {
         count_passed(op, PassReason::below_threshold);
         return false;
     }
@@ -85,20 +88,23 @@ int allreduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_D
     const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
     dp_dtype_t dtype;
     dp_op_t dop;
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
-    if (!ct) {
+    auto to_mpi = [&] {
         return request ? PMPI_Iallreduce(sendbuf, recvbuf, count, type, mpi_op, comm, request)
                        : PMPI_Allreduce(sendbuf, recvbuf, count, type, mpi_op, comm);
-    }
+    };
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     RangePins pins;
     reach(src, bytes, &pins, op);
     reach(recvbuf, bytes, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(count);
-    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_iallreduce(src, recvbuf, n, dtype, dop, team, req);
-    }, request);
+    }, request));
 }
 
 int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int recvcount,
@@ -108,22 +114,25 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
     dp_op_t dop;
     // deputy's plan writes a member's block while others still read the
     // same buffer: in place it would read results.
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
-                                 &dop);
-    if (!ct) {
+    auto to_mpi = [&] {
         return request ? PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
                                                     comm, request)
                        : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
                                                    comm);
-    }
+    };
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
+                                 &dop);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     RangePins pins;
     reach(sendbuf, bytes * size_t(ct->size), &pins, op);
     reach(recvbuf, bytes, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(recvcount);
-    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req);
-    }, request);
+    }, request));
 }
 
 // Moving collectives move bytes: one dense element type on both sides of
@@ -162,13 +171,16 @@ int allgather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sen
               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
               MPI_Request *request) {
     size_t block = 0;
-    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
-    if (!ct) {
+    auto to_mpi = [&] {
         return request ? PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, comm, request)
                        : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, comm);
-    }
+    };
+    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, block);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     const void *src = sendbuf == MPI_IN_PLACE
                           ? static_cast<const uint8_t *>(recvbuf) + size_t(ct->rank) * block
                           : sendbuf;
@@ -176,30 +188,33 @@ int allgather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sen
     reach(src, block, &pins, op);
     reach(recvbuf, block * size_t(ct->size), &pins, op);
     dp_team_t *team = ct->team;
-    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_iallgather(src, recvbuf, block, DP_UINT8, team, req);
-    }, request);
+    }, request));
 }
 
 int alltoall(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
              MPI_Request *request) {
     size_t block = 0;
-    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
-    if (!ct) {
+    auto to_mpi = [&] {
         return request ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, comm, request)
                        : PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                        recvtype, comm);
-    }
+    };
+    CommTeam *ct = moving_team(op, sendbuf, sendcount, sendtype, recvcount, recvtype, comm, &block);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, block);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     RangePins pins;
     reach(src, block * size_t(ct->size), &pins, op);
     reach(recvbuf, block * size_t(ct->size), &pins, op);
     dp_team_t *team = ct->team;
-    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_ialltoall(src, recvbuf, block, DP_UINT8, team, req);
-    }, request);
+    }, request));
 }
 
 // The ranks' counts differ, so no size threshold can be agreed without
@@ -268,25 +283,31 @@ int bcast(Operation op, void *buffer, int count, MPI_Datatype type, int root, MP
         if (!dense_type_bytes(type, &element, &why)) count_passed(op, why);
         else ct = team_of(op, comm);
     }
-    if (!ct) {
+    auto to_mpi = [&] {
         return request ? PMPI_Ibcast(buffer, count, type, root, comm, request)
                        : PMPI_Bcast(buffer, count, type, root, comm);
-    }
+    };
+    if (!ct) return to_mpi();
     const size_t bytes = size_t(count) * element;
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     RangePins pins;
     reach(buffer, bytes, &pins, op);
     dp_team_t *team = ct->team;
-    return finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_ibcast(buffer, bytes, DP_UINT8, root, team, req);
-    }, request);
+    }, request));
 }
 
 int barrier(Operation op, MPI_Comm comm, MPI_Request *request) {
     CommTeam *ct = worth_offloading(op, 0) ? team_of(op, comm) : nullptr;
-    if (!ct) return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm);
+    auto to_mpi = [&] { return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm); };
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, 0);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
     dp_team_t *team = ct->team;
-    return finish(op, ct, {}, [=](dp_request_t **req) { return dp_ibarrier(team, req); },
-                  request);
+    return tuned.done(finish(op, ct, {}, [=](dp_request_t **req) { return dp_ibarrier(team, req); },
+                             request));
 }
 
 }  // namespace

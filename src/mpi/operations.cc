@@ -51,6 +51,7 @@ constexpr std::array<const char *, kPassReasonCount> kReasons{
     "intercommunicator",      "team larger than deputy's maximum", "team creation failed",
     "derived datatype",       "datatype deputy does not reduce",   "user-defined op",
     "in place",               "send and receive datatypes differ", "too large",
+    "tuning trial",           "measured slower",
 };
 
 constexpr bool table_in_order() {
@@ -68,6 +69,10 @@ std::optional<Operation> operation_from_key(std::string_view key) {
     for (const OperationInfo &info : kOperations)
         if (key == info.key) return info.operation;
     return std::nullopt;
+}
+
+bool tunable(Operation op) {
+    return !operation_info(op).nonblocking && op != Operation::alltoallv;
 }
 
 const char *pass_reason_name(PassReason reason) { return kReasons[size_t(reason)]; }

@@ -29,6 +29,8 @@ enum class Operation : uint8_t {
 inline constexpr int kOperationCount = 14;
 
 inline constexpr size_t kNever = SIZE_MAX;  // a threshold that offloads nothing
+// A blocking form's threshold that measures instead (tuning.h).
+inline constexpr size_t kTune = SIZE_MAX - 1;
 
 struct OperationInfo {
     Operation operation;
@@ -43,6 +45,9 @@ struct OperationInfo {
 };
 
 const OperationInfo &operation_info(Operation op);
+// Whether `tune` applies: the blocking forms whose members agree on a size
+// (not MPI_Alltoallv).
+bool tunable(Operation op);
 std::optional<Operation> operation_from_key(std::string_view key);
 
 // Why an operation went to the MPI library instead of deputy.
@@ -59,8 +64,10 @@ enum class PassReason : uint8_t {
     in_place,             // an in-place form deputy does not run
     mixed_datatypes,      // send and receive types differ
     too_large,            // bytes beyond what one deputy operation may move
+    tuning,               // a trial call of tuning (tuning.h) that MPI runs
+    measured_slower,      // tuning measured deputy no faster than MPI at this size
 };
-inline constexpr int kPassReasonCount = 12;
+inline constexpr int kPassReasonCount = 14;
 const char *pass_reason_name(PassReason reason);  // "below threshold", as the report prints it
 
 }  // namespace deputy::mpi

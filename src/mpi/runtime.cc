@@ -3,6 +3,7 @@
 #include "mpi/comm_teams.h"
 #include "mpi/datatypes.h"
 #include "mpi/offload_requests.h"
+#include "mpi/tuning.h"
 
 #include <deputy/status.h>
 #include <fmt/format.h>
@@ -64,7 +65,7 @@ void print_report() {
             }
             json += "}}";
         }
-        json += "}}\n";
+        json += "},\"tuned\":" + tuning_report_json() + "}\n";
         FILE *f = std::fopen(path.c_str(), "w");
         if (!f) {
             warn(fmt::format("DEPUTY_MPI_REPORT: cannot write {}: {}", path, std::strerror(errno)));
@@ -100,6 +101,7 @@ void print_report() {
     }
     if (text.find("offloaded") == std::string::npos)
         text += fmt::format("deputy-mpi: rank {}: no collective was called\n", rt.world_rank);
+    text += tuning_report_text(rt.world_rank);
     std::fputs(text.c_str(), stderr);
 }
 
@@ -141,6 +143,17 @@ bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thr
             (*thresholds)[size_t(*op)] = kNever;
             continue;
         }
+        if (value == "tune") {
+            if (!tunable(*op)) {
+                *error = fmt::format("'{}': only the blocking forms but alltoallv can be tuned "
+                                     "(a nonblocking operation is worth its overlap, which the "
+                                     "library cannot time; alltoallv's ranks share no size)",
+                                     item);
+                return false;
+            }
+            (*thresholds)[size_t(*op)] = kTune;
+            continue;
+        }
         size_t scale = 1;
         if (!value.empty()) {
             switch (value.back()) {
@@ -155,7 +168,8 @@ bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thr
         errno = 0;
         const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
         if (value.empty() || *end || errno || value[0] == '-') {
-            *error = fmt::format("'{}': the bytes must be a number (with k, m or g) or 'never'",
+            *error = fmt::format("'{}': the bytes must be a number (with k, m or g), 'never' or "
+                                 "'tune'",
                                  item);
             return false;
         }
@@ -212,6 +226,10 @@ void runtime_start(int provided) {
         rt.thresholds[size_t(i)] = rt.placement == Placement::own_core ? info.own_core_threshold
                                                                        : info.shared_threshold;
     }
+    if (env_flag("DEPUTY_MPI_TUNE")) {  // every tunable form; DEPUTY_MPI_THRESHOLDS still wins
+        for (int i = 0; i < kOperationCount; ++i)
+            if (tunable(Operation(i))) rt.thresholds[size_t(i)] = kTune;
+    }
     if (const char *t = std::getenv("DEPUTY_MPI_THRESHOLDS")) {
         if (!parse_thresholds(t, &rt.thresholds, &error)) fatal("DEPUTY_MPI_THRESHOLDS: " + error);
     }
@@ -223,7 +241,7 @@ void runtime_start(int provided) {
                          "communicators' collectives go to MPI unchanged",
                          missing, rt.world_size, dp_strerror(st), rt.agent));
     // The world's team now, so that the first collective does not pay for it.
-    comm_team(MPI_COMM_WORLD);
+    world_team_start();
 }
 
 void runtime_stop() {

@@ -120,6 +120,26 @@ def body() -> None:
                 h.log(f"  {what}: reports summed:\n{h.summary(reports)}")
             except h.Failure as e:
                 failures.append(f"{what}: {e}")
+            # The same with the blocking forms tuned (docs/mpi.md): whichever
+            # path each call takes, the verdicts stay MPI's.
+            what = f"{args.ranks} ranks with the library, DEPUTY_MPI_TUNE=1"
+            tuned_reports = work / "report-tuned"
+            tuned_reports.mkdir()
+            env = launch.library_env(tuned_reports, agent.socket)
+            env.pop("DEPUTY_MPI_THRESHOLDS")
+            env["DEPUTY_MPI_TUNE"] = "1"
+            try:
+                _, tuned = run_hpcc(launch.with_library(args.ranks, [args.hpcc]), env,
+                                    work / "tuned", what, args.timeout)
+                problems = h.line_diff(native, tuned, lambda a, b: False)
+                if problems:
+                    failures.append(f"{what}: verification results differ:\n" + "\n".join(problems))
+                decisions = h.read_reports(tuned_reports, args.ranks)[0].get("tuned", [])
+                h.log(f"  {what}: same verdicts; rank 0 decided {len(decisions)} size class(es): "
+                      + ", ".join(f"{d['operation']} {d['class']}: {d['choice']}"
+                                  for d in decisions))
+            except h.Failure as e:
+                failures.append(str(e))
             if left := agent.left_behind():
                 failures.append(left)
         if failures:

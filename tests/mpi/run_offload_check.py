@@ -240,6 +240,87 @@ def members_ran_in_wait(args: argparse.Namespace, launch: h.Launch, prog: list[s
             f"(the library must test deputy's requests there as a wait: docs/mpi.md)"]
 
 
+# The blocking forms tune can apply to, and the selection that runs their
+# cases (offload_check's names start with the operation; "i" forms skipped).
+TUNED_OPS = ("MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Alltoall",
+             "MPI_Bcast", "MPI_Barrier")
+TUNED_SELECTION = ("--only", "allreduce.", "--only", "reduce_scatter_block.", "--only",
+                   "allgather.", "--only", "alltoall.", "--only", "bcast.", "--only", "barrier",
+                   "--skip", "iall", "--skip", "ibcast", "--skip", "ireduce", "--skip", "ibarrier")
+
+
+def tuned_blocking(args: argparse.Namespace, mpi: h.Mpi, launch: h.Launch,
+                   prog: list[str]) -> list[str]:
+    """DEPUTY_MPI_TUNE=1 on 2 ranks, every blocking case 36 times (a size
+    class decides after 32 trial calls): the output must be the MPI
+    library's, bit for bit, whichever path ran each call; every rank must
+    report the same decisions; each must pick the path its times favour; and
+    the counts must show the decisions applied (every call of a class
+    decided for MPI after the decision passed as "measured slower")."""
+    argv = prog + list(TUNED_SELECTION) + ["--repeat", "36"]
+    reference = check_native(h.run(mpi.command(2, argv), h.base_env(), args.timeout), 2)
+    what = "DEPUTY_MPI_TUNE=1, 2 ranks"
+    with h.Agent(args.deputy) as agent:
+        env = launch.library_env(agent.dir, agent.socket)
+        env.pop("DEPUTY_MPI_THRESHOLDS")
+        env["DEPUTY_MPI_TUNE"] = "1"
+        run_argv = launch.with_library(2, argv)
+        failures = compare(reference, h.run(run_argv, env, args.timeout), what,
+                           f"DEPUTY_MPI_TUNE=1 {shlex.join(run_argv)}")
+        try:
+            reports = h.read_reports(agent.dir, 2)
+        except h.Failure as e:
+            return failures + [f"{what}: {e}"]
+    # (Communicators of one rank, which some cases split off, decide alone.)
+    keys = [sorted((d["operation"], d["ranks"], d["min_bytes"], d["deputy_us"], d["mpi_us"],
+                    d["choice"], d["calls_after"]) for d in doc.get("tuned", []) if d["ranks"] > 1)
+            for doc in reports]
+    if not keys[0]:
+        failures.append(f"{what}: rank 0 reports no tuning decision")
+    if keys[0] != keys[1]:
+        failures.append(f"{what}: the ranks decided differently:\n  rank 0 {keys[0]}\n"
+                        f"  rank 1 {keys[1]}")
+    for doc in reports:
+        decisions = doc.get("tuned", [])
+        for d in decisions:
+            if (d["choice"] == "deputy") != (d["deputy_us"] < d["mpi_us"]):
+                failures.append(f"{what}: rank {doc['rank']}: {d} chose the slower path")
+        for op in TUNED_OPS:
+            mine = [d for d in decisions if d["operation"] == op]
+            want_slower = sum(d["calls_after"] for d in mine if d["choice"] == "mpi")
+            want_offloaded = sum(d["trial_calls"] // 2 + (d["calls_after"] if d["choice"] ==
+                                 "deputy" else 0) for d in mine)
+            slower, off = h.passed(doc, op, "measured slower"), h.offloaded(doc, op)
+            if slower != want_slower or off < want_offloaded:
+                failures.append(f"{what}: rank {doc['rank']}: {op}: passed as measured slower "
+                                f"{slower} (want {want_slower}), offloaded {off} (want at least "
+                                f"{want_offloaded}): the decisions were not applied")
+    h.log(f"  {what}: {len(keys[0])} decisions, "
+          f"{sum(1 for k in keys[0] if k[5] == 'deputy')} for deputy")
+    return failures
+
+
+def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float) -> list[str]:
+    """A malformed DEPUTY_MPI_THRESHOLDS stops the program with the item and
+    what is wrong with it."""
+    failures = []
+    for value, want in (("iallreduce=tune", "'iallreduce=tune': only the blocking forms"),
+                        ("alltoallv=tune", "'alltoallv=tune': only the blocking forms"),
+                        ("allreduce=12x", "'allreduce=12x': the bytes must be a number"),
+                        ("allreduc=1k", "unknown operation 'allreduc'")):
+        env = launch.library_env(Path("/nonexistent"), None)
+        env.pop("DEPUTY_MPI_REPORT")
+        env["DEPUTY_MPI_THRESHOLDS"] = value
+        env["DEPUTY_MPI_DISABLE"] = "1"  # the check comes first: no agent needed
+        r = h.run(launch.with_library(1, prog + ["--only", "barrier"]), env, timeout)
+        if r.returncode == 0 or want not in r.stderr:
+            failures.append(f"DEPUTY_MPI_THRESHOLDS={value}: want a failure saying {want!r}\n"
+                            f"{r.describe()}")
+    if not failures:
+        h.log("  malformed DEPUTY_MPI_THRESHOLDS values: each stopped the program, naming it")
+    return failures
+
+
 def body() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
@@ -321,6 +402,9 @@ def body() -> None:
             # (its 4 operations 25 times)
             failures += members_ran_in_wait(args, launch, prog, ("requests.waitall",), 25,
                                             "MPI_Waitall")
+    if 2 in ranks and not failures:
+        failures += tuned_blocking(args, mpi, launch, prog)
+        failures += bad_thresholds(mpi, launch, prog, args.timeout)
     if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
         nodes = 3
         h.log(f"with the library, {nodes} simulated nodes (agents as one MPI job), 4 ranks, "
