@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +106,30 @@ void print_report() {
     std::fputs(text.c_str(), stderr);
 }
 
+// Every rank must decide alike whether a call goes to deputy
+// (intercept_collectives.cc): thresholds that differ between ranks (an
+// environment mpirun did not pass to every node) would have one rank offload
+// a call another passes to MPI, and both wait for ever. Compared at MPI_Init
+// as a hash; ranks with the library disabled take no part.
+void agree_on_thresholds() {
+    Runtime &rt = runtime();
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the thresholds' bytes
+    for (const size_t t : rt.thresholds) {
+        for (size_t b = 0; b < sizeof t; ++b) {
+            hash ^= (t >> (8 * b)) & 0xff;
+            hash *= 1099511628211ull;
+        }
+    }
+    const int64_t mine = int64_t(hash >> 1);
+    int64_t extremes[2] = {rt.disabled ? INT64_MIN : mine, rt.disabled ? INT64_MIN : -mine};
+    PMPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (extremes[0] != INT64_MIN && extremes[0] != -extremes[1])
+        fatal("the ranks' thresholds differ: DEPUTY_MPI_THRESHOLDS, DEPUTY_MPI_TUNE or "
+              "DEPUTY_MPI_PLACEMENT is not the same on every rank (Open MPI's mpirun passes an "
+              "environment variable to other nodes only with -x; deputy mpirun passes every "
+              "DEPUTY_MPI_*)");
+}
+
 }  // namespace
 
 Runtime g_runtime;
@@ -173,6 +198,11 @@ bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thr
                                  item);
             return false;
         }
+        if (n > (kTune - 1) / scale) {  // above: kTune, kNever or a wrap-around
+            *error = fmt::format("'{}': too large (at most {} bytes; 'never' offloads nothing)",
+                                 item, kTune - 1);
+            return false;
+        }
         (*thresholds)[size_t(*op)] = size_t(n) * scale;
     }
     return true;
@@ -233,6 +263,7 @@ void runtime_start(int provided) {
     if (const char *t = std::getenv("DEPUTY_MPI_THRESHOLDS")) {
         if (!parse_thresholds(t, &rt.thresholds, &error)) fatal("DEPUTY_MPI_THRESHOLDS: " + error);
     }
+    agree_on_thresholds();
     if (!rt.disabled && !rt.context && rt.require)
         fatal(fmt::format("DEPUTY_MPI_REQUIRE=1 and no deputy agent at {}: {}", rt.agent,
                           dp_strerror(st)));

@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,9 +66,11 @@ std::string class_text(int k) {
                    : fmt::format("{}-{}", bytes_text(lo), bytes_text(lo << 1));
 }
 
-double median_us(std::array<double, kTimedPerPath> v) {
-    std::nth_element(v.begin(), v.begin() + kTimedPerPath / 2, v.end());
-    return v[kTimedPerPath / 2];
+// Of the first n (calls that failed were not timed); none: never chosen.
+double median_us(std::array<double, kTimedPerPath> v, uint32_t n) {
+    if (n == 0) return std::numeric_limits<double>::infinity();
+    std::nth_element(v.begin(), v.begin() + n / 2, v.begin() + n);
+    return v[n / 2];
 }
 
 }  // namespace
@@ -109,8 +112,10 @@ TunedCall::TunedCall(Operation op, CommTeam *ct, MPI_Comm comm, size_t bytes) {
     SizeClass &c = (*per_op)[size_t(k)];
     class_ = &c;
     if (c.choice == Choice::undecided && c.calls == kTrialCalls) {
-        double slowest[2] = {median_us(c.us[0]), median_us(c.us[1])};
-        PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, comm);
+        double slowest[2] = {median_us(c.us[0], c.timed[0]), median_us(c.us[1], c.timed[1])};
+        // Every member must learn the same: without it they could part ways.
+        if (PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
+            fatal("tuning: the MPI_Allreduce that agrees on a size class's path failed");
         const bool deputy = slowest[0] < slowest[1];
         c.choice = deputy ? Choice::deputy : Choice::mpi;
         std::lock_guard lock(g_mutex);

@@ -134,10 +134,16 @@ def body() -> None:
                 problems = h.line_diff(native, tuned, lambda a, b: False)
                 if problems:
                     failures.append(f"{what}: verification results differ:\n" + "\n".join(problems))
-                decisions = h.read_reports(tuned_reports, args.ranks)[0].get("tuned", [])
-                h.log(f"  {what}: same verdicts; rank 0 decided {len(decisions)} size class(es): "
-                      + ", ".join(f"{d['operation']} {d['class']}: {d['choice']}"
-                                  for d in decisions))
+                per_rank = [[(d["operation"], d["ranks"], d["class"], d["choice"])
+                             for d in doc.get("tuned", []) if d["ranks"] > 1]
+                            for doc in h.read_reports(tuned_reports, args.ranks)]
+                per_rank = [sorted(p) for p in per_rank]  # communicators may interleave
+                if not per_rank[0] or any(p != per_rank[0] for p in per_rank):
+                    failures.append(f"{what}: want the same decisions, at least one, on every "
+                                    f"rank: {per_rank}")
+                h.log(f"  {what}: same verdicts; every rank decided the same "
+                      f"{len(per_rank[0])} size class(es): "
+                      + ", ".join(f"{op} {cls}: {choice}" for op, _, cls, choice in per_rank[0]))
             except h.Failure as e:
                 failures.append(str(e))
             if left := agent.left_behind():

@@ -262,11 +262,12 @@ def tuned_blocking(args: argparse.Namespace, mpi: h.Mpi, launch: h.Launch,
     what = "DEPUTY_MPI_TUNE=1, 2 ranks"
     with h.Agent(args.deputy) as agent:
         env = launch.library_env(agent.dir, agent.socket)
-        env.pop("DEPUTY_MPI_THRESHOLDS")
+        env["DEPUTY_MPI_THRESHOLDS"] = "barrier=never"  # an explicit value wins over tuning
         env["DEPUTY_MPI_TUNE"] = "1"
         run_argv = launch.with_library(2, argv)
         failures = compare(reference, h.run(run_argv, env, args.timeout), what,
-                           f"DEPUTY_MPI_TUNE=1 {shlex.join(run_argv)}")
+                           f"DEPUTY_MPI_TUNE=1 DEPUTY_MPI_THRESHOLDS=barrier=never "
+                           f"{shlex.join(run_argv)}")
         try:
             reports = h.read_reports(agent.dir, 2)
         except h.Failure as e:
@@ -282,6 +283,11 @@ def tuned_blocking(args: argparse.Namespace, mpi: h.Mpi, launch: h.Launch,
                         f"  rank 1 {keys[1]}")
     for doc in reports:
         decisions = doc.get("tuned", [])
+        if (any(d["operation"] == "MPI_Barrier" for d in decisions)
+                or h.passed(doc, "MPI_Barrier", "tuning trial")
+                or not h.passed(doc, "MPI_Barrier", "below threshold")):
+            failures.append(f"{what}: rank {doc['rank']}: MPI_Barrier was tuned although "
+                            f"DEPUTY_MPI_THRESHOLDS=barrier=never")
         for d in decisions:
             if (d["choice"] == "deputy") != (d["deputy_us"] < d["mpi_us"]):
                 failures.append(f"{what}: rank {doc['rank']}: {d} chose the slower path")
@@ -300,13 +306,16 @@ def tuned_blocking(args: argparse.Namespace, mpi: h.Mpi, launch: h.Launch,
     return failures
 
 
-def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float) -> list[str]:
+def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float,
+                   args_deputy: Path) -> list[str]:
     """A malformed DEPUTY_MPI_THRESHOLDS stops the program with the item and
-    what is wrong with it."""
+    what is wrong with it; so do thresholds that differ between ranks."""
     failures = []
     for value, want in (("iallreduce=tune", "'iallreduce=tune': only the blocking forms"),
                         ("alltoallv=tune", "'alltoallv=tune': only the blocking forms"),
                         ("allreduce=12x", "'allreduce=12x': the bytes must be a number"),
+                        ("allreduce=18446744073709551614", "too large"),
+                        ("allreduce=17179869184g", "too large"),
                         ("allreduc=1k", "unknown operation 'allreduc'")):
         env = launch.library_env(Path("/nonexistent"), None)
         env.pop("DEPUTY_MPI_REPORT")
@@ -316,8 +325,23 @@ def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float
         if r.returncode == 0 or want not in r.stderr:
             failures.append(f"DEPUTY_MPI_THRESHOLDS={value}: want a failure saying {want!r}\n"
                             f"{r.describe()}")
+    # Thresholds that differ between ranks would have one offload what
+    # another passes: MPI_Init must stop the job instead of a later hang.
+    with h.Agent(args_deputy) as agent:
+        env = launch.library_env(agent.dir, agent.socket)
+        env.pop("DEPUTY_MPI_REPORT")
+        script = (f'[ "${{{mpi.rank_var}}}" = 1 ] && export DEPUTY_MPI_THRESHOLDS=allreduce=tune; '
+                  'exec "$@"')
+        argv = mpi.command(2, ["sh", "-c", script, "sh", "env", f"LD_PRELOAD={launch.lib}",
+                               *prog, "--only", "barrier"])
+        r = h.run(argv, env, timeout)
+        want = "the ranks' thresholds differ"
+        if r.returncode == 0 or want not in r.stderr:
+            failures.append(f"rank 1 with other thresholds: want a failure saying {want!r}\n"
+                            f"{r.describe()}")
     if not failures:
-        h.log("  malformed DEPUTY_MPI_THRESHOLDS values: each stopped the program, naming it")
+        h.log("  malformed DEPUTY_MPI_THRESHOLDS values, and thresholds that differ between "
+              "ranks: each stopped the program, naming it")
     return failures
 
 
@@ -404,7 +428,7 @@ def body() -> None:
                                             "MPI_Waitall")
     if 2 in ranks and not failures:
         failures += tuned_blocking(args, mpi, launch, prog)
-        failures += bad_thresholds(mpi, launch, prog, args.timeout)
+        failures += bad_thresholds(mpi, launch, prog, args.timeout, args.deputy)
     if not args.no_nodes and 4 in native and not any("time budget" in f for f in failures):
         nodes = 3
         h.log(f"with the library, {nodes} simulated nodes (agents as one MPI job), 4 ranks, "
