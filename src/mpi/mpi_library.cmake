@@ -9,6 +9,8 @@ option(DEPUTY_MPI_LIBRARY "build libdeputy-mpi for each MPI found (Open MPI, MPI
 file(GLOB DEPUTY_MPI_LIBRARY_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cc
   ${CMAKE_CURRENT_LIST_DIR}/*.c)
 list(APPEND DEPUTY_MPI_LIBRARY_SOURCES ${DEPUTY_HEAP_INTERPOSE_SOURCE})
+# Sizes as the rest of deputy prints them (libdeputy.so exports only the C API).
+list(APPEND DEPUTY_MPI_LIBRARY_SOURCES ${PROJECT_SOURCE_DIR}/src/common/units.cc)
 find_package(fmt QUIET)
 
 if(DEPUTY_MPI_LIBRARY)

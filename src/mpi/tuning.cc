@@ -2,6 +2,8 @@
 
 #include "mpi/runtime.h"
 
+#include "common/units.h"
+
 #include <fmt/format.h>
 #include <time.h>
 
@@ -50,20 +52,12 @@ struct Decision {
 std::mutex g_mutex;               // g_decisions
 std::deque<Decision> g_decisions; // stable addresses: SizeClass points here
 
-std::string bytes_text(uint64_t bytes) {
-    if (bytes >= (uint64_t(1) << 30) && bytes % (uint64_t(1) << 30) == 0)
-        return fmt::format("{} GiB", bytes >> 30);
-    if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
-    if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
-    return fmt::format("{} B", bytes);
-}
-
-// The class's bytes, "64 KiB-128 KiB" (its upper bound excluded).
+// The class's bytes, "64K-128K" (its upper bound excluded).
 std::string class_text(int k) {
-    if (k == 0) return "0 B";
+    if (k == 0) return "0";
     const uint64_t lo = uint64_t(1) << (k - 1);
-    return k == 64 ? fmt::format("from {}", bytes_text(lo))
-                   : fmt::format("{}-{}", bytes_text(lo), bytes_text(lo << 1));
+    return k == 64 ? "from " + units::format_size(lo)
+                   : units::format_size(lo) + "-" + units::format_size(lo << 1);
 }
 
 // Of the first n (calls that failed were not timed); none: never chosen.
