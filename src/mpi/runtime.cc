@@ -110,7 +110,9 @@ void print_report() {
 // (intercept_collectives.cc): thresholds that differ between ranks (an
 // environment mpirun did not pass to every node) would have one rank offload
 // a call another passes to MPI, and both wait for ever. Compared at MPI_Init
-// as a hash; ranks with the library disabled take no part.
+// as a hash (ranks with the library disabled take no part); when they differ
+// every rank passes everything to MPI and rank 0 says why. (Not MPI_Abort:
+// with every rank aborting at once, MPICH's Hydra dropped their messages.)
 void agree_on_thresholds() {
     Runtime &rt = runtime();
     uint64_t hash = 1469598103934665603ull;  // FNV-1a over the thresholds' bytes
@@ -123,11 +125,13 @@ void agree_on_thresholds() {
     const int64_t mine = int64_t(hash >> 1);
     int64_t extremes[2] = {rt.disabled ? INT64_MIN : mine, rt.disabled ? INT64_MIN : -mine};
     PMPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (extremes[0] != INT64_MIN && extremes[0] != -extremes[1])
-        fatal("the ranks' thresholds differ: DEPUTY_MPI_THRESHOLDS, DEPUTY_MPI_TUNE or "
-              "DEPUTY_MPI_PLACEMENT is not the same on every rank (Open MPI's mpirun passes an "
-              "environment variable to other nodes only with -x; deputy mpirun passes every "
-              "DEPUTY_MPI_*)");
+    if (extremes[0] == INT64_MIN || extremes[0] == -extremes[1]) return;
+    if (rt.world_rank == 0)
+        warn("the ranks' thresholds differ: DEPUTY_MPI_THRESHOLDS, DEPUTY_MPI_TUNE or "
+             "DEPUTY_MPI_PLACEMENT is not the same on every rank (Open MPI's mpirun passes an "
+             "environment variable to other nodes only with -x; deputy mpirun passes every "
+             "DEPUTY_MPI_*): every collective goes to MPI unchanged");
+    rt.disabled = true;
 }
 
 }  // namespace
