@@ -218,6 +218,12 @@ extern "C" dp_status_t dp_test_in_wait(dp_request_t *req, int *done) {
     return test(req, done, true);
 }
 
+extern "C" dp_status_t dp_team_leave_wait(dp_team_t *team) {
+    if (team == nullptr) return DP_ERR_INVALID;
+    if (deputy::client::RankExecution *ranks = team->impl->ranks()) return ranks->leave_wait();
+    return DP_OK;
+}
+
 extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (req == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);

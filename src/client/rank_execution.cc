@@ -371,6 +371,29 @@ void RankExecution::progress() {
     if (lock.owns_lock()) step(posted_, false);
 }
 
+dp_status_t RankExecution::leave_wait() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t mark = board_.waiting(rank_);
+    if (mark == 0) return DP_OK;
+    // From here no teammate finds this member waiting (the mark's store and
+    // their reads of it are sequentially consistent). One that read it
+    // before may still be about to claim an operation up to the mark for
+    // the ranks: the claim word decides, whoever comes first.
+    board_.set_waiting(rank_, 0);
+    const uint64_t upto = std::min(mark, posted_);
+    for (uint64_t seq = std::max(executed_, board_.completed()) + 1; seq <= upto; ++seq)
+        board_.claim(seq, channel::kOwnerAgent);  // unclaimed: the agent's now
+    // The teammates' claims won where the owner is the ranks: this member's
+    // part of those is owed. They were all waiting when they claimed, so
+    // each reads its source without needing anything more from us.
+    for (;;) {
+        step(upto, false);
+        if (open_.empty()) return DP_OK;
+        DP_CHECK(ctx_->check_alive());
+        sched_yield();
+    }
+}
+
 void RankExecution::progress_in_wait(Request *req) {
     // Nobody clears the mark: once req is done it is below every later
     // operation, and a claim needs every member's mark at or above the

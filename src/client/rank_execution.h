@@ -60,6 +60,12 @@ class RankExecution {
     // and may claim it. The mark stays when the call returns: the caller
     // comes back until req is done.
     void progress_in_wait(Request *req);
+    // dp_team_leave_wait: the caller stops coming back before its operations are done
+    // (MPI_Waitany returned another request). Withdraws the mark, gives the
+    // agent every operation up to it that nobody claimed, and runs this
+    // member's part of those its teammates claimed on the strength of the
+    // mark, so that none of them waits for this member to come back.
+    dp_status_t leave_wait();
 
   private:
     struct Range {  // a piece of a member's memory as this process sees it

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -401,6 +402,108 @@ TEST(CollRankExecution, MembersInWaitLoopsOfTheirOwnRunOperationsTestersDoNot) {
             EXPECT_EQ(run_by_members(agent), before) << "members that only test claimed one";
     }
     std::filesystem::remove_all(dir);
+}
+
+// A wait loop of the caller's own that ends before its operation is done
+// (libdeputy-mpi's MPI_Waitany, which returned another request) leaves the
+// wait with dp_team_leave_wait: no teammate may count on the member coming back.
+// The agent is stopped (SIGSTOP) while the members post and wait, so that
+// who runs the operation is settled between the members alone.
+TEST(CollRankExecution, AMemberThatLeavesItsWaitHoldsUpNoTeammate) {
+    AgentProcess agent;
+    Team team(agent, 2, "leave");
+    const size_t count = 4096;
+    std::vector<int32_t *> buf(2);
+    for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, count * 4));
+    struct Stopped {
+        pid_t pid;
+        explicit Stopped(pid_t p) : pid(p) { kill(pid, SIGSTOP); }
+        ~Stopped() { kill(pid, SIGCONT); }
+    };
+    auto post = [&](int k, std::vector<dp_request_t *> *req) {
+        for (int r = 0; r < 2; ++r) {
+            for (size_t i = 0; i < count; ++i) buf[r][i] = int32_t(i * (r + 1) + k);
+            ASSERT_EQ(dp_iallreduce(buf[r], buf[r], count, DP_INT32, DP_SUM, team[r].team,
+                                    &(*req)[r]),
+                      DP_OK);
+        }
+    };
+    auto check = [&](int k) {
+        for (int r = 0; r < 2; ++r)
+            for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[r][i], int32_t(3 * i + 2 * k)) << i;
+    };
+    {
+        SCOPED_TRACE("rank 0 leaves before rank 1 waits: the operation is the agent's");
+        const uint64_t before = run_by_members(agent);
+        std::vector<dp_request_t *> req(2);
+        {
+            Stopped stopped(agent.pid());
+            post(0, &req);
+            int done = 0;
+            ASSERT_EQ(dp_test_in_wait(req[0], &done), DP_OK);  // marked; rank 1 is not
+            ASSERT_EQ(done, 0);
+            ASSERT_EQ(dp_team_leave_wait(team[0].team), DP_OK);
+            for (int i = 0; i < 100; ++i) {  // would claim it with rank 0 still marked
+                ASSERT_EQ(dp_test_in_wait(req[1], &done), DP_OK);
+                ASSERT_EQ(done, 0) << "finished with the agent stopped and rank 0 gone";
+            }
+        }
+        // Each from a thread of its own: had rank 1 claimed it, its wait
+        // would need rank 0's part.
+        std::vector<dp_status_t> st(2, DP_ERR_INTERNAL);
+        std::vector<std::thread> waits;
+        for (int r = 0; r < 2; ++r) waits.emplace_back([&, r] { st[r] = dp_wait(req[r]); });
+        for (auto &w : waits) w.join();
+        for (int r = 0; r < 2; ++r) {
+            ASSERT_EQ(st[r], DP_OK);
+            dp_request_free(req[r]);
+        }
+        check(0);
+        EXPECT_EQ(run_by_members(agent), before)
+            << "rank 1 claimed an operation for the members after rank 0 had left its wait";
+    }
+    {
+        SCOPED_TRACE("rank 1 claims while rank 0 is marked, then rank 0 leaves: it runs its part");
+        const uint64_t before = run_by_members(agent);
+        std::vector<dp_request_t *> req(2);
+        std::atomic<bool> first_turn{false};
+        int done1 = 0;
+        dp_status_t st1 = DP_ERR_INTERNAL;
+        {
+            Stopped stopped(agent.pid());
+            post(1, &req);
+            int done0 = 0;
+            ASSERT_EQ(dp_test_in_wait(req[0], &done0), DP_OK);
+            ASSERT_EQ(done0, 0);
+            std::thread rank1([&] {
+                // The first turn finds both members waiting and claims the
+                // operation for them: rank 1 reads the sources, then needs
+                // rank 0's part.
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                do {
+                    st1 = dp_test_in_wait(req[1], &done1);
+                    first_turn = true;
+                } while (st1 == DP_OK && !done1 && std::chrono::steady_clock::now() < deadline);
+            });
+            while (!first_turn) std::this_thread::yield();
+            ASSERT_EQ(dp_team_leave_wait(team[0].team), DP_OK);
+            rank1.join();
+            EXPECT_EQ(st1, DP_OK);
+            EXPECT_EQ(done1, 1) << "rank 1 was left waiting for the part of a teammate that had "
+                                   "left its wait (the agent is stopped: only the members run)";
+            ASSERT_EQ(dp_test(req[0], &done0), DP_OK);
+            EXPECT_EQ(done0, 1) << "rank 0 left without writing its own part";
+        }
+        for (int r = 0; r < 2; ++r) {
+            ASSERT_EQ(dp_wait(req[r]), DP_OK);
+            dp_request_free(req[r]);
+        }
+        check(1);
+        uint64_t after = before;
+        for (int i = 0; i < 200 && (after = run_by_members(agent)) == before; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        EXPECT_EQ(after, before + 1);
+    }
 }
 
 // The same matrix with one engine, and with two engines sharing every
