@@ -20,12 +20,12 @@
  * and `MPI_IALLREDUCE` (upper case), as Open MPI's libmpi_mpifh exports them.
  * Preloaded or linked before libmpi_mpifh, these shadow Open MPI's.
  *
- * MPI_WAIT and MPI_WAITALL are here too, for one reason: while a thread is
- * in the library's C MPI_Wait or MPI_Waitall, deputy's requests it waits
- * for are tested as a wait, so the members of a team may run an operation
- * themselves (intercept_wait.cc). Open MPI's MPI_WAIT calls PMPI_Wait,
- * which would complete them as well, but only through the agent. The rest
- * of the family (MPI_WAITANY/SOME, MPI_TEST...) stays Open MPI's: it calls
+ * MPI_WAIT, MPI_WAITALL, MPI_WAITANY and MPI_WAITSOME are here too, for one
+ * reason: while a thread is in the library's C MPI_Wait*, deputy's requests
+ * it waits for are tested as a wait, so the members of a team may run an
+ * operation themselves (intercept_wait.cc). Open MPI's MPI_WAIT calls
+ * PMPI_Wait, which would complete them as well, but only through the
+ * agent. The rest of the family (MPI_TEST...) stays Open MPI's: it calls
  * PMPI_*, and MPI's progress engine completes the library's requests there
  * (they are generalized requests), as the C ones do.
  *
@@ -191,47 +191,131 @@ static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierror) {
 }
 DEPUTY_F_EXPORT(f_wait_t, f_wait, mpi_wait, MPI_WAIT);
 
+/* Converted copies of a Fortran request array (a C request is a pointer, a
+ * Fortran one an index), with room for as many C statuses and indices: on
+ * the stack for the few requests programs wait for together. */
+enum { kOnStack = 16 };
+typedef struct {
+    MPI_Request stack_requests[kOnStack];
+    MPI_Status stack_statuses[kOnStack];
+    int stack_indices[kOnStack];
+    MPI_Request *requests;
+    MPI_Status *statuses;
+    int *indices;
+} c_requests_t;
+
+/* 1, or 0 with ierror set to MPI_ERR_NO_MEM (nothing to free then). */
+static int c_requests_make(c_requests_t *c, const MPI_Fint *count, const MPI_Fint *requests,
+                           MPI_Fint *ierror) {
+    const int n = *count > 0 ? (int)*count : 0;
+    c->requests = c->stack_requests;
+    c->statuses = c->stack_statuses;
+    c->indices = c->stack_indices;
+    if (n > kOnStack) {
+        c->requests = malloc((size_t)n * sizeof *c->requests);
+        c->statuses = malloc((size_t)n * sizeof *c->statuses);
+        c->indices = malloc((size_t)n * sizeof *c->indices);
+        if (c->requests == NULL || c->statuses == NULL || c->indices == NULL) {
+            free(c->requests);
+            free(c->statuses);
+            free(c->indices);
+            set_ierror(ierror, MPI_ERR_NO_MEM);
+            return 0;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        c->requests[i] = MPI_Request_f2c(requests[i]);
+    }
+    return 1;
+}
+
+static void c_requests_free(c_requests_t *c) {
+    if (c->requests != c->stack_requests) {
+        free(c->requests);
+        free(c->statuses);
+        free(c->indices);
+    }
+}
+
+/* Request i's handle and status back to Fortran after it completed:
+ * MPI_REQUEST_NULL's handle, or the same request again if it is
+ * persistent. */
+static void c_requests_return(const c_requests_t *c, int i, int status_slot,
+                              MPI_Fint *requests, MPI_Fint *statuses) {
+    requests[i] = MPI_Request_c2f(c->requests[i]);
+    if (!is_statuses_ignore(statuses)) {
+        MPI_Status_c2f(&c->statuses[status_slot],
+                       statuses + (size_t)status_slot * kFortranStatusInts);
+    }
+}
+
 typedef void f_waitall_t(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses,
                          MPI_Fint *ierror);
 static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses,
                       MPI_Fint *ierror) {
-    /* Converted copies (a C request is a pointer, a Fortran one an index):
-     * on the stack for the few requests programs wait for together. */
-    enum { kOnStack = 16 };
-    MPI_Request stack_requests[kOnStack];
-    MPI_Status stack_statuses[kOnStack];
-    const int n = *count > 0 ? (int)*count : 0;
-    MPI_Request *c_requests = stack_requests;
-    MPI_Status *c_statuses = stack_statuses;
-    if (n > kOnStack) {
-        c_requests = malloc((size_t)n * sizeof *c_requests);
-        c_statuses = malloc((size_t)n * sizeof *c_statuses);
-        if (c_requests == NULL || c_statuses == NULL) {
-            free(c_requests);
-            free(c_statuses);
-            set_ierror(ierror, MPI_ERR_NO_MEM);
-            return;
-        }
+    c_requests_t c;
+    if (!c_requests_make(&c, count, requests, ierror)) {
+        return;
     }
-    for (int i = 0; i < n; ++i) {
-        c_requests[i] = MPI_Request_f2c(requests[i]);
-    }
-    int rc = MPI_Waitall((int)*count, c_requests, c_statuses); /* a negative one: MPI's error */
+    int rc = MPI_Waitall((int)*count, c.requests, c.statuses); /* a negative count: MPI's error */
     if (rc == MPI_SUCCESS) {
-        for (int i = 0; i < n; ++i) {
-            requests[i] = MPI_Request_c2f(c_requests[i]);
-            if (!is_statuses_ignore(statuses)) {
-                MPI_Status_c2f(&c_statuses[i], statuses + (size_t)i * kFortranStatusInts);
-            }
+        for (int i = 0; i < (int)*count; ++i) {
+            c_requests_return(&c, i, i, requests, statuses);
         }
     }
-    if (c_requests != stack_requests) {
-        free(c_requests);
-        free(c_statuses);
-    }
+    c_requests_free(&c);
     set_ierror(ierror, rc);
 }
 DEPUTY_F_EXPORT(f_waitall_t, f_waitall, mpi_waitall, MPI_WAITALL);
+
+/* Fortran's indices count from 1; MPI_UNDEFINED (nothing active) stays. */
+typedef void f_waitany_t(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status,
+                         MPI_Fint *ierror);
+static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status,
+                      MPI_Fint *ierror) {
+    c_requests_t c;
+    if (!c_requests_make(&c, count, requests, ierror)) {
+        return;
+    }
+    int c_index = MPI_UNDEFINED;
+    int rc = MPI_Waitany((int)*count, c.requests, &c_index, &c.statuses[0]);
+    if (rc == MPI_SUCCESS) {
+        if (c_index != MPI_UNDEFINED) {
+            requests[c_index] = MPI_Request_c2f(c.requests[c_index]);
+        }
+        *index = (MPI_Fint)(c_index == MPI_UNDEFINED ? MPI_UNDEFINED : c_index + 1);
+        if (!is_status_ignore(status)) {
+            MPI_Status_c2f(&c.statuses[0], status);
+        }
+    }
+    c_requests_free(&c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_waitany_t, f_waitany, mpi_waitany, MPI_WAITANY);
+
+typedef void f_waitsome_t(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                          MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror);
+static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                       MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror) {
+    c_requests_t c;
+    if (!c_requests_make(&c, incount, requests, ierror)) {
+        return;
+    }
+    int c_outcount = MPI_UNDEFINED;
+    int rc = MPI_Waitsome((int)*incount, c.requests, &c_outcount, c.indices, c.statuses);
+    if (rc == MPI_SUCCESS) {
+        if (c_outcount != MPI_UNDEFINED) {
+            for (int k = 0; k < c_outcount; ++k) {
+                c_requests_return(&c, c.indices[k], k, requests, statuses);
+                indices[k] = (MPI_Fint)(c.indices[k] + 1);
+            }
+        }
+        *outcount = (MPI_Fint)c_outcount;
+    }
+    c_requests_free(&c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_waitsome_t, f_waitsome, mpi_waitsome, MPI_WAITSOME);
 
 /* ---- nonblocking collectives ---- */
 

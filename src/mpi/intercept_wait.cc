@@ -9,9 +9,9 @@
 // Measured on 64-128 KiB operations, the agent on a core of its own: the
 // wait after the compute phase 1.4-2.1 us -> 0.8-1.2 us (docs/mpi.md).
 //
-// While a thread is in MPI_Wait or MPI_Waitall for deputy's requests, the
-// hook tests those as a wait (InWait), so that the members of a team may
-// run an operation themselves when all of them wait for it (docs/mpi.md).
+// While a thread is in MPI_Wait* for deputy's requests, the hook tests
+// those as a wait (InWait), so that the members of a team may run an
+// operation themselves when all of them wait for it (docs/mpi.md).
 #include <mpi.h>
 
 #include "mpi/export.h"
@@ -27,11 +27,25 @@ DEPUTY_MPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 }
 
 // MPI_Waitall returns once every request is complete: each of deputy's
-// among them is tested as a wait. (MPI_Waitany and MPI_Waitsome return at
-// the first: their requests are left to the agent.)
+// among them is tested as a wait.
 DEPUTY_MPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     deputy::mpi::InWait in_wait(requests, count);
     return PMPI_Waitall(count, requests, statuses);
+}
+
+// MPI_Waitany and MPI_Waitsome return at the first request complete: those
+// of deputy's still pending then leave the wait (dp_team_leave_wait), so that no
+// teammate running one of them waits for this rank to come back.
+DEPUTY_MPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index,
+                                  MPI_Status *status) {
+    deputy::mpi::InWait in_wait(requests, count, deputy::mpi::InWait::kMayReturnEarly);
+    return PMPI_Waitany(count, requests, index, status);
+}
+
+DEPUTY_MPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
+                                   int indices[], MPI_Status statuses[]) {
+    deputy::mpi::InWait in_wait(requests, incount, deputy::mpi::InWait::kMayReturnEarly);
+    return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
 }
 
 DEPUTY_MPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {

@@ -169,12 +169,39 @@ bool in_wait(MPI_Request request) {
 }
 }  // namespace
 
-InWait::InWait(const MPI_Request *requests, int count) : previous_size_(t_in_wait.size()) {
+InWait::InWait(const MPI_Request *requests, int count, Until until)
+    : previous_size_(t_in_wait.size()), until_(until) {
     // Nothing of ours outstanding: none of them can be deputy's.
     if (g_pending_count.load(std::memory_order_relaxed) == 0 || !requests || count <= 0) return;
     t_in_wait.insert(t_in_wait.end(), requests, requests + count);
 }
-InWait::~InWait() { t_in_wait.resize(previous_size_); }
+
+InWait::~InWait() {
+    if (until_ == kMayReturnEarly && t_in_wait.size() > previous_size_ &&
+        g_pending_count.load(std::memory_order_relaxed) != 0) {
+        // The teams of this wait's requests still pending, kept alive by a
+        // use of their own: the leave may wait for teammates' parts, which
+        // must not happen under g_mutex (a teammate's part can need its
+        // own process's progress, and that one ours: two threads leaving
+        // waits on two teams at once would each hold what the other needs).
+        std::vector<CommTeam *> teams;
+        {
+            std::lock_guard lock(g_mutex);
+            for (OffloadRequest *r : g_pending)
+                if (r->dp && std::find(teams.begin(), teams.end(), r->team) == teams.end() &&
+                    std::find(t_in_wait.begin() + long(previous_size_), t_in_wait.end(),
+                              r->handle) != t_in_wait.end()) {
+                    team_use_begin(r->team);
+                    teams.push_back(r->team);
+                }
+        }
+        for (CommTeam *team : teams) {
+            (void)dp_team_leave_wait(team->team);  // a lost agent: the next test says so
+            team_use_end(team);
+        }
+    }
+    t_in_wait.resize(previous_size_);
+}
 
 int progress_requests() {
     if (g_pending_count.load(std::memory_order_relaxed) == 0) return 0;

@@ -45,19 +45,23 @@ int progress_requests();
 // all (as progress_requests) so that a finished one is complete when MPI
 // looks at it; nothing otherwise (one relaxed load when none is outstanding).
 void complete_finished(MPI_Request request);
-// While an object lives, this thread is in MPI_Wait or MPI_Waitall for
-// `requests`: MPI loops on its progress engine until they are complete, so
-// the progress of this library's requests tests those of them as a wait
-// (dp_test_in_wait), and the members of their teams may run them themselves.
+// While an object lives, this thread is in MPI_Wait* for `requests`: MPI
+// loops on its progress engine until they are complete, so the progress of
+// this library's requests tests those of them as a wait (dp_test_in_wait),
+// and the members of their teams may run them themselves. A wait that may
+// return before all are complete (MPI_Waitany, MPI_Waitsome) leaves the
+// wait of those still pending when it ends (dp_team_leave_wait).
 class InWait {
   public:
-    InWait(const MPI_Request *requests, int count);
+    enum Until { kAllComplete, kMayReturnEarly };
+    InWait(const MPI_Request *requests, int count, Until until = kAllComplete);
     ~InWait();
     InWait(const InWait &) = delete;
     InWait &operator=(const InWait &) = delete;
 
   private:
     size_t previous_size_;
+    Until until_;
 };
 // MPI_Finalize: waits for every outstanding request; unhooks.
 void requests_stop();

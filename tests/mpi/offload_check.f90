@@ -30,7 +30,9 @@ module check_state
     integer, parameter :: garbage = -559038737  ! 0xDEADBEEF
     integer, parameter :: ring_tag = 77
     integer, parameter :: counts(4) = [0, 1, 13, 4097]
-    character(len=*), parameter :: methods(0:2) = [character(len=7) :: 'wait', 'waitall', 'test']
+    integer, parameter :: n_methods = 5
+    character(len=*), parameter :: methods(0:n_methods - 1) = &
+        [character(len=8) :: 'wait', 'waitall', 'test', 'waitany', 'waitsome']
     integer :: world_rank, world_size
     integer :: cases = 0, failures = 0
     logical :: case_ok
@@ -153,7 +155,7 @@ contains
         logical, intent(in) :: inplace, blocking
         character(len=8) :: how
         character(len=4) :: reduction
-        how = methods(mod(cases, 3))
+        how = methods(mod(cases, n_methods))
         if (blocking) how = 'blocking'
         reduction = ''
         if (redop == MPI_SUM) reduction = ' sum'
@@ -175,17 +177,29 @@ contains
     end subroutine check_status
 
     ! Completes `req` the way the case number picks: MPI_WAIT (then a token
-    ! passed round a ring, each request with MPI_WAIT); MPI_WAITALL together
-    ! with MPI's own requests (the same ring); or MPI_TEST until it says
-    ! done. The handle must come back as MPI_REQUEST_NULL.
+    ! passed round a ring, each request with MPI_WAIT); MPI_WAITALL,
+    ! MPI_WAITANY or MPI_WAITSOME together with MPI's own requests (the same
+    ! ring); or MPI_TEST until it says done. The handle must come back as
+    ! MPI_REQUEST_NULL.
     subroutine complete(req)
         integer, intent(inout) :: req
         integer :: reqs(3), statuses(MPI_STATUS_SIZE, 3), status(MPI_STATUS_SIZE), ierr
-        integer :: token, from
+        integer :: token, from, method
         logical :: flag
         from = mod(world_rank - 1 + world_size, world_size)
         token = world_rank * 100000 + cases
-        select case (mod(cases, 3))
+        method = mod(cases, n_methods)
+        if (method == 1 .or. method >= 3) then
+            ring_token = -1
+            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
+                           ierr)
+            call note(ierr, 'MPI_IRECV')
+            reqs(2) = req
+            call MPI_ISEND(token, 1, MPI_INTEGER, mod(world_rank + 1, world_size), ring_tag, &
+                           MPI_COMM_WORLD, reqs(3), ierr)
+            call note(ierr, 'MPI_ISEND')
+        end if
+        select case (method)
         case (0)
             call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
             call note(ierr, 'MPI_WAIT')
@@ -208,14 +222,6 @@ contains
                     world_rank, ring_token, reqs(1), reqs(3)
             end if
         case (1)
-            ring_token = -1
-            call MPI_IRECV(ring_token, 1, MPI_INTEGER, from, ring_tag, MPI_COMM_WORLD, reqs(1), &
-                           ierr)
-            call note(ierr, 'MPI_IRECV')
-            reqs(2) = req
-            call MPI_ISEND(token, 1, MPI_INTEGER, mod(world_rank + 1, world_size), ring_tag, &
-                           MPI_COMM_WORLD, reqs(3), ierr)
-            call note(ierr, 'MPI_ISEND')
             call MPI_WAITALL(3, reqs, statuses, ierr)
             call note(ierr, 'MPI_WAITALL')
             call check_status(statuses(:, 1), from, 'MPI_WAITALL')
@@ -225,19 +231,76 @@ contains
                 write (*, '("rank ",i0,": MPI_WAITALL: token ",i0,", requests ",3(i0,1x))') &
                     world_rank, ring_token, reqs
             end if
-        case default
+        case (2)
             flag = .false.
             do while (.not. flag)
                 call MPI_TEST(req, flag, MPI_STATUS_IGNORE, ierr)
                 call note(ierr, 'MPI_TEST')
                 if (ierr /= MPI_SUCCESS) exit
             end do
+        case default
+            call complete_some(reqs, from, method == 3)
+            req = reqs(2)
+            if (ring_token /= from * 100000 + cases .or. any(reqs /= MPI_REQUEST_NULL)) then
+                case_ok = .false.
+                write (*, '("rank ",i0,": ",a,": token ",i0,", requests ",3(i0,1x))') &
+                    world_rank, trim(methods(method)), ring_token, reqs
+            end if
         end select
         if (req /= MPI_REQUEST_NULL) then
             case_ok = .false.
             write (*, '("rank ",i0,": request not MPI_REQUEST_NULL after completion")') world_rank
         end if
     end subroutine complete
+
+    ! MPI_WAITANY (`use_any`) or MPI_WAITSOME on the three requests until
+    ! every one was returned once, by its Fortran index (from 1); MPI_WAITSOME
+    ! once more: with nothing active, MPI_UNDEFINED. (MPICH 4.0.2's
+    ! MPI_WAITANY returns MPI_UNDEFINED + 1 there, library or not: its
+    ! binding adds 1 to any index.) The receive's status (request 1) must
+    ! name its sender.
+    subroutine complete_some(reqs, from, use_any)
+        integer, intent(inout) :: reqs(3)
+        integer, intent(in) :: from
+        logical, intent(in) :: use_any
+        integer :: statuses(MPI_STATUS_SIZE, 3), indices(3), outcount, k, j, ierr
+        logical :: seen(3)
+        character(len=12) :: what
+        what = merge('MPI_WAITANY ', 'MPI_WAITSOME', use_any)
+        seen = .false.
+        do k = 1, merge(3, 4, use_any)
+            if (use_any) then
+                call MPI_WAITANY(3, reqs, indices(1), statuses(:, 1), ierr)
+                outcount = 1
+                if (indices(1) == MPI_UNDEFINED) outcount = MPI_UNDEFINED
+            else
+                call MPI_WAITSOME(3, reqs, outcount, indices, statuses, ierr)
+            end if
+            call note(ierr, trim(what))
+            if (ierr /= MPI_SUCCESS) return
+            if (outcount == MPI_UNDEFINED) exit
+            do j = 1, outcount
+                if (indices(j) < 1 .or. indices(j) > 3) then
+                    case_ok = .false.
+                    write (*, '("rank ",i0,": ",a,": index ",i0)') world_rank, trim(what), &
+                        indices(j)
+                    return
+                end if
+                if (seen(indices(j))) then
+                    case_ok = .false.
+                    write (*, '("rank ",i0,": ",a,": request ",i0," returned twice")') &
+                        world_rank, trim(what), indices(j)
+                end if
+                seen(indices(j)) = .true.
+                if (indices(j) == 1) call check_status(statuses(:, j), from, trim(what))
+            end do
+        end do
+        if (.not. all(seen) .or. (.not. use_any .and. outcount /= MPI_UNDEFINED)) then
+            case_ok = .false.
+            write (*, '("rank ",i0,": ",a,": returned ",3(l1,1x),"then ",i0)') world_rank, &
+                trim(what), seen, outcount
+        end if
+    end subroutine complete_some
 
     ! ---- the collectives ----
 
