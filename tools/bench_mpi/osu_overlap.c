@@ -38,11 +38,18 @@ static const char *const op_names[OP_COUNT] = {
     "iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast",
     "allreduce",  "reduce_scatter",  "allgather",  "alltoall",  "bcast"};
 
+/* MPI_Wait, or MPI_Waitany / MPI_Waitsome on the one request (as a
+ * program that waits for the first of several would): the library treats
+ * them differently (docs/mpi.md, "Requests"). */
+enum wait_call { WAIT, WAITANY, WAITSOME, WAIT_CALL_COUNT };
+static const char *const wait_names[WAIT_CALL_COUNT] = {"wait", "waitany", "waitsome"};
+
 struct options {
     enum op op;
     size_t min_bytes, max_bytes;
     int iterations, warmup;
     int idle; /* compute by sleeping (a spare core for whoever wants it) */
+    enum wait_call wait; /* how a nonblocking operation is completed */
     const char *json;
 };
 
@@ -84,7 +91,7 @@ static void usage(const char *argv0) {
             "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|\n"
             "            allreduce|reduce_scatter|allgather|alltoall|bcast]\n"
             "          [-m MIN:MAX bytes, k/m suffixes] [-i iterations] [-x warm-up]\n"
-            "          [--compute cpu|idle] [--json FILE]\n",
+            "          [--compute cpu|idle] [--wait wait|waitany|waitsome] [--json FILE]\n",
             argv0);
 }
 
@@ -95,6 +102,7 @@ static int parse(int argc, char **argv, struct options *o) {
     o->iterations = 20;
     o->warmup = 5;
     o->idle = 0;
+    o->wait = WAIT;
     o->json = NULL;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -118,6 +126,12 @@ static int parse(int argc, char **argv, struct options *o) {
             if (strcmp(v, "cpu") && strcmp(v, "idle"))
                 return fprintf(stderr, "--compute %s: cpu or idle\n", v), 0;
             o->idle = !strcmp(v, "idle"), ++i;
+        } else if (!strcmp(a, "--wait") && v) {
+            int found = 0;
+            for (int k = 0; k < WAIT_CALL_COUNT; ++k)
+                if (!strcmp(v, wait_names[k])) o->wait = (enum wait_call)k, found = 1;
+            if (!found) return fprintf(stderr, "--wait %s: wait, waitany or waitsome\n", v), 0;
+            ++i;
         } else if (!strcmp(a, "--json") && v) {
             o->json = v, ++i;
         } else {
@@ -183,10 +197,23 @@ static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
     }
 }
 
-static void complete(int via, MPI_Request *req) {
+static void complete(int via, enum wait_call wait, MPI_Request *req) {
     if (*req == MPI_REQUEST_NULL) return;
-    if (via) PMPI_Wait(req, MPI_STATUS_IGNORE);
-    else MPI_Wait(req, MPI_STATUS_IGNORE);
+    int index, outcount;
+    MPI_Status status[1]; /* not MPI_STATUSES_IGNORE: MPICH's header declares 1 status written */
+    switch (wait) {
+        case WAITANY:
+            if (via) PMPI_Waitany(1, req, &index, MPI_STATUS_IGNORE);
+            else MPI_Waitany(1, req, &index, MPI_STATUS_IGNORE);
+            break;
+        case WAITSOME:
+            if (via) PMPI_Waitsome(1, req, &outcount, &index, status);
+            else MPI_Waitsome(1, req, &outcount, &index, status);
+            break;
+        default:
+            if (via) PMPI_Wait(req, MPI_STATUS_IGNORE);
+            else MPI_Wait(req, MPI_STATUS_IGNORE);
+    }
 }
 
 struct result {
@@ -283,14 +310,14 @@ static struct result measure(int via, const struct options *o, struct buffers *b
     MPI_Request req;
     for (int i = 0; i < o->warmup; ++i) {
         if (post(via, o->op, b, &req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
-        complete(via, &req);
+        complete(via, o->wait, &req);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     double pure = 0;
     for (int i = 0; i < o->iterations; ++i) {
         const double t0 = now_us();
         post(via, o->op, b, &req);
-        complete(via, &req);
+        complete(via, o->wait, &req);
         pure += now_us() - t0;
     }
     pure /= o->iterations;
@@ -303,7 +330,7 @@ static struct result measure(int via, const struct options *o, struct buffers *b
         const double t1 = now_us();
         compute_for(pure, o->idle);
         const double t2 = now_us();
-        complete(via, &req);
+        complete(via, o->wait, &req);
         const double t3 = now_us();
         if (i >= o->warmup)
             overall += t3 - t0, comp += t2 - t1, posting += t1 - t0, waiting += t3 - t2;
@@ -350,8 +377,11 @@ int main(int argc, char **argv) {
     }
     const int nonblocking = o.op < FIRST_BLOCKING;
     if (rank == 0) {
-        printf("# deputy-bench-mpi: %s, %d ranks, compute %s, %d iterations (+%d warm-up)\n",
-               op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations, o.warmup);
+        printf("# deputy-bench-mpi: %s, %d ranks, compute %s, %d iterations (+%d warm-up)%s%s\n",
+               op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations, o.warmup,
+               nonblocking ? ", completed by MPI_" : "",
+               nonblocking ? (o.wait == WAITANY ? "Waitany" : o.wait == WAITSOME ? "Waitsome" : "Wait")
+                           : "");
         printf("# mpi = MPI_%s (as linked or preloaded), pmpi = PMPI_ (the MPI library)\n",
                op_names[o.op]);
         if (sleeps) bench_print_sleep_cost(stdout, &sleep);
@@ -364,8 +394,9 @@ int main(int argc, char **argv) {
                    "x_min", "x_max");
         if (json)
             fprintf(json, "{\"benchmark\":\"deputy-bench-mpi\",\"op\":\"%s\",\"ranks\":%d,"
-                          "\"compute\":\"%s\",\"iterations\":%d,",
-                    op_names[o.op], size, o.idle ? "idle" : "cpu", o.iterations);
+                          "\"compute\":\"%s\",\"wait\":\"%s\",\"iterations\":%d,",
+                    op_names[o.op], size, o.idle ? "idle" : "cpu", wait_names[o.wait],
+                    o.iterations);
         if (json && sleeps)
             fprintf(json, "\"sleep\":{\"asked_us\":%.1f,\"wall_us\":%.2f,\"cpu_us\":%.2f},",
                     sleep.asked_us, sleep.wall_us, sleep.cpu_us);
