@@ -36,8 +36,14 @@ const LevelRow *row_of(int level) {
 }
 
 // Both loggers write to stderr so benchmark tables on stdout stay clean.
+// Not registered in spdlog's registry: that one lives in libspdlog.so and
+// is shared by every image of the process, and a program that links this
+// code statically (deputy-bench-coll) while libdeputy.so is loaded too
+// (preloaded by libdeputy-mpi under `deputy mpirun`) would register
+// "deputy" twice, which spdlog answers with an exception: an abort.
 std::shared_ptr<spdlog::logger> make_logger(const char *name, int level) {
-    auto logger = spdlog::stderr_color_mt(name);
+    auto logger = std::make_shared<spdlog::logger>(
+        name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     logger->set_pattern("[%H:%M:%S.%f] [%n] [%^%l%$] %v");
     logger->set_level(row_of(level)->spd);
     return logger;

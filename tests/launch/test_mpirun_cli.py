@@ -258,6 +258,20 @@ def test_the_library_offloads_to_each_ranks_agent(env, flavor, nodes):
     assert_clean(env, [int(m[3]) for m in rows.values()])
 
 
+def test_deputys_own_benchmark_runs_under_it(env):
+    """`deputy bench coll` carries deputy's client linked in, and under
+    deputy mpirun the preloaded PMPI library brings libdeputy.so too: both
+    in one process must work (they once registered one spdlog logger name
+    twice, and every rank aborted at its first log line)."""
+    if not env.built.real.exists():
+        pytest.skip("libdeputy-mpi-openmpi.so is not built beside DEPUTY_BIN (src/mpi)")
+    r = env.run("-np", "2", DEPUTY, "bench", "coll", "--op", "iallreduce", "-m", "64k:64k",
+                "-i", "2", "-x", "1", "--compare", "mpi")
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert "every checked result is correct" in r.stdout, r.stdout + r.stderr
+    assert_clean(env)
+
+
 def test_the_exit_code_of_a_failing_program_passes_through(env):
     r = env.run("-np", "2", str(env.built.probe), "exit", "3", "1")
     assert r.returncode == 3, r.stdout + r.stderr
