@@ -102,13 +102,14 @@ DP_API dp_status_t dp_wait(dp_request_t *req);
  * caller that may stop calling before *done (it tests between compute
  * phases) uses dp_test. */
 DP_API dp_status_t dp_test_in_wait(dp_request_t *req, int *done);
-/* Ends such waits on the team's operations before they are done (an
+/* Ends such waits on the teams' operations before they are done (an
  * MPI_Waitany that returned another request): those that no member has
  * started go to the agent, and this member's part of any its teammates run
  * themselves is done before it returns, so that none of them waits for the
- * caller to come back. DP_OK, or DP_ERR_AGENT_LOST. Not needed once the
- * operations waited for are done. */
-DP_API dp_status_t dp_team_leave_wait(dp_team_t *team);
+ * caller to come back. Every team the caller waited on in one call: a
+ * teammate may be leaving the same teams at once, in another order. DP_OK,
+ * or DP_ERR_AGENT_LOST. Not needed once the operations waited for are done. */
+DP_API dp_status_t dp_teams_leave_wait(dp_team_t *const *teams, size_t count);
 DP_API void dp_request_free(dp_request_t *req);
 
 /* Blocking forms: post + wait + free. */

@@ -153,7 +153,9 @@ void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
         // A member whose count is not the agent's (it is not the library)
         // would have its teammates run another operation than the agent's
         // under the same name: from here on the agent runs them all. (No
-        // later operation can be claimed yet: this one has not finished.)
+        // later operation can be claimed for the ranks yet: this one has
+        // not finished. A member leaving its wait may have claimed later
+        // ones for the agent, which changes nothing here.)
         for (uint32_t r : t.local_ranks)
             if (ex->heads[r].sequence + 1 != t.ops &&
                 !t.board.header().agent_only.load(std::memory_order_acquire)) {

@@ -48,6 +48,10 @@ void TeamBoard::set_waiting(uint32_t rank, uint64_t seq) const {
     if (seq) notify();  // a member that found us not waiting looks again
 }
 
+uint64_t TeamBoard::withdraw(uint32_t rank) const {
+    return waiting_word(rank).exchange(0, std::memory_order_seq_cst);
+}
+
 uint64_t TeamBoard::waiting(uint32_t rank) const {
     return rank < size_ ? waiting_word(rank).load(std::memory_order_seq_cst) : 0;
 }

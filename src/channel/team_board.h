@@ -96,6 +96,8 @@ class TeamBoard {
     BoardOwner owner(uint64_t seq) const;
     // The operation `rank` waits for in dp_wait (0: none).
     void set_waiting(uint32_t rank, uint64_t seq) const;
+    // Clears `rank`'s mark; returns what it was.
+    uint64_t withdraw(uint32_t rank) const;
     uint64_t waiting(uint32_t rank) const;
     // One more member done reading / writing `seq`; returns how many are.
     uint32_t count_read(uint64_t seq) const { return count(op(seq).read, seq); }

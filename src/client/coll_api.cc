@@ -218,10 +218,33 @@ extern "C" dp_status_t dp_test_in_wait(dp_request_t *req, int *done) {
     return test(req, done, true);
 }
 
-extern "C" dp_status_t dp_team_leave_wait(dp_team_t *team) {
-    if (team == nullptr) return DP_ERR_INVALID;
-    if (deputy::client::RankExecution *ranks = team->impl->ranks()) return ranks->leave_wait();
-    return DP_OK;
+extern "C" dp_status_t dp_teams_leave_wait(dp_team_t *const *teams, size_t count) {
+    if (teams == nullptr && count != 0) return DP_ERR_INVALID;
+    std::vector<deputy::client::RankExecution *> owing;
+    for (size_t i = 0; i < count; ++i) {
+        if (teams[i] == nullptr) return DP_ERR_INVALID;
+        if (deputy::client::RankExecution *ranks = teams[i]->impl->ranks()) owing.push_back(ranks);
+    }
+    // Turns over every team until none owes anything: the first turn
+    // withdraws from all of them and does this member's reads for all,
+    // before any waits for a teammate's. A teammate leaving the same teams
+    // in another order then never waits for a read this member would do
+    // only after its own wait on another team.
+    dp_status_t result = DP_OK;
+    while (!owing.empty()) {
+        for (size_t i = 0; i < owing.size();) {
+            bool done = false;
+            const dp_status_t st = owing[i]->leave_wait(&done);
+            if (st != DP_OK) result = st;
+            if (done || st != DP_OK) {
+                owing.erase(owing.begin() + long(i));
+            } else {
+                ++i;
+            }
+        }
+        if (!owing.empty()) sched_yield();
+    }
+    return result;
 }
 
 extern "C" dp_status_t dp_wait(dp_request_t *req) {

@@ -334,7 +334,7 @@ dp_status_t RankExecution::wait(Request *req) {
     const bool adaptive = ctx_->options().adaptive_wait;
     const int64_t poll_ns = adaptive ? kAdaptivePollNs : 0;
     const int64_t yield_ns = adaptive && req->yield_first ? kAdaptiveYieldNs : 0;
-    board_.set_waiting(rank_, req->sequence);
+    mark_waiting(req->sequence);
     struct Leave {
         const channel::TeamBoard &board;
         uint32_t rank;
@@ -371,34 +371,38 @@ void RankExecution::progress() {
     if (lock.owns_lock()) step(posted_, false);
 }
 
-dp_status_t RankExecution::leave_wait() {
+void RankExecution::mark_waiting(uint64_t seq) {
+    uint64_t seen = highest_mark_.load(std::memory_order_relaxed);
+    while (seen < seq && !highest_mark_.compare_exchange_weak(seen, seq, std::memory_order_relaxed)) {
+    }
+    board_.set_waiting(rank_, seq);
+}
+
+dp_status_t RankExecution::leave_wait(bool *done) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t mark = board_.waiting(rank_);
-    if (mark == 0) return DP_OK;
-    // From here no teammate finds this member waiting (the mark's store and
-    // their reads of it are sequentially consistent). One that read it
-    // before may still be about to claim an operation up to the mark for
-    // the ranks: the claim word decides, whoever comes first.
-    board_.set_waiting(rank_, 0);
-    const uint64_t upto = std::min(mark, posted_);
+    // From here no teammate finds this member waiting (the mark's exchange
+    // and their reads of it are sequentially consistent). One that read it
+    // before may still be about to claim an operation up to it for the
+    // ranks: the claim word decides, whoever comes first.
+    const uint64_t mark = board_.withdraw(rank_);
+    const uint64_t upto =
+        std::min(std::max(mark, highest_mark_.load(std::memory_order_relaxed)), posted_);
     for (uint64_t seq = std::max(executed_, board_.completed()) + 1; seq <= upto; ++seq)
         board_.claim(seq, channel::kOwnerAgent);  // unclaimed: the agent's now
     // The teammates' claims won where the owner is the ranks: this member's
-    // part of those is owed. They were all waiting when they claimed, so
-    // each reads its source without needing anything more from us.
-    for (;;) {
-        step(upto, false);
-        if (open_.empty()) return DP_OK;
-        DP_CHECK(ctx_->check_alive());
-        sched_yield();
-    }
+    // part of those is owed (its reads now, its record once every member
+    // has read). They were all waiting when they claimed, so each reads
+    // its source without needing anything more from us.
+    step(posted_, false);
+    *done = open_.empty();
+    return *done ? DP_OK : ctx_->check_alive();
 }
 
 void RankExecution::progress_in_wait(Request *req) {
     // Nobody clears the mark: once req is done it is below every later
     // operation, and a claim needs every member's mark at or above the
     // operation's (claimable()), so it claims nothing more.
-    if (board_.waiting(rank_) < req->sequence) board_.set_waiting(rank_, req->sequence);
+    if (board_.waiting(rank_) < req->sequence) mark_waiting(req->sequence);
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (lock.owns_lock()) step(req->sequence, true);
 }

@@ -18,6 +18,7 @@
 // disagreement the agent reports) stays the agent's.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -60,12 +61,13 @@ class RankExecution {
     // and may claim it. The mark stays when the call returns: the caller
     // comes back until req is done.
     void progress_in_wait(Request *req);
-    // dp_team_leave_wait: the caller stops coming back before its operations are done
-    // (MPI_Waitany returned another request). Withdraws the mark, gives the
-    // agent every operation up to it that nobody claimed, and runs this
-    // member's part of those its teammates claimed on the strength of the
-    // mark, so that none of them waits for this member to come back.
-    dp_status_t leave_wait();
+    // One turn of dp_teams_leave_wait: the caller stops coming back before
+    // its operations are done (MPI_Waitany returned another request).
+    // Withdraws the mark, gives the agent every operation up to the highest
+    // mark this member set that nobody claimed, and runs this member's part
+    // of those its teammates claimed on the strength of a mark. *done once
+    // nothing is owed; otherwise call again (a teammate has yet to read).
+    dp_status_t leave_wait(bool *done);
 
   private:
     struct Range {  // a piece of a member's memory as this process sees it
@@ -116,6 +118,11 @@ class RankExecution {
     std::vector<Mine> mine_;
     uint64_t posted_ = 0;    // this member's last operation
     uint64_t executed_ = 0;  // every operation up to here: its part done or the agent's
+    // The highest operation any thread of this member marked itself waiting
+    // for: a leave must cover every operation a teammate may have claimed on
+    // a mark, whichever thread set it (another may have cleared the word).
+    std::atomic<uint64_t> highest_mark_{0};
+    void mark_waiting(uint64_t seq);
     std::vector<Open> open_;
 };
 

@@ -23,29 +23,37 @@ DEPUTY_MPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     if (!request) return PMPI_Wait(request, status);
     deputy::mpi::complete_finished(*request);
     deputy::mpi::InWait in_wait(request, 1);
-    return PMPI_Wait(request, status);
+    const int rc = PMPI_Wait(request, status);
+    if (rc != MPI_SUCCESS) in_wait.leave_pending();  // an error may return before completion
+    return rc;
 }
 
-// MPI_Waitall returns once every request is complete: each of deputy's
-// among them is tested as a wait.
+// MPI_Waitall returns once every request is complete (or at an error): each
+// of deputy's among them is tested as a wait.
 DEPUTY_MPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     deputy::mpi::InWait in_wait(requests, count);
-    return PMPI_Waitall(count, requests, statuses);
+    const int rc = PMPI_Waitall(count, requests, statuses);
+    if (rc != MPI_SUCCESS) in_wait.leave_pending();
+    return rc;
 }
 
 // MPI_Waitany and MPI_Waitsome return at the first request complete: those
-// of deputy's still pending then leave the wait (dp_team_leave_wait), so that no
-// teammate running one of them waits for this rank to come back.
+// of deputy's still pending then leave the wait (InWait::leave_pending), so
+// that no teammate running one of them waits for this rank to come back.
 DEPUTY_MPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index,
                                   MPI_Status *status) {
-    deputy::mpi::InWait in_wait(requests, count, deputy::mpi::InWait::kMayReturnEarly);
-    return PMPI_Waitany(count, requests, index, status);
+    deputy::mpi::InWait in_wait(requests, count);
+    const int rc = PMPI_Waitany(count, requests, index, status);
+    in_wait.leave_pending();
+    return rc;
 }
 
 DEPUTY_MPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
                                    int indices[], MPI_Status statuses[]) {
-    deputy::mpi::InWait in_wait(requests, incount, deputy::mpi::InWait::kMayReturnEarly);
-    return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    deputy::mpi::InWait in_wait(requests, incount);
+    const int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    in_wait.leave_pending();
+    return rc;
 }
 
 DEPUTY_MPI_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {

@@ -169,38 +169,39 @@ bool in_wait(MPI_Request request) {
 }
 }  // namespace
 
-InWait::InWait(const MPI_Request *requests, int count, Until until)
-    : previous_size_(t_in_wait.size()), until_(until) {
+InWait::InWait(const MPI_Request *requests, int count)
+    : requests_(requests), count_(count), previous_size_(t_in_wait.size()) {
     // Nothing of ours outstanding: none of them can be deputy's.
     if (g_pending_count.load(std::memory_order_relaxed) == 0 || !requests || count <= 0) return;
     t_in_wait.insert(t_in_wait.end(), requests, requests + count);
 }
 
-InWait::~InWait() {
-    if (until_ == kMayReturnEarly && t_in_wait.size() > previous_size_ &&
-        g_pending_count.load(std::memory_order_relaxed) != 0) {
-        // The teams of this wait's requests still pending, kept alive by a
-        // use of their own: the leave may wait for teammates' parts, which
-        // must not happen under g_mutex (a teammate's part can need its
-        // own process's progress, and that one ours: two threads leaving
-        // waits on two teams at once would each hold what the other needs).
-        std::vector<CommTeam *> teams;
-        {
-            std::lock_guard lock(g_mutex);
-            for (OffloadRequest *r : g_pending)
-                if (r->dp && std::find(teams.begin(), teams.end(), r->team) == teams.end() &&
-                    std::find(t_in_wait.begin() + long(previous_size_), t_in_wait.end(),
-                              r->handle) != t_in_wait.end()) {
-                    team_use_begin(r->team);
-                    teams.push_back(r->team);
-                }
-        }
-        for (CommTeam *team : teams) {
-            (void)dp_team_leave_wait(team->team);  // a lost agent: the next test says so
-            team_use_end(team);
-        }
+InWait::~InWait() { t_in_wait.resize(previous_size_); }
+
+void InWait::leave_pending() {
+    if (t_in_wait.size() == previous_size_ || g_pending_count.load(std::memory_order_relaxed) == 0)
+        return;
+    // The teams of this wait's requests still pending, each kept alive by
+    // a use of its own: the leave may wait for teammates' reads, which must
+    // not happen under g_mutex (a teammate's read can need its own
+    // process's progress, and that one ours). The array as the wait left
+    // it, not the handles it was given: a request completed in the wait is
+    // freed, and its handle may already name another thread's request.
+    std::vector<CommTeam *> teams;
+    std::vector<dp_team_t *> dp_teams;
+    {
+        std::lock_guard lock(g_mutex);
+        for (OffloadRequest *r : g_pending)
+            if (r->dp && std::find(teams.begin(), teams.end(), r->team) == teams.end() &&
+                std::find(requests_, requests_ + count_, r->handle) != requests_ + count_) {
+                team_use_begin(r->team);
+                teams.push_back(r->team);
+                dp_teams.push_back(r->team->team);
+            }
     }
-    t_in_wait.resize(previous_size_);
+    if (!dp_teams.empty())
+        (void)dp_teams_leave_wait(dp_teams.data(), dp_teams.size());  // lost agent: tests say so
+    for (CommTeam *team : teams) team_use_end(team);
 }
 
 int progress_requests() {

@@ -48,20 +48,25 @@ void complete_finished(MPI_Request request);
 // While an object lives, this thread is in MPI_Wait* for `requests`: MPI
 // loops on its progress engine until they are complete, so the progress of
 // this library's requests tests those of them as a wait (dp_test_in_wait),
-// and the members of their teams may run them themselves. A wait that may
-// return before all are complete (MPI_Waitany, MPI_Waitsome) leaves the
-// wait of those still pending when it ends (dp_team_leave_wait).
+// and the members of their teams may run them themselves. A wait that
+// returned with some of them still pending (MPI_Waitany, MPI_Waitsome, an
+// error) calls leave_pending() before it returns.
 class InWait {
   public:
-    enum Until { kAllComplete, kMayReturnEarly };
-    InWait(const MPI_Request *requests, int count, Until until = kAllComplete);
+    InWait(const MPI_Request *requests, int count);
     ~InWait();
     InWait(const InWait &) = delete;
     InWait &operator=(const InWait &) = delete;
+    // Ends the wait of deputy's requests among `requests` (as the wait
+    // left them: completed ones are MPI_REQUEST_NULL) that are still
+    // pending, on all their teams at once (dp_teams_leave_wait), so that
+    // no teammate waits for this rank's part until it calls again.
+    void leave_pending();
 
   private:
+    const MPI_Request *requests_;
+    int count_;
     size_t previous_size_;
-    Until until_;
 };
 // MPI_Finalize: waits for every outstanding request; unhooks.
 void requests_stop();

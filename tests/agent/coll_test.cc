@@ -406,7 +406,7 @@ TEST(CollRankExecution, MembersInWaitLoopsOfTheirOwnRunOperationsTestersDoNot) {
 
 // A wait loop of the caller's own that ends before its operation is done
 // (libdeputy-mpi's MPI_Waitany, which returned another request) leaves the
-// wait with dp_team_leave_wait: no teammate may count on the member coming back.
+// wait with dp_teams_leave_wait: no teammate may count on the member coming back.
 // The agent is stopped (SIGSTOP) while the members post and wait, so that
 // who runs the operation is settled between the members alone.
 TEST(CollRankExecution, AMemberThatLeavesItsWaitHoldsUpNoTeammate) {
@@ -442,7 +442,7 @@ TEST(CollRankExecution, AMemberThatLeavesItsWaitHoldsUpNoTeammate) {
             int done = 0;
             ASSERT_EQ(dp_test_in_wait(req[0], &done), DP_OK);  // marked; rank 1 is not
             ASSERT_EQ(done, 0);
-            ASSERT_EQ(dp_team_leave_wait(team[0].team), DP_OK);
+            ASSERT_EQ(dp_teams_leave_wait(&team[0].team, 1), DP_OK);
             for (int i = 0; i < 100; ++i) {  // would claim it with rank 0 still marked
                 ASSERT_EQ(dp_test_in_wait(req[1], &done), DP_OK);
                 ASSERT_EQ(done, 0) << "finished with the agent stopped and rank 0 gone";
@@ -486,7 +486,7 @@ TEST(CollRankExecution, AMemberThatLeavesItsWaitHoldsUpNoTeammate) {
                 } while (st1 == DP_OK && !done1 && std::chrono::steady_clock::now() < deadline);
             });
             while (!first_turn) std::this_thread::yield();
-            ASSERT_EQ(dp_team_leave_wait(team[0].team), DP_OK);
+            ASSERT_EQ(dp_teams_leave_wait(&team[0].team, 1), DP_OK);
             rank1.join();
             EXPECT_EQ(st1, DP_OK);
             EXPECT_EQ(done1, 1) << "rank 1 was left waiting for the part of a teammate that had "
@@ -503,6 +503,104 @@ TEST(CollRankExecution, AMemberThatLeavesItsWaitHoldsUpNoTeammate) {
         for (int i = 0; i < 200 && (after = run_by_members(agent)) == before; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         EXPECT_EQ(after, before + 1);
+    }
+}
+
+// Two members leaving their waits on two teams, each in its own order,
+// while each owes the other a read on one of them: leaves that each waited
+// for their team before going to the next would wait for each other for
+// ever. dp_teams_leave_wait does every team's reads before it waits on any.
+// The agent is stopped: only the members run the operations.
+TEST(CollRankExecution, MembersLeavingTwoTeamsInOppositeOrdersBothFinish) {
+    AgentProcess agent;
+    dp_config_t config = agent.config();
+    config.pool_bytes = 32 << 20;
+    std::vector<dp_context_t *> ctx(2, nullptr);
+    for (auto &c : ctx) ASSERT_EQ(dp_init(&config, &c), DP_OK);
+    std::vector<dp_team_t *> x(2, nullptr), y(2, nullptr);
+    for (auto [key, teams] : {std::pair{"two-x", &x}, std::pair{"two-y", &y}}) {
+        std::vector<std::thread> joins;
+        for (int r = 0; r < 2; ++r)
+            joins.emplace_back([&, r, key = key, teams = teams] {
+                EXPECT_EQ(dp_team_create(ctx[r], key, r, 2, &(*teams)[r]), DP_OK);
+            });
+        for (auto &j : joins) j.join();
+    }
+    const size_t count = 4096;
+    std::vector<int32_t *> bx(2), by(2);
+    for (int r = 0; r < 2; ++r) {
+        bx[r] = static_cast<int32_t *>(dp_malloc(ctx[r], count * 4));
+        by[r] = static_cast<int32_t *>(dp_malloc(ctx[r], count * 4));
+        ASSERT_TRUE(bx[r] && by[r]);
+        for (size_t i = 0; i < count; ++i) {
+            bx[r][i] = int32_t(i * (r + 1));
+            by[r][i] = int32_t(i * (r + 3));
+        }
+    }
+    std::vector<dp_request_t *> rx(2), ry(2);
+    {
+        struct Stopped {
+            pid_t pid;
+            explicit Stopped(pid_t p) : pid(p) { kill(pid, SIGSTOP); }
+            ~Stopped() { kill(pid, SIGCONT); }
+        } stopped(agent.pid());
+        for (int r = 0; r < 2; ++r) {
+            ASSERT_EQ(dp_iallreduce(bx[r], bx[r], count, DP_INT32, DP_SUM, x[r], &rx[r]), DP_OK);
+            ASSERT_EQ(dp_iallreduce(by[r], by[r], count, DP_INT32, DP_SUM, y[r], &ry[r]), DP_OK);
+        }
+        int done = 0;
+        // Team x: rank 1 marks itself, rank 0 claims and reads; rank 1 owes
+        // its read. Team y the other way round.
+        ASSERT_EQ(dp_test_in_wait(rx[1], &done), DP_OK);
+        ASSERT_EQ(dp_test_in_wait(rx[0], &done), DP_OK);
+        ASSERT_EQ(dp_test_in_wait(ry[0], &done), DP_OK);
+        ASSERT_EQ(dp_test_in_wait(ry[1], &done), DP_OK);
+        std::vector<dp_status_t> st(2, DP_ERR_INTERNAL);
+        std::atomic<int> left{0};
+        std::thread leave0([&] {
+            dp_team_t *teams[] = {x[0], y[0]};
+            st[0] = dp_teams_leave_wait(teams, 2);
+            ++left;
+        });
+        std::thread leave1([&] {
+            dp_team_t *teams[] = {y[1], x[1]};
+            st[1] = dp_teams_leave_wait(teams, 2);
+            ++left;
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (left < 2 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (left < 2) {  // the threads wait for each other for ever: nothing to join
+            ADD_FAILURE() << "the members leaving two teams in opposite orders waited for each "
+                             "other for 10 s";
+            kill(agent.pid(), SIGKILL);  // stopped: nothing else would end it
+            std::abort();
+        }
+        leave0.join();
+        leave1.join();
+        EXPECT_EQ(st[0], DP_OK);
+        EXPECT_EQ(st[1], DP_OK);
+        for (int r = 0; r < 2; ++r) {  // run by the members, the agent stopped
+            ASSERT_EQ(dp_test(rx[r], &done), DP_OK);
+            EXPECT_EQ(done, 1) << "rank " << r << ", team x";
+            ASSERT_EQ(dp_test(ry[r], &done), DP_OK);
+            EXPECT_EQ(done, 1) << "rank " << r << ", team y";
+        }
+    }
+    for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(dp_wait(rx[r]), DP_OK);
+        ASSERT_EQ(dp_wait(ry[r]), DP_OK);
+        dp_request_free(rx[r]);
+        dp_request_free(ry[r]);
+        for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(bx[r][i], int32_t(3 * i)) << i;
+            ASSERT_EQ(by[r][i], int32_t(7 * i)) << i;
+        }
+        dp_free(ctx[r], bx[r]);
+        dp_free(ctx[r], by[r]);
+        dp_team_destroy(x[r]);
+        dp_team_destroy(y[r]);
+        dp_finalize(ctx[r]);
     }
 }
 
