@@ -72,7 +72,7 @@ void comm_teams_start() {
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attribute, &g_keyval, nullptr);
 }
 
-CommTeam *comm_team(MPI_Comm comm) {
+CommTeam *comm_team(MPI_Comm comm, bool may_form) {
     if (comm == MPI_COMM_WORLD && g_world) return g_world;
     const uint64_t generation = g_generation.load(std::memory_order_acquire);
     if (t_last.comm == comm && t_last.generation == generation) return t_last.ct;
@@ -92,6 +92,15 @@ CommTeam *comm_team(MPI_Comm comm) {
     PMPI_Comm_test_inter(comm, &inter);
     if (inter) return pass_all(comm, ct, PassReason::intercommunicator);
     if (ct->size > DP_TEAM_MAX_SIZE) return pass_all(comm, ct, PassReason::team_too_large);
+    if (!may_form && ct->size > 1) {  // (alone, forming waits for nobody: MPI_COMM_SELF)
+        delete ct;
+        static CommTeam *const not_formed = [] {  // shared, never changed, never freed
+            auto *shared = new CommTeam;
+            shared->why_not = PassReason::team_not_formed;
+            return shared;
+        }();
+        return not_formed;
+    }
 
     Runtime &rt = runtime();
     // [0]: some member has no agent; [1]: the key, from rank 0 (world rank
@@ -108,9 +117,19 @@ CommTeam *comm_team(MPI_Comm comm) {
     int failed = st == DP_OK ? 0 : 1;
     PMPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
     if (failed) {
-        if (st != DP_OK)
+        // Once per kind of failure: a program that creates many
+        // communicators may meet the agent's limit on every one after it.
+        static std::mutex warned_mutex;
+        static std::unordered_set<int> warned;
+        bool first;
+        {
+            std::lock_guard lock(warned_mutex);
+            first = warned.insert(int(st)).second;
+        }
+        if (st != DP_OK && first)
             warn(fmt::format("creating the team of a communicator of {} ranks failed: {}; its "
-                             "collectives go to MPI",
+                             "collectives go to MPI (and those of any later communicator that "
+                             "fails so; the report counts them)",
                              ct->size, dp_strerror(st)));
         if (ct->team) dp_team_destroy(ct->team);
         ct->team = nullptr;

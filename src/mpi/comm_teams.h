@@ -41,9 +41,16 @@ struct CommTeam {
 
 // Sets up the keyval; called once from runtime_start.
 void comm_teams_start();
-// The team of `comm`, created on first use. Collective over `comm` the
-// first time: every member must call it from the same collective.
-CommTeam *comm_team(MPI_Comm comm);
+// The team of `comm`. Formed when the communicator is created (the
+// library's MPI_Comm_dup, MPI_Comm_split, ...: intercept_communicators.cc),
+// or else on first use by a blocking collective (`may_form`): forming is
+// collective over `comm` (an MPI_Allreduce and the members' join at the
+// agent), so every member must call it from the same call, and a blocking
+// one: nonblocking collectives on different communicators may be started
+// in different orders on different ranks, and a formation hidden in one
+// of them would make those ranks wait for each other. Without a team and
+// !may_form: a team of none that passes everything (team_not_formed).
+CommTeam *comm_team(MPI_Comm comm, bool may_form = true);
 // MPI_Init: MPI_COMM_WORLD's team (collective over it), kept for the
 // lookups until comm_teams_stop.
 void world_team_start();

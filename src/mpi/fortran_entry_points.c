@@ -153,6 +153,56 @@ static void f_comm_free(MPI_Fint *comm, MPI_Fint *ierror) {
 }
 DEPUTY_F_EXPORT(f_comm_free_t, f_comm_free, mpi_comm_free, MPI_COMM_FREE);
 
+/* The library forms a communicator's team when the communicator is created
+ * (intercept_communicators.cc); these reach its C functions. */
+static void set_comm(MPI_Fint *newcomm, int rc, MPI_Comm c_newcomm) {
+    if (rc == MPI_SUCCESS) {
+        *newcomm = MPI_Comm_c2f(c_newcomm);
+    }
+}
+
+typedef void f_comm_dup_t(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierror);
+static void f_comm_dup(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierror) {
+    MPI_Comm c_newcomm = MPI_COMM_NULL;
+    int rc = MPI_Comm_dup(MPI_Comm_f2c(*comm), &c_newcomm);
+    set_comm(newcomm, rc, c_newcomm);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_comm_dup_t, f_comm_dup, mpi_comm_dup, MPI_COMM_DUP);
+
+typedef void f_comm_split_t(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newcomm,
+                            MPI_Fint *ierror);
+static void f_comm_split(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newcomm,
+                         MPI_Fint *ierror) {
+    MPI_Comm c_newcomm = MPI_COMM_NULL;
+    int rc = MPI_Comm_split(MPI_Comm_f2c(*comm), (int)*color, (int)*key, &c_newcomm);
+    set_comm(newcomm, rc, c_newcomm);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_comm_split_t, f_comm_split, mpi_comm_split, MPI_COMM_SPLIT);
+
+typedef void f_comm_split_type_t(MPI_Fint *comm, MPI_Fint *split_type, MPI_Fint *key,
+                                 MPI_Fint *info, MPI_Fint *newcomm, MPI_Fint *ierror);
+static void f_comm_split_type(MPI_Fint *comm, MPI_Fint *split_type, MPI_Fint *key, MPI_Fint *info,
+                              MPI_Fint *newcomm, MPI_Fint *ierror) {
+    MPI_Comm c_newcomm = MPI_COMM_NULL;
+    int rc = MPI_Comm_split_type(MPI_Comm_f2c(*comm), (int)*split_type, (int)*key,
+                                 MPI_Info_f2c(*info), &c_newcomm);
+    set_comm(newcomm, rc, c_newcomm);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_comm_split_type_t, f_comm_split_type, mpi_comm_split_type, MPI_COMM_SPLIT_TYPE);
+
+typedef void f_comm_create_t(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *newcomm,
+                             MPI_Fint *ierror);
+static void f_comm_create(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *newcomm, MPI_Fint *ierror) {
+    MPI_Comm c_newcomm = MPI_COMM_NULL;
+    int rc = MPI_Comm_create(MPI_Comm_f2c(*comm), MPI_Group_f2c(*group), &c_newcomm);
+    set_comm(newcomm, rc, c_newcomm);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_comm_create_t, f_comm_create, mpi_comm_create, MPI_COMM_CREATE);
+
 /* BASEPTR is INTEGER(KIND=MPI_ADDRESS_KIND) (mpif.h) or TYPE(C_PTR)
  * (`use mpi`'s MPI_ALLOC_MEM_CPTR): either way the address of a
  * pointer-sized slot that receives the memory's address. */

@@ -48,10 +48,11 @@ bool worth_offloading(Operation op, size_t bytes) {
     return true;
 }
 
-// The communicator's team, or null (counted) to pass. Collective the first
-// time, which is why every member must reach it on the same operations.
+// The communicator's team, or null (counted) to pass. A blocking operation
+// forms a team not formed yet (collective: every member reaches it on the
+// same operation); a nonblocking one never does (comm_teams.h).
 CommTeam *team_of(Operation op, MPI_Comm comm) {
-    CommTeam *ct = comm_team(comm);
+    CommTeam *ct = comm_team(comm, !operation_info(op).nonblocking);
     if (!ct->team) count_passed(op, ct->why_not);
     return ct->team ? ct : nullptr;
 }

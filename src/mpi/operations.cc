@@ -51,7 +51,7 @@ constexpr std::array<const char *, kPassReasonCount> kReasons{
     "intercommunicator",      "team larger than deputy's maximum", "team creation failed",
     "derived datatype",       "datatype deputy does not reduce",   "user-defined op",
     "in place",               "send and receive datatypes differ", "too large",
-    "tuning trial",           "measured slower",
+    "tuning trial",           "measured slower",                   "team not formed yet",
 };
 
 constexpr bool table_in_order() {

@@ -66,8 +66,11 @@ enum class PassReason : uint8_t {
     too_large,            // bytes beyond what one deputy operation may move
     tuning,               // a trial call of tuning (tuning.h) that MPI runs
     measured_slower,      // tuning measured deputy no faster than MPI at this size
+    // A nonblocking collective on a communicator whose team is not formed
+    // yet (comm_teams.h: forming it here would be a hidden blocking call).
+    team_not_formed,
 };
-inline constexpr int kPassReasonCount = 14;
+inline constexpr int kPassReasonCount = 15;
 const char *pass_reason_name(PassReason reason);  // "below threshold", as the report prints it
 
 }  // namespace deputy::mpi

@@ -110,8 +110,8 @@ void print_report() {
 // (intercept_collectives.cc): thresholds that differ between ranks (an
 // environment mpirun did not pass to every node) would have one rank offload
 // a call another passes to MPI, and both wait for ever. Compared at MPI_Init
-// as a hash (ranks with the library disabled take no part); when they differ
-// every rank passes everything to MPI and rank 0 says why. (Not MPI_Abort:
+// as a hash; when they differ, or the library is disabled on some ranks
+// only, every rank passes everything to MPI and rank 0 says why. (Not MPI_Abort:
 // with every rank aborting at once, MPICH's Hydra dropped their messages.)
 void agree_on_thresholds() {
     Runtime &rt = runtime();
@@ -123,14 +123,25 @@ void agree_on_thresholds() {
         }
     }
     const int64_t mine = int64_t(hash >> 1);
-    int64_t extremes[2] = {rt.disabled ? INT64_MIN : mine, rt.disabled ? INT64_MIN : -mine};
-    PMPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (extremes[0] == INT64_MIN || extremes[0] == -extremes[1]) return;
-    if (rt.world_rank == 0)
+    // [2]: some rank has the library disabled. Then every rank must be: an
+    // enabled rank forms teams (collectives over the communicator) that a
+    // disabled one never joins.
+    int64_t extremes[3] = {rt.disabled ? INT64_MIN : mine, rt.disabled ? INT64_MIN : -mine,
+                           rt.disabled ? 1 : 0};
+    PMPI_Allreduce(MPI_IN_PLACE, extremes, 3, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (extremes[0] == INT64_MIN) return;  // disabled everywhere
+    if (extremes[2] != 0) {
+        if (rt.world_rank == 0)
+            warn("DEPUTY_MPI_DISABLE=1 is set on some ranks only: every collective goes to MPI "
+                 "unchanged on every rank");
+    } else if (extremes[0] == -extremes[1]) {
+        return;
+    } else if (rt.world_rank == 0) {
         warn("the ranks' thresholds differ: DEPUTY_MPI_THRESHOLDS, DEPUTY_MPI_TUNE or "
              "DEPUTY_MPI_PLACEMENT is not the same on every rank (Open MPI's mpirun passes an "
              "environment variable to other nodes only with -x; deputy mpirun passes every "
              "DEPUTY_MPI_*): every collective goes to MPI unchanged");
+    }
     rt.disabled = true;
 }
 

@@ -1111,6 +1111,80 @@ static void communicators(ctx_t *world) {
     small_set(&sub);
     world->cases = sub.cases, world->ncases = sub.ncases, world->cap = sub.cap;
 
+    /* Nonblocking collectives on two communicators started in opposite
+     * orders on neighbouring ranks, which MPI allows (it orders collectives
+     * per communicator): a library that set a communicator up in its first
+     * collective, collectively, would have the ranks wait for each other. */
+    if (case_begin(world, "comm.opposite-orders")) {
+        enum { N = 16384 };
+        MPI_Comm comms[2];
+        int32_t *send[2], *sum[2], *all[2];
+        MPI_Request req[4];
+        const int p = world->size;
+        for (int k = 0; k < 2; k++) {
+            CHECK(MPI_Comm_dup(world->comm, &comms[k]));
+            send[k] = xmalloc(N * 4);
+            sum[k] = xmalloc(N * 4);
+            all[k] = xmalloc((size_t)N * 4 * p);
+            for (int i = 0; i < N; i++) send[k][i] = (int32_t)(i * (k + 1) + world->rank);
+        }
+        for (int j = 0; j < 2; j++) {
+            const int k = (world->rank + j) % 2;
+            CHECK(MPI_Iallreduce(send[k], sum[k], N, MPI_INT32_T, MPI_SUM, comms[k], &req[k]));
+            CHECK(MPI_Iallgather(send[k], N, MPI_INT32_T, all[k], N, MPI_INT32_T, comms[k],
+                                 &req[2 + k]));
+        }
+        MPI_Status sts[4]; /* not MPI_STATUSES_IGNORE: MPICH's header says 4 are written */
+        CHECK(MPI_Waitall(4, req, sts));
+        uint64_t h = FNV0;
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < N; i++) {
+                const int32_t want = (int32_t)(p * i * (k + 1) + p * (p - 1) / 2);
+                if (sum[k][i] != want) {
+                    bad(world, 1, "communicator %d: sum %d: %d, want %d", k, i, sum[k][i], want);
+                    break;
+                }
+            }
+            for (int i = 0; i < N * p; i++) {
+                const int32_t want = (int32_t)((i % N) * (k + 1) + i / N);
+                if (all[k][i] != want) {
+                    bad(world, 1, "communicator %d: gathered %d: %d, want %d", k, i, all[k][i],
+                        want);
+                    break;
+                }
+            }
+            h = fnv(h, sum[k], N * 4);
+            h = fnv(h, all[k], (size_t)N * 4 * p);
+            free(send[k]), free(sum[k]), free(all[k]);
+            CHECK(MPI_Comm_free(&comms[k]));
+        }
+        case_end(world, h);
+    }
+
+    /* A communicator the library does not see created (MPI_Comm_idup does
+     * not block): its first nonblocking collective goes to MPI ("team not
+     * formed yet"), its first blocking one forms its team, and the next
+     * nonblocking one may be offloaded. */
+    if (case_begin(world, "comm.idup-nonblocking-first")) {
+        MPI_Request req;
+        CHECK(MPI_Comm_idup(world->comm, &comm, &req));
+        CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        uint64_t h = FNV0;
+        int64_t v = world->rank + 1, sum[3] = {0, 0, 0}, want = 0;
+        for (int r = 0; r < world->size; r++) want += r + 1;
+        CHECK(MPI_Iallreduce(&v, &sum[0], 1, MPI_INT64_T, MPI_SUM, comm, &req));
+        CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK(MPI_Allreduce(&v, &sum[1], 1, MPI_INT64_T, MPI_SUM, comm));
+        CHECK(MPI_Iallreduce(&v, &sum[2], 1, MPI_INT64_T, MPI_SUM, comm, &req));
+        CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        for (int k = 0; k < 3; k++)
+            if (sum[k] != want)
+                bad(world, 1, "call %d: sum %lld, want %lld", k, (long long)sum[k], (long long)want);
+        h = fnv(h, sum, sizeof sum);
+        CHECK(MPI_Comm_free(&comm));
+        case_end(world, h);
+    }
+
     /* communicators one after the other, more than a client's 64 teams */
     const int rounds = 66;
     if (case_begin(world, "comm.dup-use-free.x%d", rounds)) {

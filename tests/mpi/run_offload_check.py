@@ -72,6 +72,8 @@ def expected_fallbacks(size: int) -> list[tuple[str, tuple[str, ...], int]]:
     for op in ("MPI_Ibcast", "MPI_Bcast", "MPI_Ialltoall", "MPI_Alltoall"):
         expect.append((op, (derived,), 1))
     if size >= 2:
+        # comm.idup-nonblocking-first: before its communicator's team formed
+        expect.append(("MPI_Iallreduce", ("team not formed yet",), 1))
         for op in ("MPI_Iallreduce", "MPI_Allreduce", "MPI_Ibcast", "MPI_Bcast",
                    "MPI_Iallgather", "MPI_Allgather", "MPI_Ialltoall", "MPI_Alltoall",
                    "MPI_Ibarrier", "MPI_Barrier"):
@@ -326,24 +328,27 @@ def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float
             failures.append(f"DEPUTY_MPI_THRESHOLDS={value}: want a failure saying {want!r}\n"
                             f"{r.describe()}")
     # Thresholds that differ between ranks would have one offload what
-    # another passes: MPI_Init must say so, and every rank pass everything
-    # to MPI instead of a later hang.
-    with h.Agent(args_deputy) as agent:
-        env = launch.library_env(agent.dir, agent.socket)
-        env.pop("DEPUTY_MPI_REPORT")
-        script = (f'[ "${{{mpi.rank_var}}}" = 1 ] && export DEPUTY_MPI_THRESHOLDS=allreduce=tune; '
-                  'exec "$@"')
-        argv = mpi.command(2, ["sh", "-c", script, "sh", "env", f"LD_PRELOAD={launch.lib}",
-                               *prog, "--only", "barrier"])
-        r = h.run(argv, env, timeout)
-        want = "the ranks' thresholds differ"
-        if (r.returncode != 0 or want not in r.stderr
-                or not re.search(r"^done \d+ cases, 0 wrong$", r.stdout, re.M)):
-            failures.append(f"rank 1 with other thresholds: want the program to run to its end "
-                            f"through MPI, saying {want!r}\n{r.describe()}")
+    # another passes, and a library disabled on one rank only would have the
+    # others form teams (collectives over a communicator: the barrier cases
+    # split one off) that it never joins: MPI_Init must say so, and every
+    # rank pass everything to MPI instead of a later hang.
+    for setting, want in (("DEPUTY_MPI_THRESHOLDS=allreduce=tune", "the ranks' thresholds differ"),
+                          ("DEPUTY_MPI_DISABLE=1", "DEPUTY_MPI_DISABLE=1 is set on some ranks")):
+        with h.Agent(args_deputy) as agent:
+            env = launch.library_env(agent.dir, agent.socket)
+            env.pop("DEPUTY_MPI_REPORT")
+            script = f'[ "${{{mpi.rank_var}}}" = 1 ] && export {setting}; exec "$@"'
+            argv = mpi.command(2, ["sh", "-c", script, "sh", "env", f"LD_PRELOAD={launch.lib}",
+                                   *prog, "--only", "barrier"])
+            r = h.run(argv, env, timeout)
+            if (r.returncode != 0 or want not in r.stderr
+                    or not re.search(r"^done \d+ cases, 0 wrong$", r.stdout, re.M)):
+                failures.append(f"rank 1 alone with {setting}: want the program to run to its "
+                                f"end through MPI, saying {want!r}\n{r.describe()}")
     if not failures:
         h.log("  malformed DEPUTY_MPI_THRESHOLDS values stopped the program, naming them; "
-              "thresholds that differ between ranks: a warning, and everything went to MPI")
+              "thresholds that differ between ranks, or the library disabled on one rank: a "
+              "warning, and everything went to MPI")
     return failures
 
 
