@@ -265,10 +265,21 @@ def test_deputys_own_benchmark_runs_under_it(env):
     twice, and every rank aborted at its first log line)."""
     if not env.built.real.exists():
         pytest.skip("libdeputy-mpi-openmpi.so is not built beside DEPUTY_BIN (src/mpi)")
+    reports = env.root / "reports"
+    reports.mkdir()
     r = env.run("-np", "2", DEPUTY, "bench", "coll", "--op", "iallreduce", "-m", "64k:64k",
-                "-i", "2", "-x", "1", "--compare", "mpi")
+                "-i", "2", "-x", "1", "--compare", "mpi",
+                extra={"DEPUTY_MPI_THRESHOLDS": "iallreduce=0",
+                       "DEPUTY_MPI_REPORT": f"json:{reports}"})
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     assert "every checked result is correct" in r.stdout, r.stdout + r.stderr
+    # Its MPI baseline is MPI itself (PMPI_*), not the preloaded library,
+    # which would have offloaded it (threshold 0) and compared deputy with
+    # deputy.
+    for rank in (0, 1):
+        doc = json.loads((reports / f"deputy-mpi-rank{rank}.json").read_text())
+        calls = doc["operations"].get("MPI_Iallreduce", {"offloaded": 0, "passed": {}})
+        assert calls["offloaded"] == 0 and not calls["passed"], (rank, doc["operations"])
     assert_clean(env)
 
 

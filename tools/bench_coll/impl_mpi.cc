@@ -1,4 +1,8 @@
-// MPI's own collectives on the benchmark's buffers.
+// MPI's own collectives on the benchmark's buffers. Called as PMPI_*: the
+// baseline must be the MPI library itself even when a profiling library
+// is loaded into the process (under `deputy mpirun`, libdeputy-mpi would
+// otherwise offload the baseline's own calls to deputy above its
+// thresholds, and deputy would be measured against itself).
 #include <fmt/format.h>
 
 #include <climits>
@@ -31,20 +35,20 @@ class MpiImpl final : public Impl {
         const int n = int(a.count);
         switch (coll) {
             case Coll::allreduce:
-                return ok(MPI_Allreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+                return ok(PMPI_Allreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
             case Coll::reduce_scatter:
-                return ok(MPI_Reduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+                return ok(PMPI_Reduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
             case Coll::allgather:
-                return ok(MPI_Allgather(a.send, n, t, a.recv, n, t, comm_));
+                return ok(PMPI_Allgather(a.send, n, t, a.recv, n, t, comm_));
             case Coll::alltoall:
-                return ok(MPI_Alltoall(a.send, n, t, a.recv, n, t, comm_));
+                return ok(PMPI_Alltoall(a.send, n, t, a.recv, n, t, comm_));
             case Coll::bcast:
-                return ok(MPI_Bcast(a.recv, n, t, a.root, comm_));
+                return ok(PMPI_Bcast(a.recv, n, t, a.root, comm_));
             case Coll::barrier:
-                return ok(MPI_Barrier(comm_));
+                return ok(PMPI_Barrier(comm_));
             case Coll::alltoallv: {
                 vector_args(n);
-                return ok(MPI_Alltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
+                return ok(PMPI_Alltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
                                         counts_.data(), displs_.data(), t, comm_));
             }
         }
@@ -56,21 +60,21 @@ class MpiImpl final : public Impl {
         const int n = int(a.count);
         switch (coll) {
             case Coll::allreduce:
-                return ok(MPI_Iallreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+                return ok(PMPI_Iallreduce(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
             case Coll::reduce_scatter:
-                return ok(
-                    MPI_Ireduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+                return ok(PMPI_Ireduce_scatter_block(a.send, a.recv, n, t, mpi_op(a.redop), comm_,
+                                                     &req_));
             case Coll::allgather:
-                return ok(MPI_Iallgather(a.send, n, t, a.recv, n, t, comm_, &req_));
+                return ok(PMPI_Iallgather(a.send, n, t, a.recv, n, t, comm_, &req_));
             case Coll::alltoall:
-                return ok(MPI_Ialltoall(a.send, n, t, a.recv, n, t, comm_, &req_));
+                return ok(PMPI_Ialltoall(a.send, n, t, a.recv, n, t, comm_, &req_));
             case Coll::bcast:
-                return ok(MPI_Ibcast(a.recv, n, t, a.root, comm_, &req_));
+                return ok(PMPI_Ibcast(a.recv, n, t, a.root, comm_, &req_));
             case Coll::barrier:
-                return ok(MPI_Ibarrier(comm_, &req_));
+                return ok(PMPI_Ibarrier(comm_, &req_));
             case Coll::alltoallv: {
                 vector_args(n);
-                return ok(MPI_Ialltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
+                return ok(PMPI_Ialltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
                                          counts_.data(), displs_.data(), t, comm_, &req_));
             }
         }
@@ -79,12 +83,12 @@ class MpiImpl final : public Impl {
 
     bool test(bool *done) override {
         int flag = 0;
-        bool good = ok(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
+        bool good = ok(PMPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
         *done = flag != 0;
         return good;
     }
 
-    bool wait() override { return ok(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
+    bool wait() override { return ok(PMPI_Wait(&req_, MPI_STATUS_IGNORE)); }
 
   private:
     int size() const {
