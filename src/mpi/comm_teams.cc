@@ -84,16 +84,12 @@ CommTeam *comm_team(MPI_Comm comm, bool may_form) {
         return t_last.ct;
     }
 
-    auto *ct = new CommTeam;
-    PMPI_Comm_rank(comm, &ct->rank);
-    PMPI_Comm_size(comm, &ct->size);
     // Both are the same on every member: no agreement needed.
-    int inter = 0;
+    int size = 1, inter = 0;
+    PMPI_Comm_size(comm, &size);
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter) return pass_all(comm, ct, PassReason::intercommunicator);
-    if (ct->size > DP_TEAM_MAX_SIZE) return pass_all(comm, ct, PassReason::team_too_large);
-    if (!may_form && ct->size > 1) {  // (alone, forming waits for nobody: MPI_COMM_SELF)
-        delete ct;
+    if (!may_form && !inter && size > 1 && size <= DP_TEAM_MAX_SIZE) {
+        // (Alone, forming waits for nobody: MPI_COMM_SELF forms here.)
         static CommTeam *const not_formed = [] {  // shared, never changed, never freed
             auto *shared = new CommTeam;
             shared->why_not = PassReason::team_not_formed;
@@ -101,6 +97,11 @@ CommTeam *comm_team(MPI_Comm comm, bool may_form) {
         }();
         return not_formed;
     }
+    auto *ct = new CommTeam;
+    ct->size = size;
+    PMPI_Comm_rank(comm, &ct->rank);
+    if (inter) return pass_all(comm, ct, PassReason::intercommunicator);
+    if (ct->size > DP_TEAM_MAX_SIZE) return pass_all(comm, ct, PassReason::team_too_large);
 
     Runtime &rt = runtime();
     // [0]: some member has no agent; [1]: the key, from rank 0 (world rank
