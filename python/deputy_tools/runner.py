@@ -85,10 +85,15 @@ def run_setup(argv: Sequence[str], creates: Path, log: Path, timeout_s: float,
 def _execute(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None,
              ) -> tuple[str, str, int | None, str | None]:
     try:
-        # A session of its own, so a timeout can stop a launcher's children too.
+        # A process group of its own, so a timeout can stop a launcher's
+        # children too; not a session of its own: under autogroup scheduling
+        # a session is a scheduling group, and ranks in another group than
+        # the sweep's agent (started from this session) would measure a
+        # placement no launcher makes (docs/PERFORMANCE.md, "The agent's
+        # scheduling group").
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                start_new_session=True,
+                                process_group=0,
                                 env=dict(env) if env is not None else None)
     except OSError as e:
         return "", "", None, f"cannot start {argv[0]}: {e.strerror}"

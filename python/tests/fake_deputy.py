@@ -258,7 +258,7 @@ def _agent(argv: list[str]) -> int:
         return 1
     if args.config:
         json.loads(open(args.config, encoding="utf-8").read())  # must be JSON
-    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True,
+    sleeper = subprocess.Popen(["sleep", "300"], process_group=0,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     with open(args.socket, "w", encoding="utf-8") as f:

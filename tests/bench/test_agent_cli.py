@@ -83,6 +83,24 @@ def test_daemon_starts_answers_info_and_stops_cleanly(daemon, agent_dir):
     assert "agent: stopped" in log
 
 
+def test_daemon_stays_in_the_callers_session_and_ignores_hangup(daemon):
+    # A session of its own would be a scheduling group of its own under
+    # autogroup scheduling, which takes CPU from computing ranks
+    # (docs/PERFORMANCE.md, "The agent's scheduling group").
+    sock, pid = daemon
+    assert os.getsid(pid) == os.getsid(0)
+    assert os.getpgid(pid) == pid and os.getpgid(pid) != os.getpgid(0)
+    try:
+        with open(f"/proc/{pid}/autogroup") as theirs, open("/proc/self/autogroup") as ours:
+            assert theirs.read().split()[0] == ours.read().split()[0]
+    except FileNotFoundError:
+        pass  # a kernel without CONFIG_SCHED_AUTOGROUP: the session check above suffices
+    os.kill(pid, signal.SIGHUP)  # a terminal that closes
+    time.sleep(0.2)
+    r = deputy("info", "--socket", str(sock))
+    assert r.returncode == 0 and f"pid {pid}" in r.stdout, r.stdout + r.stderr
+
+
 def test_second_agent_on_a_live_socket_is_refused(daemon):
     sock, _ = daemon
     r = deputy("agent", "--socket", str(sock), timeout=10)

@@ -193,7 +193,17 @@ int run_daemon(agent::AgentConfig config, const std::string &pidfile, const std:
     }
     if (pid == 0) {
         close(pipefd[0]);
-        setsid();
+        // A process group of its own (a terminal's signals to the caller's
+        // job miss it), but not a session of its own: under the kernel's
+        // autogroup scheduling (CONFIG_SCHED_AUTOGROUP, on by default in
+        // most distributions) every session is a scheduling group, and an
+        // agent alone in one is given as much CPU as all the ranks of the
+        // caller's session together whenever no core is spare: it preempts
+        // computing ranks far more than their own threads would (the
+        // shared placement with every core computing: docs/PERFORMANCE.md,
+        // "The agent's scheduling group"). SIGHUP is ignored instead.
+        setpgid(0, 0);
+        signal(SIGHUP, SIG_IGN);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         int out = log_file.empty() ? null
                                    : open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
