@@ -26,21 +26,25 @@ namespace {
 // shared column was measured again once ranks in MPI_Wait ran operations
 // of at most 256 KiB on each other's heap buffers themselves (no hand-over
 // to the agent: four nonblocking forms from 64 KiB at 0.06-0.90x MPI), by
-// the same rule.
+// the same rule; and again once they ran them up to 4 MiB (agent config
+// rank_execution_bytes), from the medians of 9 runs in three sessions:
+// MPI_Ialltoall from 32 KiB (0.40-0.92x at every size from there, was
+// 8 MiB), MPI_Alltoall from 512 KiB (256 KiB 1.22x), MPI_Allgather from
+// 64 KiB, MPI_Reduce_scatter_block from 32 KiB.
 constexpr size_t K = 1024, M = 1024 * 1024;
 constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     // operation                    MPI name                      key                      nonblocking own core  shared
     {Operation::iallreduce,           "MPI_Iallreduce",            "iallreduce",            true,  0,       64 * K},
     {Operation::ireduce_scatter_block, "MPI_Ireduce_scatter_block", "ireduce_scatter_block", true,  0,       64 * K},
     {Operation::iallgather,           "MPI_Iallgather",            "iallgather",            true,  0,       64 * K},
-    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       8 * M},
+    {Operation::ialltoall,            "MPI_Ialltoall",             "ialltoall",             true,  0,       32 * K},
     {Operation::ialltoallv,           "MPI_Ialltoallv",            "ialltoallv",            true,  0,       kNever},
     {Operation::ibcast,               "MPI_Ibcast",                "ibcast",                true,  0,       64 * K},
     {Operation::ibarrier,             "MPI_Ibarrier",              "ibarrier",              true,  0,       kNever},
     {Operation::allreduce,            "MPI_Allreduce",             "allreduce",             false, 64 * K,  64 * K},
-    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, 64 * K,  64 * K},
-    {Operation::allgather,            "MPI_Allgather",             "allgather",             false, 1 * M,   4 * M},
-    {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, 8 * M,   8 * M},
+    {Operation::reduce_scatter_block, "MPI_Reduce_scatter_block",  "reduce_scatter_block",  false, 64 * K,  32 * K},
+    {Operation::allgather,            "MPI_Allgather",             "allgather",             false, 1 * M,   64 * K},
+    {Operation::alltoall,             "MPI_Alltoall",              "alltoall",              false, 8 * M,   512 * K},
     {Operation::alltoallv,            "MPI_Alltoallv",             "alltoallv",             false, kNever,  kNever},
     {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, 1 * M,   1 * M},
     {Operation::barrier,              "MPI_Barrier",               "barrier",               false, kNever,  kNever},
