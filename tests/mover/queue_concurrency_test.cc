@@ -358,11 +358,14 @@ void hammer(dp_mover_t *mover, uint32_t wq, int producers, uint64_t n) {
     dp_mover_stats_t stats;
     stats.size = sizeof(stats);
     // An engine counts a descriptor just after publishing its record
-    // (mover.h): the last counts may trail the records h.check saw.
+    // (mover.h), its completion and then its bytes, each a counter of its
+    // own: the last counts may trail the records h.check saw, and the bytes
+    // the completions (799992 of 800000 once, with completed already at n).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     do {
         ASSERT_EQ(dp_mover_get_stats(mover, &stats), DP_OK);
-    } while (stats.completed < n && std::chrono::steady_clock::now() < deadline);
+    } while ((stats.completed < n || stats.bytes < 8 * n) &&
+             std::chrono::steady_clock::now() < deadline);
     EXPECT_EQ(stats.submitted, n);
     EXPECT_EQ(stats.completed, n);
     EXPECT_EQ(stats.failed, 0u);
