@@ -90,11 +90,16 @@ def test_daemon_stays_in_the_callers_session_and_ignores_hangup(daemon):
     sock, pid = daemon
     assert os.getsid(pid) == os.getsid(0)
     assert os.getpgid(pid) == pid and os.getpgid(pid) != os.getpgid(0)
+    # The kernel prints nothing for a task scheduled by a cgroup of its own
+    # rather than an autogroup (a CI runner's scope), and has no file at all
+    # without CONFIG_SCHED_AUTOGROUP: the session check above covers both.
     try:
         with open(f"/proc/{pid}/autogroup") as theirs, open("/proc/self/autogroup") as ours:
-            assert theirs.read().split()[0] == ours.read().split()[0]
+            their_group, our_group = theirs.read().split(), ours.read().split()
+        if their_group and our_group:
+            assert their_group[0] == our_group[0]
     except FileNotFoundError:
-        pass  # a kernel without CONFIG_SCHED_AUTOGROUP: the session check above suffices
+        pass
     os.kill(pid, signal.SIGHUP)  # a terminal that closes
     time.sleep(0.2)
     r = deputy("info", "--socket", str(sock))
