@@ -149,6 +149,10 @@ void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
     for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
     if (t.board.valid()) {
         t.board.header().agent_started.store(t.ops, std::memory_order_release);
+        // Who runs it: the claim word is the members' to write too, so it
+        // is read once, and one that names nobody fails the operation
+        // (its members would otherwise wait for records nobody writes).
+        const channel::BoardOwner owner = claim_for_agent(t, t.ops);
         // The board names operations by the members' count of their posts.
         // A member whose count is not the agent's (it is not the library)
         // would have its teammates run another operation than the agent's
@@ -156,28 +160,34 @@ void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
         // later operation can be claimed for the ranks yet: this one has
         // not finished. A member leaving its wait may have claimed later
         // ones for the agent, which changes nothing here.)
-        for (uint32_t r : t.local_ranks)
-            if (ex->heads[r].sequence + 1 != t.ops &&
-                !t.board.header().agent_only.load(std::memory_order_acquire)) {
-                const bool ours = agent_runs(t, t.ops);
+        if (!t.board.header().agent_only.load(std::memory_order_acquire))
+            for (uint32_t r : t.local_ranks) {
+                if (ex->heads[r].sequence + 1 == t.ops) continue;
                 const std::string why = fmt::format(
                     "rank {} of team '{}' numbers its post {}; the agent counts operation {}", r,
                     t.key, ex->heads[r].sequence + 1, t.ops);
-                if (!ours) {  // the members ran some other operation under this name
+                if (owner != channel::kOwnerAgent) {
+                    // The members ran some other operation under this name
+                    // (their records are theirs), or nobody runs it.
                     DP_LOG_WARN("agent: {}", why);
+                    if (owner != channel::kOwnerRanks)
+                        fail_all(ex->heads, t, channel::kCollMemberLost);
                     return break_team(t, why);
                 }
                 DP_LOG_WARN("agent: {}: the agent runs the team's operations from now on", why);
                 t.board.header().agent_only.store(1, std::memory_order_release);
+                break;
             }
-        if (!agent_runs(t, t.ops)) {
-            if (t.board.owner(t.ops) != channel::kOwnerRanks)
-                return break_team(t, fmt::format("team '{}': operation {} has a claim no one "
-                                                 "could have made on its board",
-                                                 t.key, t.ops));
+        if (owner == channel::kOwnerRanks) {
             ++rank_ops_;  // theirs, records included; the next waits for it (try_start)
             t.spare = std::move(ex);
             return;
+        }
+        if (owner != channel::kOwnerAgent) {
+            fail_all(ex->heads, t, channel::kCollMemberLost);
+            return break_team(t, fmt::format("team '{}': operation {} has a claim no one "
+                                             "could have made on its board",
+                                             t.key, t.ops));
         }
     }
     if (uint8_t bad = check_heads(t, ex->heads)) return fail_all(ex->heads, t, bad);

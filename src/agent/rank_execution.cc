@@ -71,8 +71,8 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     ready->pools = std::move(views);
 }
 
-bool TeamEngine::agent_runs(Team &t, uint64_t seq) {
-    return !t.board.valid() || t.board.claim(seq, channel::kOwnerAgent) == channel::kOwnerAgent;
+channel::BoardOwner TeamEngine::claim_for_agent(Team &t, uint64_t seq) {
+    return t.board.valid() ? t.board.claim(seq, channel::kOwnerAgent) : channel::kOwnerAgent;
 }
 
 bool TeamEngine::members_running(const Team &t) const {

@@ -142,6 +142,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     // Per-member state only for teams that formed: a forming team costs a
     // few bytes per rank, whatever a flood of joins asks for.
     t->queues.resize(t->size);
+    t->posts.assign(t->size, 0);
     for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
     ch::control::TeamReady ready{0, DP_OK, t->id, ""};
     std::vector<UniqueFd> views;
@@ -231,10 +232,11 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
     }
     for (uint32_t r = 0; r < t.size; ++r) {
         // Position p of the queue is operation t.ops + p + 1; one the members
-        // claimed is theirs to fail.
+        // claimed is theirs to fail (and one a member scribbled on is
+        // nobody's: the agent fails it, or its members would wait forever).
         uint64_t seq = t.ops;
         for (const Posted &p : t.queues[r]) {
-            if (!agent_runs(t, ++seq)) continue;
+            if (claim_for_agent(t, ++seq) == channel::kOwnerRanks) continue;
             publish(t.members[r], p.post.completion, channel::kCollMemberLost, 0,
                     p.post.sequence);
             ++failed_ops_;
@@ -296,10 +298,14 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
         publish(s.id, d.completion, DP_COMP_INVALID_FIELD, 0, d.sequence);
         return;
     }
-    // Its operation's sequence: after the ones started and those queued.
-    const uint64_t sequence = t->ops + t->queues[rank].size() + 1;
+    // Its operation's sequence: the count of the member's posts, as the
+    // board names operations. (While the team works that is t.ops plus its
+    // queue; not once it broke: its queues are emptied, and the members
+    // may have run operations the agent never started.)
+    const uint64_t sequence = t->posts[rank] + 1;
     if (t->broken || sequence >= t->broken_from) {
-        if (agent_runs(*t, sequence))
+        t->posts[rank] = sequence;
+        if (claim_for_agent(*t, sequence) != channel::kOwnerRanks)
             publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
         if (t->board.valid()) t->board.notify();
         return;
@@ -310,7 +316,7 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
         // with a board never gets here unless it ignored the board's bound
         // on posting; its record is then written only if the members have
         // not claimed the operation.)
-        if (agent_runs(*t, sequence))
+        if (claim_for_agent(*t, sequence) != channel::kOwnerRanks)
             publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
         if (t->board.valid()) t->board.notify();  // its members sleep on the board, not the record
         return;
@@ -319,6 +325,7 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
     p.post = d;
     const auto c = collective_of(d);
     if (c && coll::is_vector(*c)) copy_counts(s, *t, &p);
+    t->posts[rank] = sequence;
     t->queues[rank].push_back(std::move(p));
     try_start(*t);
 }

@@ -44,6 +44,7 @@
 #include "agent/internode.h"
 #include "channel/coll_post.h"
 #include "channel/control.h"
+#include "channel/team_board.h"
 #include "mover/device.h"
 #include "mover/execute.h"
 
@@ -146,10 +147,12 @@ class TeamEngine {
     // the members' pool views for a team that formed on one node (nothing
     // when rank_execution is off or a view is missing);
     void offer_board(Team &t, channel::control::TeamReady *ready, std::vector<UniqueFd> *fds);
-    // whether the agent runs operation `seq` (claiming it when nobody has:
-    // false when the members claimed it, and then they write its records,
-    // or when a member wrote nonsense there);
-    bool agent_runs(Team &t, uint64_t seq);
+    // who runs operation `seq`, read once: the agent claims it when nobody
+    // has (kOwnerAgent, also without a board); kOwnerRanks when the members
+    // claimed it, and then they write its records; anything else when a
+    // member wrote nonsense there, and then nobody runs it and the agent
+    // owes its records a failure;
+    channel::BoardOwner claim_for_agent(Team &t, uint64_t seq);
     // the next operation must wait: the members still run the last one.
     bool members_running(const Team &t) const;
     // An operation of the team finished (its records written): the board says so.

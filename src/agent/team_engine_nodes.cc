@@ -144,6 +144,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     t.members.assign(t.size, 0);
     t.join_ids.assign(t.size, 0);
     t.queues.resize(t.size);
+    t.posts.assign(t.size, 0);
     t.ready = true;
     t.uid = e.team_uid;
     t.node_of_rank = e.node_of_rank;

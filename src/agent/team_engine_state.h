@@ -116,6 +116,9 @@ struct TeamEngine::Team {
     // different teams).
     std::vector<uint64_t> join_ids;
     std::vector<std::deque<Posted>> queues;
+    // Per rank, how many of its member's posts the agent took (queued,
+    // started or failed): the sequence of its next is one more.
+    std::vector<uint64_t> posts;
     bool ready = false;
     bool broken = false;
     std::string broken_reason;

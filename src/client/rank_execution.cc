@@ -119,7 +119,10 @@ RankExecution::~RankExecution() {
 
 dp_status_t RankExecution::before_post(uint64_t seq) {
     auto &started = board_.header().agent_started;
-    while (seq > started.load(std::memory_order_acquire) + DP_TEAM_MAX_OUTSTANDING) {
+    // A broken team's agent starts nothing more: it fails every post, so
+    // there is nothing to wait for (and waiting would never end).
+    while (seq > started.load(std::memory_order_acquire) + DP_TEAM_MAX_OUTSTANDING &&
+           !board_.broken()) {
         // The members ran ahead: the agent takes the operations it finds
         // claimed at once, as soon as it gets a core.
         ctx_->ring_doorbell_if_sleeping();
@@ -300,7 +303,9 @@ bool RankExecution::step(uint64_t upto, bool may_claim) {
     // among them: the team's count includes our write). Skipping them here
     // matters: a member that only tests operations the agent runs calls no
     // step() for many of them, and their board slots get reused.
-    executed_ = std::max(executed_, board_.completed());
+    // (No operation finishes before every member posted it: a count past
+    // ours is a teammate's scribble, which must not make us skip our part.)
+    executed_ = std::max(executed_, std::min(board_.completed(), posted_));
     while (executed_ < upto) {
         const uint64_t seq = executed_ + 1;
         channel::BoardOwner owner = board_.owner(seq);
@@ -387,7 +392,7 @@ dp_status_t RankExecution::leave_wait(bool *done) {
     const uint64_t mark = board_.withdraw(rank_);
     const uint64_t upto =
         std::min(std::max(mark, highest_mark_.load(std::memory_order_relaxed)), posted_);
-    for (uint64_t seq = std::max(executed_, board_.completed()) + 1; seq <= upto; ++seq)
+    for (uint64_t seq = std::max(executed_, std::min(board_.completed(), posted_)) + 1; seq <= upto; ++seq)
         board_.claim(seq, channel::kOwnerAgent);  // unclaimed: the agent's now
     // The teammates' claims won where the owner is the ranks: this member's
     // part of those is owed (its reads now, its record once every member

@@ -4,8 +4,12 @@
 // one thread so a whole team fits in one test. Results are compared
 // byte for byte with a reference reduced in the same (rank) order with the
 // mover's scalar-checked kernels.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +28,7 @@
 
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
+#include "channel/team_board.h"
 #include "client/context.h"
 #include "client/team.h"
 #include "coll_test_util.h"
@@ -1056,6 +1061,116 @@ TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(agent.count_fds(), fds_before) << "fds of the dead teams left in the agent";
     std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// The board of the one team of this process, mapped writable as any
+// member may map it: what a member that scribbles on it can do.
+struct ScribbledBoard {
+    void *base = MAP_FAILED;
+    size_t bytes = 0;
+    deputy::channel::TeamBoard board;
+    explicit ScribbledBoard(uint32_t team_size) {
+        for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+            std::error_code ec;
+            const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+            if (ec || target.rfind("/memfd:deputy-team-", 0) != 0) continue;
+            const int fd = std::stoi(e.path().filename().string());
+            struct stat st {};
+            if (fstat(fd, &st) != 0) continue;
+            bytes = size_t(st.st_size);
+            base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            break;
+        }
+        EXPECT_NE(base, MAP_FAILED) << "no team board among this process's fds";
+        if (base != MAP_FAILED) board = deputy::channel::TeamBoard(base, team_size);
+    }
+    ~ScribbledBoard() {
+        if (base != MAP_FAILED) munmap(base, bytes);
+    }
+};
+
+// Waits for `req` at most 5 s (a hang is what these tests look for).
+dp_status_t wait_at_most_5s(dp_request_t *req, bool *finished) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int done = 0;
+    dp_status_t st = DP_OK;
+    while (!done && std::chrono::steady_clock::now() < until) {
+        if ((st = dp_test(req, &done)) != DP_OK) break;
+        if (!done) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    *finished = done || st != DP_OK;
+    return st;
+}
+
+}  // namespace
+
+// After its team broke, a survivor's every later operation fails, none
+// hangs. The agent fails the posts it gets then under the member's own
+// count of them: it used to number them after the last operation it had
+// started, which is not the member's count when the members ran operations
+// the agent never saw (its thread off the CPU while a teammate posted and
+// died): such a post got the number of one the members had claimed, so the
+// agent wrote no record and nobody else would. A claim for the ranks on an
+// operation nobody ran stands in for that here.
+TEST(CollRankExecution, ASurvivorsOperationsAfterItsTeamBrokeAllFail) {
+    AgentProcess agent;
+    Team team(agent, 2, "broken-then-posted");
+    std::vector<int32_t *> buf(2);
+    for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+    buf[0][0] = 1;
+    buf[1][0] = 2;
+    auto st = team.run([&](int r, dp_request_t **q) {
+        return dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, q);
+    });
+    ASSERT_EQ(st[0], DP_OK);
+    ASSERT_EQ(buf[0][0], 3);
+    ScribbledBoard scribbled(2);
+    ASSERT_EQ(scribbled.board.claim(2, deputy::channel::kOwnerRanks), deputy::channel::kOwnerRanks);
+    ASSERT_EQ(dp_team_destroy(team[1].team), DP_OK);  // the team is broken when this returns
+    team[1].team = nullptr;
+    for (int k = 0; k < 4; ++k) {
+        dp_request_t *req = nullptr;
+        ASSERT_EQ(dp_iallreduce(buf[0], buf[0], 1, DP_INT32, DP_SUM, team[0].team, &req), DP_OK);
+        bool finished = false;
+        const dp_status_t wst = wait_at_most_5s(req, &finished);
+        ASSERT_TRUE(finished) << "operation " << k + 2 << " of the broken team never finished";
+        EXPECT_EQ(wst, DP_ERR_AGENT_LOST) << k;
+        dp_request_free(req);
+    }
+}
+
+// A claim word that names nobody (a member wrote nonsense there) breaks
+// the team and fails that operation on every member: nobody runs it, so
+// its records are the agent's to write. (They were not written: every
+// member waited forever.)
+TEST(CollRankExecution, AClaimNamingNobodyFailsTheOperationOnEveryMember) {
+    AgentProcess agent;
+    Team team(agent, 2, "nonsense-claim");
+    std::vector<int32_t *> buf(2);
+    for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+    ScribbledBoard scribbled(2);
+    ASSERT_EQ(scribbled.board.claim(1, deputy::channel::BoardOwner(3)), deputy::channel::BoardOwner(3));
+    std::vector<dp_request_t *> q(2);
+    for (int r = 0; r < 2; ++r)
+        ASSERT_EQ(dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, &q[r]), DP_OK);
+    for (int r = 0; r < 2; ++r) {
+        bool finished = false;
+        const dp_status_t wst = wait_at_most_5s(q[r], &finished);
+        ASSERT_TRUE(finished) << "member " << r << " waits for an operation nobody runs";
+        EXPECT_EQ(wst, DP_ERR_AGENT_LOST) << r;
+        dp_request_free(q[r]);
+    }
+    // And the team stays broken: the next operation fails at once.
+    for (int r = 0; r < 2; ++r)
+        ASSERT_EQ(dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, &q[r]), DP_OK);
+    for (int r = 0; r < 2; ++r) {
+        bool finished = false;
+        EXPECT_EQ(wait_at_most_5s(q[r], &finished), DP_ERR_AGENT_LOST) << r;
+        EXPECT_TRUE(finished) << r;
+        dp_request_free(q[r]);
+    }
 }
 
 // A member that only tests operations the agent ran (completion seen at
