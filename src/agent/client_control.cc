@@ -244,9 +244,10 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     Segment segment;
     // Lazily: the service thread must not spend a second populating a large
     // pool. The populator faults it in (pool_prefault), or the client does
-    // as it allocates.
+    // as it allocates. Open to one more writer: the client maps it, then
+    // closes it (client/context.cc), before any teammate gets a view of it.
     st = Segment::create(fmt::format("deputy-client-{}", s.id), s.pool_offset + pool_bytes,
-                         &segment, Segment::Pages::lazy);
+                         &segment, Segment::Pages::lazy, Segment::Writers::closable);
     if (st != DP_OK)
         return refuse(st,
                       fmt::format("cannot allocate a {}-byte segment", s.pool_offset + pool_bytes));

@@ -148,6 +148,7 @@ void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
     ex->heads.resize(t.size);
     for (uint32_t r : t.local_ranks) ex->heads[r] = posted[r].post;
     if (t.board.valid()) {
+        if (t.ops == 1) close_board(t);
         t.board.header().agent_started.store(t.ops, std::memory_order_release);
         // Who runs it: the claim word is the members' to write too, so it
         // is read once, and one that names nobody fails the operation

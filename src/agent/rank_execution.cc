@@ -55,8 +55,9 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
         }
     }
     Segment board;
+    // Open to new writers until every member mapped it (close_board).
     if (Segment::create(fmt::format("deputy-team-{}", t.id), channel::TeamBoard::bytes(t.size),
-                        &board) != DP_OK) {
+                        &board, Segment::Pages::prefault, Segment::Writers::closable) != DP_OK) {
         DP_LOG_WARN("agent: team '{}': no memory for its board: the agent runs its operations",
                     t.key);
         return;
@@ -69,6 +70,12 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     t.board_segment = std::move(board);
     ready->board_bytes = t.board_segment.size();
     ready->pools = std::move(views);
+}
+
+void TeamEngine::close_board(Team &t) {
+    if (const dp_status_t st = t.board_segment.close_to_new_writers(); st != DP_OK)
+        DP_LOG_DEBUG("agent: team '{}': its board stays open to new writers ({})", t.key,
+                     dp_status_name(st));
 }
 
 channel::BoardOwner TeamEngine::claim_for_agent(Team &t, uint64_t seq) {

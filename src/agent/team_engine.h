@@ -147,6 +147,9 @@ class TeamEngine {
     // the members' pool views for a team that formed on one node (nothing
     // when rank_execution is off or a view is missing);
     void offer_board(Team &t, channel::control::TeamReady *ready, std::vector<UniqueFd> *fds);
+    // once every member posted (so mapped the board when the team formed):
+    // nobody maps it writable from then on, through /proc/<pid>/fd either;
+    void close_board(Team &t);
     // who runs operation `seq`, read once: the agent claims it when nobody
     // has (kOwnerAgent, also without a board); kOwnerRanks when the members
     // claimed it, and then they write its records; anything else when a

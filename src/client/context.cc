@@ -164,6 +164,13 @@ dp_status_t Context::attach() {
     // Lazily: dp_malloc faults in what it hands out (pool_allocator.cc).
     DP_CHECK(Segment::map(std::move(fds[0]), attached_.segment_bytes, &segment_,
                           Segment::Pages::lazy));
+    // The agent and we have it mapped: nobody else ever maps it writable,
+    // through the read-only views teammates get or through /proc/<pid>/fd.
+    if (const dp_status_t sealed = segment_.close_to_new_writers(); sealed != DP_OK)
+        DP_LOG_WARN("dp_init: the segment stays open to new writers ({}): any process of this "
+                    "user could map it writable",
+                    sealed == DP_ERR_UNSUPPORTED ? "the kernel has no F_SEAL_FUTURE_WRITE"
+                                                 : std::strerror(errno));
     doorbell_ = std::move(fds[1]);
     const uint64_t size = segment_.size();
     if (attached_.ring_offset < channel::kClientHeaderBytes ||

@@ -17,8 +17,10 @@
 namespace deputy {
 namespace {
 
-// Seals the receiver relies on: the size can neither change nor be unsealed.
-constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+// Seals the receiver relies on: the size cannot change. (More seals do not
+// hurt it: F_SEAL_WRITE cannot be added while it has the segment mapped
+// writable, F_SEAL_FUTURE_WRITE leaves its mapping writing.)
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 size_t page_size() {
     static const size_t size = size_t(sysconf(_SC_PAGESIZE));
@@ -55,6 +57,13 @@ void Segment::reset() {
 
 size_t Segment::guard_bytes() { return page_size(); }
 
+dp_status_t Segment::close_to_new_writers() const {
+    if (fcntl(fd_.get(), F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) == 0) return DP_OK;
+    const int err = errno;
+    // EINVAL: a kernel before 5.1, which does not know the seal.
+    return err == EINVAL ? DP_ERR_UNSUPPORTED : DP_ERR_IO;
+}
+
 namespace {
 
 // Reserves size + two guard pages with no access, then maps the file over the
@@ -77,7 +86,8 @@ void *map_guarded(int fd, size_t size, Segment::Pages pages) {
 
 }  // namespace
 
-dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out, Pages pages) {
+dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out, Pages pages,
+                            Writers writers) {
     if (bytes == 0) DP_FAIL(DP_ERR_INVALID, "segment '{}': size 0", name);
     const size_t page = page_size();
     if (bytes > SIZE_MAX - 3 * page) DP_FAIL(DP_ERR_TOO_LARGE, "segment '{}': {} bytes", name, bytes);
@@ -94,6 +104,11 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out,
     if (fcntl(fd.get(), F_ADD_SEALS, kSizeSeals) != 0)
         DP_FAIL_ERRNO(DP_ERR_IO, "segment '{}': F_ADD_SEALS", name);
     void *base = map_guarded(fd.get(), size, pages);
+    if (base != MAP_FAILED && writers == Writers::unrestricted &&
+        fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+        munmap(static_cast<std::byte *>(base) - guard_bytes(), size + 2 * guard_bytes());
+        DP_FAIL_ERRNO(DP_ERR_IO, "segment '{}': F_ADD_SEALS", name);
+    }
     if (base == MAP_FAILED) {
         int err = errno;
         DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment '{}': mmap {} bytes: {}", name,
@@ -113,8 +128,8 @@ dp_status_t Segment::check_received(int fd, size_t expected_bytes, std::string *
         *why = fmt::format("fd {} is not a sealable memfd", fd);
         return DP_ERR_DENIED;
     }
-    if ((seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL)) {
-        *why = fmt::format("memfd {} can still shrink (seals 0x{:x})", fd, seals);
+    if ((seals & kSizeSeals) != kSizeSeals) {
+        *why = fmt::format("memfd {} can still shrink or grow (seals 0x{:x})", fd, seals);
         return DP_ERR_DENIED;
     }
     struct stat st {};

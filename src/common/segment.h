@@ -30,19 +30,36 @@ class Segment {
     // spend its service thread faulting them in).
     enum class Pages { prefault, lazy };
 
+    // Whether the segment can be closed to new writers later. Any process
+    // of the user can open a memfd writable again through /proc/<pid>/fd
+    // (the file's mode, not the fd's, decides), so a segment others get an
+    // fd of (a read-only view included) is closed once its own writers
+    // mapped it: `closable` leaves that to close_to_new_writers();
+    // `unrestricted` seals F_SEAL_SEAL with the size (a channel's rings,
+    // which the peer maps writable).
+    enum class Writers { unrestricted, closable };
+
     // Creates a zero-filled segment of at least `bytes` (rounded up to the page
     // size) and maps it. The size is then sealed (F_SEAL_SHRINK,
-    // F_SEAL_GROW, F_SEAL_SEAL), so whoever maps the fd later can rely on it.
+    // F_SEAL_GROW), so whoever maps the fd later can rely on it.
     // `name` only labels the memfd in /proc/<pid>/fd. DP_ERR_NOMEM when the
     // memory is not there, DP_ERR_IO for other syscall failures.
     static dp_status_t create(const std::string &name, size_t bytes, Segment *out,
-                              Pages pages = Pages::prefault);
+                              Pages pages = Pages::prefault,
+                              Writers writers = Writers::unrestricted);
+
+    // From now on nobody maps the segment writable or write()s it, through
+    // any fd of it (F_SEAL_FUTURE_WRITE, Linux 5.1): mappings made before
+    // keep writing. DP_ERR_UNSUPPORTED on a kernel without the seal,
+    // DP_ERR_IO when the fd cannot take it (not ours to seal).
+    dp_status_t close_to_new_writers() const;
 
     // Maps a segment received from another process, taking ownership of `fd`.
     // Refuses with DP_ERR_DENIED an fd that is not a memfd sealed against
-    // shrinking: its owner could truncate it while we read it, turning our
-    // loads into SIGBUS. `expected_bytes` (0: any) must equal the file size
-    // when given, so a peer cannot hand over a smaller file than announced.
+    // shrinking and growing: its owner could truncate it while we read it,
+    // turning our loads into SIGBUS. `expected_bytes` (0: any) must equal the
+    // file size when given, so a peer cannot hand over a smaller file than
+    // announced.
     static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out,
                            Pages pages = Pages::prefault);
     // map()'s checks alone, logging nothing (for an fd from a peer that may

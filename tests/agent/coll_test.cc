@@ -1119,6 +1119,9 @@ TEST(CollRankExecution, ASurvivorsOperationsAfterItsTeamBrokeAllFail) {
     Team team(agent, 2, "broken-then-posted");
     std::vector<int32_t *> buf(2);
     for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+    // (Mapped as the members map it, before their first operation: the
+    // agent closes the board to new writers then.)
+    ScribbledBoard scribbled(2);
     buf[0][0] = 1;
     buf[1][0] = 2;
     auto st = team.run([&](int r, dp_request_t **q) {
@@ -1126,7 +1129,6 @@ TEST(CollRankExecution, ASurvivorsOperationsAfterItsTeamBrokeAllFail) {
     });
     ASSERT_EQ(st[0], DP_OK);
     ASSERT_EQ(buf[0][0], 3);
-    ScribbledBoard scribbled(2);
     ASSERT_EQ(scribbled.board.claim(2, deputy::channel::kOwnerRanks), deputy::channel::kOwnerRanks);
     ASSERT_EQ(dp_team_destroy(team[1].team), DP_OK);  // the team is broken when this returns
     team[1].team = nullptr;
@@ -1171,6 +1173,60 @@ TEST(CollRankExecution, AClaimNamingNobodyFailsTheOperationOnEveryMember) {
         EXPECT_TRUE(finished) << r;
         dp_request_free(q[r]);
     }
+}
+
+// A member's pool (and the read-only view of it its teammates get) and a
+// team's board are memfds: any process of the user can open them again
+// through /proc/<pid>/fd, writable whatever the fd it found was opened
+// for. Once their writers mapped them (the client its pool at dp_init, every
+// member the board before its first operation) nobody maps them writable
+// or write()s them, through any fd; the writers' own mappings keep working.
+TEST(CollRankExecution, NoProcessMapsAPoolOrABoardWritableAfterItsWriters) {
+    AgentProcess agent;
+    Team team(agent, 2, "sealed");
+    std::vector<int32_t *> buf(2);
+    for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
+    auto run_once = [&](int k) {
+        buf[0][0] = k;
+        buf[1][0] = 2 * k;
+        auto st = team.run([&](int r, dp_request_t **q) {
+            return dp_iallreduce(buf[r], buf[r], 1, DP_INT32, DP_SUM, team[r].team, q);
+        });
+        ASSERT_EQ(st[0], DP_OK);
+        ASSERT_EQ(st[1], DP_OK);
+        ASSERT_EQ(buf[0][0], 3 * k);
+        ASSERT_EQ(buf[1][0], 3 * k);
+    };
+    run_once(1);
+    int pools = 0, boards = 0;
+    for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+        const bool pool = target.rfind("/memfd:deputy-client-", 0) == 0;
+        const bool board = target.rfind("/memfd:deputy-team-", 0) == 0;
+        if (ec || (!pool && !board)) continue;
+        (pool ? pools : boards) += 1;
+        SCOPED_TRACE(target);
+        const int fd = open(e.path().c_str(), O_RDWR | O_CLOEXEC);  // as any process could
+        ASSERT_GE(fd, 0) << std::strerror(errno);
+        EXPECT_NE(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE, 0);
+        errno = 0;
+        void *w = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        EXPECT_EQ(w, MAP_FAILED) << "mapped writable";
+        EXPECT_EQ(errno, EPERM);
+        if (w != MAP_FAILED) munmap(w, 4096);
+        errno = 0;
+        EXPECT_EQ(pwrite(fd, "x", 1, 0), -1) << "written";
+        EXPECT_EQ(errno, EPERM);
+        void *r = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);  // reading stays possible
+        EXPECT_NE(r, MAP_FAILED);
+        if (r != MAP_FAILED) munmap(r, 4096);
+        close(fd);
+    }
+    // Each member's pool, the views of the other's, and each member's board.
+    EXPECT_GE(pools, 2);
+    EXPECT_GE(boards, 2);
+    run_once(5);  // the writers' own mappings still work
 }
 
 // A member that only tests operations the agent ran (completion seen at

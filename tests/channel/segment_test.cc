@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "channel/socket_io.h"
@@ -29,6 +31,28 @@ TEST(Segment, CreateZeroedSealedAndRoundedToPages) {
               F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
     EXPECT_NE(ftruncate(s.fd(), 4096), 0);  // the seal holds
     EXPECT_EQ(Segment::create("test", 0, &s), DP_ERR_INVALID);
+}
+
+// A segment its writers map first (a client's pool, a team's board): only
+// its size is sealed until they did; then no new writable mapping and no
+// write(), through any fd of it, while theirs keep writing.
+TEST(Segment, AClosableSegmentTakesNoNewWriterOnceClosed) {
+    Segment a;
+    ASSERT_EQ(Segment::create("closable", 4096, &a, Segment::Pages::prefault,
+                              Segment::Writers::closable),
+              DP_OK);
+    EXPECT_EQ(fcntl(a.fd(), F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+              F_SEAL_SHRINK | F_SEAL_GROW);
+    Segment writer;
+    ASSERT_EQ(Segment::map(UniqueFd(fcntl(a.fd(), F_DUPFD_CLOEXEC, 0)), 4096, &writer), DP_OK);
+    ASSERT_EQ(a.close_to_new_writers(), DP_OK);
+    static_cast<uint8_t *>(writer.data())[1] = 9;
+    EXPECT_EQ(static_cast<uint8_t *>(a.data())[1], 9);
+    Segment late;
+    EXPECT_EQ(Segment::map(UniqueFd(fcntl(a.fd(), F_DUPFD_CLOEXEC, 0)), 4096, &late), DP_ERR_IO);
+    EXPECT_EQ(pwrite(a.fd(), "x", 1, 0), -1);
+    EXPECT_EQ(errno, EPERM);
+    EXPECT_EQ(a.close_to_new_writers(), DP_ERR_IO);  // F_SEAL_SEAL: nothing more to seal
 }
 
 TEST(Segment, MapSharesBytes) {
