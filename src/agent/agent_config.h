@@ -79,13 +79,14 @@ struct AgentConfig {
     // wake-up of the agent and back, which costs more than such an
     // operation's copies when the ranks' cores leave the agent none, and
     // members that all wait and find an operation unclaimed have no CPU
-    // to give the agent anyway. 4 MiB by measurement (docs/PERFORMANCE.md,
-    // "Members run operations up to 4 MiB": with every core computing,
-    // ialltoall at 1 and 4 MiB lost to MPI with 256 KiB). 0: the agent
+    // to give the agent anyway. 16 MiB by measurement (docs/PERFORMANCE.md,
+    // "Members run operations up to 16 MiB": with every core computing,
+    // ialltoall lost to MPI at 1 and 4 MiB with 256 KiB, at 8 MiB with
+    // 4 MiB). 0: the agent
     // runs every operation, the default when the agent is pinned to CPUs of
     // its own (it has a core then, and running the operation while the
     // ranks wait is the overlap it is there for).
-    uint64_t rank_execution_bytes = 4 << 20;
+    uint64_t rank_execution_bytes = 16 << 20;
     bool rank_execution_set = false;  // from the file
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent

@@ -162,7 +162,7 @@ TEST(AgentPlacement, AnAgentWithCpusOfItsOwnKeepsPollingThem) {
 TEST(AgentPlacement, MembersRunSmallOperationsOnlyWhereTheAgentHasNoCoreOfItsOwn) {
     AgentConfig shared;
     ASSERT_EQ(finalize(&shared), "");
-    EXPECT_EQ(shared.rank_execution_bytes, 4u << 20);
+    EXPECT_EQ(shared.rank_execution_bytes, 16u << 20);
     AgentConfig pinned;
     pinned.cpus = "0";
     ASSERT_EQ(finalize(&pinned), "");
