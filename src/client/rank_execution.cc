@@ -392,7 +392,8 @@ dp_status_t RankExecution::leave_wait(bool *done) {
     const uint64_t mark = board_.withdraw(rank_);
     const uint64_t upto =
         std::min(std::max(mark, highest_mark_.load(std::memory_order_relaxed)), posted_);
-    for (uint64_t seq = std::max(executed_, std::min(board_.completed(), posted_)) + 1; seq <= upto; ++seq)
+    const uint64_t finished = std::max(executed_, std::min(board_.completed(), posted_));
+    for (uint64_t seq = finished + 1; seq <= upto; ++seq)
         board_.claim(seq, channel::kOwnerAgent);  // unclaimed: the agent's now
     // The teammates' claims won where the owner is the ranks: this member's
     // part of those is owed (its reads now, its record once every member

@@ -106,8 +106,9 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out,
     void *base = map_guarded(fd.get(), size, pages);
     if (base != MAP_FAILED && writers == Writers::unrestricted &&
         fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL) != 0) {
+        const int err = errno;
         munmap(static_cast<std::byte *>(base) - guard_bytes(), size + 2 * guard_bytes());
-        DP_FAIL_ERRNO(DP_ERR_IO, "segment '{}': F_ADD_SEALS", name);
+        DP_FAIL(DP_ERR_IO, "segment '{}': F_ADD_SEALS: {}", name, std::strerror(err));
     }
     if (base == MAP_FAILED) {
         int err = errno;
