@@ -56,7 +56,10 @@ typedef struct dp_config {
     uint32_t connect_timeout_ms; /* how long dp_init waits for an agent; 0: 1000 */
     const char *job_secret;      /* the job's secret: dp_team_create needs it, and only
                                     processes holding the same secret form a team. NULL:
-                                    $DEPUTY_JOB_SECRET (deputy launch sets it) */
+                                    from the socket $DEPUTY_JOB_SECRET_FD names (deputy
+                                    launch passes one), else $DEPUTY_JOB_SECRET. dp_init
+                                    takes either out of the environment, whatever this
+                                    field says */
 } dp_config_t;
 
 #define DP_CONFIG_INITIALIZER                                                                    \

@@ -3,12 +3,14 @@
 // clients, their rings and their requests lives in the files named in agent.h.
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <immintrin.h>
 #include <sched.h>
 #include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,8 +43,18 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         return DP_ERR_INTERNAL;
     }
     DP_CHECK(finalize_config(&config, error));
+    // Before the first client's fd exists: from here on, the fds the agent
+    // holds (every client's segment, every board) and its memory (job
+    // secrets' digests, clients' bytes in flight) are root's to reach.
+    if (!config.dumpable && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        *error = fmt::format("agent: prctl(PR_SET_DUMPABLE, 0): {}", std::strerror(errno));
+        return DP_ERR_INTERNAL;
+    }
     std::unique_ptr<Agent> agent(new Agent());
     agent->config_ = std::move(config);
+    std::string fd_note;
+    agent->fds_.init(&fd_note);
+    if (!fd_note.empty()) DP_LOG_INFO("agent: {}", fd_note);
     agent->address_ = agent->config_.socket_path;
     DP_CHECK(prepare_socket_dir(agent->address_, error));
     // Before the device and the populator start their threads: they inherit it.
@@ -73,6 +85,12 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         control::encode(m, &out);
         self->send(s, MsgType::kTeamReady, out, fds.data(), fds.size());
     };
+    hooks.room_for_fds = [self](uint64_t more, std::string *why) {
+        uint64_t in_use = 0;
+        if (self->fds_.room_for(more, &in_use)) return true;
+        *why = self->fds_.why_full(in_use);
+        return false;
+    };
     agent->teams_ = std::make_unique<TeamEngine>(agent->device_.get(), agent->config_,
                                                  std::move(hooks), internode);
     if (internode) DP_CHECK(epoll_add(agent->epoll_.get(), internode->event_fd(), tag(kInternode)));
@@ -82,6 +100,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     }
     agent->populator_ = std::make_unique<PoolPopulator>();
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
+    DP_CHECK(epoll_add(agent->epoll_.get(), agent->probes_.event_fd(), tag(kProbed)));
     // The socket file last: whoever waits for it to appear (deputy launch,
     // the tests, scripts) finds an agent whose every descriptor and thread
     // exists, so a count of its fds taken then is its idle count.
@@ -92,6 +111,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         return s;
     }
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->listener_->fd(), tag(kListen)));
+    agent->reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;
@@ -181,6 +201,7 @@ dp_status_t Agent::run() {
                 case kClientProcess: drop_client(id, "its process exited", false); break;
                 case kInternode: teams_->poll_internode(); break;
                 case kPopulated: on_populated(); break;
+                case kProbed: on_probed(); break;
             }
         }
         if (timing::now_ns() >= next_housekeeping_ns_) housekeeping();
@@ -212,7 +233,7 @@ int Agent::sleep_timeout_ms() const {
     // an answer not yet taken and memory waiting for an engine all have
     // deadlines.
     if (!staged_jobs_.empty()) return 1;  // (the loop waits on them before it sleeps)
-    if (!retiring_.empty() || teams_->busy() || connecting_ > 0) return 10;
+    if (!retiring_.empty() || teams_->busy() || connecting_ > 0 || !listening_) return 10;
     for (const auto &[id, s] : clients_)
         if (s->connection.has_output() || s->connection.partial_since_ns()) return 10;
     return 1000;  // rate-limited warnings report their counts
@@ -221,6 +242,10 @@ int Agent::sleep_timeout_ms() const {
 void Agent::housekeeping() {
     const uint64_t now = timing::now_ns();
     next_housekeeping_ns_ = now + kHousekeepingNs;
+    if (!listening_) {
+        if (!reserve_fd_) reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+        set_listening(true);  // accept_clients() pauses it again if still out of fds
+    }
     const uint64_t attach_ns = uint64_t(config_.attach_timeout_ms) * 1'000'000;
     const uint64_t request_ns = uint64_t(config_.request_timeout_ms) * 1'000'000;
     struct Doomed {
@@ -241,7 +266,7 @@ void Agent::housekeeping() {
             doomed.push_back({id, fmt::format("did not attach within attach_timeout_ms = {}",
                                               config_.attach_timeout_ms),
                               true});
-        } else if (c.partial_since_ns() && !s->awaiting_staged &&  // (not read meanwhile)
+        } else if (c.partial_since_ns() && !s->awaiting() &&  // (not read meanwhile)
                    now - c.partial_since_ns() > request_ns) {
             doomed.push_back({id, fmt::format("sent part of a message and not the rest within "
                                               "request_timeout_ms = {}",

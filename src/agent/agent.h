@@ -32,6 +32,8 @@
 
 #include "agent/agent_config.h"
 #include "agent/client_session.h"
+#include "agent/fd_budget.h"
+#include "agent/memory_probe.h"
 #include "agent/pool_populator.h"
 #include "agent/staged_execution.h"
 #include "agent/team_engine.h"
@@ -97,6 +99,7 @@ class Agent {
         kInternode = 5,
         kClientProcess = 6,
         kPopulated = 7,
+        kProbed = 8,
     };
     static uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
 
@@ -112,6 +115,10 @@ class Agent {
     void rebuild_attached();
     // Clients arriving and leaving (client_admission.cc).
     void accept_clients();
+    // accept() found no descriptor: takes one connection with the reserve
+    // and refuses it with the reason. False when there was none to take.
+    bool refuse_without_fds();
+    void set_listening(bool on);
     void drop_client(uint32_t id, const std::string &why, bool misbehaved);
     void reap_retired();
     // `deputy info` (agent_info.cc).
@@ -133,6 +140,7 @@ class Agent {
     void finish_attach(ClientSession &s);
     void on_populated();
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);
+    void on_probed();  // REGISTER probes done: ranges added, answers sent
     dp_status_t handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload);
     dp_status_t handle_heap_share(ClientSession &s, const std::vector<uint8_t> &payload, UniqueFd fd);
     dp_status_t handle_staged(ClientSession &s, const std::vector<uint8_t> &payload);
@@ -177,9 +185,19 @@ class Agent {
     // Warnings about connections that never attached (anyone of our uid
     // can open them): rate-limited together.
     LogLimiter connection_log_{"agent: connections"};
+    // File descriptors (fd_budget.h), and one kept open to give back when
+    // accept() finds none: the connection is then taken and refused with
+    // the reason, rather than left queued with the socket readable (which
+    // would wake the service thread for ever).
+    FdBudget fds_;
+    UniqueFd reserve_fd_;
+    bool listening_ = true;           // the listen socket is in epoll
+    bool secret_on_stack_ = false;    // a join was read: clear the stack (client_control.cc)
+    LogLimiter fd_log_{"agent: file descriptors"};
     ServiceHandler service_handler_;
     std::unique_ptr<TeamEngine> teams_;
     std::unique_ptr<PoolPopulator> populator_;
+    MemoryProbes probes_;  // REGISTER's reads of client memory (memory_probe.h)
     // The agent's own address space for staged jobs (staged_execution.h),
     // and the jobs not answered yet, in the order they came (at most one a
     // client). A job outlives its client: the engine may still run it.

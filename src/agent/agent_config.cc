@@ -84,6 +84,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_teams_per_client")
             c->max_teams_per_client = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_forming_teams") c->max_forming_teams = uint32_t(get_uint(v, path, 1u << 20));
+        else if (key == "max_process_pending_joins")
+            c->max_process_pending_joins = uint32_t(get_uint(v, path, 1u << 20));
+        else if (key == "max_team_timeout_ms")
+            c->max_team_timeout_ms = uint32_t(get_uint(v, path, UINT32_MAX));
+        else if (key == "max_process_clients")
+            c->max_process_clients = uint32_t(get_uint(v, path, 1u << 20));
         else if (key == "max_pending_joins")
             c->max_pending_joins = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_team_queue") c->max_team_queue = uint32_t(get_uint(v, path, 65536));
@@ -106,6 +112,11 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         }
         else if (key == "engine_idle_spin_us")
             c->engine_idle_spin_us = uint32_t(get_uint(v, path, 1000000));
+        else if (key == "dumpable") {
+            if (!v.is_boolean())
+                throw KeyError{fmt::format("{}: expected true or false, got {}", path, v.dump())};
+            c->dumpable = v.get<bool>();
+        }
         else if (key == "idle_poll") {
             const std::string how = get_string(v, path);
             if (how != "pause" && how != "yield")
@@ -240,6 +251,10 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->max_teams_per_client == 0) return bad("max_teams_per_client must be at least 1");
     if (c->max_forming_teams == 0) return bad("max_forming_teams must be at least 1");
     if (c->max_pending_joins == 0) return bad("max_pending_joins must be at least 1");
+    if (c->max_process_pending_joins == 0)
+        return bad("max_process_pending_joins must be at least 1");
+    if (c->max_team_timeout_ms == 0) return bad("max_team_timeout_ms must be at least 1");
+    if (c->max_process_clients == 0) return bad("max_process_clients must be at least 1");
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");

@@ -46,6 +46,13 @@ struct AgentConfig {
     uint64_t max_pool_bytes = 1ull << 30;    // the most a client may ask
     uint32_t ring_size = 256;                // descriptors per client ring unless it asks
     uint32_t max_ring_size = 4096;
+    // false (default): the agent is not dumpable (PR_SET_DUMPABLE 0), so its
+    // /proc/<pid>/fd, memory and environment are root's: no other process
+    // of the user opens the clients' segments and boards through its fd
+    // table or reads a job secret out of its memory (docs/agent.md, "What
+    // holds against a process of the same user"). true: for a debugger or
+    // a core dump, at that price.
+    bool dumpable = false;
     uint32_t max_clients = 256;              // attached clients
     uint32_t max_connecting = 256;           // connections that have not attached yet
     uint32_t attach_timeout_ms = 2000;       // ... must send ATTACH within this
@@ -61,6 +68,16 @@ struct AgentConfig {
     // Joins of one client waiting for their teams at once (its threads each
     // create one): beyond, a join is refused at once, costing nothing.
     uint32_t max_pending_joins = 32;
+    // ... of one process, all its clients together: a quarter of
+    // max_forming_teams, so that one process opening many contexts cannot
+    // hold every forming slot.
+    uint32_t max_process_pending_joins = 256;
+    // The longest a team may take to form (a member's timeout_ms above it
+    // is refused): slots a join holds are given back within this.
+    uint32_t max_team_timeout_ms = 600000;
+    // Clients (contexts) of one process attached at once: a quarter of
+    // max_clients.
+    uint32_t max_process_clients = 64;
     uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)
     uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
     // ... when some member's buffer is ordinary (registered) memory:

@@ -2,6 +2,7 @@
 // identity), dropping a client (retiring its address space) and freeing its
 // memory once no engine uses it. Separate from the loop and from requests.
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -16,10 +17,50 @@ namespace deputy::agent {
 namespace control = channel::control;
 using channel::MsgType;
 
+bool Agent::refuse_without_fds() {
+    if (!reserve_fd_) return false;
+    reserve_fd_.reset();
+    UniqueFd conn;
+    const bool took = listener_->accept_fd(0, &conn) == DP_OK;
+    if (took) {
+        ++counters_.connections;
+        ++counters_.refused;
+        const std::string why = fds_.why_full(FdBudget::count_open());
+        DP_LOG_LIMITED(fd_log_, "agent: refused a connection: {}", why);
+        std::vector<uint8_t> payload;
+        control::encode(control::Reply{DP_ERR_TOO_LARGE, why}, &payload);
+        ControlConnection(std::move(conn)).send(MsgType::kReply, payload);
+    }
+    reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    return took;
+}
+
+void Agent::set_listening(bool on) {
+    if (on == listening_) return;
+    listening_ = on;
+    if (on) {
+        if (epoll_add(epoll_.get(), listener_->fd(), tag(kListen)) != DP_OK) listening_ = false;
+    } else {
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listener_->fd(), nullptr);
+    }
+}
+
 void Agent::accept_clients() {
     for (;;) {
         UniqueFd conn;
-        if (listener_->accept_fd(0, &conn) != DP_OK) return;
+        const dp_status_t accepted = listener_->accept_fd(0, &conn);
+        if (accepted == DP_ERR_TOO_LARGE) {
+            // Out of descriptors: take the connection with the one kept in
+            // reserve and tell it why. Without a reserve, stop listening
+            // until housekeeping looks again (10 ms): a queued connection
+            // keeps the socket readable, and epoll would wake us for ever.
+            if (refuse_without_fds()) continue;
+            set_listening(false);
+            DP_LOG_LIMITED(fd_log_, "agent: not accepting connections for now: {}",
+                           fds_.why_full(FdBudget::count_open()));
+            return;
+        }
+        if (accepted != DP_OK) return;
         ++counters_.connections;
         channel::sock::PeerCredentials creds;
         if (channel::sock::peer_credentials(conn.get(), &creds) != DP_OK) continue;

@@ -3,6 +3,9 @@
 // carries an fd), STAGED (run by staged_execution.cc), TEAM_JOIN / TEAM_LEAVE. Every byte is decoded by channel/control.cc; every
 // answer is queued on the non-blocking connection, never waited for.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
 #include <linux/magic.h>
 #include <sodium.h>
 #include <sys/epoll.h>
@@ -10,12 +13,15 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "agent/agent.h"
 #include "channel/message.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "common/stack_clear.h"
 #include "common/timing.h"
 
 namespace deputy::agent {
@@ -48,7 +54,10 @@ void Agent::send(ClientSession &s, MsgType type, const std::vector<uint8_t> &pay
                  const int *fds, size_t nfds) {
     if (!s.broken.empty()) return;
     const dp_status_t st = s.connection.send(type, payload, fds, nfds);
-    if (st != DP_OK)
+    if (st == DP_ERR_TOO_LARGE)
+        s.broken = fmt::format("no file descriptor to pass it {} ({})", nfds,
+                               fds_.why_full(FdBudget::count_open()));
+    else if (st != DP_OK)
         s.broken = fmt::format("its connection broke ({})", dp_status_name(st));
     else if (s.connection.queued_bytes() > kMaxQueuedAnswers)
         s.broken = fmt::format("left {} bytes of answers unread", s.connection.queued_bytes());
@@ -58,7 +67,7 @@ void Agent::send(ClientSession &s, MsgType type, const std::vector<uint8_t> &pay
 
 void Agent::update_epoll(ClientSession &s) {
     // A client whose requests wait behind its staged job is not read further.
-    const bool read = !(s.awaiting_staged && !s.inbox.empty());
+    const bool read = !(s.awaiting() && !s.inbox.empty());
     const uint32_t want = uint32_t(EPOLLRDHUP) | (read ? uint32_t(EPOLLIN) : 0u) |
                           (s.connection.has_output() ? uint32_t(EPOLLOUT) : 0u);
     if (want == s.epoll_events) return;
@@ -92,7 +101,11 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
         const dp_status_t st = s.connection.receive(max_payload, kReadBudget, &s.inbox, &error);
         if (st == DP_ERR_AGENT_LOST) return drop_client(id, "closed its connection", false);
         if (st != DP_OK) return drop_client(id, fmt::format("unreadable message: {}", error), true);
-        if (!serve_inbox(s)) return;  // dropped
+        const bool served = serve_inbox(s);
+        // A join's secret passed through frames below this one (the read
+        // buffer, the decoder's, the hash's): none of it stays there.
+        if (std::exchange(secret_on_stack_, false)) clear_stack_below(128 << 10);
+        if (!served) return;  // dropped
         update_epoll(s);
     }
     if (!s.broken.empty()) return drop_client(id, s.broken, true);
@@ -102,7 +115,7 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
 bool Agent::serve_inbox(ClientSession &s) {
     const uint32_t id = s.id;
     while (!s.inbox.empty() && !s.closing && s.broken.empty() &&
-           s.state != ClientSession::State::kPopulating && !s.awaiting_staged) {
+           s.state != ClientSession::State::kPopulating && !s.awaiting()) {
         // A request from a session whose process is gone comes from whoever
         // inherited the socket: it is not the client's (client_process.h).
         if (!s.process->alive()) {
@@ -147,6 +160,10 @@ bool Agent::serve_inbox(ClientSession &s) {
                     break;
                 case MsgType::kTeamJoin:
                     st = handle_team_join(s, frame.payload);
+                    // It held the job's secret: no copy outlives the join
+                    // (control_connection.cc clears the bytes it read it
+                    // through; the agent keeps only a digest).
+                    sodium_memzero(frame.payload.data(), frame.payload.size());
                     break;
                 case MsgType::kTeamLeave:
                     st = handle_team_leave(s, frame.payload);
@@ -224,6 +241,18 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     if (attached_.size() >= config_.max_clients)
         return refuse(DP_ERR_TOO_LARGE,
                       fmt::format("too many clients (max_clients = {})", config_.max_clients));
+    // A process's share of the clients, whatever number of contexts it
+    // opens (its pid names one process: the sessions hold its pidfd).
+    const uint32_t of_process = uint32_t(std::count_if(
+        attached_.begin(), attached_.end(),
+        [&](const ClientSession *c) { return c->creds.pid == s.creds.pid; }));
+    if (of_process >= config_.max_process_clients)
+        return refuse(DP_ERR_TOO_LARGE,
+                      fmt::format("process {} has {} clients attached already "
+                                  "(max_process_clients = {})",
+                                  s.creds.pid, of_process, config_.max_process_clients));
+    if (uint64_t in_use = 0; !fds_.room_for(FdBudget::kPerClient, &in_use))
+        return refuse(DP_ERR_TOO_LARGE, fds_.why_full(in_use));
     const uint32_t ring_size = m.ring_size ? m.ring_size : config_.ring_size;
     if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
         return refuse(DP_ERR_INVALID, fmt::format("ring_size {} must be a power of two <= {}",
@@ -345,22 +374,42 @@ dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> 
         return reply(s, DP_ERR_TOO_LARGE,
                      fmt::format("too many registered ranges (max_registrations = {})",
                                  config_.max_registrations));
+    if (m.len == 0 || m.addr + m.len < m.addr)
+        return reply(s, DP_ERR_INVALID,
+                     fmt::format("range [0x{:x}, +{}) is empty or wraps", m.addr, m.len));
     // Prove now that cross-memory attach works on this range, so the client
     // learns at registration (not at its first descriptor) that it must use
-    // staged mode.
-    uint8_t probe;
-    std::string io_error;
-    if (!s.process->read(m.addr, &probe, 1, &io_error) ||
-        !s.process->read(m.addr + m.len - 1, &probe, 1, &io_error)) {
-        const bool refused = io_error.find("Operation not permitted") != std::string::npos;
-        return reply(s, refused ? DP_ERR_UNSUPPORTED : DP_ERR_DENIED,
-                     refused ? "the kernel refuses cross-memory attach to this process (" +
-                                   io_error + "); use staged memory mode"
-                             : "range not readable in the client: " + io_error);
+    // staged mode. On a thread: the client's memory may make the read wait
+    // as long as it likes (memory_probe.h). Answered in on_probed().
+    if (!probes_.start(s.id, s.process, m.addr, m.addr + m.len - 1))
+        return reply(s, DP_ERR_NOMEM, "the agent could not start a thread to probe the range");
+    s.awaiting_probe = true;
+    s.probe_addr = m.addr;
+    s.probe_len = m.len;
+    return DP_OK;
+}
+
+void Agent::on_probed() {
+    for (MemoryProbes::Result &r : probes_.done()) {
+        auto it = clients_.find(r.client);
+        if (it == clients_.end() || !it->second->awaiting_probe) continue;  // it left meanwhile
+        ClientSession &s = *it->second;
+        s.awaiting_probe = false;
+        if (r.ok) {
+            s.space().add_range(s.probe_addr, s.probe_len);
+            DP_LOG_DEBUG("client {}: registered [0x{:x}, +{})", s.id, s.probe_addr, s.probe_len);
+            reply(s, DP_OK, "");
+        } else {
+            const bool refused = r.error.find("Operation not permitted") != std::string::npos;
+            reply(s, refused ? DP_ERR_UNSUPPORTED : DP_ERR_DENIED,
+                  refused ? "the kernel refuses cross-memory attach to this process (" + r.error +
+                                "); use staged memory mode"
+                          : "range not readable in the client: " + r.error);
+        }
+        if (!serve_inbox(s)) continue;  // dropped
+        update_epoll(s);
+        if (!s.broken.empty()) drop_client(r.client, s.broken, true);
     }
-    space.add_range(m.addr, m.len);
-    DP_LOG_DEBUG("client {}: registered [0x{:x}, +{})", s.id, m.addr, m.len);
-    return reply(s, DP_OK, "");
 }
 
 dp_status_t Agent::handle_deregister(ClientSession &s, const std::vector<uint8_t> &payload) {
@@ -410,6 +459,8 @@ dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t>
     std::string error;
     dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
     if (st != DP_OK) {
+        sodium_memzero(m.secret.data(), m.secret.size());
+        secret_on_stack_ = true;
         DP_LOG_LIMITED(s.space().log(), "client {}: team join refused: {}", s.id, error);
         std::vector<uint8_t> out;
         // Under the join id when it could be read (it comes first), so
@@ -419,6 +470,8 @@ dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t>
         return DP_OK;
     }
     teams_->join(s, m);  // answered now (refusal) or when the team is complete
+    sodium_memzero(m.secret.data(), m.secret.size());
+    secret_on_stack_ = true;
     return DP_OK;
 }
 

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/timing.h"
+
 namespace deputy::agent {
 namespace {
 
@@ -22,15 +24,32 @@ namespace {
 // process_vm_* may stop short (a range crossing into an unmapped page, or
 // the kernel's per-call limit); continue until done or no progress.
 // *exiting: the call found no process or no address space (ESRCH).
+// *reached: a call on this process succeeded before. Then EPERM means the
+// client is inside a private window (it makes itself undumpable for the
+// microseconds it takes to map a segment it received): try again for up to
+// kWindowRetryNs. A process that never let us in is refused at once.
+constexpr uint64_t kWindowRetryNs = 50'000'000;
+
 template <typename Call>
 bool transfer(const char *what, pid_t pid, uint64_t addr, char *local, size_t len, Call call,
-              size_t *done, std::string *error, std::atomic<bool> *exiting) {
+              size_t *done, std::string *error, std::atomic<bool> *exiting,
+              std::atomic<bool> *reached) {
     *done = 0;
+    uint64_t refused_since = 0;
     while (*done < len) {
         iovec mine{local + *done, len - *done};
         iovec theirs{reinterpret_cast<void *>(addr + *done), len - *done};
         ssize_t n = call(pid, &mine, 1, &theirs, 1, 0);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EPERM && reached->load(std::memory_order_relaxed)) {
+            const uint64_t now = timing::now_ns();
+            if (refused_since == 0) refused_since = now;
+            if (now - refused_since < kWindowRetryNs) {
+                usleep(20);
+                continue;
+            }
+        }
+        if (n > 0) reached->store(true, std::memory_order_relaxed);
         if (n <= 0) {
             if (n < 0 && errno == ESRCH) exiting->store(true, std::memory_order_relaxed);
             *error =
@@ -110,7 +129,7 @@ bool ClientProcess::read(uint64_t addr, void *dst, size_t len, std::string *erro
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     size_t done = 0;
     if (!transfer("process_vm_readv", pid_, addr, static_cast<char *>(dst), len, process_vm_readv,
-                  &done, error, &exiting_))
+                  &done, error, &exiting_, &reached_))
         return false;
     // If it died meanwhile, the pid may have named another process.
     if (!alive()) return *error = fmt::format("process {} exited during a read", pid_), false;
@@ -123,7 +142,7 @@ bool ClientProcess::write(uint64_t addr, const void *src, size_t len, size_t *wr
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     return transfer("process_vm_writev", pid_, addr,
                     const_cast<char *>(static_cast<const char *>(src)), len, process_vm_writev,
-                    written, error, &exiting_);
+                    written, error, &exiting_, &reached_);
 }
 
 }  // namespace deputy::agent

@@ -79,6 +79,9 @@ class ClientProcess {
     UniqueFd pidfd_;
     bool verified_ = false;
     mutable std::atomic<bool> exiting_{false};  // ESRCH from process_vm_*, on any engine
+    // A process_vm_* call on this process succeeded once: a later EPERM is
+    // the client's private window (common/private_window.h), not Yama.
+    mutable std::atomic<bool> reached_{false};
 };
 
 }  // namespace deputy::agent

@@ -68,6 +68,12 @@ struct ClientSession {
     // later requests wait in the inbox, so answers go out in request order,
     // and the socket is not read while one waits there.
     bool awaiting_staged = false;
+    // Likewise for a REGISTER whose probe runs on a thread (memory_probe.h):
+    // the range it asks for, added once the probe read it.
+    bool awaiting_probe = false;
+    uint64_t probe_addr = 0, probe_len = 0;
+    // A request of it is being handled off the service thread.
+    bool awaiting() const { return awaiting_staged || awaiting_probe; }
 
     ClientCounters counters;
 

@@ -3,6 +3,7 @@
 #include <deputy/coll.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sodium.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -97,10 +98,14 @@ dp_status_t ControlConnection::receive(size_t max_payload, size_t budget, std::d
             current_.type = h.type;
             current_.payload.clear();
             payload_expected_ = h.length;
+            // A join carries the job's secret: one buffer, never moved by a
+            // reallocation that would leave a copy behind in freed memory.
+            if (h.type == channel::MsgType::kTeamJoin) current_.payload.reserve(h.length);
         } else {
             // Grows with what really arrived: a header announcing 4 MiB costs
             // nothing until the bytes are there.
             current_.payload.insert(current_.payload.end(), chunk, chunk + n);
+            if (current_.type == channel::MsgType::kTeamJoin) sodium_memzero(chunk, size_t(n));
         }
         if (current_.payload.size() == payload_expected_) {
             frames->push_back(std::move(current_));
@@ -124,7 +129,7 @@ dp_status_t ControlConnection::send(channel::MsgType type, const std::vector<uin
     if (nfds > kSendFdSlots) return DP_ERR_INVALID;
     for (size_t i = 0; i < nfds; ++i) {
         o.fds.emplace_back(fcntl(fds[i], F_DUPFD_CLOEXEC, 0));
-        if (!o.fds.back()) return DP_ERR_IO;
+        if (!o.fds.back()) return errno == EMFILE || errno == ENFILE ? DP_ERR_TOO_LARGE : DP_ERR_IO;
     }
     o.queued_ns = timing::now_ns();
     queued_bytes_ += o.bytes.size();

@@ -23,6 +23,12 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     if (config_.rank_execution_bytes == 0 || config_.max_team_queue < DP_TEAM_MAX_OUTSTANDING ||
         multi_node())
         return;
+    // A board and a view of each member's pool and heap: all of them open
+    // while the answer is sent, the board for as long as the team lives.
+    if (std::string why; hooks_.room_for_fds && !hooks_.room_for_fds(1 + 2 * t.size, &why)) {
+        DP_LOG_WARN("agent: team '{}': no board ({}): the agent runs its operations", t.key, why);
+        return;
+    }
     std::vector<channel::control::PoolView> views(t.size);
     std::vector<UniqueFd> view_fds, heap_fds;
     // A read-only file of a member's segment or heap: its teammates can map
@@ -62,9 +68,15 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
                     t.key);
         return;
     }
+    UniqueFd board_fd(fcntl(board.fd(), F_DUPFD_CLOEXEC, 0));
+    if (!board_fd) {
+        DP_LOG_WARN("agent: team '{}': no fd for its board ({}): the agent runs its operations",
+                    t.key, std::strerror(errno));
+        return;
+    }
     t.board = channel::TeamBoard(board.data(), t.size);
     t.board.initialise(config_.rank_execution_bytes);
-    fds->emplace_back(fcntl(board.fd(), F_DUPFD_CLOEXEC, 0));
+    fds->push_back(std::move(board_fd));
     for (UniqueFd &f : view_fds) fds->push_back(std::move(f));
     for (UniqueFd &f : heap_fds) fds->push_back(std::move(f));
     t.board_segment = std::move(board);

@@ -8,6 +8,7 @@
 
 #include "agent/team_engine_state.h"
 #include "common/log.h"
+#include "common/stack_clear.h"
 #include "common/timing.h"
 #include "mover/wait.h"
 
@@ -19,11 +20,8 @@ SecretDigest secret_digest(const std::string &secret) {
     SecretDigest d{};
     crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char *>(secret.data()),
                        secret.size(), nullptr, 0);
+    clear_stack_below(16 << 10);  // BLAKE2b's frames held the message words
     return d;
-}
-
-bool same_digest(const SecretDigest &a, const SecretDigest &b) {
-    return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 uint32_t TeamEngine::teams_of(uint32_t client) const {
@@ -37,6 +35,14 @@ uint32_t TeamEngine::teams_of(uint32_t client) const {
 uint32_t TeamEngine::joins_pending(uint32_t client) const {
     auto it = pending_.find(client);
     return it == pending_.end() ? 0 : it->second;
+}
+
+uint32_t TeamEngine::process_joins_pending(pid_t pid) const {
+    uint32_t n = 0;
+    for (const auto &[client, count] : pending_)
+        if (const ClientSession *c = hooks_.find_client(client); c && c->creds.pid == pid)
+            n += count;
+    return n;
 }
 
 void TeamEngine::unpend(uint32_t client) {
@@ -84,6 +90,20 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
                       fmt::format("team '{}': this client has {} joins waiting for their teams "
                                   "already (max_pending_joins = {})",
                                   m.key, pending, config_.max_pending_joins));
+    // A process's share of the forming-team slots, whatever number of
+    // contexts (clients) it opened: its pid is held by the sessions'
+    // pidfds, so it names one process for as long as these joins wait.
+    if (const uint32_t pending = process_joins_pending(s.creds.pid);
+        pending >= config_.max_process_pending_joins)
+        return answer(DP_ERR_TOO_LARGE,
+                      fmt::format("team '{}': process {} has {} joins waiting for their teams "
+                                  "already (max_process_pending_joins = {})",
+                                  m.key, s.creds.pid, pending, config_.max_process_pending_joins));
+    if (m.timeout_ms > config_.max_team_timeout_ms)
+        return answer(DP_ERR_INVALID,
+                      fmt::format("team '{}': timeout {} ms is above the agent's "
+                                  "max_team_timeout_ms = {}",
+                                  m.key, m.timeout_ms, config_.max_team_timeout_ms));
     if (teams_of(s.id) >= config_.max_teams_per_client)
         return answer(DP_ERR_TOO_LARGE,
                       fmt::format("team '{}': this client is in {} teams already "
@@ -91,14 +111,14 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
                                   m.key, teams_of(s.id), config_.max_teams_per_client));
     const SecretDigest secret = secret_digest(m.secret);
     if (multi_node()) return join_nodes(s, m, secret);
+    // Forming teams are named by the job's secret and the key together: a
+    // key is a name another job may use too (every libdeputy-mpi job's
+    // first communicator has the same one), and a join of another job
+    // forms a team of its own rather than meet, or block, this one.
+    const std::string scoped = node_key(secret, m.key);
     Team *t = nullptr;
-    if (auto it = forming_.find(m.key); it != forming_.end()) {
+    if (auto it = forming_.find(scoped); it != forming_.end()) {
         t = teams_.at(it->second).get();
-        if (!same_digest(t->secret, secret))
-            return answer(DP_ERR_DENIED,
-                          fmt::format("team '{}': wrong job secret (the team forming under this "
-                                      "key belongs to another job)",
-                                      m.key));
     } else {
         if (forming_.size() >= config_.max_forming_teams)
             return answer(DP_ERR_TOO_LARGE,
@@ -112,10 +132,10 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         team->size = m.size;
         team->members.assign(m.size, 0);
         team->join_ids.assign(m.size, 0);
-        team->timeout_ms = m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs);
+        team->timeout_ms = m.timeout_ms ? m.timeout_ms : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
-        forming_[m.key] = team->id;
+        forming_[scoped] = team->id;
         teams_[team->id] = std::move(team);
     }
     if (t->size != m.size)
@@ -137,7 +157,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     ++pending_[s.id];
     if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
     for (uint32_t id : t->members) unpend(id);
-    forming_.erase(t->key);
+    forming_.erase(scoped);
     t->ready = true;
     // Per-member state only for teams that formed: a forming team costs a
     // few bytes per rank, whatever a flood of joins asks for.
@@ -281,7 +301,8 @@ void TeamEngine::client_gone(ClientSession &s) {
         if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
     }
     for (uint32_t id : emptied) {
-        if (!teams_.at(id)->ready) forming_.erase(teams_.at(id)->key);
+        if (!teams_.at(id)->ready)
+            forming_.erase(node_key(teams_.at(id)->secret, teams_.at(id)->key));
         retire(*teams_.at(id));
         teams_.erase(id);
     }

@@ -1,8 +1,10 @@
 // Teams, and the collectives the agent runs for them.
 //
-// Forming: members send TEAM_JOIN (key, job secret, rank, size); the team
-// is ready when all `size` ranks joined, and every member is answered then
-// (or at the first joiner's timeout, naming the missing ranks).
+// Forming: members send TEAM_JOIN (key, job secret, rank, size); a forming
+// team is named by the secret's digest and the key together, so two jobs
+// using one key never meet. It is ready when all `size` ranks joined, and
+// every member is answered then (or at the first joiner's timeout, naming
+// the missing ranks).
 //
 // Running: members post collectives into their rings (channel/coll_post.h).
 // Each member's posts queue in order; when every member has a head, the
@@ -58,15 +60,18 @@ class TeamEngine {
         std::function<void(ClientSession &, const channel::control::TeamReady &,
                            const std::vector<int> &fds)>
             send_ready;
+        // Whether `more` file descriptors can be opened now (fd_budget.h);
+        // false with the reason in *why.
+        std::function<bool(uint64_t more, std::string *why)> room_for_fds;
     };
 
     TeamEngine(mover::Device *device, const AgentConfig &config, Hooks hooks,
                Internode *internode = nullptr);
     ~TeamEngine();
 
-    // A member asks to join: checked against the per-client and agent-wide
-    // limits and, for a team already forming, against the job secret its
-    // first member gave (compared as digests, in constant time).
+    // A member asks to join: checked against the per-client, per-process and
+    // agent-wide limits, then added to the forming team of its job's secret
+    // (digest) and key, made if there is none.
     void join(ClientSession &s, const channel::control::TeamJoin &m);
     dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
     void post(ClientSession &s, const channel::CollPost &post);
@@ -123,6 +128,8 @@ class TeamEngine {
     // a join the agents of several nodes have not answered): kept as a
     // count, so that checking max_pending_joins costs nothing.
     uint32_t joins_pending(uint32_t client) const;
+    // ... of every client of process `pid` together.
+    uint32_t process_joins_pending(pid_t pid) const;
     void unpend(uint32_t client);
     bool poll_orphans();
     void form_timeouts();
@@ -171,7 +178,9 @@ class TeamEngine {
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
     std::map<uint32_t, uint32_t> pending_;  // client id -> joins_pending()
-    std::map<std::string, uint32_t> forming_;  // key -> team id while members join
+    // node_key(secret, key) -> team id while members join: keys are scoped
+    // by their job.
+    std::map<std::string, uint32_t> forming_;
     // Operations whose team is gone while the engines still run their
     // tasks: kept (records, members' memory) until those complete.
     std::vector<std::unique_ptr<Execution>> orphans_;

@@ -65,22 +65,10 @@ std::string TeamEngine::plain_key(const std::string &node_key) {
 
 void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
                             const SecretDigest &secret) {
-    // A local join of the same key with another secret is another job's:
-    // refused here. Across nodes the agents agree on node_key(), so members
-    // with different secrets never meet in one team.
+    // Across nodes the agents agree on node_key(), so members with
+    // different secrets never meet in one team, and two jobs using the
+    // same key each form their own.
     const std::string key = node_key(secret, m.key);
-    for (const auto &[k, j] : joining_)
-        if (plain_key(k) == m.key && k != key) {
-            DP_LOG_LIMITED(s.space().log(),
-                           "agent: team join from client {} (pid {}) refused: team '{}': wrong job "
-                           "secret",
-                           s.id, s.creds.pid, m.key);
-            hooks_.send_ready(s, {m.join_id, DP_ERR_DENIED, 0,
-                                  fmt::format("team '{}': wrong job secret (the team forming "
-                                              "under this key belongs to another job)",
-                                              m.key)}, {});
-            return;
-        }
     // One rank per client, as on one node (TeamEngine::join).
     for (auto [it, last] = joining_.equal_range(key); it != last; ++it)
         if (it->second.client == s.id) {
@@ -102,7 +90,7 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
     joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
     ++pending_[s.id];
     internode_->join(key, m.rank, m.size,
-                     m.timeout_ms ? m.timeout_ms : uint32_t(kDefaultTeamTimeoutMs));
+                     m.timeout_ms ? m.timeout_ms : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms));
 }
 
 bool TeamEngine::poll_internode() {

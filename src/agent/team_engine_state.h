@@ -48,11 +48,11 @@ struct TeamEngine::Posted {
     uint8_t counts_status = 0;  // not 0: no copy, and the status the operation fails with
 };
 
-// The digest a team keeps of its job secret (BLAKE2b-256): joiners are
-// compared against it, and the secret itself is never stored or shown.
+// The digest a team keeps of its job secret (BLAKE2b-256): with the key, it
+// names the forming team a joiner belongs to; the secret itself is never
+// stored or shown.
 using SecretDigest = std::array<uint8_t, 32>;
 SecretDigest secret_digest(const std::string &secret);
-bool same_digest(const SecretDigest &a, const SecretDigest &b);  // constant time
 
 struct TeamEngine::Execution {
     std::vector<channel::CollPost> heads;  // by rank (local ranks filled)

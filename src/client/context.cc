@@ -14,13 +14,16 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "channel/agent_address.h"
 #include "channel/socket_io.h"
 #include "channel/transport/uds/transport.h"
+#include "client/job_secret.h"
 #include "client/shared_heap.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "common/private_window.h"
 #include "common/timing.h"
 #include "mover/queue_group.h"
 #include "mover/wait.h"
@@ -61,8 +64,11 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
                 control::kMaxTokenBytes);
     // Older callers' structs end before job_secret: read it only when there.
     const bool has_secret = c.size >= offsetof(dp_config_t, job_secret) + sizeof(c.job_secret);
-    const char *secret = has_secret && c.job_secret ? c.job_secret : env_or("DEPUTY_JOB_SECRET", "");
-    out->job_secret = secret;
+    // Read (and taken out of the environment) whether or not the config
+    // gives one: no process of the user finds it in /proc/<pid>/environ.
+    std::string from_environment;
+    DP_CHECK(job_secret_from_environment(&from_environment));
+    out->job_secret = has_secret && c.job_secret ? std::string(c.job_secret) : from_environment;
     if (out->job_secret.size() > control::kMaxTokenBytes)
         DP_FAIL(DP_ERR_TOO_LARGE, "dp_init: job secret of {} bytes (at most {})",
                 out->job_secret.size(), control::kMaxTokenBytes);
@@ -137,6 +143,10 @@ dp_status_t Context::attach() {
     std::vector<uint8_t> answer;
     UniqueFd fds[2];
     size_t nfds = 0;
+    // From the moment the segment's fd is in our fd table until it is
+    // sealed and closed, no other process may open it through
+    // /proc/<pid>/fd (a writable mapping made then would outlive the seal).
+    std::optional<PrivateWindow> window(std::in_place);
     dp_status_t s = control::recv_message(socket.get(), control::kMaxControlMessage, &type,
                                           &answer, fds, 2, &nfds, timeout, "dp_init");
     if (sent != DP_OK && (s != DP_OK || type != MsgType::kReply)) return sent;
@@ -165,12 +175,16 @@ dp_status_t Context::attach() {
     DP_CHECK(Segment::map(std::move(fds[0]), attached_.segment_bytes, &segment_,
                           Segment::Pages::lazy));
     // The agent and we have it mapped: nobody else ever maps it writable,
-    // through the read-only views teammates get or through /proc/<pid>/fd.
+    // through the read-only views teammates get or any fd of it. Then the
+    // fd goes: this process holds the mapping only, which no other process
+    // can open (the agent's fd table is not theirs to read either).
     if (const dp_status_t sealed = segment_.close_to_new_writers(); sealed != DP_OK)
-        DP_LOG_WARN("dp_init: the segment stays open to new writers ({}): any process of this "
-                    "user could map it writable",
+        DP_LOG_WARN("dp_init: the segment stays open to new writers ({}): a process of this "
+                    "user that can read the agent's fd table could map it writable",
                     sealed == DP_ERR_UNSUPPORTED ? "the kernel has no F_SEAL_FUTURE_WRITE"
                                                  : std::strerror(errno));
+    segment_.close_fd();
+    window.reset();
     doorbell_ = std::move(fds[1]);
     const uint64_t size = segment_.size();
     if (attached_.ring_offset < channel::kClientHeaderBytes ||
@@ -267,9 +281,9 @@ dp_status_t Context::request(MsgType type, const std::vector<uint8_t> &payload,
 }
 
 dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *ready,
-                               std::vector<UniqueFd> *fds, int64_t timeout_ns) {
+                               std::vector<Segment> *segments, int64_t timeout_ns) {
     DP_CHECK(check_alive());
-    return control_.join(m, ready, fds, timeout_ns);
+    return control_.join(m, ready, segments, timeout_ns);
 }
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,

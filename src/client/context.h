@@ -97,8 +97,7 @@ class Context {
     // A team join: its TEAM_READY within timeout_ns (the team's own timeout
     // and a margin). Other threads' joins and requests go on meanwhile.
     dp_status_t join_team(const channel::control::TeamJoin &m, channel::control::TeamReady *ready,
-                          std::vector<UniqueFd> *fds,
-                          int64_t timeout_ns);
+                          std::vector<Segment> *segments, int64_t timeout_ns);
     // Pushes a descriptor into this process's ring and rings the doorbell if
     // the agent sleeps. retry_when_full: wait for room (the agent drains the
     // ring) instead of returning DP_ERR_RETRY.

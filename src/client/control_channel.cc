@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "channel/socket_io.h"
 #include "common/check.h"
+#include "common/private_window.h"
 
 namespace deputy::client {
 
@@ -36,7 +38,7 @@ dp_status_t ControlChannel::request(MsgType type, const std::vector<uint8_t> &pa
 }
 
 dp_status_t ControlChannel::join(control::TeamJoin m, control::TeamReady *ready,
-                                 std::vector<UniqueFd> *fds, int64_t timeout_ns) {
+                                 std::vector<Segment> *segments, int64_t timeout_ns) {
     Waiter w;
     w.join_id = next_join_id_.fetch_add(1, std::memory_order_relaxed);
     m.join_id = w.join_id;
@@ -45,7 +47,7 @@ dp_status_t ControlChannel::join(control::TeamJoin m, control::TeamReady *ready,
     DP_CHECK(send(w, MsgType::kTeamJoin, payload));
     DP_CHECK(wait(w, timeout_ns, "TEAM_JOIN"));
     *ready = std::move(w.ready);
-    *fds = std::move(w.fds);
+    *segments = std::move(w.segments);
     return DP_OK;
 }
 
@@ -100,6 +102,9 @@ dp_status_t ControlChannel::wait(Waiter &w, int64_t timeout_ns, const char *what
 
 void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duration slice) {
     reading_ = true;
+    // Only TEAM_READY carries fds: while a join waits, the message is
+    // received and its segments mapped inside a private window.
+    const bool private_receive = !joins_.empty();
     lock.unlock();
     const int64_t slice_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
     pollfd p{socket_.get(), POLLIN, 0};
@@ -111,8 +116,11 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     // TEAM_READY brings a team's board and its members' views.
     std::vector<UniqueFd> fds(channel::sock::kMaxFdsPerMessage);
     size_t nfds = 0;
+    std::vector<Segment> segments;
     bool got = false;
     if (ready > 0) {
+        std::optional<PrivateWindow> window;
+        if (private_receive) window.emplace();
         // A message has begun: the rest comes within the answer timeout,
         // whatever is left of this slice.
         const dp_status_t s =
@@ -120,6 +128,13 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
                                   fds.data(), fds.size(), &nfds, answer_timeout_ns_,
                                   "deputy control");
         got = s == DP_OK;
+        segments.resize(nfds);
+        for (size_t i = 0; i < nfds; ++i) {
+            std::string bad;
+            if (Segment::map_received(std::move(fds[i]), &segments[i], &bad) != DP_OK)
+                DP_LOG_WARN("deputy control: segment {} of {} from the agent is not usable: {}",
+                            i, nfds, bad);
+        }
         if (s == DP_ERR_AGENT_LOST) why = "the agent closed the connection";
         else if (!got) why = fmt::format("the control socket broke ({})", dp_status_name(s));
     } else if (ready == 0) {
@@ -131,8 +146,7 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
     }
     lock.lock();
     reading_ = false;
-    fds.resize(nfds);
-    if (got && !broken_) dispatch(type, std::move(payload), std::move(fds), &why);
+    if (got && !broken_) dispatch(type, std::move(payload), std::move(segments), &why);
     if (!why.empty()) {
         break_locked(std::move(why));
         report_lost(lock);
@@ -141,7 +155,7 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
 }
 
 bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
-                              std::vector<UniqueFd> fds, std::string *why) {
+                              std::vector<Segment> segments, std::string *why) {
     switch (type) {
         case MsgType::kReply:
         case MsgType::kStagedResult: {
@@ -173,7 +187,7 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
             Waiter *w = it->second;
             joins_.erase(it);
             w->ready = std::move(ready);
-            w->fds = std::move(fds);
+            w->segments = std::move(segments);
             w->done = true;
             return true;
         }

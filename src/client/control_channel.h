@@ -37,6 +37,7 @@
 #include "channel/control.h"
 #include "channel/message.h"
 #include "common/fd.h"
+#include "common/segment.h"
 
 namespace deputy::client {
 
@@ -67,14 +68,18 @@ class ControlChannel {
                         channel::MsgType *answer_type, std::vector<uint8_t> *answer,
                         int attach_fd = -1);
     // Sends TEAM_JOIN under a join id of its own and waits, at most
-    // timeout_ns, for the TEAM_READY that carries it.
+    // timeout_ns, for the TEAM_READY that carries it. The segments that
+    // came with it (board, teammates' views) are mapped already and their
+    // fds closed, all inside a PrivateWindow (common/private_window.h): no
+    // other process ever finds them in this process's fd table. A segment
+    // that could not be mapped is left invalid, in its place.
     dp_status_t join(channel::control::TeamJoin m, channel::control::TeamReady *ready,
-                     std::vector<UniqueFd> *fds, int64_t timeout_ns);
-    // ... closing whatever fds came with the answer.
+                     std::vector<Segment> *segments, int64_t timeout_ns);
+    // ... unmapping whatever came with the answer.
     dp_status_t join(channel::control::TeamJoin m, channel::control::TeamReady *ready,
                      int64_t timeout_ns) {
-        std::vector<UniqueFd> fds;
-        return join(std::move(m), ready, &fds, timeout_ns);
+        std::vector<Segment> segments;
+        return join(std::move(m), ready, &segments, timeout_ns);
     }
     // The context learnt that the agent is gone: every waiter, and every
     // later request, gets DP_ERR_AGENT_LOST.
@@ -88,7 +93,7 @@ class ControlChannel {
         channel::MsgType type = channel::MsgType::kInvalid;
         std::vector<uint8_t> payload;
         channel::control::TeamReady ready;
-        std::vector<UniqueFd> fds;  // TEAM_READY's: its board and pool views
+        std::vector<Segment> segments;  // TEAM_READY's: its board and pool views
     };
 
     // Registers w and sends the request, both under the send lock, so that
@@ -104,8 +109,8 @@ class ControlChannel {
     void read_one(std::unique_lock<std::mutex> &lock, Clock::duration slice);
     // Hands an answer to its waiter (mutex_ held); false, with *why, when no
     // waiter asked for it or it is not an answer.
-    bool dispatch(channel::MsgType type, std::vector<uint8_t> payload, std::vector<UniqueFd> fds,
-                  std::string *why);
+    bool dispatch(channel::MsgType type, std::vector<uint8_t> payload,
+                  std::vector<Segment> segments, std::string *why);
     // Fails every waiter (mutex_ held); the first reason stays.
     void break_locked(std::string why);
     // Tells the context once (Hooks::lost), with mutex_ released meanwhile.

@@ -48,7 +48,7 @@ const uint8_t *RankExecution::Range::at(uint64_t addr, uint64_t len) const {
 
 std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank, uint32_t size,
                                                      const channel::control::TeamReady &ready,
-                                                     std::vector<UniqueFd> fds) {
+                                                     std::vector<Segment> segments) {
     if (ready.board_bytes == 0) return nullptr;
     std::unique_ptr<RankExecution> x(new RankExecution());
     x->ctx_ = ctx;
@@ -58,34 +58,33 @@ std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank
     x->mine_.resize(channel::kBoardSlots);
     size_t heaps = 0;
     for (const channel::control::PoolView &v : ready.pools) heaps += v.heap_bytes != 0;
-    if (fds.size() != size_t(size) + 1 + heaps || ready.pools.size() != size ||
+    if (segments.size() != size_t(size) + 1 + heaps || ready.pools.size() != size ||
         ready.board_bytes != channel::TeamBoard::bytes(size)) {
         DP_LOG_WARN("deputy team: the agent offered a board without its views; the agent runs "
                     "this team's operations");
         return nullptr;  // (no board mapped: the others cannot claim without our posts)
     }
-    if (Segment::map(std::move(fds[0]), ready.board_bytes, &x->board_segment_) != DP_OK)
+    if (!segments[0].valid() || !segments[0].writable() ||
+        segments[0].size() != ready.board_bytes) {
+        DP_LOG_WARN("deputy team: the agent's board is not a writable segment of {} bytes; the "
+                    "agent runs this team's operations",
+                    ready.board_bytes);
         return nullptr;
+    }
+    x->board_segment_ = std::move(segments[0]);
     x->board_ = channel::TeamBoard(x->board_segment_.data(), size);
     bool usable = x->claim_;
-    // Maps one of rank r's files read-only (nullptr: not usable, logged).
-    auto map_view = [&](uint32_t r, int fd, uint64_t bytes, const char *what) -> const uint8_t * {
-        std::string why;
-        if (Segment::check_received(fd, bytes, &why) != DP_OK) {
-            DP_LOG_WARN("deputy team: rank {}'s {} view is not usable ({}); the agent runs this "
-                        "team's operations",
-                        r, what, why);
+    // One of rank r's files, read-only (nullptr: not usable, logged).
+    auto map_view = [&](uint32_t r, Segment &view, uint64_t bytes,
+                        const char *what) -> const uint8_t * {
+        if (!view.valid() || view.size() != bytes) {
+            DP_LOG_WARN("deputy team: rank {}'s {} view is not usable ({} bytes, {} announced); "
+                        "the agent runs this team's operations",
+                        r, what, view.size(), bytes);
             return nullptr;
         }
-        void *at = mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
-        if (at == MAP_FAILED) {
-            DP_LOG_WARN("deputy team: cannot map rank {}'s {} view ({}); the agent runs this "
-                        "team's operations",
-                        r, what, std::strerror(errno));
-            return nullptr;
-        }
-        x->mappings_.push_back({at, bytes});
-        return static_cast<const uint8_t *>(at);
+        x->mappings_.push_back(std::move(view));
+        return static_cast<const uint8_t *>(x->mappings_.back().data());
     };
     size_t next_heap = size_t(size) + 1;
     for (uint32_t r = 0; r < size && usable; ++r) {
@@ -98,11 +97,11 @@ std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank
             break;
         }
         View view;
-        const uint8_t *segment = map_view(r, fds[r + 1].get(), v.segment_bytes, "pool");
+        const uint8_t *segment = map_view(r, segments[r + 1], v.segment_bytes, "pool");
         usable = segment != nullptr;
         if (usable) view.pool = {segment + v.pool_offset, v.member_base, v.pool_bytes};
         if (usable && v.heap_bytes) {
-            const uint8_t *heap = map_view(r, fds[next_heap++].get(), v.heap_bytes, "heap");
+            const uint8_t *heap = map_view(r, segments[next_heap++], v.heap_bytes, "heap");
             usable = heap != nullptr;
             view.heap = {heap, v.heap_base, v.heap_bytes};
         }
@@ -113,9 +112,7 @@ std::unique_ptr<RankExecution> RankExecution::create(Context *ctx, uint32_t rank
     return x;
 }
 
-RankExecution::~RankExecution() {
-    for (auto [at, bytes] : mappings_) munmap(at, bytes);
-}
+RankExecution::~RankExecution() = default;
 
 dp_status_t RankExecution::before_post(uint64_t seq) {
     auto &started = board_.header().agent_started;

@@ -38,12 +38,13 @@ struct Request;
 
 class RankExecution {
   public:
-    // From TEAM_READY and its fds (the board, then each member's segment):
+    // From TEAM_READY and the segments that came with it, mapped already
+    // (the board, then each member's segment, then the shared heaps):
     // nullptr when the team has none, or when this member cannot take part
     // (then it tells the board, and the agent runs everything).
     static std::unique_ptr<RankExecution> create(Context *ctx, uint32_t rank, uint32_t size,
                                                  const channel::control::TeamReady &ready,
-                                                 std::vector<UniqueFd> fds);
+                                                 std::vector<Segment> segments);
     ~RankExecution();
 
     // Before operation `seq` is posted: waits until the agent has taken
@@ -113,7 +114,7 @@ class RankExecution {
     Segment board_segment_;
     channel::TeamBoard board_;
     std::vector<View> views_;
-    std::vector<std::pair<void *, size_t>> mappings_;
+    std::vector<Segment> mappings_;  // teammates' views, read-only
     std::mutex mutex_;
     std::vector<Mine> mine_;
     uint64_t posted_ = 0;    // this member's last operation

@@ -72,12 +72,13 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     // The agent answers by the team's timeout; the margin covers its turn.
     const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
     control::TeamReady ready;
-    std::vector<UniqueFd> fds;
-    DP_CHECK(ctx->join_team(m, &ready, &fds, wait_ns));
+    std::vector<Segment> segments;
+    DP_CHECK(ctx->join_team(m, &ready, &segments, wait_ns));
     if (ready.status != DP_OK)
         DP_FAIL(ready.status, "dp_team_create: {} ({})", ready.reason, dp_status_name(ready.status));
     t->id_ = ready.team_id;
-    t->ranks_ = RankExecution::create(ctx, uint32_t(rank), uint32_t(size), ready, std::move(fds));
+    t->ranks_ = RankExecution::create(ctx, uint32_t(rank), uint32_t(size), ready,
+                                      std::move(segments));
     *out = t.release();
     return DP_OK;
 }

@@ -36,7 +36,8 @@ Segment::~Segment() {
 Segment::Segment(Segment &&other) noexcept
     : fd_(std::move(other.fd_)),
       base_(std::exchange(other.base_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      writable_(std::exchange(other.writable_, false)) {}
 
 Segment &Segment::operator=(Segment &&other) noexcept {
     if (this != &other) {
@@ -44,6 +45,7 @@ Segment &Segment::operator=(Segment &&other) noexcept {
         fd_ = std::move(other.fd_);
         base_ = std::exchange(other.base_, nullptr);
         size_ = std::exchange(other.size_, 0);
+        writable_ = std::exchange(other.writable_, false);
     }
     return *this;
 }
@@ -52,6 +54,7 @@ void Segment::reset() {
     if (base_ != nullptr) munmap(static_cast<char *>(base_) - guard_bytes(), size_ + 2 * guard_bytes());
     base_ = nullptr;
     size_ = 0;
+    writable_ = false;
     fd_.reset();
 }
 
@@ -68,13 +71,15 @@ namespace {
 
 // Reserves size + two guard pages with no access, then maps the file over the
 // middle: the guards stay PROT_NONE for as long as the mapping lives.
-void *map_guarded(int fd, size_t size, Segment::Pages pages) {
+void *map_guarded(int fd, size_t size, Segment::Pages pages,
+                  Segment::Access access = Segment::Access::read_write) {
     const size_t guard = Segment::guard_bytes();
     void *area = mmap(nullptr, size + 2 * guard, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (area == MAP_FAILED) return MAP_FAILED;
     const int populate = pages == Segment::Pages::prefault ? MAP_POPULATE : 0;
-    void *base = mmap(static_cast<char *>(area) + guard, size, PROT_READ | PROT_WRITE,
+    const int prot = access == Segment::Access::read_write ? PROT_READ | PROT_WRITE : PROT_READ;
+    void *base = mmap(static_cast<char *>(area) + guard, size, prot,
                       MAP_SHARED | MAP_FIXED | populate, fd, 0);
     if (base == MAP_FAILED) {
         const int err = errno;
@@ -119,6 +124,7 @@ dp_status_t Segment::create(const std::string &name, size_t bytes, Segment *out,
     out->fd_ = std::move(fd);
     out->base_ = base;
     out->size_ = size;
+    out->writable_ = true;
     DP_LOG_DEBUG("segment '{}': {} bytes, memfd {}", name, size, out->fd_.get());
     return DP_OK;
 }
@@ -150,7 +156,8 @@ dp_status_t Segment::check_received(int fd, size_t expected_bytes, std::string *
     return DP_OK;
 }
 
-dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages pages) {
+dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages pages,
+                         Access access) {
     if (!fd) DP_FAIL(DP_ERR_INVALID, "segment map: no fd");
     std::string why;
     if (const dp_status_t st = check_received(fd.get(), expected_bytes, &why); st != DP_OK)
@@ -158,7 +165,7 @@ dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages
     struct stat st {};
     fstat(fd.get(), &st);
     const size_t size = size_t(st.st_size);
-    void *base = map_guarded(fd.get(), size, pages);
+    void *base = map_guarded(fd.get(), size, pages, access);
     if (base == MAP_FAILED) {
         int err = errno;  // logging may clobber errno before DP_FAIL returns
         DP_FAIL(err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO, "segment map: mmap {} bytes: {}", size,
@@ -168,7 +175,29 @@ dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages
     out->fd_ = std::move(fd);
     out->base_ = base;
     out->size_ = size;
+    out->writable_ = access == Access::read_write;
     return DP_OK;
+}
+
+dp_status_t Segment::map_received(UniqueFd fd, Segment *out, std::string *why) {
+    out->reset();
+    if (const dp_status_t st = check_received(fd.get(), 0, why); st != DP_OK) return st;
+    const int flags = fcntl(fd.get(), F_GETFL);
+    const Access access =
+        flags >= 0 && (flags & O_ACCMODE) == O_RDWR ? Access::read_write : Access::read_only;
+    struct stat st {};
+    fstat(fd.get(), &st);
+    const size_t size = size_t(st.st_size);
+    void *base = map_guarded(fd.get(), size, Pages::lazy, access);
+    if (base == MAP_FAILED) {
+        const int err = errno;
+        *why = fmt::format("mmap {} bytes: {}", size, std::strerror(err));
+        return err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO;
+    }
+    out->base_ = base;
+    out->size_ = size;
+    out->writable_ = access == Access::read_write;
+    return DP_OK;  // fd closes here
 }
 
 }  // namespace deputy

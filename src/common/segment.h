@@ -60,8 +60,17 @@ class Segment {
     // turning our loads into SIGBUS. `expected_bytes` (0: any) must equal the
     // file size when given, so a peer cannot hand over a smaller file than
     // announced.
+    // `access`: read_only for a view (an fd opened O_RDONLY cannot be mapped
+    // writable; a segment closed to new writers cannot either).
+    enum class Access { read_write, read_only };
     static dp_status_t map(UniqueFd fd, size_t expected_bytes, Segment *out,
-                           Pages pages = Pages::prefault);
+                           Pages pages = Pages::prefault, Access access = Access::read_write);
+    // Maps a segment that came with a message as its fd allows (read-write
+    // when the peer sent it O_RDWR, else read-only), lazily, and closes the
+    // fd: a file a process holds no fd of cannot be opened again through
+    // its /proc/<pid>/fd. Call it inside a PrivateWindow that covered the
+    // recvmsg(). On failure *out is left invalid and the reason is in *why.
+    static dp_status_t map_received(UniqueFd fd, Segment *out, std::string *why);
     // map()'s checks alone, logging nothing (for an fd from a peer that may
     // be hostile): DP_OK, or DP_ERR_DENIED / DP_ERR_INVALID with *why.
     static dp_status_t check_received(int fd, size_t expected_bytes, std::string *why);
@@ -76,8 +85,14 @@ class Segment {
     size_t size() const { return size_; }
     // The memfd, to pass to another process (it stays owned by the segment).
     int fd() const { return fd_.get(); }
+    // Whether this process's mapping can write (views are read-only).
+    bool writable() const { return writable_; }
     // The byte at `offset`; offset must be < size() (not checked here).
     std::byte *at(size_t offset) const { return static_cast<std::byte *>(base_) + offset; }
+
+    // Closes the fd and keeps the mapping: nobody can reach the file through
+    // this process any more (close_to_new_writers() needs the fd: seal first).
+    void close_fd() { fd_.reset(); }
 
     // Unmaps and closes now (the destructor does the same).
     void reset();
@@ -86,6 +101,7 @@ class Segment {
     UniqueFd fd_;
     void *base_ = nullptr;
     size_t size_ = 0;
+    bool writable_ = false;
 };
 
 }  // namespace deputy

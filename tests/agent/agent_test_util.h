@@ -37,15 +37,28 @@ class AgentProcess {
   public:
     // extra: more `deputy agent` flags. capture_log: its stdout and stderr
     // go to log_path() instead of the test's output. env: more environment.
+    // shell: sh words the agent's command line is appended to, run in the
+    // agent's process: "ulimit -n 1024 && exec", or "exec setpriv
+    // --bounding-set=-all --" (root without capabilities).
+    //
+    // The tests read the agent's /proc (fds, mappings, memory). Root may,
+    // whatever the agent; another user only where the agent is dumpable,
+    // so there the agent gets --dumpable, unless `extra` holds the word
+    // "undumpable" (taken out): the agent as users run it.
     explicit AgentProcess(std::vector<std::string> extra = {}, bool capture_log = false,
-                          std::vector<std::string> env = {}) {
+                          std::vector<std::string> env = {}, std::string shell = "") {
         dir_ = make_private_dir();
         socket_ = dir_ + "/agent.sock";
         log_ = dir_ + "/agent.log";
+        const auto undumpable = std::find(extra.begin(), extra.end(), "undumpable");
+        if (undumpable != extra.end()) extra.erase(undumpable);
+        else if (geteuid() != 0) extra.push_back("--dumpable");
         std::vector<std::string> args = {DEPUTY_BIN, "agent", "--socket", socket_};
         if (std::find(extra.begin(), extra.end(), "-l") == extra.end())
             args.insert(args.end(), {"-l", "30"});
         args.insert(args.end(), extra.begin(), extra.end());
+        if (!shell.empty())
+            args.insert(args.begin(), {"/bin/sh", "-c", shell + " \"$@\"", "sh"});
         std::vector<char *> argv;
         for (auto &a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -62,7 +75,7 @@ class AgentProcess {
                                              0600);
             posix_spawn_file_actions_adddup2(&actions, 1, 2);
         }
-        if (posix_spawn(&pid_, DEPUTY_BIN, &actions, nullptr, argv.data(), envp.data()) != 0)
+        if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0)
             pid_ = -1;
         posix_spawn_file_actions_destroy(&actions);
         // Ready when the socket exists (the agent creates it after listen()).

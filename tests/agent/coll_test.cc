@@ -1071,19 +1071,25 @@ struct ScribbledBoard {
     void *base = MAP_FAILED;
     size_t bytes = 0;
     deputy::channel::TeamBoard board;
-    explicit ScribbledBoard(uint32_t team_size) {
-        for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    // Through the agent's fd table (the members keep no fd of the board),
+    // as only root can: the agent is not dumpable.
+    ScribbledBoard(pid_t agent, uint32_t team_size) {
+        const std::string dir = "/proc/" + std::to_string(agent) + "/fd";
+        for (const auto &e : std::filesystem::directory_iterator(dir)) {
             std::error_code ec;
             const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
             if (ec || target.rfind("/memfd:deputy-team-", 0) != 0) continue;
-            const int fd = std::stoi(e.path().filename().string());
+            const int fd = open(e.path().c_str(), O_RDWR | O_CLOEXEC);
+            if (fd < 0) continue;
             struct stat st {};
-            if (fstat(fd, &st) != 0) continue;
-            bytes = size_t(st.st_size);
-            base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (fstat(fd, &st) == 0) {
+                bytes = size_t(st.st_size);
+                base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            }
+            close(fd);
             break;
         }
-        EXPECT_NE(base, MAP_FAILED) << "no team board among this process's fds";
+        EXPECT_NE(base, MAP_FAILED) << "no team board among the agent's fds";
         if (base != MAP_FAILED) board = deputy::channel::TeamBoard(base, team_size);
     }
     ~ScribbledBoard() {
@@ -1121,7 +1127,8 @@ TEST(CollRankExecution, ASurvivorsOperationsAfterItsTeamBrokeAllFail) {
     for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
     // (Mapped as the members map it, before their first operation: the
     // agent closes the board to new writers then.)
-    ScribbledBoard scribbled(2);
+    ScribbledBoard scribbled(agent.pid(), 2);
+    ASSERT_NE(scribbled.base, MAP_FAILED);
     buf[0][0] = 1;
     buf[1][0] = 2;
     auto st = team.run([&](int r, dp_request_t **q) {
@@ -1152,7 +1159,8 @@ TEST(CollRankExecution, AClaimNamingNobodyFailsTheOperationOnEveryMember) {
     Team team(agent, 2, "nonsense-claim");
     std::vector<int32_t *> buf(2);
     for (int r = 0; r < 2; ++r) buf[r] = reinterpret_cast<int32_t *>(team.buffer(r, 64));
-    ScribbledBoard scribbled(2);
+    ScribbledBoard scribbled(agent.pid(), 2);
+    ASSERT_NE(scribbled.base, MAP_FAILED);
     ASSERT_EQ(scribbled.board.claim(1, deputy::channel::BoardOwner(3)), deputy::channel::BoardOwner(3));
     std::vector<dp_request_t *> q(2);
     for (int r = 0; r < 2; ++r)
@@ -1198,8 +1206,19 @@ TEST(CollRankExecution, NoProcessMapsAPoolOrABoardWritableAfterItsWriters) {
         ASSERT_EQ(buf[1][0], 3 * k);
     };
     run_once(1);
-    int pools = 0, boards = 0;
+    // The members hold no fd of either (they map what they receive and close
+    // it: client/control_channel.h), so the agent's are the ones to try.
     for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+        // (Its shared heap it keeps: it grows and punches it. agent.md says
+        // what that leaves open.)
+        if (target.find("memfd:deputy-heap") != std::string::npos) continue;
+        EXPECT_EQ(target.find("memfd:deputy-"), std::string::npos) << "a member holds " << target;
+    }
+    int pools = 0, boards = 0;
+    const std::string agent_fds = "/proc/" + std::to_string(agent.pid()) + "/fd";
+    for (const auto &e : std::filesystem::directory_iterator(agent_fds)) {
         std::error_code ec;
         const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
         const bool pool = target.rfind("/memfd:deputy-client-", 0) == 0;
@@ -1223,9 +1242,9 @@ TEST(CollRankExecution, NoProcessMapsAPoolOrABoardWritableAfterItsWriters) {
         if (r != MAP_FAILED) munmap(r, 4096);
         close(fd);
     }
-    // Each member's pool, the views of the other's, and each member's board.
+    // Each member's pool, and the team's board.
     EXPECT_GE(pools, 2);
-    EXPECT_GE(boards, 2);
+    EXPECT_GE(boards, 1);
     run_once(5);  // the writers' own mappings still work
 }
 

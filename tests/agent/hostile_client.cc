@@ -21,11 +21,26 @@
 //   join KEY RANK SIZE      join a team (secret from $DEPUTY_JOB_SECRET) and allreduce once
 //   alltoallv-rewrite       rewrite an alltoallv's counts block after the agent took the post;
 //                           then counts blocks outside the pool and of the wrong length
+// Attacks that run until their standard input closes (same_user_test.cc),
+// each first giving up every capability, so that root is an ordinary
+// process of its uid:
+//   fd-racer PID...         open every deputy memfd in /proc/PID/fd writable and map it
+//   slot-flood CLIENTS JOINS   CLIENTS connections each joining JOINS teams of 2 that never form
+//   fd-flood CONTEXTS TEAMS    CONTEXTS contexts each in TEAMS one-member teams
+//   uffd-register SECONDS   register memory armed with userfaultfd, hold its fault SECONDS
+//   churn N                 the victim: a decoy memfd, then (after a line on stdin) N
+//                           attaches and N one-member teams
 #include <deputy/deputy.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <dirent.h>
+#include <linux/capability.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -608,6 +624,276 @@ int alltoallv_rewrite(const char *socket) {
     return exact && untouched && s0 == DP_COMP_SUCCESS ? 0 : 1;
 }
 
+// --- attacks of a process of the same user, until stdin closes ---
+
+// Root without capabilities is held to what any process of its uid may do:
+// no CAP_SYS_PTRACE (an undumpable process's /proc/<pid>/fd and memory),
+// no CAP_DAC_OVERRIDE.
+bool drop_capabilities() {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    return syscall(SYS_capset, &header, data) == 0;
+}
+
+bool stdin_open() {
+    pollfd p{0, POLLIN, 0};
+    return poll(&p, 1, 0) == 0;  // readable: EOF (the test closed it)
+}
+
+void hold_until_stdin_closes() {
+    char c;
+    while (read(0, &c, 1) > 0) {
+    }
+}
+
+// Scans each PID's fd table over and over; every link to a deputy memfd
+// (a client's segment, a team's board) is opened writable and mapped, and,
+// failing that, opened read-only.
+int fd_racer(const std::vector<pid_t> &pids) {
+    say("capabilities_dropped", drop_capabilities() ? "yes" : "no");
+    uint64_t scans = 0, seen = 0, opened = 0, readable = 0, writable = 0, decoys_writable = 0;
+    std::string first;
+    while (stdin_open()) {
+        ++scans;
+        for (pid_t pid : pids) {
+            const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+            DIR *d = opendir(dir.c_str());
+            if (!d) continue;
+            while (const dirent *e = readdir(d)) {
+                if (e->d_name[0] == '.') continue;
+                const std::string path = dir + "/" + e->d_name;
+                char target[256];
+                const ssize_t n = readlink(path.c_str(), target, sizeof target - 1);
+                if (n <= 0) continue;
+                target[n] = 0;
+                // The test's own decoy: proof that what can be reached is.
+                if (std::strstr(target, "memfd:deputy-decoy")) {
+                    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+                    void *at = fd < 0 ? MAP_FAILED
+                                      : mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                    if (at != MAP_FAILED) ++decoys_writable, munmap(at, 4096);
+                    if (fd >= 0) close(fd);
+                    continue;
+                }
+                if (!std::strstr(target, "memfd:deputy-client") &&
+                    !std::strstr(target, "memfd:deputy-team"))
+                    continue;
+                ++seen;
+                int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+                if (fd >= 0) {
+                    ++opened;
+                    void *at = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                    if (at != MAP_FAILED) {
+                        ++writable;
+                        if (first.empty()) first = std::string(target) + " of pid " + std::to_string(pid);
+                        munmap(at, 4096);
+                    }
+                    close(fd);
+                } else if ((fd = open(path.c_str(), O_RDONLY | O_CLOEXEC)) >= 0) {
+                    ++opened;
+                    ++readable;
+                    close(fd);
+                }
+            }
+            closedir(d);
+        }
+    }
+    say("scans", std::to_string(scans));
+    say("seen", std::to_string(seen));
+    say("opened", std::to_string(opened));
+    say("readable", std::to_string(readable));
+    say("writable", std::to_string(writable));
+    say("decoys_writable", std::to_string(decoys_writable));
+    if (!first.empty()) say("first_writable", first);
+    return 0;
+}
+
+// CLIENTS raw connections, each sending JOINS joins of distinct teams of 2
+// (the longest timeout the agent allows) that nobody else joins: slots held
+// until stdin closes. First, one join with the longest timeout there is.
+int slot_flood(const char *socket, int clients, int joins) {
+    say("capabilities_dropped", drop_capabilities() ? "yes" : "no");
+    std::vector<std::unique_ptr<RawClient>> held;
+    int waiting = 0, refused = 0, bad = 0;
+    std::string first_refusal;
+    auto read_answers = [&](RawClient &c, int64_t timeout_ns) {
+        MsgType type;
+        std::vector<uint8_t> answer;
+        while (control::recv_message(c.fd.get(), control::kMaxControlMessage, &type, &answer,
+                                     nullptr, 0, nullptr, timeout_ns, "flood") == DP_OK) {
+            control::TeamReady ready;
+            std::string error;
+            if (type != MsgType::kTeamReady ||
+                control::decode(answer.data(), answer.size(), &ready, &error) != DP_OK) {
+                ++bad;
+                continue;
+            }
+            if (ready.join_id == 0) {
+                say("huge_timeout", dp_status_name(ready.status));
+                say("huge_timeout_reason", ready.reason);
+                continue;
+            }
+            --waiting;
+            ++refused;
+            if (first_refusal.empty())
+                first_refusal = std::string(dp_status_name(ready.status)) + ": " + ready.reason;
+        }
+    };
+    for (int i = 0; i < clients; ++i) {
+        auto c = std::make_unique<RawClient>();
+        if (!c->attach(socket)) {
+            say("attach_refused_at", std::to_string(i));
+            break;
+        }
+        if (i == 0) {
+            control::TeamJoin m{0, "squat-forever", "flooder-secret", 0, 2, UINT32_MAX};
+            std::vector<uint8_t> payload;
+            control::encode(m, &payload);
+            control::send_message(c->fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                  1'000'000'000, "flood");
+            read_answers(*c, 200'000'000);
+        }
+        for (int j = 0; j < joins; ++j) {
+            control::TeamJoin m{uint64_t(j) + 1,
+                                "slot-" + std::to_string(i) + "-" + std::to_string(j),
+                                "flooder-secret", 0, 2, 600000};
+            std::vector<uint8_t> payload;
+            control::encode(m, &payload);
+            if (control::send_message(c->fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                      1'000'000'000, "flood") != DP_OK)
+                break;
+            ++waiting;
+            read_answers(*c, 0);
+        }
+        read_answers(*c, 50'000'000);
+        held.push_back(std::move(c));
+    }
+    say("clients", std::to_string(held.size()));
+    say("waiting", std::to_string(waiting));
+    say("refused", std::to_string(refused));
+    say("bad_answers", std::to_string(bad));
+    say("first_refusal", first_refusal);
+    hold_until_stdin_closes();
+    return 0;
+}
+
+// Contexts and one-member teams until the agent refuses, holding them (and
+// the descriptors they cost the agent) until stdin closes.
+int fd_flood(const char *socket, int contexts, int teams) {
+    say("capabilities_dropped", drop_capabilities() ? "yes" : "no");
+    std::vector<dp_context_t *> ctxs;
+    std::vector<dp_team_t *> made;
+    dp_status_t init_refused = DP_OK, team_refused = DP_OK;
+    for (int i = 0; i < contexts && init_refused == DP_OK; ++i) {
+        dp_config_t config = config_for(socket, 1 << 20);
+        config.job_secret = "fd-flood";
+        dp_context_t *ctx = nullptr;
+        if ((init_refused = dp_init(&config, &ctx)) != DP_OK) break;
+        ctxs.push_back(ctx);
+        for (int j = 0; j < teams; ++j) {
+            dp_team_t *team = nullptr;
+            const std::string key = "fd-" + std::to_string(i) + "-" + std::to_string(j);
+            const dp_status_t st = dp_team_create_timeout(ctx, key.c_str(), 0, 1, 2000, &team);
+            if (st != DP_OK) {
+                if (team_refused == DP_OK) team_refused = st;
+                break;
+            }
+            made.push_back(team);
+        }
+    }
+    say("contexts", std::to_string(ctxs.size()));
+    say("teams", std::to_string(made.size()));
+    say("init_refused", dp_status_name(init_refused));
+    say("team_refused", dp_status_name(team_refused));
+    say("holding", "yes");
+    hold_until_stdin_closes();
+    for (dp_team_t *t : made) dp_team_destroy(t);
+    for (dp_context_t *c : ctxs) dp_finalize(c);
+    return 0;
+}
+
+// Registers two pages armed with userfaultfd (missing pages): the agent's
+// probe of the range faults, and the fault waits for us. We answer it only
+// after SECONDS; meanwhile another context of ours registers ordinary
+// memory, which must not wait behind it.
+int uffd_register(const char *socket, double seconds) {
+    const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (uffd < 0) {
+        say("uffd", std::string("unavailable: ") + std::strerror(errno));
+        return 0;
+    }
+    uffdio_api api{UFFD_API, 0, 0};
+    if (ioctl(uffd, UFFDIO_API, &api) != 0) return 2;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    void *area = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uffdio_register reg{{uint64_t(area), 2 * page}, UFFDIO_REGISTER_MODE_MISSING, 0};
+    if (area == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) return 2;
+    say("uffd", "armed");
+    dp_config_t config = config_for(socket);
+    dp_context_t *held = nullptr, *other = nullptr;
+    if (dp_init(&config, &held) != DP_OK || dp_init(&config, &other) != DP_OK) return 2;
+    std::atomic<int> held_status{1};
+    const double start = now_s();
+    std::thread registering([&] { held_status = dp_mem_register(held, area, 2 * page); });
+    // The agent's probe faults: its event arrives, and we sit on it.
+    pollfd p{uffd, POLLIN, 0};
+    const bool faulted = poll(&p, 1, 5000) == 1;
+    say("faulted", faulted ? "yes" : "no");
+    std::vector<uint8_t> ordinary(1 << 16, 1);
+    const double other_start = now_s();
+    const dp_status_t other_status = dp_mem_register(other, ordinary.data(), ordinary.size());
+    say("other_register", dp_status_name(other_status));
+    say("other_register_ms", std::to_string(int((now_s() - other_start) * 1000)));
+    while (now_s() - start < seconds) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Answer every fault with zero pages (the probe reads both pages).
+    for (size_t i = 0; i < 2; ++i) {
+        uffdio_zeropage zero{{uint64_t(area) + i * page, page}, 0, 0};
+        ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+    }
+    registering.join();
+    say("held_register", dp_status_name(dp_status_t(held_status.load())));
+    dp_finalize(other);
+    dp_finalize(held);
+    close(uffd);
+    return faulted && other_status == DP_OK ? 0 : 1;
+}
+
+// The racer's victim, an ordinary process of the uid too: a memfd of its
+// own outside any window (the decoy the racer must reach), then N
+// dp_init/dp_finalize and N team formations once told to go.
+int churn(const char *socket, int n) {
+    drop_capabilities();
+    const int decoy = memfd_create("deputy-decoy", MFD_CLOEXEC);
+    if (decoy < 0 || ftruncate(decoy, 4096) != 0) return 2;
+    say("ready", "yes");
+    char c;
+    if (read(0, &c, 1) != 1) return 2;
+    int attaches = 0, teams = 0;
+    for (int i = 0; i < n; ++i) {
+        dp_config_t config = config_for(socket, 256 << 10);
+        dp_context_t *ctx = nullptr;
+        if (dp_init(&config, &ctx) != DP_OK) break;
+        dp_finalize(ctx);
+        ++attaches;
+    }
+    dp_config_t config = config_for(socket, 256 << 10);
+    dp_context_t *ctx = nullptr;
+    if (dp_init(&config, &ctx) == DP_OK) {
+        for (int i = 0; i < n; ++i) {
+            dp_team_t *team = nullptr;
+            const std::string key = "raced-" + std::to_string(i);
+            if (dp_team_create(ctx, key.c_str(), 0, 1, &team) != DP_OK) break;
+            dp_team_destroy(team);
+            ++teams;
+        }
+        dp_finalize(ctx);
+    }
+    say("done", std::to_string(attaches) + " attaches, " + std::to_string(teams) + " teams");
+    hold_until_stdin_closes();
+    close(decoy);
+    return attaches == n && teams == n ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -634,6 +920,15 @@ int main(int argc, char **argv) {
     if (attack == "batch-registered") return batch_registered(socket, std::atof(arg(0)));
     if (attack == "join") return join(socket, arg(0), std::atoi(arg(1)), std::atoi(arg(2)));
     if (attack == "alltoallv-rewrite") return alltoallv_rewrite(socket);
+    if (attack == "fd-racer") {
+        std::vector<pid_t> pids;
+        for (int i = 3; i < argc; ++i) pids.push_back(pid_t(std::atoi(argv[i])));
+        return fd_racer(pids);
+    }
+    if (attack == "slot-flood") return slot_flood(socket, std::atoi(arg(0)), std::atoi(arg(1)));
+    if (attack == "fd-flood") return fd_flood(socket, std::atoi(arg(0)), std::atoi(arg(1)));
+    if (attack == "churn") return churn(socket, std::atoi(arg(0)));
+    if (attack == "uffd-register") return uffd_register(socket, std::atof(arg(0)));
     std::fprintf(stderr, "unknown attack %s\n", attack.c_str());
     return 2;
 }

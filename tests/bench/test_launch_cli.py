@@ -71,15 +71,20 @@ def env():
     subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
+# The secret travels on a socket the rank inherits ($DEPUTY_JOB_SECRET_FD),
+# never in its environment: any process of the user can read that.
+SHOW_SECRET = '$(eval "cat <&$DEPUTY_JOB_SECRET_FD") ${DEPUTY_JOB_SECRET:-unset}'
+
+
 def test_every_rank_gets_its_environment(env):
     r = env.launch("-n", "3", "--", "sh", "-c",
                    'echo "$DEPUTY_RANK $DEPUTY_SIZE $DEPUTY_AGENT $DEPUTY_JOB $DEPUTY_TOKEN '
-                   '$DEPUTY_JOB_SECRET"')
+                   + SHOW_SECRET + '"', extra={"DEPUTY_JOB_SECRET": "the-callers-own"})
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {}
     for line in r.stdout.splitlines():
-        m = re.fullmatch(r"\[(\d)\] (\d) (\d) (\S+) (job-\d+-[0-9a-f]+) ([0-9a-f]{64}) ([0-9a-f]{64})",
-                         line)
+        m = re.fullmatch(r"\[(\d)\] (\d) (\d) (\S+) (job-\d+-[0-9a-f]+) ([0-9a-f]{64}) ([0-9a-f]{64}) "
+                         r"unset", line)
         assert m, line
         assert m[1] == m[2]
         rows[int(m[1])] = m.groups()[2:]
@@ -89,10 +94,50 @@ def test_every_rank_gets_its_environment(env):
     assert size == "3"
     assert secret != token
     # A new job gets a new secret.
-    again = env.launch("-n", "1", "--", "sh", "-c", 'echo "$DEPUTY_JOB_SECRET"')
+    again = env.launch("-n", "1", "--", "sh", "-c", 'echo "' + SHOW_SECRET + '"')
     assert again.returncode == 0 and secret not in again.stdout, again.stdout
     assert re.fullmatch(re.escape(str(env.root)) + r"/deputy-launch-\w+/agent\.sock", agent)
     assert_clean(env, agent)
+
+
+# A rank that attached: its secret is nowhere in its environment (not even a
+# DEPUTY_JOB_SECRET it was given besides: overwritten where it lay), the
+# socket is closed, and its teammate, which got the secret the same way,
+# meets it in a team.
+RANK_AFTER_INIT = r"""
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1])
+fd = int(os.environ["DEPUTY_JOB_SECRET_FD"])
+socket_inode = os.fstat(fd).st_ino
+ctx = ctypes.c_void_p()
+assert lib.dp_init(None, ctypes.byref(ctx)) == 0
+environ = open("/proc/self/environ", "rb").read()
+try:  # (the number may name another file by now)
+    closed = "open" if os.fstat(fd).st_ino == socket_inode else "closed"
+except OSError:
+    closed = "closed"
+team = ctypes.c_void_p()
+st = lib.dp_team_create(ctx, b"env-check", int(os.environ["DEPUTY_RANK"]),
+                        int(os.environ["DEPUTY_SIZE"]), ctypes.byref(team))
+given = b"given-" + b"x" * 40
+print(os.environ["DEPUTY_RANK"], closed, "leaked" if given in environ else "clean",
+      "team" if st == 0 else f"team-failed-{st}", flush=True)
+if st == 0:
+    lib.dp_team_destroy(team)
+lib.dp_finalize(ctx)
+"""
+
+
+def test_a_rank_that_attached_holds_no_secret_in_its_environment(env, tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_AFTER_INIT)
+    library = Path(DEPUTY).resolve().parent.parent / "libdeputy.so"
+    r = env.launch("-n", "2", "--", "sh", "-c",
+                   f'DEPUTY_JOB_SECRET=given-{"x" * 40} exec python3 {script} {library}')
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = sorted(line.split("] ", 1)[1] for line in r.stdout.splitlines() if "] " in line)
+    assert rows == ["0 closed clean team", "1 closed clean team"], r.stdout + r.stderr
+    assert_clean(env)
 
 
 def test_the_started_agent_serves_the_job_and_is_gone_afterwards(env):

@@ -8,8 +8,9 @@
  * preload: LD_PRELOAD ("-" when unset); loaded: its first entry is mapped
  * into this process (/proc/self/maps); parent-preload: the rank's parent
  * (mpirun's daemon, not a rank) has that library in its own LD_PRELOAD;
- * secret: DEPUTY_JOB_SECRET is set; same-secret: it equals rank 0's on
- * every rank (broadcast and reduced with MPI); report: DEPUTY_MPI_REPORT.
+ * secret: DEPUTY_JOB_SECRET is set (deputy mpirun sets none: the library
+ * makes the job's); same-secret: it equals rank 0's on every rank
+ * (broadcast and reduced with MPI); report: DEPUTY_MPI_REPORT.
  *
  * Arguments: `exit CODE RANK` makes rank RANK return CODE after
  * MPI_Finalize; `sleep SECONDS` makes every rank sleep before it (after

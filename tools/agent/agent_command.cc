@@ -35,6 +35,7 @@ struct AgentFlags {
     std::string pool_size;
     uint32_t max_clients = 0;
     bool daemon = false;
+    bool dumpable = false;
     std::string pidfile;
     std::string log_file;
     std::string inter;
@@ -115,6 +116,7 @@ bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *
     }
     if (!f.pool_size.empty()) config->pool_bytes = cli::parse_size_or_die(f.pool_size);
     if (f.max_clients) config->max_clients = f.max_clients;
+    if (f.dumpable) config->dumpable = true;
     if (!f.inter.empty()) {
         if (!agent::valid_inter_algorithm(f.inter)) {
             *error = "--inter " + f.inter + ": not one of " + agent::kInterAlgorithms;
@@ -259,6 +261,9 @@ void register_agent(CLI::App &app) {
                         agent::kInterAlgorithms + " (default auto: by size)");
     cmd->add_flag("--daemon", f->daemon,
                   "detach; return once the agent listens; write its pid to --pidfile");
+    cmd->add_flag("--dumpable", f->dumpable,
+                  "stay dumpable (a debugger, a core dump): any process of this user can then "
+                  "open the clients' segments through the agent's /proc/<pid>/fd");
     cmd->add_option("--pidfile", f->pidfile, "pid file (default with --daemon: next to the socket)");
     cmd->add_option("--log-file", f->log_file, "--daemon: append the agent's log here");
     cli::add_log_flags(*cmd, &f->log);

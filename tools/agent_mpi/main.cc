@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "agent/agent_command.h"
 #include "agent/mpi/mpi_internode.h"
@@ -43,6 +44,13 @@ std::string socket_for_node(std::string path, int node, bool shared_host) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The agent is not dumpable (agent_config.h, "dumpable"): agents that
+    // share a host could not read each other's memory by cross-memory
+    // attach, which Open MPI's vader and UCX would otherwise choose for
+    // large messages between them, failing at the first one. Their copy
+    // through shared memory instead, unless the user said otherwise.
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    if (!std::getenv("UCX_TLS")) setenv("UCX_TLS", "^cma", 0);
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     int rank = 0;

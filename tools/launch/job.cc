@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,7 +81,29 @@ bool Job::spawn_rank(int r) {
     s.argv = spec_.command;
     std::vector<std::string> env = spec_.env;
     if (spec_.rank_env) env.push_back("DEPUTY_RANK=" + std::to_string(r));
+    UniqueFd secret_fd;
+    if (!spec_.secret.empty()) {
+        // Written now and our end closed: the rank reads the secret, then
+        // end of file. A socket cannot be opened through /proc/<pid>/fd.
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0 ||
+            write(pair[0], spec_.secret.data(), spec_.secret.size()) !=
+                ssize_t(spec_.secret.size())) {
+            std::fprintf(stderr, "%s: %s: cannot hand over the job secret: %s\n", tool(),
+                         who(size_t(r)).c_str(), std::strerror(errno));
+            rank.exited = rank.counted = true;
+            rank.code = 1;
+            return false;
+        }
+        close(pair[0]);
+        secret_fd.reset(pair[1]);
+        s.keep_fd = pair[1];
+        env.push_back("DEPUTY_JOB_SECRET_FD=" + std::to_string(pair[1]));
+    }
     s.env = environment_with(env);
+    // A secret the launcher was given in its environment is not passed on:
+    // the one on the socket is the job's.
+    std::erase_if(s.env, [](const std::string &e) { return e.rfind("DEPUTY_JOB_SECRET=", 0) == 0; });
     s.parent_death_signal = spec_.parent_death_signal;
     if (!spec_.rank_cpus.empty()) s.cpus = spec_.rank_cpus[size_t(r) % spec_.rank_cpus.size()];
     // Ranks do not read the terminal (they are not its foreground group);

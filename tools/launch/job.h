@@ -44,6 +44,10 @@ struct JobSpec {
     // Rank r is bound to rank_cpus[r % size] (--agent-cores); empty: unbound.
     std::vector<std::vector<int>> rank_cpus;
     int parent_death_signal = SIGKILL;   // to each rank if the launcher dies
+    // The job's secret, handed to each rank on a socket it inherits
+    // ($DEPUTY_JOB_SECRET_FD; client/job_secret.h): not in its environment,
+    // which any process of the user can read. Empty: none.
+    std::string secret;
 };
 
 // Runs the job to its end and returns the launcher's exit code. `tick` is

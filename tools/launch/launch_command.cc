@@ -96,8 +96,8 @@ int launch(const LaunchFlags &f, const launch::JobPlacement &placement) {
         return 1;
     }
     job.env = {"DEPUTY_SIZE=" + std::to_string(f.size), "DEPUTY_AGENT=" + agent.address(),
-               "DEPUTY_JOB=job-" + std::to_string(getpid()) + "-" + launch::random_hex(4),
-               "DEPUTY_JOB_SECRET=" + secret};
+               "DEPUTY_JOB=job-" + std::to_string(getpid()) + "-" + launch::random_hex(4)};
+    job.secret = secret;
     if (!agent.token().empty()) job.env.push_back("DEPUTY_TOKEN=" + agent.token());
     int rc = launch::run_job(job, signals, [&agent] { agent.check(); });
     agent.stop();

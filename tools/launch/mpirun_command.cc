@@ -25,7 +25,6 @@
 #include "launch/mpi_library.h"
 #include "launch/mpirun_args.h"
 #include "launch/mpirun_helpers.h"
-#include "launch/secrets.h"
 #include "launch/signals.h"
 #include "launch/spawn.h"
 
@@ -40,7 +39,6 @@ using launch::PlannedCommand;
 constexpr const char *kTool = "deputy mpirun";
 // Placeholders of the dry run: what only a real run makes.
 constexpr const char *kDirPlaceholder = "<dir>";
-constexpr const char *kSecretPlaceholder = "<secret>";
 constexpr const char *kTokenPlaceholder = "<token>";
 
 struct MpirunFlags {
@@ -235,8 +233,7 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
 // `mpirun <rank environment> <the user's arguments>`; with --nodes every
 // program behind the rank shim.
 PlannedCommand program_command(const Plan &p, const std::vector<std::string> &args,
-                               const std::string &agent, const std::string &secret,
-                               const std::string &token) {
+                               const std::string &agent, const std::string &token) {
     const MpiFlavor flavor = p.launcher.flavor;
     std::string preload = p.library;
     if (const char *old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -249,7 +246,9 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         env.emplace_back("LD_PRELOAD", preload);
         env.emplace_back("DEPUTY_AGENT", agent);
     }
-    env.emplace_back("DEPUTY_JOB_SECRET", secret);
+    // No job secret: the library's rank 0 draws one and broadcasts it over
+    // MPI_COMM_WORLD (mpi.md), so that it is never in a rank's environment,
+    // which any process of the user can read.
     if (!token.empty()) env.emplace_back("DEPUTY_TOKEN", token);
     std::vector<std::pair<std::string, std::string>> passed;
     for (char **e = environ; *e; ++e) {
@@ -281,7 +280,7 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
 }
 
 std::string with_env(const PlannedCommand &c) {
-    const std::vector<std::string> verbatim{kDirPlaceholder, kSecretPlaceholder, kTokenPlaceholder};
+    const std::vector<std::string> verbatim{kDirPlaceholder, kTokenPlaceholder};
     std::string line;
     for (const std::string &e : c.env) line += launch::command_line({e}, verbatim) + " ";
     return line + launch::command_line(c.argv, verbatim);
@@ -346,12 +345,12 @@ void dry_run(const Plan &p, const std::vector<std::string> &args) {
     const std::string dir = kDirPlaceholder;
     std::printf(
         "%s --dry-run: nothing is started. %s stands for a fresh private directory "
-        "($TMPDIR/deputy-mpirun-XXXXXX, mode 0700), %s for a fresh DEPUTY_JOB_SECRET "
-        "and %s for the agents' fresh token (64 hex digits each).\n",
-        kTool, kDirPlaceholder, kSecretPlaceholder, kTokenPlaceholder);
+        "($TMPDIR/deputy-mpirun-XXXXXX, mode 0700) and %s for the agents' fresh token (64 hex "
+        "digits).\n",
+        kTool, kDirPlaceholder, kTokenPlaceholder);
     describe(
         stdout, "", p, agents_command(p, dir, kTokenPlaceholder),
-        program_command(p, args, agents_address(p, dir), kSecretPlaceholder, kTokenPlaceholder),
+        program_command(p, args, agents_address(p, dir), kTokenPlaceholder),
         dir);
 }
 
@@ -451,18 +450,11 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
     const bool private_mode = plan.mode == AgentsMode::kPrivate;
     const std::string address = private_mode ? private_agent.address() : mpi_agents.address();
     const std::string token = private_mode ? private_agent.token() : mpi_agents.token();
-    // The job secret: what makes the ranks of this job, and no other
-    // process, members of its teams (docs/agent.md, "Teams and jobs").
-    const std::string secret = launch::random_hex(32);
-    if (secret.empty()) {
-        std::fprintf(stderr, "%s: the kernel gave no random bytes for the job secret\n", kTool);
-        return 1;
-    }
-    const PlannedCommand program = program_command(plan, args, address, secret, token);
+    const PlannedCommand program = program_command(plan, args, address, token);
     if (f.verbose) {
-        // The secret and the token stay out of logs.
-        PlannedCommand shown = program_command(plan, args, address, kSecretPlaceholder,
-                                               token.empty() ? "" : kTokenPlaceholder);
+        // The token stays out of logs.
+        PlannedCommand shown =
+            program_command(plan, args, address, token.empty() ? "" : kTokenPlaceholder);
         const std::string dir = address.substr(0, address.rfind('/'));
         describe(stderr, "deputy mpirun: ", plan, agents_command(plan, dir, kTokenPlaceholder),
                  shown, dir);
@@ -544,7 +536,8 @@ everything after a `--`) is mpirun's, up to and including the program.
    It waits until every agent listens (--agent-timeout).
 3. It runs `mpirun <rank environment> <mpirun arguments> program args`; every
    rank (not mpirun itself) gets LD_PRELOAD=<library>[:your LD_PRELOAD],
-   DEPUTY_AGENT, a fresh DEPUTY_JOB_SECRET, DEPUTY_TOKEN and your DEPUTY_MPI_*
+   DEPUTY_AGENT, DEPUTY_TOKEN and your DEPUTY_MPI_* (no job secret: the
+   library's rank 0 draws one and broadcasts it)
    variables (Open MPI: -x NAME=value; Hydra: -genv NAME value).
    With --agent-cores (last, N, cpus:LIST, smt) the agents pin themselves to
    the reserved CPUs and the ranks are bound to the others with mpirun's own

@@ -76,6 +76,7 @@ struct ForkMask {
     if (!err && spec.stdin_fd >= 0 && dup2(spec.stdin_fd, STDIN_FILENO) < 0) err = errno;
     if (!err && spec.stdout_fd >= 0 && dup2(spec.stdout_fd, STDOUT_FILENO) < 0) err = errno;
     if (!err && spec.stderr_fd >= 0 && dup2(spec.stderr_fd, STDERR_FILENO) < 0) err = errno;
+    if (!err && spec.keep_fd >= 0 && fcntl(spec.keep_fd, F_SETFD, 0) != 0) err = errno;
     if (!err) {
         execve(spec.path.c_str(), argv, envp);
         err = errno;

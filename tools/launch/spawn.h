@@ -24,6 +24,7 @@ struct SpawnSpec {
     int stderr_fd = -1;
     int parent_death_signal = SIGKILL;  // sent to the child if the launcher dies
     std::vector<int> cpus;              // bind the child to these CPUs before exec; empty: inherit
+    int keep_fd = -1;  // a close-on-exec fd the child keeps across exec (under its number)
 };
 
 // Returns the child's pid (its own process group leader), or -1 with

@@ -102,6 +102,9 @@ dp_status_t Listener::accept_fd(int64_t timeout_ns, UniqueFd *out) {
             return DP_OK;
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
+        // Out of descriptors: the caller decides how loudly to say so (the
+        // connection stays queued, and the socket readable).
+        if (errno == EMFILE || errno == ENFILE) return DP_ERR_TOO_LARGE;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             DP_FAIL_ERRNO(DP_ERR_IO, "uds {}: accept", address_);
         dp_status_t s = sock::wait_fd(fd_.get(), POLLIN, deadline, "uds accept");

@@ -28,7 +28,8 @@ class Listener {
 
     // One connection, as a raw socket (non-blocking, close-on-exec): for the
     // agent, which checks credentials and passes fds before choosing a
-    // transport. DP_ERR_TIMEOUT if nobody connects in time.
+    // transport. DP_ERR_TIMEOUT if nobody connects in time; DP_ERR_TOO_LARGE,
+    // logging nothing, when this process is out of file descriptors.
     dp_status_t accept_fd(int64_t timeout_ns, UniqueFd *out);
     // One connection as a uds transport; `creds` (optional) gets the peer's
     // SO_PEERCRED.
