@@ -52,9 +52,6 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     }
     std::unique_ptr<Agent> agent(new Agent());
     agent->config_ = std::move(config);
-    std::string fd_note;
-    agent->fds_.init(&fd_note);
-    if (!fd_note.empty()) DP_LOG_INFO("agent: {}", fd_note);
     agent->address_ = agent->config_.socket_path;
     DP_CHECK(prepare_socket_dir(agent->address_, error));
     // Before the device and the populator start their threads: they inherit it.
@@ -87,7 +84,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     };
     hooks.room_for_fds = [self](uint64_t more, std::string *why) {
         uint64_t in_use = 0;
-        if (self->fds_.room_for(more, &in_use)) return true;
+        if (self->room_for_fds(more, &in_use)) return true;
         *why = self->fds_.why_full(in_use);
         return false;
     };
@@ -112,6 +109,10 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     }
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->listener_->fd(), tag(kListen)));
     agent->reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    // Last: what the agent holds of its own now is the budget's base.
+    std::string fd_note;
+    agent->fds_.init(&fd_note);
+    if (!fd_note.empty()) DP_LOG_INFO("agent: {}", fd_note);
     agent->started_ns_ = timing::now_ns();
     *out = std::move(agent);
     return DP_OK;
@@ -226,6 +227,11 @@ bool Agent::any_pending() const {
     for (const auto &job : staged_jobs_)
         if (!job->submitted) return true;
     return false;
+}
+
+uint64_t Agent::fds_bound() const {
+    return fds_.at_start() + retiring_.size() +
+           FdBudget::kPerClientAtMost * clients_.size() + teams_->boards();
 }
 
 int Agent::sleep_timeout_ms() const {

@@ -118,6 +118,11 @@ class Agent {
     // accept() found no descriptor: takes one connection with the reserve
     // and refuses it with the reason. False when there was none to take.
     bool refuse_without_fds();
+    // At least the descriptors the agent holds now (fd_budget.h).
+    uint64_t fds_bound() const;
+    bool room_for_fds(uint64_t more, uint64_t *in_use) const {
+        return fds_.room_for(more, fds_bound(), in_use);
+    }
     void set_listening(bool on);
     void drop_client(uint32_t id, const std::string &why, bool misbehaved);
     void reap_retired();
@@ -137,6 +142,10 @@ class Agent {
               const int *fds = nullptr, size_t nfds = 0);
     void update_epoll(ClientSession &s);
     dp_status_t handle_attach(ClientSession &s, const std::vector<uint8_t> &payload);
+    // ATTACH once the process behind the connection is known (or cannot
+    // be, and direct memory is refused): limits, the segment, the answer.
+    dp_status_t attach_proven(ClientSession &s, const channel::control::Attach &m);
+    void finish_identity(ClientSession &s, const MemoryProbes::Result &r);
     void finish_attach(ClientSession &s);
     void on_populated();
     dp_status_t handle_register(ClientSession &s, const std::vector<uint8_t> &payload);

@@ -232,12 +232,29 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
         service_handler_(std::move(socket), peer);
         return DP_OK;
     }
-    // The pid is the client's until proven otherwise (client_process.h).
-    bool unsupported = false;
-    if (!s.process->prove(m.proof_addr, m.proof, &unsupported, &error)) {
-        if (!unsupported) return refuse(DP_ERR_DENIED, error);
-        DP_LOG_DEBUG("agent: connection {}: {}; direct memory will be refused", s.id, error);
+    // The pid is the client's until proven otherwise (client_process.h):
+    // where the kernel did not name the process, read the proof back, on a
+    // thread (memory_probe.h); attach_proven() goes on when it is in.
+    if (!s.process->verified()) {
+        if (!probes_.start(s.id, s.creds.pid, s.process,
+                           {{m.proof_addr, uint32_t(m.proof.size())}}, &error))
+            return refuse(DP_ERR_RETRY, error + "; try again");
+        s.awaiting_probe = true;
+        s.probe_for = ClientSession::Probe::identity;
+        s.attach_request = std::move(m);
+        return DP_OK;
     }
+    return attach_proven(s, m);
+}
+
+dp_status_t Agent::attach_proven(ClientSession &s, const control::Attach &m) {
+    dp_status_t st = DP_OK;
+    auto refuse = [&](dp_status_t status, const std::string &why) {
+        ++counters_.refused;
+        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
+        reply(s, status, why);
+        return DP_ERR_INVALID;  // ends the connection once the answer is out
+    };
     if (attached_.size() >= config_.max_clients)
         return refuse(DP_ERR_TOO_LARGE,
                       fmt::format("too many clients (max_clients = {})", config_.max_clients));
@@ -251,7 +268,7 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
                       fmt::format("process {} has {} clients attached already "
                                   "(max_process_clients = {})",
                                   s.creds.pid, of_process, config_.max_process_clients));
-    if (uint64_t in_use = 0; !fds_.room_for(FdBudget::kPerClient, &in_use))
+    if (uint64_t in_use = 0; !room_for_fds(FdBudget::kPerClient, &in_use))
         return refuse(DP_ERR_TOO_LARGE, fds_.why_full(in_use));
     const uint32_t ring_size = m.ring_size ? m.ring_size : config_.ring_size;
     if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
@@ -381,12 +398,48 @@ dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> 
     // learns at registration (not at its first descriptor) that it must use
     // staged mode. On a thread: the client's memory may make the read wait
     // as long as it likes (memory_probe.h). Answered in on_probed().
-    if (!probes_.start(s.id, s.process, m.addr, m.addr + m.len - 1))
-        return reply(s, DP_ERR_NOMEM, "the agent could not start a thread to probe the range");
+    if (!probes_.start(s.id, s.creds.pid, s.process, {{m.addr, 1}, {m.addr + m.len - 1, 1}},
+                       &error))
+        return reply(s, DP_ERR_RETRY, error + "; try again");
     s.awaiting_probe = true;
+    s.probe_for = ClientSession::Probe::range;
     s.probe_addr = m.addr;
     s.probe_len = m.len;
     return DP_OK;
+}
+
+void Agent::finish_identity(ClientSession &s, const MemoryProbes::Result &r) {
+    const uint32_t id = s.id;
+    control::Attach m = std::move(*s.attach_request);
+    s.attach_request.reset();
+    std::string error;
+    dp_status_t st = DP_OK;
+    if (!r.ok) {
+        // Cross-memory attach refused (Yama, a setuid process): attached
+        // all the same, and direct memory is refused later.
+        DP_LOG_DEBUG("agent: connection {}: cannot read the identity proof of pid {} ({}); direct "
+                     "memory will be refused",
+                     id, s.creds.pid, r.error);
+        st = attach_proven(s, m);
+    } else if (!s.process->check_proof(r.bytes.data(), m.proof, &error)) {
+        ++counters_.refused;
+        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, error);
+        reply(s, DP_ERR_DENIED, error);
+        st = DP_ERR_INVALID;
+    } else {
+        st = attach_proven(s, m);
+    }
+    if (!clients_.count(id)) return;
+    if (st != DP_OK && !s.closing) {
+        s.closing = true;
+        s.closing_ns = timing::now_ns();
+        s.closing_reason = fmt::format("request failed ({})", dp_status_name(st));
+    }
+    if (s.state == ClientSession::State::kAttached && !serve_inbox(s)) return;
+    if (!clients_.count(id)) return;
+    update_epoll(s);
+    if (!s.broken.empty()) return drop_client(id, s.broken, true);
+    if (s.closing && !s.connection.has_output()) drop_client(id, s.closing_reason, false);
 }
 
 void Agent::on_probed() {
@@ -395,6 +448,10 @@ void Agent::on_probed() {
         if (it == clients_.end() || !it->second->awaiting_probe) continue;  // it left meanwhile
         ClientSession &s = *it->second;
         s.awaiting_probe = false;
+        if (s.probe_for == ClientSession::Probe::identity) {
+            finish_identity(s, r);
+            continue;
+        }
         if (r.ok) {
             s.space().add_range(s.probe_addr, s.probe_len);
             DP_LOG_DEBUG("client {}: registered [0x{:x}, +{})", s.id, s.probe_addr, s.probe_len);

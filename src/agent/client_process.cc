@@ -49,7 +49,8 @@ bool transfer(const char *what, pid_t pid, uint64_t addr, char *local, size_t le
                 continue;
             }
         }
-        if (n > 0) reached->store(true, std::memory_order_relaxed);
+        if (n > 0 && !reached->load(std::memory_order_relaxed))
+            reached->store(true, std::memory_order_relaxed);
         if (n <= 0) {
             if (n < 0 && errno == ESRCH) exiting->store(true, std::memory_order_relaxed);
             *error =
@@ -94,20 +95,9 @@ dp_status_t ClientProcess::open(int socket, const channel::sock::PeerCredentials
     return DP_OK;
 }
 
-bool ClientProcess::prove(uint64_t addr, const std::array<uint8_t, kProofBytes> &proof,
-                          bool *unsupported, std::string *error) {
-    *unsupported = false;
-    if (verified_) return true;
-    std::array<uint8_t, kProofBytes> seen{};
-    std::string why;
-    // read() checks the pidfd after the system call: the bytes came from the
-    // process the pidfd holds.
-    if (!read(addr, seen.data(), seen.size(), &why)) {
-        *unsupported = true;
-        *error = fmt::format("cannot read the identity proof of pid {} ({})", pid_, why);
-        return false;
-    }
-    if (sodium_memcmp(seen.data(), proof.data(), proof.size()) != 0) {
+bool ClientProcess::check_proof(const uint8_t *seen, const std::array<uint8_t, kProofBytes> &proof,
+                                std::string *error) {
+    if (sodium_memcmp(seen, proof.data(), proof.size()) != 0) {
         *error = fmt::format(
             "pid {} does not hold the identity proof its connection sent (the "
             "process that connected is gone and its pid belongs to another)",

@@ -47,12 +47,13 @@ class ClientProcess {
     static dp_status_t open(int socket, const channel::sock::PeerCredentials &peer,
                             ClientProcess *out, std::string *error);
 
-    // Proves a pidfd_open'ed identity with the client's proof bytes (no-op
-    // for a pidfd from SO_PEERPIDFD). False with *error when the bytes at
-    // `addr` differ (DP_ERR_DENIED: refuse the client) or cannot be read
-    // (the identity stays unverified; *unsupported set).
-    bool prove(uint64_t addr, const std::array<uint8_t, kProofBytes> &proof, bool *unsupported,
-               std::string *error);
+    // Proves a pidfd_open'ed identity: `seen` are the kProofBytes read
+    // (through read(), off the service thread: memory_probe.h) at the
+    // address the client's ATTACH named, `proof` the bytes it sent. False
+    // with *error when they differ: the process behind the pid is not the
+    // one that connected (refuse it).
+    bool check_proof(const uint8_t *seen, const std::array<uint8_t, kProofBytes> &proof,
+                     std::string *error);
 
     pid_t pid() const { return pid_; }
     int pidfd() const { return pidfd_.get(); }

@@ -16,6 +16,7 @@
 #include "agent/client_ring.h"
 #include "agent/client_space.h"
 #include "agent/control_connection.h"
+#include "channel/control.h"
 #include "channel/client_segment.h"
 #include "channel/socket_io.h"
 #include "common/fd.h"
@@ -71,7 +72,10 @@ struct ClientSession {
     // Likewise for a REGISTER whose probe runs on a thread (memory_probe.h):
     // the range it asks for, added once the probe read it.
     bool awaiting_probe = false;
+    enum class Probe { range, identity } probe_for = Probe::range;
     uint64_t probe_addr = 0, probe_len = 0;
+    // ... an ATTACH whose identity proof is being read back.
+    std::optional<channel::control::Attach> attach_request;
     // A request of it is being handled off the service thread.
     bool awaiting() const { return awaiting_staged || awaiting_probe; }
 

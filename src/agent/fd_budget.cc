@@ -20,7 +20,8 @@ void FdBudget::init(std::string *note) {
             getrlimit(RLIMIT_NOFILE, &r);
     }
     limit_ = r.rlim_cur == RLIM_INFINITY ? UINT64_MAX : uint64_t(r.rlim_cur);
-    if (limit_ < kGenerous) {
+    at_start_ = count_open();
+    if (limit_ < (1u << 16)) {
         const uint64_t clients = limit_ > 64 + kReserve ? (limit_ - 64 - kReserve) / kPerClient : 0;
         *note += fmt::format("{}file descriptors: RLIMIT_NOFILE is {}: about {} clients fit (fewer "
                              "with teams); past that, clients and teams are refused with a reason",
@@ -38,9 +39,10 @@ uint64_t FdBudget::count_open() {
     return n - 1;  // the directory's own fd
 }
 
-bool FdBudget::room_for(uint64_t more, uint64_t *in_use) const {
+bool FdBudget::room_for(uint64_t more, uint64_t bound, uint64_t *in_use) const {
     *in_use = 0;
-    if (limit_ >= kGenerous) return true;
+    // (2 reserves: counting costs, a margin does not.)
+    if (bound < limit_ && more + 2 * kReserve <= limit_ - bound) return true;
     *in_use = count_open();
     return *in_use != UINT64_MAX && *in_use + more + kReserve <= limit_;
 }

@@ -8,10 +8,11 @@
 // that they fit with a reserve to spare, refusing with a reason that names
 // the limit instead of failing half-way.
 //
-// Where the limit is generous (at least kGenerous) nothing is counted: a
-// check is a comparison. Below it, the descriptors in use are counted from
-// /proc/self/fd (tens of microseconds for a thousand), at attach, heap
-// share and team formation only.
+// A check is a comparison with an upper bound of the descriptors in use
+// that the caller computes from its tables (what it held at start, 6 per
+// client, 1 per board); only when that bound comes near the limit are the
+// descriptors counted from /proc/self/fd (tens of microseconds for a
+// thousand), at attach and team formation only.
 #pragma once
 
 #include <cstdint>
@@ -21,20 +22,25 @@ namespace deputy::agent {
 
 class FdBudget {
   public:
-    static constexpr uint64_t kGenerous = 1u << 16;
     // Kept free for what the agent opens without asking (an accept that
     // refuses, a log file, a pidfd): the checks below leave this much room.
     static constexpr uint64_t kReserve = 32;
     static constexpr uint64_t kPerClient = 5;
+    // Bounds the caller's estimate: a client holds at most this many
+    // (socket, pidfd, segment, doorbell, heap, and one passing through).
+    static constexpr uint64_t kPerClientAtMost = 6;
 
-    // Raises RLIMIT_NOFILE's soft limit to the hard one and remembers it;
-    // *note says what was done (empty when nothing needed saying).
+    // Raises RLIMIT_NOFILE's soft limit to the hard one and remembers it,
+    // and the descriptors open now (the agent's own); *note says what was
+    // done (empty when nothing needed saying).
     void init(std::string *note);
+    uint64_t at_start() const { return at_start_; }
     uint64_t limit() const { return limit_; }
 
     // Whether `more` descriptors can be opened and kReserve still be left.
-    // *in_use: the descriptors open now (0 when the limit is generous).
-    bool room_for(uint64_t more, uint64_t *in_use) const;
+    // `bound`: at least the descriptors open now (the caller's estimate).
+    // *in_use: the descriptors open now (0 when the bound sufficed).
+    bool room_for(uint64_t more, uint64_t bound, uint64_t *in_use) const;
     // The refusal's words: "the agent has N of its M file descriptors in use
     // (RLIMIT_NOFILE; raise `ulimit -n` for it)".
     std::string why_full(uint64_t in_use) const;
@@ -44,7 +50,8 @@ class FdBudget {
     static uint64_t count_open();
 
   private:
-    uint64_t limit_ = kGenerous;
+    uint64_t limit_ = UINT64_MAX;
+    uint64_t at_start_ = 0;
 };
 
 }  // namespace deputy::agent

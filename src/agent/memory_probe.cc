@@ -1,10 +1,12 @@
 #include "agent/memory_probe.h"
 
+#include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "agent/client_process.h"
 
@@ -16,19 +18,46 @@ MemoryProbes::MemoryProbes() : shared_(std::make_shared<Shared>()) {
 
 int MemoryProbes::event_fd() const { return shared_->event.get(); }
 
-bool MemoryProbes::start(uint32_t client, std::shared_ptr<const ClientProcess> process,
-                         uint64_t first, uint64_t last) {
+bool MemoryProbes::start(uint32_t client, pid_t pid, std::shared_ptr<const ClientProcess> process,
+                         std::vector<Read> reads, std::string *why) {
+    {
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        if (shared_->running >= kMaxProbes) {
+            *why = fmt::format("{} reads of client memory are waiting already (at most {})",
+                               shared_->running, kMaxProbes);
+            return false;
+        }
+        if (shared_->running_of[pid] >= kMaxProbesPerProcess) {
+            *why = fmt::format("process {} has {} reads of its memory waiting already (at most {})",
+                               pid, shared_->running_of[pid], kMaxProbesPerProcess);
+            return false;
+        }
+        ++shared_->running;
+        ++shared_->running_of[pid];
+    }
+    auto probe = [shared = shared_, client, pid, process = std::move(process),
+                  reads = std::move(reads)] {
+        Result r{client, true, {}, {}};
+        for (const Read &read : reads) {
+            const size_t at = r.bytes.size();
+            r.bytes.resize(at + read.len);
+            if (!(r.ok = process->read(read.addr, r.bytes.data() + at, read.len, &r.error))) break;
+        }
+        if (!r.ok) r.bytes.clear();
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        --shared->running;
+        if (--shared->running_of[pid] == 0) shared->running_of.erase(pid);
+        shared->done.push_back(std::move(r));
+        const uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = write(shared->event.get(), &one, sizeof one);
+    };
     try {
-        std::thread([shared = shared_, client, process = std::move(process), first, last] {
-            Result r{client, true, {}};
-            uint8_t byte;
-            r.ok = process->read(first, &byte, 1, &r.error) && process->read(last, &byte, 1, &r.error);
-            std::lock_guard<std::mutex> lock(shared->mutex);
-            shared->done.push_back(std::move(r));
-            const uint64_t one = 1;
-            [[maybe_unused]] ssize_t n = write(shared->event.get(), &one, sizeof one);
-        }).detach();
-    } catch (const std::system_error &) {
+        std::thread(std::move(probe)).detach();
+    } catch (const std::system_error &e) {
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        --shared_->running;
+        if (--shared_->running_of[pid] == 0) shared_->running_of.erase(pid);
+        *why = fmt::format("no thread for the read ({})", e.what());
         return false;
     }
     return true;

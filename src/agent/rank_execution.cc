@@ -84,6 +84,12 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     ready->pools = std::move(views);
 }
 
+size_t TeamEngine::boards() const {
+    size_t n = 0;
+    for (const auto &[id, t] : teams_) n += t->board_segment.valid();
+    return n;
+}
+
 void TeamEngine::close_board(Team &t) {
     if (const dp_status_t st = t.board_segment.close_to_new_writers(); st != DP_OK)
         DP_LOG_DEBUG("agent: team '{}': its board stays open to new writers ({})", t.key,

@@ -73,6 +73,8 @@ class TeamEngine {
     // agent-wide limits, then added to the forming team of its job's secret
     // (digest) and key, made if there is none.
     void join(ClientSession &s, const channel::control::TeamJoin &m);
+    // Teams holding a board (one file descriptor each).
+    size_t boards() const;
     dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
     void post(ClientSession &s, const channel::CollPost &post);
     // A client left or died: fails what its teams have queued and breaks

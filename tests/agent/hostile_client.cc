@@ -28,6 +28,7 @@
 //   slot-flood CLIENTS JOINS   CLIENTS connections each joining JOINS teams of 2 that never form
 //   fd-flood CONTEXTS TEAMS    CONTEXTS contexts each in TEAMS one-member teams
 //   uffd-register SECONDS   register memory armed with userfaultfd, hold its fault SECONDS
+//   uffd-attach SECONDS     ATTACH naming an identity proof in memory armed with userfaultfd
 //   churn N                 the victim: a decoy memfd, then (after a line on stdin) N
 //                           attaches and N one-member teams
 #include <deputy/deputy.h>
@@ -858,6 +859,53 @@ int uffd_register(const char *socket, double seconds) {
     return faulted && other_status == DP_OK ? 0 : 1;
 }
 
+// An ATTACH whose identity proof lies in memory armed with userfaultfd
+// (an agent without SO_PEERPIDFD reads the proof back): the read waits for
+// us for SECONDS. Meanwhile another connection of ours attaches through
+// libdeputy, which must not wait behind it. Then the fault is answered
+// with zeros, which are not the proof: refused.
+int uffd_attach(const char *socket, double seconds) {
+    const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (uffd < 0) {
+        say("uffd", std::string("unavailable: ") + std::strerror(errno));
+        return 0;
+    }
+    uffdio_api api{UFFD_API, 0, 0};
+    if (ioctl(uffd, UFFDIO_API, &api) != 0) return 2;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    void *area = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uffdio_register reg{{uint64_t(area), page}, UFFDIO_REGISTER_MODE_MISSING, 0};
+    if (area == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) return 2;
+    say("uffd", "armed");
+    control::Attach held;
+    held.pool_bytes = 1 << 20;
+    held.proof_addr = uint64_t(area);
+    held.proof.fill(0x5a);
+    RawClient raw;
+    control::Reply refusal;
+    std::atomic<bool> attached{false};
+    const double start = now_s();
+    std::thread attaching([&] { attached = raw.attach(socket, 0, &held, &refusal); });
+    pollfd p{uffd, POLLIN, 0};
+    const bool faulted = poll(&p, 1, 5000) == 1;
+    say("faulted", faulted ? "yes" : "no");
+    dp_config_t config = config_for(socket);
+    dp_context_t *other = nullptr;
+    const double other_start = now_s();
+    const dp_status_t other_status = dp_init(&config, &other);
+    say("other_attach", dp_status_name(other_status));
+    say("other_attach_ms", std::to_string(int((now_s() - other_start) * 1000)));
+    while (now_s() - start < seconds) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    uffdio_zeropage zero{{uint64_t(area), page}, 0, 0};
+    ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+    attaching.join();
+    say("held_attach", attached ? "attached" : dp_status_name(refusal.status));
+    say("held_reason", refusal.reason);
+    if (other) dp_finalize(other);
+    close(uffd);
+    return faulted && other_status == DP_OK && !attached ? 0 : 1;
+}
+
 // The racer's victim, an ordinary process of the uid too: a memfd of its
 // own outside any window (the decoy the racer must reach), then N
 // dp_init/dp_finalize and N team formations once told to go.
@@ -929,6 +977,7 @@ int main(int argc, char **argv) {
     if (attack == "fd-flood") return fd_flood(socket, std::atoi(arg(0)), std::atoi(arg(1)));
     if (attack == "churn") return churn(socket, std::atoi(arg(0)));
     if (attack == "uffd-register") return uffd_register(socket, std::atof(arg(0)));
+    if (attack == "uffd-attach") return uffd_attach(socket, std::atof(arg(0)));
     std::fprintf(stderr, "unknown attack %s\n", attack.c_str());
     return 2;
 }

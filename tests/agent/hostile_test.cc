@@ -559,6 +559,26 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretNeverMeetsTheJobsTeam) {
     expect_nothing_left();
 }
 
+// Without SO_PEERPIDFD the agent reads a connecting client's identity proof
+// back, at the address the client names: memory armed with userfaultfd
+// makes that read wait (0.6 s here), on a thread of its own. Another client
+// attaches meanwhile; the held one is refused once its fault is answered
+// with bytes that are not its proof.
+TEST_F(HostileNoPeerPidfdTest, AnIdentityProofInUserfaultfdMemoryHoldsOnlyItsOwnConnection) {
+    Attack a = run_attack(agent, {"uffd-attach", "0.6"});
+    if (a.said.count("uffd") && a.said.at("uffd").rfind("unavailable", 0) == 0)
+        GTEST_SKIP() << "userfaultfd " << a.said.at("uffd")
+                     << " (root, or vm.unprivileged_userfaultfd = 1)";
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.said["faulted"], "yes") << a.output;
+    EXPECT_EQ(a.said["other_attach"], "DP_OK") << a.output;
+    EXPECT_LT(std::stoi(a.said["other_attach_ms"]), 500) << a.output;
+    EXPECT_EQ(a.said["held_attach"], "DP_ERR_DENIED") << a.output;
+    EXPECT_NE(a.said["held_reason"].find("identity proof"), std::string::npos) << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
 // dp_mem_register over memory the client armed with userfaultfd: the
 // agent's probe of the range waits for the client (0.6 s here: its own
 // answer timeout is 1 s), on a thread
