@@ -63,7 +63,13 @@ typedef enum dp_dtype {
     DP_DTYPE_COUNT
 } dp_dtype_t;
 
-typedef enum dp_op { DP_SUM = 0, DP_PROD, DP_MIN, DP_MAX, DP_OP_COUNT } dp_op_t;
+/* DP_LAND .. DP_BXOR, MPI's logical and bitwise reductions, apply to the
+ * integer types only (DP_INT8 .. DP_UINT64); a logical one gives 1 or 0. */
+typedef enum dp_op {
+    DP_SUM = 0, DP_PROD, DP_MIN, DP_MAX,
+    DP_LAND, DP_LOR, DP_LXOR, DP_BAND, DP_BOR, DP_BXOR,
+    DP_OP_COUNT
+} dp_op_t;
 
 /* A 64-byte work descriptor (one MOVDIR64B/ENQCMD payload on real hardware).
  * Field use per opcode is listed beside each field; unused fields must be 0. */
@@ -203,6 +209,9 @@ DP_API const char *dp_comp_status_name(dp_comp_status_t status);
 DP_API const char *dp_dtype_name(dp_dtype_t dtype);
 DP_API const char *dp_op_name(dp_op_t op);
 DP_API size_t dp_dtype_size(dp_dtype_t dtype); /* 0 for an unknown dtype */
+/* 1 when reduction `op` applies to `dtype` (every op to the integer types;
+ * sum, prod, min and max to the floating ones), else 0. */
+DP_API int dp_op_applies(dp_dtype_t dtype, dp_op_t op);
 
 /* Device counters, for `deputy info` and benchmarks. */
 typedef struct dp_mover_stats {

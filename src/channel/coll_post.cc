@@ -51,7 +51,7 @@ uint8_t head_invalid(const CollPost &h, uint32_t team_size) {
         return DP_COMP_INVALID_FIELD;
     if (*c == coll::Collective::barrier) return 0;
     const uint64_t esize = mover::dtype_size(h.dtype);
-    if (esize == 0 || (coll::reduces(*c) && h.redop >= DP_OP_COUNT) ||
+    if (esize == 0 || (coll::reduces(*c) && !mover::op_applies(h.dtype, h.redop)) ||
         (coll::collective_info(*c).rooted && h.root >= team_size))
         return DP_COMP_INVALID_FIELD;
     if (h.count > kMaxCollBytes / esize / team_size) return DP_COMP_INVALID_SIZE;

@@ -10,6 +10,7 @@
 #include "client/team.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "mover/names.h"
 
 struct dp_team {
     deputy::client::Team *impl;
@@ -45,6 +46,10 @@ using deputy::coll::collective_name;
     if (deputy::coll::reduces(c) && (op < 0 || op >= DP_OP_COUNT))
         DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t", collective_name(c),
                 int(op));
+    if (deputy::coll::reduces(c) && !deputy::mover::op_applies(unsigned(dtype), unsigned(op)))
+        DP_FAIL(DP_ERR_INVALID, "deputy {}: {} does not apply to {} (logical and bitwise "
+                "reductions take integer types)",
+                collective_name(c), dp_op_name(op), dp_dtype_name(dtype));
     Request *r = nullptr;
     DP_CHECK(team->impl->post(c, src, dst, count, dtype, op, root, &r));
     // A dp_request_t is the Request itself (first member): no allocation.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "coll/region.h"
+#include "mover/names.h"
 
 namespace deputy::coll {
 namespace {
@@ -98,7 +99,8 @@ dp_status_t check_args(const CollectiveArgs &a) {
     if (static_cast<size_t>(a.collective) >= kCollectiveCount) return DP_ERR_INVALID;
     if (a.size < 1 || a.rank < 0 || a.rank >= a.size) return DP_ERR_INVALID;
     if (a.dtype < 0 || a.dtype >= DP_DTYPE_COUNT) return DP_ERR_INVALID;
-    if (reduces(a.collective) && (a.op < 0 || a.op >= DP_OP_COUNT)) return DP_ERR_INVALID;
+    if (reduces(a.collective) && (a.op < 0 || !mover::op_applies(unsigned(a.dtype), unsigned(a.op))))
+        return DP_ERR_INVALID;
     if (collective_info(a.collective).rooted && (a.root < 0 || a.root >= a.size))
         return DP_ERR_INVALID;
     // Every byte offset a schedule computes is below P * n, so checking that

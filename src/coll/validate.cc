@@ -1,4 +1,5 @@
 #include "coll/validate.h"
+#include "mover/names.h"
 
 #include <fmt/format.h>
 
@@ -48,6 +49,8 @@ std::string check_step(const Schedule &s, StepId id) {
         case StepKind::reduce: {
             if (step.dtype < 0 || step.dtype >= DP_DTYPE_COUNT) return "unknown dtype";
             if (step.op < 0 || step.op >= DP_OP_COUNT) return "unknown op";
+            if (!mover::op_applies(unsigned(step.dtype), unsigned(step.op)))
+                return "an op that does not apply to the dtype";
             const size_t element = dp_dtype_size(step.dtype);
             if (step.src.bytes != step.dst.bytes || step.src2.bytes != step.dst.bytes) {
                 return "operands of different lengths";

@@ -72,7 +72,7 @@ uint8_t check_size(const dp_desc_t &d, const ExecLimits &limits) {
             break;
         case DP_OP_REDUCE: {
             size_t esize = mover::dtype_size(d.dtype);
-            if (esize == 0 || d.redop >= DP_OP_COUNT) return DP_COMP_INVALID_FIELD;
+            if (esize == 0 || !mover::op_applies(d.dtype, d.redop)) return DP_COMP_INVALID_FIELD;
             if (d.size % esize != 0) return DP_COMP_INVALID_SIZE;
             break;
         }

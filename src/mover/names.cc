@@ -41,7 +41,9 @@ constexpr std::array<const char *, DP_DTYPE_COUNT> kDtypeNames{{
     "bfloat16", "float32", "float64",
 }};
 constexpr std::array<size_t, DP_DTYPE_COUNT> kDtypeSizes{{1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}};
-constexpr std::array<const char *, DP_OP_COUNT> kOpNames{{"sum", "prod", "min", "max"}};
+constexpr std::array<const char *, DP_OP_COUNT> kOpNames{{
+    "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
+}};
 
 }  // namespace
 
@@ -59,6 +61,13 @@ const char *comp_status_name(unsigned raw) {
 
 size_t dtype_size(unsigned raw) { return raw < kDtypeSizes.size() ? kDtypeSizes[raw] : 0; }
 
+bool is_integer_dtype(unsigned raw) { return raw <= unsigned(DP_UINT64); }
+
+bool op_applies(unsigned dtype, unsigned op) {
+    if (dtype >= unsigned(DP_DTYPE_COUNT) || op >= unsigned(DP_OP_COUNT)) return false;
+    return op <= unsigned(DP_MAX) || is_integer_dtype(dtype);
+}
+
 }  // namespace deputy::mover
 
 extern "C" const char *dp_opcode_name(dp_opcode_t op) {
@@ -72,6 +81,10 @@ extern "C" const char *dp_comp_status_name(dp_comp_status_t status) {
 extern "C" const char *dp_dtype_name(dp_dtype_t dtype) {
     unsigned index = unsigned(dtype);
     return index < kDtypeNames.size() ? kDtypeNames[index] : "unknown";
+}
+
+extern "C" int dp_op_applies(dp_dtype_t dtype, dp_op_t op) {
+    return deputy::mover::op_applies(unsigned(dtype), unsigned(op)) ? 1 : 0;
 }
 
 extern "C" const char *dp_op_name(dp_op_t op) {

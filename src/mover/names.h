@@ -11,5 +11,10 @@ namespace deputy::mover {
 const char *opcode_name(unsigned raw);       // "memmove", ...; "unknown"
 const char *comp_status_name(unsigned raw);  // "success", ...; "unknown"
 size_t dtype_size(unsigned raw);             // 0 for anything not a dp_dtype_t
+// Whether reduction `op` applies to `dtype` (both raw): every op to the
+// integer types, sum/prod/min/max to the floating ones. The one rule every
+// layer that checks a reduction asks.
+bool op_applies(unsigned dtype, unsigned op);
+bool is_integer_dtype(unsigned raw);
 
 }  // namespace deputy::mover

@@ -142,6 +142,12 @@ bool reduction_op(MPI_Op op, dp_op_t *out) {
     else if (op == MPI_PROD) *out = DP_PROD;
     else if (op == MPI_MIN) *out = DP_MIN;
     else if (op == MPI_MAX) *out = DP_MAX;
+    else if (op == MPI_LAND) *out = DP_LAND;
+    else if (op == MPI_LOR) *out = DP_LOR;
+    else if (op == MPI_LXOR) *out = DP_LXOR;
+    else if (op == MPI_BAND) *out = DP_BAND;
+    else if (op == MPI_BOR) *out = DP_BOR;
+    else if (op == MPI_BXOR) *out = DP_BXOR;
     else return false;
     return true;
 }

@@ -77,6 +77,8 @@ CommTeam *reducing_team(Operation op, size_t bytes, MPI_Datatype type, MPI_Op mp
     PassReason why;
     if (!reduction_type(type, dtype, &element, &why)) count_passed(op, why);
     else if (!reduction_op(mpi_op, dop)) count_passed(op, PassReason::user_op);
+    // (MPI_BAND on a float is MPI's to refuse, with its own error.)
+    else if (!dp_op_applies(*dtype, *dop)) count_passed(op, PassReason::unsupported_datatype);
     else if (refuse_in_place) count_passed(op, PassReason::in_place);
     else return team_of(op, comm);
     return nullptr;

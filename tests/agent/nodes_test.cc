@@ -20,6 +20,7 @@
 #include "agent_test_util.h"
 #include "coll/vector_layout.h"
 #include "coll_test_util.h"
+#include "mover/names.h"
 
 namespace {
 
@@ -409,6 +410,7 @@ TEST_F(NodesTest, AllreduceEveryDtypeAndOpAndALargeCountAcrossNodes) {
     const int p = team.size();
     for (int dti = 0; dti < DP_DTYPE_COUNT; ++dti) {
         for (int opi = 0; opi < DP_OP_COUNT; ++opi) {
+            if (!deputy::mover::op_applies(unsigned(dti), unsigned(opi))) continue;
             const auto dt = dp_dtype_t(dti);
             const auto op = dp_op_t(opi);
             // 1 Mi + 1 once (several 4 MiB chunks in flight), 1001 otherwise.

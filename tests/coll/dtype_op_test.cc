@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "mover/names.h"
 
 namespace deputy::test {
 namespace {
@@ -18,7 +19,9 @@ TEST_P(DtypeOpTest, EveryOpEveryTeam) {
     const auto [algorithm, dtype] = GetParam();
     uint64_t seed = 1000;
     for (int size = 1; size <= 8; ++size) {
-        for (dp_op_t op : {DP_SUM, DP_PROD, DP_MIN, DP_MAX}) {
+        for (dp_op_t op : {DP_SUM, DP_PROD, DP_MIN, DP_MAX, DP_LAND, DP_LOR, DP_LXOR, DP_BAND,
+                           DP_BOR, DP_BXOR}) {
+            if (!deputy::mover::op_applies(unsigned(dtype), unsigned(op))) continue;
             for (size_t count : {size_t{1}, size_t{5}, static_cast<size_t>(3 * size + 2)}) {
                 for (bool in_place : {false, true}) {
                     Case c;

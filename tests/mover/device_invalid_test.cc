@@ -143,6 +143,11 @@ TEST_F(InvalidTest, NonZeroUnusedFields) {
          DP_COMP_INVALID_FIELD},
         {"reduce redop 200", make_reduce(DP_FLOAT32, dp_op_t(200), d, s, s2, kN),
          DP_COMP_INVALID_FIELD},
+        // Logical and bitwise reductions take integer types only.
+        {"reduce float32 band", make_reduce(DP_FLOAT32, DP_BAND, d, s, s2, kN),
+         DP_COMP_INVALID_FIELD},
+        {"reduce bfloat16 land", make_reduce(DP_BFLOAT16, DP_LAND, d, s, s2, kN),
+         DP_COMP_INVALID_FIELD},
     });
 }
 

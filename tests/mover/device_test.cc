@@ -13,6 +13,7 @@
 
 #include "mover/reference.h"
 #include "mover/test_util.h"
+#include "mover/names.h"
 
 namespace deputy::test {
 namespace {
@@ -418,7 +419,8 @@ TEST_F(MoverTest, ApplyDeltaRejectsEntryOutsideDestination) {
 const dp_dtype_t kDtypes[] = {DP_INT8,    DP_INT16,    DP_INT32,   DP_INT64,
                               DP_UINT8,   DP_UINT16,   DP_UINT32,  DP_UINT64,
                               DP_FLOAT16, DP_BFLOAT16, DP_FLOAT32, DP_FLOAT64};
-const dp_op_t kOps[] = {DP_SUM, DP_PROD, DP_MIN, DP_MAX};
+const dp_op_t kOps[] = {DP_SUM,  DP_PROD, DP_MIN,  DP_MAX,  DP_LAND,
+                        DP_LOR,  DP_LXOR, DP_BAND, DP_BOR,  DP_BXOR};
 
 bool is_float(dp_dtype_t t) {
     return t == DP_FLOAT16 || t == DP_BFLOAT16 || t == DP_FLOAT32 || t == DP_FLOAT64;
@@ -524,6 +526,7 @@ TEST_F(MoverTest, ReduceEveryDtypeAndOpBothForms) {
         // 2 MiB + 3 bytes is a whole number of elements only for 1-byte types.
         if (es == 1) counts.push_back((size_t(2) << 20) + 3);
         for (dp_op_t op : kOps) {
+            if (!deputy::mover::op_applies(unsigned(t), unsigned(op))) continue;
             for (size_t count : counts) {
                 const size_t n = count * es;
                 // Unaligned elements on the small sizes (cheap), aligned on all.
@@ -560,6 +563,7 @@ TEST_F(MoverTest, ReduceInPlace) {
     // dst may be exactly src or src2; only a partial overlap is refused.
     for (dp_dtype_t t : kDtypes) {
         for (dp_op_t op : kOps) {
+            if (!deputy::mover::op_applies(unsigned(t), unsigned(op))) continue;
             const size_t count = 1000, n = count * dp_dtype_size(t);
             SCOPED_TRACE(reduce_name(t, op, count));
             Guarded a(n), b(n);

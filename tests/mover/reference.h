@@ -107,6 +107,17 @@ F quiet(F v) {
 
 template <typename T>
 T combine(T a, T b, dp_op_t op) {
+    if constexpr (std::is_integral_v<T>) {
+        switch (op) {  // MPI's logical and bitwise reductions
+            case DP_LAND: return T(a != 0 && b != 0);
+            case DP_LOR: return T(a != 0 || b != 0);
+            case DP_LXOR: return T((a != 0) != (b != 0));
+            case DP_BAND: return T(a & b);
+            case DP_BOR: return T(a | b);
+            case DP_BXOR: return T(a ^ b);
+            default: break;
+        }
+    }
     if (op == DP_MIN) return a < b ? a : b;
     if (op == DP_MAX) return a > b ? a : b;
     if constexpr (std::is_floating_point_v<T>) {

@@ -189,8 +189,11 @@ static const dtype_t *type_named(const char *name) {
     return NULL;
 }
 
-enum rop { R_NONE, R_SUM, R_PROD, R_MIN, R_MAX };
-static const char *rop_name[] = {"move", "sum", "prod", "min", "max"};
+enum rop { R_NONE, R_SUM, R_PROD, R_MIN, R_MAX, R_LAND, R_LOR, R_LXOR, R_BAND, R_BOR, R_BXOR };
+static const char *rop_name[] = {"move", "sum",  "prod", "min", "max", "land",
+                                 "lor",  "lxor", "band", "bor", "bxor"};
+/* MPI's logical and bitwise reductions: integer types only. */
+static int rop_applies(const dtype_t *d, enum rop op) { return op <= R_MAX || d->kind != K_FLOAT; }
 static MPI_Op mpi_op(enum rop r) {
     switch (r) {
         case R_SUM:
@@ -201,6 +204,18 @@ static MPI_Op mpi_op(enum rop r) {
             return MPI_MIN;
         case R_MAX:
             return MPI_MAX;
+        case R_LAND:
+            return MPI_LAND;
+        case R_LOR:
+            return MPI_LOR;
+        case R_LXOR:
+            return MPI_LXOR;
+        case R_BAND:
+            return MPI_BAND;
+        case R_BOR:
+            return MPI_BOR;
+        case R_BXOR:
+            return MPI_BXOR;
         default:
             return MPI_OP_NULL;
     }
@@ -269,6 +284,14 @@ static void gen(const ctx_t *c, const dtype_t *d, enum rop op, int r, size_t i, 
         memcpy((char *)b + at * d->size, &h, d->size);
         return;
     }
+    if (op >= R_LAND) { /* integers: zeros often enough that every result occurs */
+        const uint64_t v = op == R_LAND   ? (h % 4 == 0 ? 0 : h >> 8 | 1)
+                           : op == R_LOR  ? (h % 4 == 0 ? h >> 8 | 1 : 0)
+                           : op == R_LXOR ? (h % 2 ? h >> 8 | 1 : 0)
+                                          : h;
+        set_u(d, b, at, v);
+        return;
+    }
     switch (d->kind) {
         case K_INT: {
             uint64_t max = (bits == 64) ? INT64_MAX : ((1ull << (bits - 1)) - 1);
@@ -317,6 +340,19 @@ static void gen(const ctx_t *c, const dtype_t *d, enum rop op, int r, size_t i, 
 
 /* acc[at] = acc[at] op x[xi] */
 static void combine(const dtype_t *d, enum rop op, void *acc, size_t at, const void *x, size_t xi) {
+    if (op >= R_LAND) { /* integers only (rop_applies); raw bits, truncated by set_u */
+        const uint64_t a = get_u(d, acc, at), v = get_u(d, x, xi);
+        const uint64_t mask = d->size == 8 ? UINT64_MAX : (1ull << (8 * d->size)) - 1;
+        const int la = (a & mask) != 0, lv = (v & mask) != 0;
+        const uint64_t r = op == R_LAND   ? (uint64_t)(la && lv)
+                           : op == R_LOR  ? (uint64_t)(la || lv)
+                           : op == R_LXOR ? (uint64_t)(la != lv)
+                           : op == R_BAND ? (a & v)
+                           : op == R_BOR  ? (a | v)
+                                          : (a ^ v);
+        set_u(d, acc, at, r);
+        return;
+    }
     if (d->kind == K_FLOAT) {
         double a = get_f(d, acc, at), v = get_f(d, x, xi);
         double r = op == R_SUM    ? a + v
@@ -724,12 +760,13 @@ enum { NCOUNTS = sizeof counts / sizeof counts[0] };
 static void matrix(ctx_t *c) {
     for (int nb = 1; nb >= 0; nb--) {
         for (int t = 0; t < NREDUCIBLE; t++)
-            for (int op = R_SUM; op <= R_MAX; op++)
+            for (int op = R_SUM; op <= R_BXOR; op++)
                 for (int k = 0; k < NCOUNTS; k++)
                     for (int ip = 0; ip < 2; ip++) {
                         /* half the (type, reduction) pairs in each form, the other
                          * half in the other; each form sees every type, every
                          * reduction and all 8 (count, in place) pairs */
+                        if (!rop_applies(&types[t], (enum rop)op)) continue;
                         if (!full && (((op - R_SUM) % 2 == t % 2) != nb ||
                                       k != (t + nb) % NCOUNTS || ip != (t / 3) % 2))
                             continue;

@@ -80,15 +80,29 @@ MPI_Datatype mpi_type(const Dtype &t) {
 
 MPI_Op mpi_op(dp_op_t op) {
     switch (op) {
+        case DP_SUM:
+        case DP_OP_COUNT:
+            return MPI_SUM;
         case DP_PROD:
             return MPI_PROD;
         case DP_MIN:
             return MPI_MIN;
         case DP_MAX:
             return MPI_MAX;
-        default:
-            return MPI_SUM;
+        case DP_LAND:
+            return MPI_LAND;
+        case DP_LOR:
+            return MPI_LOR;
+        case DP_LXOR:
+            return MPI_LXOR;
+        case DP_BAND:
+            return MPI_BAND;
+        case DP_BOR:
+            return MPI_BOR;
+        case DP_BXOR:
+            return MPI_BXOR;
     }
+    return MPI_SUM;
 }
 
 bool parse_redop(std::string_view name, dp_op_t *op) {

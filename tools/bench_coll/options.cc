@@ -4,6 +4,7 @@
 
 #include "common/units.h"
 #include "mover/config.h"
+#include "mover/names.h"
 
 namespace deputy::bench::coll {
 namespace {
@@ -90,7 +91,10 @@ void add_options(CLI::App &app, CollOptions *o) {
                    "warm-up iterations per size (-1: OSU's 200 up to 8K, 10 above)")
         ->capture_default_str();
     app.add_option("-d,--dtype", o->dtype, "element type: " + dtype_names())->capture_default_str();
-    app.add_option("--redop", o->redop, "reduction: sum, prod, min, max")->capture_default_str();
+    app.add_option("--redop", o->redop,
+                   "reduction: sum, prod, min, max; on integer types also land, lor, lxor, band, "
+                   "bor, bxor")
+        ->capture_default_str();
     app.add_option("--memory", o->memory,
                    "deputy buffers: mapped (dp_malloc), direct (malloc + dp_mem_register), "
                    "heap (the shared heap: what malloc gives a program under libdeputy-mpi or "
@@ -136,7 +140,11 @@ Plan resolve(const CollOptions &o, int ranks) {
     p.dtype = find_dtype(o.dtype);
     if (p.dtype == nullptr) usage_error("-d " + o.dtype + ": not one of " + dtype_names());
     if (!parse_redop(o.redop, &p.redop))
-        usage_error("--redop " + o.redop + ": not one of sum, prod, min, max");
+        usage_error("--redop " + o.redop +
+                    ": not one of sum, prod, min, max, land, lor, lxor, band, bor, bxor");
+    if (!mover::op_applies(unsigned(p.dtype->dp), unsigned(p.redop)))
+        usage_error("--redop " + o.redop + " does not apply to -d " + o.dtype +
+                    " (logical and bitwise reductions take integer types)");
     if (o.memory == "mapped")
         p.memory = Memory::mapped;
     else if (o.memory == "direct")

@@ -33,9 +33,22 @@ int64_t input_value(const Pattern &p, int rank, size_t i) {
             bool negative = t.is_signed && mix(uint64_t(rank) + 3, i) % 3 == 0;
             return negative ? -magnitude : magnitude;
         }
-        default:  // min, max: negative values too where the type has them
-            return data_value(t, rank, i) - (t.is_signed ? t.exact_span / 2 : 0);
+        case DP_LAND:
+        case DP_LOR:
+        case DP_LXOR:
+            // Mostly true for land, mostly false for lor: both results occur.
+            return p.redop == DP_LAND ? int64_t(mix(uint64_t(rank) + 5, i) % 5 != 0)
+                                      : int64_t(mix(uint64_t(rank) + 5, i) % 5 == 0) * 3;
+        case DP_BAND:
+        case DP_BOR:
+        case DP_BXOR:
+            return int64_t(mix(uint64_t(rank) + 11, i) % 128);  // bits within every type
+        case DP_MIN:
+        case DP_MAX:
+        case DP_OP_COUNT:  // min, max: negative values too where the type has them
+            break;
     }
+    return data_value(t, rank, i) - (t.is_signed ? t.exact_span / 2 : 0);
 }
 
 int64_t reduce_all(const Pattern &p, size_t i) {
@@ -52,12 +65,31 @@ int64_t reduce_all(const Pattern &p, size_t i) {
             case DP_MIN:
                 acc = std::min(acc, v);
                 break;
-            default:
+            case DP_MAX:
+            case DP_OP_COUNT:
                 acc = std::max(acc, v);
+                break;
+            case DP_LAND:
+                acc = (acc != 0) && (v != 0);
+                break;
+            case DP_LOR:
+                acc = (acc != 0) || (v != 0);
+                break;
+            case DP_LXOR:
+                acc = (acc != 0) != (v != 0);
+                break;
+            case DP_BAND:
+                acc &= v;
+                break;
+            case DP_BOR:
+                acc |= v;
+                break;
+            case DP_BXOR:
+                acc ^= v;
                 break;
         }
     }
-    return acc;
+    return acc;  // (one rank: its input, as MPI gives it, not yet 0 or 1)
 }
 
 // What element j of `rank`'s receive buffer must be.

@@ -31,7 +31,19 @@ struct BFloat {
 
 template <dp_op_t Op, typename T>
 T combine(T a, T b) {
-    if constexpr (Op == DP_MIN) {
+    if constexpr (Op == DP_LAND) {
+        return T((a != 0) & (b != 0));
+    } else if constexpr (Op == DP_LOR) {
+        return T((a != 0) | (b != 0));
+    } else if constexpr (Op == DP_LXOR) {
+        return T((a != 0) ^ (b != 0));
+    } else if constexpr (Op == DP_BAND) {
+        return T(a & b);
+    } else if constexpr (Op == DP_BOR) {
+        return T(a | b);
+    } else if constexpr (Op == DP_BXOR) {
+        return T(a ^ b);
+    } else if constexpr (Op == DP_MIN) {
         return a < b ? a : b;  // MINPS's rule: b when either is NaN or both are zero
     } else if constexpr (Op == DP_MAX) {
         return a > b ? a : b;
@@ -63,11 +75,29 @@ void reduce(void *dst, const void *a, const void *b, size_t count) {
     }
 }
 
+// The logical and bitwise ops exist for the integer types only
+// (names.h, op_applies): nullptr in the floating rows.
+template <typename Codec, dp_op_t Op>
+constexpr ReduceFn integer_only() {
+    if constexpr (std::is_integral_v<typename Codec::Storage> &&
+                  std::is_same_v<decltype(Codec::widen(typename Codec::Storage{})),
+                                 typename Codec::Storage>)
+        return reduce<Codec, Op>;
+    else
+        return nullptr;
+}
+
 template <typename Codec>
 struct Row {
-    static constexpr ReduceFn fn[DP_OP_COUNT] = {reduce<Codec, DP_SUM>, reduce<Codec, DP_PROD>,
-                                                 reduce<Codec, DP_MIN>, reduce<Codec, DP_MAX>};
+    static constexpr ReduceFn fn[DP_OP_COUNT] = {
+        reduce<Codec, DP_SUM>,           reduce<Codec, DP_PROD>,
+        reduce<Codec, DP_MIN>,           reduce<Codec, DP_MAX>,
+        integer_only<Codec, DP_LAND>(),  integer_only<Codec, DP_LOR>(),
+        integer_only<Codec, DP_LXOR>(),  integer_only<Codec, DP_BAND>(),
+        integer_only<Codec, DP_BOR>(),   integer_only<Codec, DP_BXOR>(),
+    };
 };
+static_assert(DP_OP_COUNT == 10, "a new op needs its column in Row");
 
 // In dp_dtype_t order.
 constexpr const ReduceFn *kRows[DP_DTYPE_COUNT] = {
