@@ -813,23 +813,38 @@ int fd_flood(const char *socket, int contexts, int teams) {
     return 0;
 }
 
+// `pages` pages whose first touch waits for us (userfaultfd, missing
+// pages): the uffd, or -1 having said why ("uffd unavailable: ...": it
+// needs root or vm.unprivileged_userfaultfd = 1).
+int arm_userfaultfd(size_t pages, void **area) {
+    const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (uffd < 0) {
+        say("uffd", std::string("unavailable: ") + std::strerror(errno));
+        return -1;
+    }
+    uffdio_api api{UFFD_API, 0, 0};
+    const size_t bytes = pages * size_t(sysconf(_SC_PAGESIZE));
+    *area = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uffdio_register reg{{uint64_t(*area), bytes}, UFFDIO_REGISTER_MODE_MISSING, 0};
+    if (ioctl(uffd, UFFDIO_API, &api) != 0 || *area == MAP_FAILED ||
+        ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) {
+        say("uffd", std::string("unavailable: ") + std::strerror(errno));
+        close(uffd);
+        return -1;
+    }
+    say("uffd", "armed");
+    return uffd;
+}
+
 // Registers two pages armed with userfaultfd (missing pages): the agent's
 // probe of the range faults, and the fault waits for us. We answer it only
 // after SECONDS; meanwhile another context of ours registers ordinary
 // memory, which must not wait behind it.
 int uffd_register(const char *socket, double seconds) {
-    const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
-    if (uffd < 0) {
-        say("uffd", std::string("unavailable: ") + std::strerror(errno));
-        return 0;
-    }
-    uffdio_api api{UFFD_API, 0, 0};
-    if (ioctl(uffd, UFFDIO_API, &api) != 0) return 2;
+    void *area = nullptr;
+    const int uffd = arm_userfaultfd(2, &area);
+    if (uffd < 0) return 0;
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    void *area = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uffdio_register reg{{uint64_t(area), 2 * page}, UFFDIO_REGISTER_MODE_MISSING, 0};
-    if (area == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) return 2;
-    say("uffd", "armed");
     dp_config_t config = config_for(socket);
     dp_context_t *held = nullptr, *other = nullptr;
     if (dp_init(&config, &held) != DP_OK || dp_init(&config, &other) != DP_OK) return 2;
@@ -865,18 +880,10 @@ int uffd_register(const char *socket, double seconds) {
 // libdeputy, which must not wait behind it. Then the fault is answered
 // with zeros, which are not the proof: refused.
 int uffd_attach(const char *socket, double seconds) {
-    const int uffd = int(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
-    if (uffd < 0) {
-        say("uffd", std::string("unavailable: ") + std::strerror(errno));
-        return 0;
-    }
-    uffdio_api api{UFFD_API, 0, 0};
-    if (ioctl(uffd, UFFDIO_API, &api) != 0) return 2;
+    void *area = nullptr;
+    const int uffd = arm_userfaultfd(1, &area);
+    if (uffd < 0) return 0;
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
-    void *area = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    uffdio_register reg{{uint64_t(area), page}, UFFDIO_REGISTER_MODE_MISSING, 0};
-    if (area == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) return 2;
-    say("uffd", "armed");
     control::Attach held;
     held.pool_bytes = 1 << 20;
     held.proof_addr = uint64_t(area);

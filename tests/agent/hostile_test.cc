@@ -28,6 +28,7 @@
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
 #include "common/timing.h"
+#include "attacker.h"
 #include "raw_client.h"
 
 namespace {
@@ -42,8 +43,7 @@ using deputy::channel::MsgType;
 constexpr double kBystanderP99Ms = 50;
 
 // Runs the attacker to its end (or kills it at the timeout) and collects
-// its "key value" lines. Reads until every writer of its stdout is gone:
-// a forked grandchild reports there too.
+// its "key value" lines (attacker.h).
 struct Attack {
     int exit_code = -1;
     std::map<std::string, std::string> said;
@@ -52,57 +52,11 @@ struct Attack {
 
 Attack run_attack(const AgentProcess &agent, std::vector<std::string> args,
                   std::vector<std::string> env = {}, int timeout_s = 60) {
-    args.insert(args.begin(), {HOSTILE_CLIENT_BIN, agent.socket()});
-    std::vector<char *> argv;
-    for (auto &a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char **e = environ; *e; ++e)
-        if (std::strncmp(*e, "DEPUTY_JOB_SECRET=", 18) != 0) env_strings.push_back(*e);
-    env_strings.insert(env_strings.end(), env.begin(), env.end());
-    std::vector<char *> envp;
-    for (auto &e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int out[2];
+    deputy::testing::Attacker attacker(agent, std::move(args), std::move(env));
     Attack a;
-    if (pipe2(out, O_CLOEXEC) != 0) return a;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    pid_t pid = -1;
-    const int rc =
-        posix_spawn(&pid, HOSTILE_CLIENT_BIN, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    if (rc != 0) {
-        close(out[0]);
-        return a;
-    }
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-    char buf[4096];
-    for (;;) {
-        pollfd p{out[0], POLLIN, 0};
-        const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 end - std::chrono::steady_clock::now())
-                                 .count());
-        if (left <= 0 || poll(&p, 1, left) <= 0) {
-            kill(pid, SIGKILL);
-            a.output += "\n(killed at the timeout)";
-            break;
-        }
-        const ssize_t n = read(out[0], buf, sizeof buf);
-        if (n <= 0) break;
-        a.output.append(buf, size_t(n));
-    }
-    close(out[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    a.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::istringstream lines(a.output);
-    for (std::string line; std::getline(lines, line);) {
-        const size_t sp = line.find(' ');
-        if (sp != std::string::npos) a.said[line.substr(0, sp)] = line.substr(sp + 1);
-    }
+    a.exit_code = attacker.finish(timeout_s);
+    a.said = attacker.said;
+    a.output = attacker.output;
     return a;
 }
 
