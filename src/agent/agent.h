@@ -137,11 +137,17 @@ class Agent {
     void placement_info(nlohmann::json *out) const;
     // Client control (client_control.cc; handle_staged in staged_execution.cc).
     void on_client_event(uint32_t id, uint32_t events);
+    // Answers the requests waiting in the inbox (false: the client was
+    // dropped), then clears the stack below if one held a job's secret.
     bool serve_inbox(ClientSession &s);
+    bool serve_requests(ClientSession &s);
     void send(ClientSession &s, channel::MsgType type, const std::vector<uint8_t> &payload,
               const int *fds = nullptr, size_t nfds = 0);
     void update_epoll(ClientSession &s);
     dp_status_t handle_attach(ClientSession &s, const std::vector<uint8_t> &payload);
+    // Answers an ATTACH with a refusal and ends the connection once it is
+    // out (returns the status that does so).
+    dp_status_t refuse_attach(ClientSession &s, dp_status_t status, const std::string &why);
     // ATTACH once the process behind the connection is known (or cannot
     // be, and direct memory is refused): limits, the segment, the answer.
     dp_status_t attach_proven(ClientSession &s, const channel::control::Attach &m);

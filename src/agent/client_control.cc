@@ -101,11 +101,7 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
         const dp_status_t st = s.connection.receive(max_payload, kReadBudget, &s.inbox, &error);
         if (st == DP_ERR_AGENT_LOST) return drop_client(id, "closed its connection", false);
         if (st != DP_OK) return drop_client(id, fmt::format("unreadable message: {}", error), true);
-        const bool served = serve_inbox(s);
-        // A join's secret passed through frames below this one (the read
-        // buffer, the decoder's, the hash's): none of it stays there.
-        if (std::exchange(secret_on_stack_, false)) clear_stack_below(128 << 10);
-        if (!served) return;  // dropped
+        if (!serve_inbox(s)) return;  // dropped
         update_epoll(s);
     }
     if (!s.broken.empty()) return drop_client(id, s.broken, true);
@@ -113,6 +109,14 @@ void Agent::on_client_event(uint32_t id, uint32_t events) {
 }
 
 bool Agent::serve_inbox(ClientSession &s) {
+    const bool kept = serve_requests(s);
+    // A join's secret passed through frames below this one (the decoder's,
+    // the hash's, whatever else the join called): none of it stays there.
+    if (std::exchange(secret_on_stack_, false)) clear_stack_below(128 << 10);
+    return kept;
+}
+
+bool Agent::serve_requests(ClientSession &s) {
     const uint32_t id = s.id;
     while (!s.inbox.empty() && !s.closing && s.broken.empty() &&
            s.state != ClientSession::State::kPopulating && !s.awaiting()) {
@@ -185,15 +189,19 @@ bool Agent::serve_inbox(ClientSession &s) {
     return true;
 }
 
+dp_status_t Agent::refuse_attach(ClientSession &s, dp_status_t status, const std::string &why) {
+    ++counters_.refused;
+    DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
+    reply(s, status, why);
+    return DP_ERR_INVALID;  // ends the connection once the answer is out
+}
+
 dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &payload) {
     control::Attach m;
     std::string error;
     dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
     auto refuse = [&](dp_status_t status, const std::string &why) {
-        ++counters_.refused;
-        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
-        reply(s, status, why);
-        return DP_ERR_INVALID;  // ends the connection once the answer is out
+        return refuse_attach(s, status, why);
     };
     if (st != DP_OK) return refuse(st, error);
     if (m.version != channel::kProtocolVersion)
@@ -250,10 +258,7 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
 dp_status_t Agent::attach_proven(ClientSession &s, const control::Attach &m) {
     dp_status_t st = DP_OK;
     auto refuse = [&](dp_status_t status, const std::string &why) {
-        ++counters_.refused;
-        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
-        reply(s, status, why);
-        return DP_ERR_INVALID;  // ends the connection once the answer is out
+        return refuse_attach(s, status, why);
     };
     if (attached_.size() >= config_.max_clients)
         return refuse(DP_ERR_TOO_LARGE,
@@ -422,10 +427,7 @@ void Agent::finish_identity(ClientSession &s, const MemoryProbes::Result &r) {
                      id, s.creds.pid, r.error);
         st = attach_proven(s, m);
     } else if (!s.process->check_proof(r.bytes.data(), m.proof, &error)) {
-        ++counters_.refused;
-        DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, error);
-        reply(s, DP_ERR_DENIED, error);
-        st = DP_ERR_INVALID;
+        st = refuse_attach(s, DP_ERR_DENIED, error);
     } else {
         st = attach_proven(s, m);
     }

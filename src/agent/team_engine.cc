@@ -8,7 +8,6 @@
 
 #include "agent/team_engine_state.h"
 #include "common/log.h"
-#include "common/stack_clear.h"
 #include "common/timing.h"
 #include "mover/wait.h"
 
@@ -20,7 +19,6 @@ SecretDigest secret_digest(const std::string &secret) {
     SecretDigest d{};
     crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char *>(secret.data()),
                        secret.size(), nullptr, 0);
-    clear_stack_below(16 << 10);  // BLAKE2b's frames held the message words
     return d;
 }
 

@@ -43,13 +43,14 @@ using deputy::coll::collective_name;
     if (c != Collective::barrier && unsigned(dtype) >= DP_DTYPE_COUNT)
         DP_FAIL(DP_ERR_INVALID, "deputy {}: dtype {} is not a dp_dtype_t", collective_name(c),
                 int(dtype));
-    if (deputy::coll::reduces(c) && (op < 0 || op >= DP_OP_COUNT))
-        DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t", collective_name(c),
-                int(op));
-    if (deputy::coll::reduces(c) && !deputy::mover::op_applies(unsigned(dtype), unsigned(op)))
+    if (deputy::coll::reduces(c) && !deputy::mover::op_applies(unsigned(dtype), unsigned(op))) {
+        if (unsigned(op) >= DP_OP_COUNT)
+            DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t",
+                    collective_name(c), int(op));
         DP_FAIL(DP_ERR_INVALID, "deputy {}: {} does not apply to {} (logical and bitwise "
                 "reductions take integer types)",
                 collective_name(c), dp_op_name(op), dp_dtype_name(dtype));
+    }
     Request *r = nullptr;
     DP_CHECK(team->impl->post(c, src, dst, count, dtype, op, root, &r));
     // A dp_request_t is the Request itself (first member): no allocation.

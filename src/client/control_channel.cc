@@ -129,12 +129,8 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
                                   "deputy control");
         got = s == DP_OK;
         segments.resize(nfds);
-        for (size_t i = 0; i < nfds; ++i) {
-            std::string bad;
-            if (Segment::map_received(std::move(fds[i]), &segments[i], &bad) != DP_OK)
-                DP_LOG_WARN("deputy control: segment {} of {} from the agent is not usable: {}",
-                            i, nfds, bad);
-        }
+        // (One that cannot be mapped stays invalid; map() said why.)
+        for (size_t i = 0; i < nfds; ++i) Segment::map_received(std::move(fds[i]), &segments[i]);
         if (s == DP_ERR_AGENT_LOST) why = "the agent closed the connection";
         else if (!got) why = fmt::format("the control socket broke ({})", dp_status_name(s));
     } else if (ready == 0) {

@@ -179,25 +179,14 @@ dp_status_t Segment::map(UniqueFd fd, size_t expected_bytes, Segment *out, Pages
     return DP_OK;
 }
 
-dp_status_t Segment::map_received(UniqueFd fd, Segment *out, std::string *why) {
+dp_status_t Segment::map_received(UniqueFd fd, Segment *out) {
     out->reset();
-    if (const dp_status_t st = check_received(fd.get(), 0, why); st != DP_OK) return st;
     const int flags = fcntl(fd.get(), F_GETFL);
     const Access access =
         flags >= 0 && (flags & O_ACCMODE) == O_RDWR ? Access::read_write : Access::read_only;
-    struct stat st {};
-    fstat(fd.get(), &st);
-    const size_t size = size_t(st.st_size);
-    void *base = map_guarded(fd.get(), size, Pages::lazy, access);
-    if (base == MAP_FAILED) {
-        const int err = errno;
-        *why = fmt::format("mmap {} bytes: {}", size, std::strerror(err));
-        return err == ENOMEM ? DP_ERR_NOMEM : DP_ERR_IO;
-    }
-    out->base_ = base;
-    out->size_ = size;
-    out->writable_ = access == Access::read_write;
-    return DP_OK;  // fd closes here
+    DP_CHECK(map(std::move(fd), 0, out, Pages::lazy, access));
+    out->close_fd();
+    return DP_OK;
 }
 
 }  // namespace deputy

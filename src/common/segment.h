@@ -69,8 +69,8 @@ class Segment {
     // when the peer sent it O_RDWR, else read-only), lazily, and closes the
     // fd: a file a process holds no fd of cannot be opened again through
     // its /proc/<pid>/fd. Call it inside a PrivateWindow that covered the
-    // recvmsg(). On failure *out is left invalid and the reason is in *why.
-    static dp_status_t map_received(UniqueFd fd, Segment *out, std::string *why);
+    // recvmsg(). On failure (logged, as map()'s) *out is left invalid.
+    static dp_status_t map_received(UniqueFd fd, Segment *out);
     // map()'s checks alone, logging nothing (for an fd from a peer that may
     // be hostile): DP_OK, or DP_ERR_DENIED / DP_ERR_INVALID with *why.
     static dp_status_t check_received(int fd, size_t expected_bytes, std::string *why);

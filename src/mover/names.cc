@@ -61,12 +61,7 @@ const char *comp_status_name(unsigned raw) {
 
 size_t dtype_size(unsigned raw) { return raw < kDtypeSizes.size() ? kDtypeSizes[raw] : 0; }
 
-bool is_integer_dtype(unsigned raw) { return raw <= unsigned(DP_UINT64); }
 
-bool op_applies(unsigned dtype, unsigned op) {
-    if (dtype >= unsigned(DP_DTYPE_COUNT) || op >= unsigned(DP_OP_COUNT)) return false;
-    return op <= unsigned(DP_MAX) || is_integer_dtype(dtype);
-}
 
 }  // namespace deputy::mover
 

@@ -4,6 +4,8 @@
 // not validated the byte yet asks these, which take the integer.
 #pragma once
 
+#include <deputy/mover.h>
+
 #include <cstddef>
 
 namespace deputy::mover {
@@ -13,8 +15,11 @@ const char *comp_status_name(unsigned raw);  // "success", ...; "unknown"
 size_t dtype_size(unsigned raw);             // 0 for anything not a dp_dtype_t
 // Whether reduction `op` applies to `dtype` (both raw): every op to the
 // integer types, sum/prod/min/max to the floating ones. The one rule every
-// layer that checks a reduction asks.
-bool op_applies(unsigned dtype, unsigned op);
-bool is_integer_dtype(unsigned raw);
+// layer that checks a reduction asks; inline, as a post checks it.
+inline bool is_integer_dtype(unsigned raw) { return raw <= unsigned(DP_UINT64); }
+inline bool op_applies(unsigned dtype, unsigned op) {
+    if (dtype >= unsigned(DP_DTYPE_COUNT) || op >= unsigned(DP_OP_COUNT)) return false;
+    return op <= unsigned(DP_MAX) || is_integer_dtype(dtype);
+}
 
 }  // namespace deputy::mover

@@ -105,6 +105,13 @@ MPI_Op mpi_op(dp_op_t op) {
     return MPI_SUM;
 }
 
+std::string redop_names() {
+    std::string out;
+    for (int o = 0; o < DP_OP_COUNT; ++o)
+        out += (out.empty() ? "" : ", ") + std::string(dp_op_name(dp_op_t(o)));
+    return out;
+}
+
 bool parse_redop(std::string_view name, dp_op_t *op) {
     for (int o = 0; o < DP_OP_COUNT; ++o)
         if (name == dp_op_name(dp_op_t(o))) return *op = dp_op_t(o), true;

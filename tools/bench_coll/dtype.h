@@ -36,6 +36,7 @@ std::string dtype_names();
 MPI_Datatype mpi_type(const Dtype &t);
 MPI_Op mpi_op(dp_op_t op);
 bool parse_redop(std::string_view name, dp_op_t *op);
+std::string redop_names();  // "sum, prod, ..., bxor", from dp_op_name
 
 // Element i of buf := v (v must be exact in the type: see exact_span).
 void store(const Dtype &t, void *buf, size_t i, int64_t v);

@@ -92,8 +92,8 @@ void add_options(CLI::App &app, CollOptions *o) {
         ->capture_default_str();
     app.add_option("-d,--dtype", o->dtype, "element type: " + dtype_names())->capture_default_str();
     app.add_option("--redop", o->redop,
-                   "reduction: sum, prod, min, max; on integer types also land, lor, lxor, band, "
-                   "bor, bxor")
+                   "reduction: " + redop_names() +
+                       " (the logical and bitwise ones on integer types only)")
         ->capture_default_str();
     app.add_option("--memory", o->memory,
                    "deputy buffers: mapped (dp_malloc), direct (malloc + dp_mem_register), "
@@ -140,8 +140,7 @@ Plan resolve(const CollOptions &o, int ranks) {
     p.dtype = find_dtype(o.dtype);
     if (p.dtype == nullptr) usage_error("-d " + o.dtype + ": not one of " + dtype_names());
     if (!parse_redop(o.redop, &p.redop))
-        usage_error("--redop " + o.redop +
-                    ": not one of sum, prod, min, max, land, lor, lxor, band, bor, bxor");
+        usage_error("--redop " + o.redop + ": not one of " + redop_names());
     if (!mover::op_applies(unsigned(p.dtype->dp), unsigned(p.redop)))
         usage_error("--redop " + o.redop + " does not apply to -d " + o.dtype +
                     " (logical and bitwise reductions take integer types)");
