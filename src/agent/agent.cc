@@ -61,6 +61,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         DP_LOG_WARN("agent: {}; `deputy info` shows no topology", topology_error);
     dp_status_t s = mover::Device::create(agent->config_.device, &agent->device_, error);
     if (s != DP_OK) return s;
+    agent->device_->watch_held_engines(uint64_t(agent->config_.engine_hold_ms) * 1'000'000);
     const mover::WqConfig &wq0 = agent->config_.device.wqs.at(0);
     agent->limits_ = {wq0.max_transfer_size, wq0.max_batch_size, agent->device_->nt_threshold()};
     agent->epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
@@ -222,8 +223,9 @@ dp_status_t Agent::run() {
 }
 
 bool Agent::any_pending() const {
+    const uint64_t now = timing::now_ns();
     for (const ClientSession *s : attached_)
-        if (s->pending) return true;
+        if (pending_soon(*s, now)) return true;
     for (const auto &job : staged_jobs_)
         if (!job->submitted) return true;
     return false;
@@ -239,6 +241,11 @@ int Agent::sleep_timeout_ms() const {
     // an answer not yet taken and memory waiting for an engine all have
     // deadlines.
     if (!staged_jobs_.empty()) return 1;  // (the loop waits on them before it sleeps)
+    for (const ClientSession *s : attached_)
+        if (s->pending) return 1;  // (held longer than pending_soon: looked at each ms)
+    // An engine inside a call into a client's memory may be held there:
+    // housekeeping relieves it (mover/stall_watch.h).
+    if (device_->engines_in_calls()) return 10;
     if (!retiring_.empty() || teams_->busy() || connecting_ > 0 || !listening_) return 10;
     for (const auto &[id, s] : clients_)
         if (s->connection.has_output() || s->connection.partial_since_ns()) return 10;
@@ -286,6 +293,7 @@ void Agent::housekeeping() {
         }
     }
     for (const Doomed &d : doomed) drop_client(d.id, d.why, d.misbehaved);
+    device_->relieve_held_engines();
     reap_retired();
     connection_log_.flush_if_due();
     for (ClientSession *s : attached_) s->space().log().flush_if_due();

@@ -105,6 +105,14 @@ class Agent {
 
     // Event loop (agent.cc).
     bool any_pending() const;
+    // A client's descriptor held back for less than kPendingSpinNs: the
+    // engines free room soon, so the loop keeps looking. One held longer
+    // (its client's memory holds an engine) is looked at every millisecond
+    // instead, so a stuck client does not keep the service thread spinning.
+    static bool pending_soon(const ClientSession &s, uint64_t now_ns) {
+        return s.pending && now_ns - s.pending_since_ns < kPendingSpinNs;
+    }
+    static constexpr uint64_t kPendingSpinNs = 10'000'000;
     void housekeeping();
     int sleep_timeout_ms() const;
     // Rings to engines (ring_service.cc).

@@ -88,6 +88,7 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
             c->max_process_pending_joins = uint32_t(get_uint(v, path, 1u << 20));
         else if (key == "max_team_timeout_ms")
             c->max_team_timeout_ms = uint32_t(get_uint(v, path, UINT32_MAX));
+        else if (key == "engine_hold_ms") c->engine_hold_ms = uint32_t(get_uint(v, path, 600000));
         else if (key == "max_process_clients")
             c->max_process_clients = uint32_t(get_uint(v, path, 1u << 20));
         else if (key == "max_pending_joins")
@@ -255,6 +256,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         return bad("max_process_pending_joins must be at least 1");
     if (c->max_team_timeout_ms == 0) return bad("max_team_timeout_ms must be at least 1");
     if (c->max_process_clients == 0) return bad("max_process_clients must be at least 1");
+    if (c->engine_hold_ms == 0) return bad("engine_hold_ms must be at least 1");
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");

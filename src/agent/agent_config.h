@@ -75,6 +75,13 @@ struct AgentConfig {
     // The longest a team may take to form (a member's timeout_ms above it
     // is refused): slots a join holds are given back within this.
     uint32_t max_team_timeout_ms = 600000;
+    // How long one call into a client's ordinary memory may hold an engine
+    // before a relief engine takes its place and that process's further
+    // calls are refused until it returns (mover/stall_watch.h). Honest
+    // calls take microseconds to a few milliseconds (64 MiB at ~5 GB/s is
+    // 13 ms); a page the client keeps from the kernel (userfaultfd) takes
+    // as long as it likes.
+    uint32_t engine_hold_ms = 500;
     // Clients (contexts) of one process attached at once: a quarter of
     // max_clients.
     uint32_t max_process_clients = 64;

@@ -115,8 +115,18 @@ bool ClientProcess::alive() const {
     return poll(&p, 1, 0) == 0;
 }
 
+bool ClientProcess::refused(const mover::SubmitterCall &call, std::string *error) const {
+    *error = fmt::format("another call into process {}'s memory has held an engine for {} ms (a "
+                         "page it does not let the kernel fill: userfaultfd, a stalled file); "
+                         "no other call goes in until it returns",
+                         pid_, call.held_ns() / 1'000'000);
+    return false;
+}
+
 bool ClientProcess::read(uint64_t addr, void *dst, size_t len, std::string *error) const {
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
+    mover::SubmitterCall call(owner_key());
+    if (!call.admitted()) return refused(call, error);
     size_t done = 0;
     if (!transfer("process_vm_readv", pid_, addr, static_cast<char *>(dst), len, process_vm_readv,
                   &done, error, &exiting_, &reached_))
@@ -130,6 +140,8 @@ bool ClientProcess::write(uint64_t addr, const void *src, size_t len, size_t *wr
                           std::string *error) const {
     *written = 0;
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
+    mover::SubmitterCall call(owner_key());
+    if (!call.admitted()) return refused(call, error);
     return transfer("process_vm_writev", pid_, addr,
                     const_cast<char *>(static_cast<const char *>(src)), len, process_vm_writev,
                     written, error, &exiting_, &reached_);

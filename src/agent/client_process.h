@@ -35,6 +35,7 @@
 
 #include "channel/socket_io.h"
 #include "common/fd.h"
+#include "mover/stall_watch.h"
 
 namespace deputy::agent {
 
@@ -66,7 +67,10 @@ class ClientProcess {
 
     // Exactly len bytes, or false with *error (the process exited, the range
     // is not mapped or not readable/writable). `*written`: bytes that reached
-    // the process before a write failed (a fault part-way).
+    // the process before a write failed (a fault part-way). On an engine,
+    // also false at once while another call into this process holds an
+    // engine (mover/stall_watch.h): the process decides how long its pages
+    // take, so it may hold the engines that entered, never more.
     bool read(uint64_t addr, void *dst, size_t len, std::string *error) const;
     bool write(uint64_t addr, const void *src, size_t len, size_t *written,
                std::string *error) const;
@@ -76,6 +80,11 @@ class ClientProcess {
     static bool peer_pidfd_disabled();
 
   private:
+    // The submitter as the engines' stall watch names it: every context of
+    // one process is one submitter (a live pid names one process).
+    uint64_t owner_key() const { return uint64_t(pid_); }
+    bool refused(const mover::SubmitterCall &call, std::string *error) const;
+
     pid_t pid_ = 0;
     UniqueFd pidfd_;
     bool verified_ = false;

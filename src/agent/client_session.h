@@ -65,6 +65,7 @@ struct ClientSession {
     bool has_pasid = false;
     uint32_t wq = 0;  // the device queue its descriptors go to
     std::optional<dp_desc_t> pending;  // popped, refused by a full device queue, retried first
+    uint64_t pending_since_ns = 0;     // when `pending` was last set from empty
     // A STAGED request of it is with the engines (Agent::staged_jobs_): its
     // later requests wait in the inbox, so answers go out in request order,
     // and the socket is not read while one waits there.

@@ -178,13 +178,18 @@ bool ClientSpace::write(uint64_t addr, const void *in, uint64_t len, std::string
     return process_->write(addr, in, len, &written, why);
 }
 
-bool ClientSpace::publish(uint64_t record, const mover::OpResult &result, uint64_t user) const {
+bool ClientSpace::publish_in_place(uint64_t record, const mover::OpResult &result,
+                                   uint64_t user) const {
     if (record % alignof(dp_completion_t) != 0) return false;
-    if (auto *rec = static_cast<dp_completion_t *>(
-            translate(record, sizeof(dp_completion_t), mover::Access::write))) {
-        mover::publish_completion(rec, result, user);
-        return true;
-    }
+    auto *rec = static_cast<dp_completion_t *>(
+        translate(record, sizeof(dp_completion_t), mover::Access::write));
+    if (rec) mover::publish_completion(rec, result, user);
+    return rec != nullptr;
+}
+
+bool ClientSpace::publish(uint64_t record, const mover::OpResult &result, uint64_t user) const {
+    if (publish_in_place(record, result, user)) return true;
+    if (record % alignof(dp_completion_t) != 0) return false;
     if (!direct_allows(record, sizeof(dp_completion_t))) return false;
     dp_completion_t local{};
     mover::publish_completion(&local, result, user);

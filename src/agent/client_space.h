@@ -104,6 +104,12 @@ class ClientSpace final : public mover::AddressSpace {
         inflight_bytes_.fetch_sub(cost(desc), std::memory_order_relaxed);
         inflight_.fetch_sub(1, std::memory_order_release);
     }
+    // Nothing of this client's is with the engines (acquire: pairs with
+    // finished(), so its descriptors' writes are visible).
+    bool quiet() const { return inflight_.load(std::memory_order_acquire) == 0; }
+    // The service thread submits a client's DRAIN only once quiet(): an
+    // engine completes it without waiting for the shared queue.
+    bool orders_own_drains() const override { return true; }
     static constexpr uint32_t kMaxInflight = 64;
     static constexpr uint64_t kMaxInflightBytes = 16ull << 20;
 
@@ -118,6 +124,9 @@ class ClientSpace final : public mover::AddressSpace {
     // their member's data when that ran on bounce buffers. False when
     // `record` is misaligned or in neither (nothing is written then).
     bool publish(uint64_t record, const mover::OpResult &result, uint64_t user) const;
+    // The same for a record in the pool or shared heap only (the service
+    // thread's: it never calls into a client's process). False otherwise.
+    bool publish_in_place(uint64_t record, const mover::OpResult &result, uint64_t user) const;
 
   private:
     // What a descriptor counts against the budget: its bytes. A batch's

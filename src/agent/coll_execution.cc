@@ -211,9 +211,12 @@ void TeamEngine::start(Team &t, const std::vector<Posted> &posted) {
         ex->planned_for.reset();
         if (!coll::is_vector(args.collective)) ex->planned_for = args;
     }
-    if (ex->plan.traffic_bytes() <= config_.coll_inline_bytes) {
+    if (ex->plan.traffic_bytes() <= config_.coll_inline_bytes && ex->buffers.all_in_place()) {
         // Small: cheaper here than the wake-ups of a hand-off to an engine
         // (bounded by coll_inline_bytes, so no client waits long for it).
+        // Only over mapped memory: a call into a member's process takes as
+        // long as the process likes (userfaultfd), and the service thread
+        // serves everyone; engines can be relieved (mover/stall_watch.h).
         uint8_t status = DP_COMP_SUCCESS;
         std::string why;
         for (const coll::Task &task : ex->plan.tasks)

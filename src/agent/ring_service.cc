@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "channel/coll_post.h"
+#include "common/timing.h"
 
 namespace deputy::agent {
 
@@ -30,8 +31,9 @@ void Agent::set_sleeping(bool sleeping) {
 }
 
 bool Agent::any_ring_nonempty() const {
+    const uint64_t now = timing::now_ns();
     for (const ClientSession *s : attached_)
-        if (s->pending || s->ring.maybe_nonempty()) return true;
+        if (pending_soon(*s, now) || s->ring.maybe_nonempty()) return true;
     return false;
 }
 
@@ -53,14 +55,18 @@ bool Agent::poll_rings() {
             }
             // Every descriptor goes to the engines, under the client's own
             // address space, whatever memory it names (client_space.h), as
-            // long as the client is within its share (may_submit).
-            if (!space.may_submit()) {
+            // long as the client is within its share (may_submit). A DRAIN
+            // waits here for the client's own earlier work, never on an
+            // engine for the queue's: another client may hold that.
+            if (!space.may_submit() || (d.opcode == DP_OP_DRAIN && !space.quiet())) {
+                if (!s->pending) s->pending_since_ns = timing::now_ns();
                 s->pending = d;
                 break;
             }
             space.submitted(d);
             if (device_->submit(s->wq, d, s->pasid) == DP_ERR_RETRY) {
                 space.finished(d);
+                if (!s->pending) s->pending_since_ns = timing::now_ns();
                 s->pending = d;  // the device queue is full: keep it, try again later
                 break;
             }

@@ -418,10 +418,11 @@ void TeamEngine::publish(uint32_t client_id, uint64_t record, uint8_t status, ui
     mover::OpResult result;
     result.status = status;
     result.bytes = bytes;
-    if (!c->space().publish(record, result, user))
+    // In place only: the service thread never calls into a client's process.
+    if (!c->space().publish_in_place(record, result, user))
         DP_LOG_LIMITED(c->space().log(),
                        "client {}: collective completion record 0x{:x} is misaligned or outside "
-                       "its pool and registered memory; the result cannot be reported",
+                       "its pool and shared heap; the result cannot be reported",
                        c->id, record);
 }
 

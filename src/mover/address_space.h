@@ -43,6 +43,13 @@ public:
     // the space: a space that counts its submitter's work in flight (the
     // agent's, for fairness between clients) counts it out here.
     virtual void finished(const dp_desc_t &) const {}
+
+    // True when the submitter hands this space's DRAIN to the engines only
+    // once all its earlier descriptors finished (the agent holds a client's
+    // DRAIN back until then): the engine then completes it without waiting
+    // for the whole queue, which other submitters share and whose work one
+    // of them may hold (stall_watch.h).
+    virtual bool orders_own_drains() const { return false; }
 };
 
 // The calling process's own memory: addresses are pointers. Refuses only what

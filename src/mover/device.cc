@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/timing.h"
 
 namespace deputy::mover {
 
@@ -31,6 +32,7 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
         device->wqs_.push_back(std::move(wq));
     }
 
+    device->watch_ = std::make_unique<StallWatch>(config.total_engines());
     size_t next_cpu = 0;
     const uint64_t idle_spin_ns = uint64_t(config.idle_spin_us) * 1000;
     for (const GroupConfig &group_config : config.groups) {
@@ -45,9 +47,9 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
         });
         for (uint32_t e = 0; e < group_config.engines; ++e) {
             int cpu = config.cpus.empty() ? -1 : config.cpus[next_cpu++ % config.cpus.size()];
-            device->engines_.push_back(
-                std::make_unique<Engine>(group.get(), &device->spaces_, cpu, idle_spin_ns,
-                                         config.idle_yield));
+            device->engines_.push_back(std::make_unique<Engine>(
+                group.get(), &device->spaces_, cpu, idle_spin_ns, config.idle_yield,
+                device->watch_.get(), device->watch_->take()));
         }
         device->groups_.push_back(std::move(group));
     }
@@ -71,6 +73,63 @@ void Device::stop_engines() {
     for (auto &engine : engines_) engine->stop();
 }
 
+uint32_t Device::relieve_held_engines() {
+    uint32_t held = 0;
+    if (watch_->mark_held(timing::now_ns(), &held) != 0) {
+        const uint64_t idle_spin_ns = uint64_t(config_.idle_spin_us) * 1000;
+        const size_t n = engines_.size();
+        for (size_t i = 0; i < n; ++i) {
+            Engine &e = *engines_[i];
+            if (e.relieved || !e.slot()->held.load(std::memory_order_acquire)) continue;
+            e.relieved = true;
+            EngineSlot *slot = watch_->take();
+            if (slot == nullptr) {
+                DP_LOG_LIMITED(relief_log_,
+                               "mover {}: an engine is held in a submitter's call past {} ms and "
+                               "all {} relief engines are in use: its group has one engine fewer "
+                               "until a call returns",
+                               config_.name, watch_->limit_ns() / 1'000'000,
+                               StallWatch::kMaxReliefs);
+                continue;
+            }
+            DP_LOG_LIMITED(relief_log_,
+                           "mover {}: engine (thread {}) held for over {} ms in a call into "
+                           "submitter {}'s memory: a relief engine takes its place",
+                           config_.name, e.tid(), watch_->limit_ns() / 1'000'000,
+                           e.slot()->owner.load(std::memory_order_relaxed));
+            engines_.push_back(std::make_unique<Engine>(e.group(), &spaces_, e.cpu(), idle_spin_ns,
+                                                        config_.idle_yield, watch_.get(), slot));
+            if (started_) engines_.back()->start();
+        }
+    }
+    // Held engines whose call returned have left their loop: join them.
+    for (size_t i = 0; i < engines_.size();) {
+        Engine &e = *engines_[i];
+        if (!e.relieved || !e.slot()->exited.load(std::memory_order_acquire)) {
+            ++i;
+            continue;
+        }
+        e.stop();
+        const EngineCounters &c = e.counters();
+        for (auto [from, to] : {std::pair{&c.completed, &left_.completed},
+                                {&c.failed, &left_.failed},
+                                {&c.bytes, &left_.bytes},
+                                {&c.lost_completions, &left_.lost_completions},
+                                {&c.dropped, &left_.dropped}})
+            to->fetch_add(from->load(std::memory_order_relaxed), std::memory_order_relaxed);
+        watch_->give_back(e.slot());
+        engines_.erase(engines_.begin() + long(i));
+    }
+    relief_log_.flush_if_due();
+    return held;
+}
+
+bool Device::engines_in_calls() const {
+    for (const auto &e : engines_)
+        if (e->slot()->owner.load(std::memory_order_relaxed) != 0) return true;
+    return false;
+}
+
 void Device::stats(dp_mover_stats_t *out) const {
     dp_mover_stats_t s;
     std::memset(&s, 0, sizeof(s));
@@ -85,6 +144,9 @@ void Device::stats(dp_mover_stats_t *out) const {
         s.failed += c.failed.load(std::memory_order_relaxed);
         s.bytes += c.bytes.load(std::memory_order_relaxed);
     }
+    s.completed += left_.completed.load(std::memory_order_relaxed);
+    s.failed += left_.failed.load(std::memory_order_relaxed);
+    s.bytes += left_.bytes.load(std::memory_order_relaxed);
     s.num_engines = uint32_t(engines_.size());
     s.num_wqs = uint32_t(wqs_.size());
     *out = s;

@@ -14,6 +14,8 @@
 #include "mover/engine.h"
 #include "mover/queue_group.h"
 #include "mover/space_table.h"
+#include "mover/stall_watch.h"
+#include "common/log_limiter.h"
 
 namespace deputy::mover {
 
@@ -60,6 +62,18 @@ public:
     bool address_space_idle(uint32_t pasid) const { return spaces_.idle(pasid); }
     void release_address_space(uint32_t pasid) { spaces_.release(pasid); }
 
+    // --- engines held by a submitter (stall_watch.h); the owner's ---
+    // Engines inside one submitter call for longer than limit_ns count as
+    // held (0, the default: never). The agent sets it once, before work.
+    void watch_held_engines(uint64_t limit_ns) { watch_->set_limit_ns(limit_ns); }
+    // Gives every newly held engine a relief in its group and joins held
+    // engines that have left. Returns the engines held now. Cheap: call it
+    // every few milliseconds.
+    uint32_t relieve_held_engines();
+    // Some engine is inside a submitter call now (the owner then looks
+    // again soon rather than sleeping long).
+    bool engines_in_calls() const;
+
     void stats(dp_mover_stats_t *out) const;
     // The engines, in creation order (engine e pinned to config().cpus[e % n]).
     const std::vector<std::unique_ptr<Engine>> &engines() const { return engines_; }
@@ -77,6 +91,9 @@ private:
     std::vector<std::unique_ptr<Engine>> engines_;
     SpaceTable spaces_;
     LocalAddressSpace local_;
+    std::unique_ptr<StallWatch> watch_;
+    EngineCounters left_;  // counters of held engines that have left
+    LogLimiter relief_log_{"mover: held engines"};
     bool started_ = false;
 };
 

@@ -30,9 +30,9 @@ void GroupState::wake_all() {
 }
 
 Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
-               bool idle_yield)
+               bool idle_yield, const StallWatch *watch, EngineSlot *slot)
     : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns),
-      idle_yield_(idle_yield) {}
+      idle_yield_(idle_yield), watch_(watch), slot_(slot) {}
 
 Engine::~Engine() { stop(); }
 
@@ -47,11 +47,15 @@ void Engine::stop() {
 
 void Engine::run() {
     tid_.store(current_tid(), std::memory_order_release);
+    StallWatch::bind_current_thread(watch_, slot_);
     if (cpu_ >= 0 && affinity::pin_current_thread(cpu_) != DP_OK)
         DP_LOG_WARN("mover engine runs unpinned: CPU {} is not available", cpu_);
     uint64_t idle_since = 0;
     unsigned idle_polls = 0;
     for (;;) {
+        // Held in a submitter's call, and replaced meanwhile: once the call
+        // returned and its descriptor finished, the relief serves instead.
+        if (slot_->held.load(std::memory_order_acquire)) break;
         if (serve_once()) {
             idle_since = 0;
             continue;
@@ -76,6 +80,8 @@ void Engine::run() {
             idle_since = 0;
         }
     }
+    StallWatch::bind_current_thread(nullptr, nullptr);
+    slot_->exited.store(true, std::memory_order_release);
 }
 
 bool Engine::serve_once() {
@@ -102,6 +108,7 @@ bool Engine::serve_once() {
                 // that sees the count drop.
                 wq->inflight.fetch_sub(1, std::memory_order_release);
             }
+            if (slot_->held.load(std::memory_order_acquire)) return true;
         }
     }
     return worked;
@@ -126,7 +133,7 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
             else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
                      desc.redop || desc.reserved)
                 result.status = DP_COMP_INVALID_FIELD;
-            else drain(wq);
+            else if (!space->orders_own_drains()) drain(wq);
             if (record) publish_completion(record, result, desc.user);
         }
     } else {

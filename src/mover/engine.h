@@ -15,6 +15,7 @@
 #include "mover/address_space.h"
 #include "mover/queue_group.h"
 #include "mover/space_table.h"
+#include "mover/stall_watch.h"
 
 namespace deputy::mover {
 
@@ -29,8 +30,9 @@ struct alignas(64) EngineCounters {
 
 class Engine {
 public:
+    // `slot`: its place in the device's StallWatch (which says when it is held).
     Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
-           bool idle_yield);
+           bool idle_yield, const StallWatch *watch, EngineSlot *slot);
     ~Engine();
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -44,6 +46,10 @@ public:
     // numbers for it.
     int cpu() const { return cpu_; }
     pid_t tid() const { return tid_.load(std::memory_order_acquire); }
+    GroupState *group() const { return group_; }
+    EngineSlot *slot() const { return slot_; }
+    // Held in a submitter's call and replaced (the device's owner's flag).
+    bool relieved = false;
 
 private:
     void run();
@@ -57,6 +63,8 @@ private:
     int cpu_;
     uint64_t idle_spin_ns_;
     bool idle_yield_;
+    const StallWatch *watch_;
+    EngineSlot *slot_;
     std::atomic<bool> stopping_{false};
     std::atomic<pid_t> tid_{0};
     std::thread thread_;

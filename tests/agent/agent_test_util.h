@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,9 +120,25 @@ class AgentProcess {
         return status;
     }
 
-    int count_fds() const {
+    // CPU time the agent has used (user + system), in seconds.
+    double cpu_seconds() const {
+        std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+        std::string line;
+        std::getline(stat, line);
+        std::istringstream rest(line.substr(line.rfind(')') + 2));
+        std::string field;
+        double ticks = 0;
+        for (int i = 3; rest >> field; ++i)
+            if (i == 14 || i == 15) ticks += std::stod(field);
+        return ticks / double(sysconf(_SC_CLK_TCK));
+    }
+    // Its threads (engines come and go: a held one is relieved).
+    int count_threads() const { return count_entries("task"); }
+    int count_fds() const { return count_entries("fd"); }
+    // Entries of /proc/<agent>/<dir>.
+    int count_entries(const char *dir) const {
         int n = 0;
-        std::string path = "/proc/" + std::to_string(pid_) + "/fd";
+        std::string path = "/proc/" + std::to_string(pid_) + "/" + dir;
         if (DIR *d = opendir(path.c_str())) {
             while (dirent *e = readdir(d))
                 if (e->d_name[0] != '.') ++n;

@@ -29,6 +29,9 @@
 //   fd-flood CONTEXTS TEAMS    CONTEXTS contexts each in TEAMS one-member teams
 //   uffd-register SECONDS   register memory armed with userfaultfd, hold its fault SECONDS
 //   uffd-attach SECONDS     ATTACH naming an identity proof in memory armed with userfaultfd
+//   uffd-park N             N memmoves out of registered memory armed with userfaultfd,
+//                           then a DRAIN: the engines that take them wait on us
+//   uffd-park-coll          an allreduce out of such memory on a one-member team, then another
 //   churn N                 the victim: a decoy memfd, then (after a line on stdin) N
 //                           attaches and N one-member teams
 #include <deputy/deputy.h>
@@ -874,6 +877,132 @@ int uffd_register(const char *socket, double seconds) {
     return faulted && other_status == DP_OK ? 0 : 1;
 }
 
+// Registers two pages armed with userfaultfd (filled first, so the probe
+// passes), drops them again (MADV_DONTNEED: the next touch faults) and
+// posts N memmoves out of them, then a DRAIN: the engines that take them
+// wait in process_vm_readv for as long as we sit on the fault. Says
+// "parked" once a fault arrived; then how many of the N completed (and how:
+// those the agent refused while the others held its engines) and whether
+// the DRAIN did, both while parked; holds until stdin closes, answers the
+// faults, and says what every record ended as.
+int uffd_park(const char *socket, int n) {
+    void *area = nullptr;
+    const int uffd = arm_userfaultfd(2, &area);
+    if (uffd < 0) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    for (size_t i = 0; i < 2; ++i) {
+        uffdio_zeropage zero{{uint64_t(area) + i * page, page}, 0, 0};
+        if (ioctl(uffd, UFFDIO_ZEROPAGE, &zero) != 0) return 2;
+    }
+    dp_config_t config = config_for(socket);
+    dp_context_t *ctx;
+    dp_mover_t *mover;
+    if (dp_init(&config, &ctx) != DP_OK || dp_mover_attach(ctx, &mover) != DP_OK) return 2;
+    if (dp_mem_register(ctx, area, 2 * page) != DP_OK) return 2;
+    if (madvise(area, 2 * page, MADV_DONTNEED) != 0) return 2;
+    auto *records = static_cast<dp_completion_t *>(dp_malloc(ctx, (n + 1) * 64));
+    auto *out = static_cast<uint8_t *>(dp_malloc(ctx, 64));
+    if (!records || !out) return 2;
+    std::memset(records, 0, (n + 1) * 64);
+    auto record = [&](int i) { return reinterpret_cast<dp_completion_t *>(
+                                   reinterpret_cast<uint8_t *>(records) + i * 64); };
+    for (int i = 0; i <= n; ++i) {
+        dp_desc_t d = i < n ? desc(DP_OP_MEMMOVE, uint64_t(area) + (i % 2) * page, uint64_t(out), 64)
+                            : desc(DP_OP_DRAIN, 0, 0, 0);
+        d.flags = DP_FLAG_COMPLETION;
+        d.completion = uint64_t(record(i));
+        while (dp_mover_submit(mover, 0, &d) == DP_ERR_RETRY) std::this_thread::yield();
+    }
+    pollfd p{uffd, POLLIN, 0};
+    const bool faulted = poll(&p, 1, 5000) == 1;
+    say("parked", faulted ? "yes" : "no");
+    // While parked: the agent relieves its engines and refuses the rest of
+    // our calls; wait for what it finishes without us.
+    const double end = now_s() + 3;
+    auto done = [&] {
+        int k = 0;
+        for (int i = 0; i < n; ++i)
+            k += __atomic_load_n(&record(i)->status, __ATOMIC_ACQUIRE) != 0;
+        return k;
+    };
+    while (done() < n - 2 && now_s() < end) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int refused = 0;
+    for (int i = 0; i < n; ++i) {
+        const uint8_t st = __atomic_load_n(&record(i)->status, __ATOMIC_ACQUIRE);
+        refused += st != 0 && st != DP_COMP_SUCCESS;
+    }
+    say("done_while_parked", std::to_string(done()));
+    say("refused_while_parked", std::to_string(refused));
+    say("drain_while_parked",
+        __atomic_load_n(&record(n)->status, __ATOMIC_ACQUIRE) ? "complete" : "waiting");
+    hold_until_stdin_closes();
+    // Answer: the held calls return, and everything completes.
+    for (size_t i = 0; i < 2; ++i) {
+        uffdio_zeropage zero{{uint64_t(area) + i * page, page}, 0, 0};
+        ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+    }
+    const int drained = dp_mover_wait(mover, record(n), DP_WAIT_YIELD, 5'000'000'000);
+    say("drain", drained == DP_OK ? std::to_string(record(n)->status) : "timed out");
+    say("done_after", std::to_string(done()));
+    dp_mover_close(mover);
+    dp_finalize(ctx);
+    close(uffd);
+    return faulted && drained == DP_OK ? 0 : 1;
+}
+
+// The same through a collective: two one-member teams, an allreduce of
+// 16 ints out of the armed pages on the first (the engine, or whoever runs
+// it, waits on us); once parked and past the agent's hold limit, another
+// on the second team, which must fail rather than wait. Holds until stdin closes, then answers the fault.
+int uffd_park_coll(const char *socket) {
+    void *area = nullptr;
+    const int uffd = arm_userfaultfd(1, &area);
+    if (uffd < 0) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    uffdio_zeropage fill{{uint64_t(area), page}, 0, 0};
+    if (ioctl(uffd, UFFDIO_ZEROPAGE, &fill) != 0) return 2;
+    dp_config_t config = config_for(socket);
+    config.job_secret = "uffd-park";
+    dp_context_t *ctx;
+    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    if (dp_mem_register(ctx, area, page) != DP_OK) return 2;
+    dp_team_t *held = nullptr, *other = nullptr;
+    if (dp_team_create_timeout(ctx, "uffd-held", 0, 1, 2000, &held) != DP_OK ||
+        dp_team_create_timeout(ctx, "uffd-other", 0, 1, 2000, &other) != DP_OK)
+        return 2;
+    if (madvise(area, page, MADV_DONTNEED) != 0) return 2;
+    auto *out = static_cast<int32_t *>(dp_malloc(ctx, 128));
+    if (!out) return 2;
+    dp_request_t *first = nullptr, *second = nullptr;
+    if (dp_iallreduce(area, out, 16, DP_INT32, DP_SUM, held, &first) != DP_OK) return 2;
+    pollfd p{uffd, POLLIN, 0};
+    const bool faulted = poll(&p, 1, 5000) == 1;
+    say("parked", faulted ? "yes" : "no");
+    // Past the agent's engine_hold_ms (the test's 100 ms): the held engine
+    // is relieved, and our next call into our memory is refused.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const double start = now_s();
+    dp_status_t second_status = DP_ERR_RETRY;
+    int done = 0;
+    if (dp_iallreduce(area, out + 16, 16, DP_INT32, DP_SUM, other, &second) == DP_OK) {
+        while ((second_status = dp_test(second, &done)) == DP_OK && !done && now_s() - start < 5)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    say("second_while_parked", done ? dp_status_name(second_status) : "waiting");
+    say("second_ms", std::to_string(int((now_s() - start) * 1000)));
+    hold_until_stdin_closes();
+    uffdio_zeropage zero{{uint64_t(area), page}, 0, 0};
+    ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+    say("first", dp_status_name(dp_wait(first)));
+    dp_request_free(first);
+    if (second) dp_request_free(second);
+    dp_team_destroy(other);
+    dp_team_destroy(held);
+    dp_finalize(ctx);
+    close(uffd);
+    return faulted ? 0 : 1;
+}
+
 // An ATTACH whose identity proof lies in memory armed with userfaultfd
 // (an agent without SO_PEERPIDFD reads the proof back): the read waits for
 // us for SECONDS. Meanwhile another connection of ours attaches through
@@ -985,6 +1114,8 @@ int main(int argc, char **argv) {
     if (attack == "churn") return churn(socket, std::atoi(arg(0)));
     if (attack == "uffd-register") return uffd_register(socket, std::atof(arg(0)));
     if (attack == "uffd-attach") return uffd_attach(socket, std::atof(arg(0)));
+    if (attack == "uffd-park") return uffd_park(socket, std::atoi(arg(0)));
+    if (attack == "uffd-park-coll") return uffd_park_coll(socket);
     std::fprintf(stderr, "unknown attack %s\n", attack.c_str());
     return 2;
 }

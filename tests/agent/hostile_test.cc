@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -549,6 +550,137 @@ TEST_F(HostileTest, ARegistrationOverUserfaultfdMemoryHoldsOnlyItsOwnRequest) {
     EXPECT_EQ(a.said["other_register"], "DP_OK") << a.output;
     EXPECT_LT(std::stoi(a.said["other_register_ms"]), 500) << a.output;
     EXPECT_EQ(a.said["held_register"], "DP_OK") << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
+// An agent of two engines whose calls into a client's memory may hold an
+// engine for 100 ms before it is relieved.
+class HostileHeldEngineTest : public HostileTest {
+  protected:
+    HostileHeldEngineTest() : HostileTest({"--config", write_config()}) {}
+    ~HostileHeldEngineTest() override { std::filesystem::remove_all(dir_); }
+
+  private:
+    static std::string write_config() {
+        dir_ = deputy::testing::make_private_dir();
+        std::ofstream(dir_ + "/agent.json") << R"({"agent": {"engines": 2, "engine_hold_ms": 100}})";
+        return dir_ + "/agent.json";
+    }
+    static inline std::string dir_;
+};
+
+// Waits for an attacker of the uffd-park kind to sit on its fault: true
+// once it does; false otherwise, with *skip saying why when this machine
+// gives no userfaultfd.
+bool await_parked(deputy::testing::Attacker &attacker, std::string *skip) {
+    if (!attacker.wait_for("uffd", 5000)) return false;
+    if (attacker.said.at("uffd").rfind("unavailable", 0) == 0) {
+        *skip = "userfaultfd " + attacker.said.at("uffd") +
+                " (root, or vm.unprivileged_userfaultfd = 1)";
+        return false;
+    }
+    return attacker.wait_for("parked", 10000) && attacker.said.at("parked") == "yes";
+}
+
+// A client whose registered memory is armed with userfaultfd holds every
+// engine that enters it, for as long as it sits on the fault: four
+// memmoves out of it and a DRAIN would stop both engines, and with them
+// every other client (the DRAIN spun an engine on the shared queue). Held
+// engines are relieved after engine_hold_ms; the holder's further calls
+// are refused at once (its own memmoves fail, never anyone else's), its
+// DRAIN waits for its own work without an engine, the victim's memmove
+// and DRAIN complete, and the service thread does not spin meanwhile.
+// Once the fault is answered, the held engines leave and every record of
+// the holder completes.
+TEST_F(HostileHeldEngineTest, MemoryThatHoldsItsCallsHoldsOnlyTheEnginesThatEnteredIt) {
+    const int threads_before = agent.count_threads();
+    deputy::testing::Attacker attacker(agent, {"uffd-park", "4"});
+    std::string skip;
+    if (!await_parked(attacker, &skip)) {
+        if (!skip.empty()) GTEST_SKIP() << skip;
+        FAIL() << attacker.output;
+    }
+    // The victim's own work, through its own queue slot: a memmove in its
+    // pool, then a DRAIN.
+    auto *record = static_cast<dp_completion_t *>(dp_malloc(victim->ctx, 128));
+    ASSERT_NE(record, nullptr);
+    std::memset(record, 0, 128);
+    dp_desc_t d{};
+    d.opcode = DP_OP_MEMMOVE;
+    d.src = uint64_t(victim->pool);
+    d.dst = uint64_t(victim->pool + 4096);
+    d.size = 4096;
+    d.flags = DP_FLAG_COMPLETION;
+    d.completion = uint64_t(record);
+    std::vector<uint8_t> saved(victim->pool + 4096, victim->pool + 8192);
+    const uint64_t start = deputy::timing::now_ns();
+    ASSERT_EQ(dp_mover_submit(victim->mover, 0, &d), DP_OK);
+    dp_desc_t drain{};
+    drain.opcode = DP_OP_DRAIN;
+    drain.flags = DP_FLAG_COMPLETION;
+    drain.completion = uint64_t(record + 1);
+    ASSERT_EQ(dp_mover_submit(victim->mover, 0, &drain), DP_OK);
+    ASSERT_EQ(dp_mover_wait(victim->mover, record + 1, DP_WAIT_YIELD, 5'000'000'000), DP_OK)
+        << "the victim's DRAIN did not complete while another client held the engines";
+    const double victim_ms = double(deputy::timing::now_ns() - start) / 1e6;
+    EXPECT_EQ(record[0].status, DP_COMP_SUCCESS);
+    EXPECT_EQ(record[1].status, DP_COMP_SUCCESS);
+    EXPECT_EQ(std::memcmp(victim->pool, victim->pool + 4096, 4096), 0);
+    std::copy(saved.begin(), saved.end(), victim->pool + 4096);
+    dp_free(victim->ctx, record);
+    // Within engine_hold_ms and a few housekeeping turns (generous for a
+    // loaded machine and sanitizers).
+    EXPECT_LT(victim_ms, 2000) << "victim waited " << victim_ms << " ms";
+    // The holder's own: two held, two refused, its DRAIN waiting.
+    ASSERT_TRUE(attacker.wait_for("drain_while_parked", 10000)) << attacker.output;
+    EXPECT_EQ(attacker.said.at("done_while_parked"), "2") << attacker.output;
+    EXPECT_EQ(attacker.said.at("refused_while_parked"), "2") << attacker.output;
+    EXPECT_EQ(attacker.said.at("drain_while_parked"), "waiting") << attacker.output;
+    // Two relief engines run beside the two held; the service thread does
+    // not spin on the holder's DRAIN meanwhile (the bystander keeps it a
+    // little busy).
+    EXPECT_EQ(agent.count_threads(), threads_before + 2);
+    const double cpu_before = agent.cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    EXPECT_LT(agent.cpu_seconds() - cpu_before, 0.3) << "the agent spins while engines are held";
+    EXPECT_EQ(attacker.finish(20), 0) << attacker.output;
+    EXPECT_EQ(attacker.said["drain"], std::to_string(DP_COMP_SUCCESS)) << attacker.output;
+    EXPECT_EQ(attacker.said["done_after"], "4") << attacker.output;
+    // The held engines left once their calls returned.
+    EXPECT_TRUE(eventually([&] { return agent.count_threads() == threads_before; }, 5000))
+        << agent.count_threads() << " threads, " << threads_before << " before";
+    expect_survived();
+    expect_nothing_left();
+}
+
+// The same through a collective: a small allreduce out of such memory
+// once ran on the service thread itself (operations under
+// coll_inline_bytes), which then served no one. It runs on an engine: the
+// engine is relieved, the same process's next collective over that memory
+// fails at once, the victim and new clients are served, and the held
+// operation completes once the fault is answered.
+TEST_F(HostileHeldEngineTest, ACollectiveOverMemoryThatHoldsItsCallsHoldsOnlyItsEngine) {
+    deputy::testing::Attacker attacker(agent, {"uffd-park-coll"});
+    std::string skip;
+    if (!await_parked(attacker, &skip)) {
+        if (!skip.empty()) GTEST_SKIP() << skip;
+        FAIL() << attacker.output;
+    }
+    // A new client attaches and the victim's work completes meanwhile.
+    const uint64_t start = deputy::timing::now_ns();
+    dp_config_t c = agent.config();
+    dp_context_t *late = nullptr;
+    EXPECT_EQ(dp_init(&c, &late), DP_OK);
+    if (late) dp_finalize(late);
+    victim->expect_intact();
+    const double served_ms = double(deputy::timing::now_ns() - start) / 1e6;
+    EXPECT_LT(served_ms, 2000) << "served after " << served_ms << " ms";
+    ASSERT_TRUE(attacker.wait_for("second_ms", 10000)) << attacker.output;
+    EXPECT_EQ(attacker.said.at("second_while_parked"), "DP_ERR_DENIED") << attacker.output;
+    EXPECT_LT(std::stoi(attacker.said.at("second_ms")), 1000) << attacker.output;
+    EXPECT_EQ(attacker.finish(20), 0) << attacker.output;
+    EXPECT_EQ(attacker.said["first"], "DP_OK") << attacker.output;
     expect_survived();
     expect_nothing_left();
 }

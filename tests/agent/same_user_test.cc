@@ -100,19 +100,6 @@ void expect_formed(const std::vector<JobResult> &jobs, int size) {
     }
 }
 
-// CPU time the process has used (user + system), in seconds.
-double cpu_seconds(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string field;
-    double ticks = 0;
-    for (int i = 3; rest >> field; ++i)
-        if (i == 14 || i == 15) ticks += std::stod(field);
-    return ticks / double(sysconf(_SC_CLK_TCK));
-}
-
 // 1 and 2 of issue "the agent under attack, round two": a process polling
 // the agent's fd table and the client's while 200 clients attach and 200
 // teams form never gets a writable mapping of a segment or a board: the
@@ -205,7 +192,7 @@ TEST(SameUser, AnFdFloodUnderUlimit1024IsRefusedWithAReasonAndCostsNoCpu) {
     for (auto &f : flood) refused_clients += f->said["init_refused"] == "DP_ERR_TOO_LARGE";
     EXPECT_GE(refused_clients, 1) << "the flood fit: nothing was refused";
     // While it holds: attaching fails at once with a reason, or succeeds.
-    const double cpu_before = cpu_seconds(agent.pid());
+    const double cpu_before = agent.cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     int refused = 0, attached = 0;
     for (int i = 0; i < 20; ++i) {
@@ -223,7 +210,7 @@ TEST(SameUser, AnFdFloodUnderUlimit1024IsRefusedWithAReasonAndCostsNoCpu) {
     }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double cpu = cpu_seconds(agent.pid()) - cpu_before;
+    const double cpu = agent.cpu_seconds() - cpu_before;
     EXPECT_LT(cpu / wall, 0.05) << "the agent used " << cpu << " s of CPU in " << wall << " s";
     EXPECT_TRUE(agent.alive());
     idle.finish();
