@@ -88,6 +88,30 @@ DP_API dp_status_t dp_ialltoallv(const void *src, const size_t *scounts, const s
                                  void *dst, const size_t *rcounts, const size_t *rdispls,
                                  dp_dtype_t dtype, dp_team_t *team, dp_request_t **req);
 
+/* Rooted and prefix collectives (MPI_Ireduce, MPI_Igather, MPI_Iscatter, MPI_Iscan,
+ * MPI_Iexscan). A buffer a member does not use may be NULL: dst on every member but the root
+ * for reduce and gather, src on every member but the root for scatter, dst on rank 0 for
+ * exscan. */
+/* The root's dst receives every member's src reduced, in rank order. In place at the root:
+ * src == dst. */
+DP_API dp_status_t dp_ireduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                              dp_op_t op, int root, dp_team_t *team, dp_request_t **req);
+/* The root's dst holds size*count elements: block m is member m's src. In place at the root:
+ * src = dst + root*count elements. */
+DP_API dp_status_t dp_igather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                              int root, dp_team_t *team, dp_request_t **req);
+/* The root's src holds size*count elements: member m's dst receives block m. In place at the
+ * root: dst = src + root*count elements. */
+DP_API dp_status_t dp_iscatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                               int root, dp_team_t *team, dp_request_t **req);
+/* Member r's dst receives the src of members 0..r reduced in rank order (inclusive prefix). */
+DP_API dp_status_t dp_iscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                            dp_op_t op, dp_team_t *team, dp_request_t **req);
+/* Member r's dst receives the src of members 0..r-1 reduced in rank order; rank 0's dst is
+ * not written (MPI leaves it undefined). */
+DP_API dp_status_t dp_iexscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                              dp_op_t op, dp_team_t *team, dp_request_t **req);
+
 /* *done = 1 once complete; the return value is then the operation's status.
  * While not complete: DP_OK with *done = 0 (or DP_ERR_AGENT_LOST). */
 DP_API dp_status_t dp_test(dp_request_t *req, int *done);
@@ -126,6 +150,16 @@ DP_API dp_status_t dp_barrier(dp_team_t *team);
 DP_API dp_status_t dp_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
                                 void *dst, const size_t *rcounts, const size_t *rdispls,
                                 dp_dtype_t dtype, dp_team_t *team);
+DP_API dp_status_t dp_reduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                             dp_op_t op, int root, dp_team_t *team);
+DP_API dp_status_t dp_gather(const void *src, void *dst, size_t count, dp_dtype_t dtype, int root,
+                             dp_team_t *team);
+DP_API dp_status_t dp_scatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                              int root, dp_team_t *team);
+DP_API dp_status_t dp_scan(const void *src, void *dst, size_t count, dp_dtype_t dtype, dp_op_t op,
+                           dp_team_t *team);
+DP_API dp_status_t dp_exscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                             dp_op_t op, dp_team_t *team);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,9 @@ void Agent::placement_info(nlohmann::json *out) const {
             thread_json(fmt::format("engine {}", e), engines[e]->tid(), &engine_cpus);
         t["engine"] = e;
         t["pinned_cpu"] = engines[e]->cpu();
+        // Held in a call into a client's memory and replaced by a relief
+        // (mover/stall_watch.h): it leaves once the call returns.
+        t["held"] = engines[e]->relieved;
         threads.push_back(std::move(t));
     }
     j["threads"] = std::move(threads);

@@ -94,6 +94,16 @@ uint8_t TeamEngine::bind_members(Team &t, Execution &ex) {
                            src_ok ? need.destination : need.source);
             return DP_COMP_ADDRESS_DENIED;
         }
+        // A collective without an in-place form (bcast has one buffer by
+        // design) would read what its own tasks write: refused.
+        if (ex.collective != coll::Collective::bcast && !coll::has_in_place(ex.collective) &&
+            coll::ranges_overlap(h.src, need.source, h.dst, need.destination)) {
+            DP_LOG_LIMITED(space.log(),
+                           "agent: team '{}' {}: rank {}'s source and destination overlap (there "
+                           "is no in-place form)",
+                           t.key, coll::collective_name(ex.collective), r);
+            return DP_COMP_INVALID_FIELD;
+        }
         ex.buffers.members[r] = {&space, h.src, h.dst};
         if ((need.source && !space.in_pool(h.src, need.source)) ||
             (need.destination && !space.in_pool(h.dst, need.destination)))

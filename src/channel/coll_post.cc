@@ -34,7 +34,7 @@ std::string head_difference(const CollPost &a, const CollPost &b) {
     if (b.dtype != a.dtype) return fmt::format("dtype {} vs {}", a.dtype, b.dtype);
     if (c && coll::reduces(*c) && b.redop != a.redop)
         return fmt::format("reduction {} vs {}", a.redop, b.redop);
-    if (c == coll::Collective::bcast && b.root != a.root)
+    if (c && coll::rooted(*c) && b.root != a.root)
         return fmt::format("root {} vs {}", a.root, b.root);
     return {};
 }
@@ -52,7 +52,7 @@ uint8_t head_invalid(const CollPost &h, uint32_t team_size) {
     if (*c == coll::Collective::barrier) return 0;
     const uint64_t esize = mover::dtype_size(h.dtype);
     if (esize == 0 || (coll::reduces(*c) && !mover::op_applies(h.dtype, h.redop)) ||
-        (coll::collective_info(*c).rooted && h.root >= team_size))
+        (coll::rooted(*c) && h.root >= team_size))
         return DP_COMP_INVALID_FIELD;
     if (h.count > kMaxCollBytes / esize / team_size) return DP_COMP_INVALID_SIZE;
     return 0;

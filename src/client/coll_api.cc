@@ -35,14 +35,33 @@ using deputy::coll::collective_name;
                               dp_request_t **req) {
     if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
-    if (count > 0 && c != Collective::barrier && (src == nullptr || dst == nullptr))
-        DP_FAIL(DP_ERR_INVALID, "deputy {}: a NULL buffer with count {}", collective_name(c),
-                count);
     // A range check, not dp_dtype_size(): that one is exported, so the call
     // would go through the PLT.
     if (c != Collective::barrier && unsigned(dtype) >= DP_DTYPE_COUNT)
         DP_FAIL(DP_ERR_INVALID, "deputy {}: dtype {} is not a dp_dtype_t", collective_name(c),
                 int(dtype));
+    const Team &t = *team->impl;
+    if (deputy::coll::rooted(c) && root >= uint64_t(t.size()))
+        DP_FAIL(DP_ERR_INVALID, "deputy {}: root {} is not a rank of this team (0..{})",
+                collective_name(c), int64_t(root), t.size() - 1);
+    // The buffers this member uses (the table's rule: a rooted collective's
+    // other members may pass NULL for the side they do not use).
+    if (count > 0 && c != Collective::barrier) {
+        const deputy::coll::MemberBytes need = deputy::coll::member_bytes(
+            c, count, deputy::mover::dtype_size(dtype), uint32_t(t.size()), uint32_t(t.rank()),
+            uint32_t(root));
+        if ((need.source && src == nullptr) || (need.destination && dst == nullptr))
+            DP_FAIL(DP_ERR_INVALID, "deputy {}: a NULL {} with count {} (rank {})",
+                    collective_name(c), need.source && !src ? "source" : "destination", count,
+                    t.rank());
+        if (c != Collective::bcast && !deputy::coll::has_in_place(c) && need.source &&
+            need.destination && deputy::coll::ranges_overlap(uint64_t(src), need.source,
+                                                             uint64_t(dst), need.destination))
+            DP_FAIL(DP_ERR_INVALID,
+                    "deputy {}: source and destination overlap: it has no in-place form; give "
+                    "two buffers",
+                    collective_name(c));
+    }
     if (deputy::coll::reduces(c) && !deputy::mover::op_applies(unsigned(dtype), unsigned(op))) {
         if (unsigned(op) >= DP_OP_COUNT)
             DP_FAIL(DP_ERR_INVALID, "deputy {}: reduction {} is not a dp_op_t",
@@ -59,6 +78,9 @@ using deputy::coll::collective_name;
 }
 
 Request *unwrap(dp_request_t *req) { return reinterpret_cast<Request *>(req); }
+
+// A root as post() checks it: a negative one is out of range too.
+uint64_t root_of(int root) { return root < 0 ? UINT64_MAX : uint64_t(root); }
 
 dp_status_t post_and_wait(dp_team_t *team, Collective c, const void *src, void *dst,
                           size_t count, dp_dtype_t dtype, dp_op_t op, uint64_t root) {
@@ -171,13 +193,30 @@ extern "C" [[gnu::hot]] dp_status_t dp_ialltoall(const void *src, void *dst, siz
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ibcast(void *buf, size_t count, dp_dtype_t dtype,
                                               int root, dp_team_t *team, dp_request_t **req) {
-    if (team && (root < 0 || root >= team->impl->size()))
-        DP_FAIL(DP_ERR_INVALID, "dp_ibcast: root {} is not a rank of this team (0..{})", root,
-                team->impl->size() - 1);
-    return post(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, uint64_t(root), req);
+    return post(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, root_of(root), req);
 }
 extern "C" [[gnu::hot]] dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **req) {
     return post(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0, req);
+}
+extern "C" dp_status_t dp_ireduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                  dp_op_t op, int root, dp_team_t *team, dp_request_t **req) {
+    return post(team, Collective::reduce, src, dst, count, dtype, op, root_of(root), req);
+}
+extern "C" dp_status_t dp_igather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                  int root, dp_team_t *team, dp_request_t **req) {
+    return post(team, Collective::gather, src, dst, count, dtype, DP_SUM, root_of(root), req);
+}
+extern "C" dp_status_t dp_iscatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                   int root, dp_team_t *team, dp_request_t **req) {
+    return post(team, Collective::scatter, src, dst, count, dtype, DP_SUM, root_of(root), req);
+}
+extern "C" dp_status_t dp_iscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                dp_op_t op, dp_team_t *team, dp_request_t **req) {
+    return post(team, Collective::scan, src, dst, count, dtype, op, 0, req);
+}
+extern "C" dp_status_t dp_iexscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                  dp_op_t op, dp_team_t *team, dp_request_t **req) {
+    return post(team, Collective::exscan, src, dst, count, dtype, op, 0, req);
 }
 
 extern "C" dp_status_t dp_ialltoallv(const void *src, const size_t *scounts,
@@ -287,13 +326,31 @@ extern "C" dp_status_t dp_alltoall(const void *src, void *dst, size_t count, dp_
 }
 extern "C" dp_status_t dp_bcast(void *buf, size_t count, dp_dtype_t dtype, int root,
                                 dp_team_t *team) {
-    if (team && (root < 0 || root >= team->impl->size()))
-        DP_FAIL(DP_ERR_INVALID, "dp_bcast: root {} is not a rank of this team (0..{})", root,
-                team->impl->size() - 1);
-    return post_and_wait(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, uint64_t(root));
+    return post_and_wait(team, Collective::bcast, buf, buf, count, dtype, DP_SUM, root_of(root));
 }
 extern "C" dp_status_t dp_barrier(dp_team_t *team) {
     return post_and_wait(team, Collective::barrier, nullptr, nullptr, 0, DP_UINT8, DP_SUM, 0);
+}
+extern "C" dp_status_t dp_reduce(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                 dp_op_t op, int root, dp_team_t *team) {
+    return post_and_wait(team, Collective::reduce, src, dst, count, dtype, op, root_of(root));
+}
+extern "C" dp_status_t dp_gather(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                 int root, dp_team_t *team) {
+    return post_and_wait(team, Collective::gather, src, dst, count, dtype, DP_SUM, root_of(root));
+}
+extern "C" dp_status_t dp_scatter(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                  int root, dp_team_t *team) {
+    return post_and_wait(team, Collective::scatter, src, dst, count, dtype, DP_SUM,
+                         root_of(root));
+}
+extern "C" dp_status_t dp_scan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                               dp_op_t op, dp_team_t *team) {
+    return post_and_wait(team, Collective::scan, src, dst, count, dtype, op, 0);
+}
+extern "C" dp_status_t dp_exscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
+                                 dp_op_t op, dp_team_t *team) {
+    return post_and_wait(team, Collective::exscan, src, dst, count, dtype, op, 0);
 }
 extern "C" dp_status_t dp_alltoallv(const void *src, const size_t *scounts,
                                     const size_t *sdispls, void *dst, const size_t *rcounts,

@@ -9,6 +9,8 @@
 #include "client/context.h"
 #include "client/team.h"
 #include "coll/collective.h"
+#include "coll/local_plan.h"
+#include "coll/transport/memory/task_runner.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/timing.h"
@@ -23,12 +25,9 @@ namespace {
 using channel::CollPost;
 using coll::Collective;
 
-// Reductions go in pieces that stay in the cache between the members' inputs.
-constexpr uint64_t kReducePiece = 64 << 10;
-
-bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
-    return alen && blen && a < b + blen && b < a + alen;
-}
+// A member runs its plans in tasks of this many bytes: a reduction's
+// pieces then stay in the cache between the members' inputs.
+constexpr uint64_t kTaskBytes = 64 << 10;
 
 // Valid and not a vector collective (whose counts only the agent reads):
 // what the members may run; anything else the agent reports itself.
@@ -38,6 +37,43 @@ bool runnable(const CollPost &p, uint32_t size) {
 }
 
 }  // namespace
+
+// The buffers of one operation as this member runs its tasks: every
+// member's source through its read-only view (this member's too: begin()
+// puts the destination in scratch when it overlaps the source, so no write
+// aliases a read), and this member's destination (or that scratch) as the
+// one output it writes. Nothing is copied: the views map everything the
+// posts name (checked by gather()).
+class RankExecution::OwnOutputs final : public coll::TaskBuffers {
+  public:
+    OwnOutputs(uint32_t rank, const std::vector<View> &views,
+               const std::vector<channel::CollPost> &posts, uint8_t *out)
+        : rank_(rank), views_(views), posts_(posts), out_(out) {}
+    uint8_t *in_place(const coll::Piece &p, uint64_t len, bool write) const override {
+        if (p.where == coll::Where::destination && p.rank == rank_) return out_ + p.offset;
+        // Teammates' destinations are theirs to write (and are being
+        // written): never an input here.
+        if (write || p.where != coll::Where::source || p.rank >= views_.size()) return nullptr;
+        return const_cast<uint8_t *>(views_[p.rank].at(posts_[p.rank].src + p.offset, len));
+    }
+    bool copy_in(const coll::Piece &, void *, uint64_t, std::string *why) const override {
+        *why = "a piece outside the members' views";
+        return false;
+    }
+    bool copy_out(const coll::Piece &, const void *, uint64_t, std::string *why) const override {
+        *why = "an output that is not this member's destination";
+        return false;
+    }
+    bool writes(const coll::Piece &p) const override {
+        return p.where == coll::Where::destination && p.rank == rank_;
+    }
+
+  private:
+    uint32_t rank_;
+    const std::vector<View> &views_;
+    const std::vector<channel::CollPost> &posts_;
+    uint8_t *out_;
+};
 
 const uint8_t *RankExecution::Range::at(uint64_t addr, uint64_t len) const {
     if (bytes == 0 || addr < member_base || addr - member_base > bytes ||
@@ -206,54 +242,40 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
     o.bytes = need.destination;
     // Our source is read by the others until they all counted: a
     // destination over it waits in scratch.
-    if (need.destination && overlaps(h.src, need.source, h.dst, need.destination)) {
+    if (need.destination && coll::ranges_overlap(h.src, need.source, h.dst, need.destination)) {
         o.scratch = scratch::get(need.destination);
         if (!o.scratch.data()) o.status = DP_COMP_ADDRESS_DENIED;
         out = o.scratch.data();
         o.dst = dst;
     }
-    auto src = [&](uint32_t r, uint64_t off, uint64_t len) {
-        return views_[r].at(posts[r].src + off, len);
-    };
     if (o.status == DP_COMP_SUCCESS && n) {
-        switch (c) {
-            case Collective::allreduce:
-            case Collective::reduce_scatter: {
-                // Block `rank_` of every source for reduce_scatter, the
-                // whole vector for allreduce; in rank order as the agent's
-                // plan (coll/local_allreduce.cc): acc = s0 op s1, then op s2...
-                const uint64_t base = c == Collective::allreduce ? 0 : rank_ * n;
-                for (uint64_t off = 0; off < n; off += kReducePiece) {
-                    const uint64_t len = std::min(kReducePiece, n - off);
-                    const uint64_t count = len / esize;
-                    if (size_ == 1) {
-                        std::memmove(out + off, src(0, base + off, len), len);
-                        continue;
-                    }
-                    mover::kernels::reduce(out + off, src(0, base + off, len),
-                                           src(1, base + off, len), count, dp_dtype_t(h.dtype),
-                                           dp_op_t(h.redop));
-                    for (uint32_t r = 2; r < size_; ++r)
-                        mover::kernels::reduce(out + off, out + off, src(r, base + off, len),
-                                               count, dp_dtype_t(h.dtype), dp_op_t(h.redop));
-                }
+        // The agent's plan for this operation (coll/local_plan.h), cut in
+        // pieces that stay in the cache between the members' inputs; this
+        // member runs the tasks that write its destination, and writes
+        // only that: the same tasks, inputs in the same order, the same
+        // kernels, so the same bytes as the agent's engines would write.
+        coll::LocalArgs args;
+        args.collective = c;
+        args.size = size_;
+        args.count = h.count;
+        args.dtype = dp_dtype_t(h.dtype);
+        args.op = coll::reduces(c) ? dp_op_t(h.redop) : DP_SUM;
+        args.root = h.root;
+        args.chunk_bytes = kTaskBytes;
+        if (planned_for_ != args) {
+            plan_ = coll::build_local_plan(args);
+            planned_for_ = args;
+        }
+        const OwnOutputs buffers(rank_, views_, posts, out);
+        std::string why;
+        for (const coll::Task &task : plan_.tasks) {
+            if (!coll::task_writes(plan_, task, buffers)) continue;
+            o.status = coll::run_task(plan_, task, buffers, &why);
+            if (o.status != DP_COMP_SUCCESS) {
+                DP_LOG_WARN("deputy team: rank {} could not run its part of operation {}: {}",
+                            rank_, seq, why);
                 break;
             }
-            case Collective::allgather:
-                for (uint32_t r = 0; r < size_; ++r) {
-                    const uint8_t *from = src(r, 0, n);
-                    if (out + r * n != from) std::memcpy(out + r * n, from, n);
-                }
-                break;
-            case Collective::alltoall:
-                for (uint32_t r = 0; r < size_; ++r)
-                    std::memcpy(out + r * n, src(r, rank_ * n, n), n);
-                break;
-            case Collective::bcast:
-                if (rank_ != h.root) std::memcpy(out, src(h.root, 0, n), n);
-                break;
-            default:
-                break;
         }
     }
     if (board_.count_read(seq) == size_) board_.notify();

@@ -3,10 +3,12 @@
 // how the two sides agree; docs/collectives.md "When no core is spare"
 // says why).
 //
-// Pull only: each member writes nothing but its own destination, reading
-// the members' sources through read-only views of their pools, in the
-// agent's reduction order (rank 0, 1, 2, ...; the same kernels), so the
-// bytes are those the agent would have written. A member whose destination
+// Pull only: each member runs the tasks of the agent's own plan for the
+// operation (coll/local_plan.h) that write its destination, through the
+// same task runner (coll/transport/memory/task_runner.h), writing nothing
+// but its own destination and reading the members' sources through
+// read-only views of their pools: the bytes are those the agent's engines
+// would have written. A member whose destination
 // overlaps its source (in place) computes into scratch and writes it once
 // every member has read its source. Its record is written when its
 // destination is and every member has read its source; the operation is
@@ -22,11 +24,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "channel/coll_post.h"
 #include "channel/control.h"
 #include "channel/team_board.h"
+#include "coll/local_plan.h"
 #include "common/fd.h"
 #include "common/scratch.h"
 #include "common/segment.h"
@@ -107,6 +111,7 @@ class RankExecution {
     bool try_finish(Open &o);
     void write_record(uint64_t seq, uint8_t status, uint64_t bytes);
     Mine &mine(uint64_t seq) { return mine_[seq % channel::kBoardSlots]; }
+    class OwnOutputs;  // the buffers of an operation as this member runs its tasks
 
     Context *ctx_ = nullptr;
     uint32_t rank_ = 0, size_ = 0;
@@ -125,6 +130,9 @@ class RankExecution {
     std::atomic<uint64_t> highest_mark_{0};
     void mark_waiting(uint64_t seq);
     std::vector<Open> open_;
+    // The last operation's plan, kept for the next with the same arguments.
+    coll::LocalPlan plan_;
+    std::optional<coll::LocalArgs> planned_for_;
 };
 
 }  // namespace deputy::client

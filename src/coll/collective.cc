@@ -17,13 +17,20 @@ double none(int) { return 0.0; }
 constexpr uint8_t P = kBlocksPerMember;
 // Indexed by Collective (checked below).
 constexpr CollectiveInfo kCollectives[] = {
-    {Collective::allreduce, "allreduce", true, false, 1, 1, two_rounds},
-    {Collective::reduce_scatter, "reduce_scatter", true, false, P, 1, one_round},
-    {Collective::allgather, "allgather", false, false, 1, P, one_round},
-    {Collective::alltoall, "alltoall", false, false, P, P, one_round},
-    {Collective::bcast, "bcast", false, true, 1, 1, whole},
-    {Collective::barrier, "barrier", false, false, 0, 0, none},
-    {Collective::alltoallv, "alltoallv", false, false, P, P, one_round, true},
+    {Collective::allreduce, "allreduce", true, Rooting::none, 1, 1, two_rounds},
+    {Collective::reduce_scatter, "reduce_scatter", true, Rooting::none, P, 1, one_round},
+    {Collective::allgather, "allgather", false, Rooting::none, 1, P, one_round},
+    {Collective::alltoall, "alltoall", false, Rooting::none, P, P, one_round},
+    {Collective::bcast, "bcast", false, Rooting::one_buffer, 1, 1, whole},
+    {Collective::barrier, "barrier", false, Rooting::none, 0, 0, none},
+    {Collective::alltoallv, "alltoallv", false, Rooting::none, P, P, one_round, true, false},
+    // nccl-tests: reduce moves n to the root like a bcast (factor 1);
+    // gather and scatter move (P-1) of P blocks through the root.
+    {Collective::reduce, "reduce", true, Rooting::into_root, 1, 1, whole, false, false},
+    {Collective::gather, "gather", false, Rooting::into_root, 1, P, one_round, false, false},
+    {Collective::scatter, "scatter", false, Rooting::out_of_root, P, 1, one_round, false, false},
+    {Collective::scan, "scan", true, Rooting::none, 1, 1, whole, false, false},
+    {Collective::exscan, "exscan", true, Rooting::none, 1, 1, whole, false, false},
 };
 static_assert(std::size(kCollectives) == kCollectiveCount);
 constexpr bool in_order() {
@@ -41,11 +48,11 @@ size_t blocks(uint8_t table_blocks, int size) {
 }
 
 // The factor P (or 1) by which a schedule's buffer exceeds the per-rank n
-// bytes. A rooted collective works in its one buffer (the destination); in
-// place the destination holds the input too.
+// bytes. bcast works in its one buffer (the destination); in place the
+// destination holds the input too.
 size_t source_blocks(const CollectiveArgs &a) {
     const CollectiveInfo &c = kCollectives[size_t(a.collective)];
-    return a.in_place || c.rooted ? 0 : blocks(c.source_blocks, a.size);
+    return a.in_place || c.rooting == Rooting::one_buffer ? 0 : blocks(c.source_blocks, a.size);
 }
 
 size_t destination_blocks(const CollectiveArgs &a) {
@@ -83,10 +90,21 @@ MemberBytes member_bytes(Collective c, uint64_t count, uint64_t element_bytes, u
     const uint64_t n = count * element_bytes;
     auto blocks = [&](uint8_t b) { return b == kBlocksPerMember ? uint64_t(size) * n : b * n; };
     MemberBytes out{blocks(info.source_blocks), blocks(info.dest_blocks)};
-    if (info.rooted) {  // one buffer: the root's data goes out, the others' comes in
-        if (rank == root) out.destination = 0;
-        else out.source = 0;
+    switch (info.rooting) {
+        case Rooting::none: break;
+        case Rooting::one_buffer:  // the root's data goes out, the others' comes in
+            if (rank == root) out.destination = 0;
+            else out.source = 0;
+            break;
+        case Rooting::into_root:
+            if (rank != root) out.destination = 0;
+            break;
+        case Rooting::out_of_root:
+            if (rank != root) out.source = 0;
+            break;
     }
+    // Rank 0's exscan result is undefined (MPI): nothing is written there.
+    if (c == Collective::exscan && rank == 0) out.destination = 0;
     return out;
 }
 
@@ -101,7 +119,7 @@ dp_status_t check_args(const CollectiveArgs &a) {
     if (a.dtype < 0 || a.dtype >= DP_DTYPE_COUNT) return DP_ERR_INVALID;
     if (reduces(a.collective) && (a.op < 0 || !mover::op_applies(unsigned(a.dtype), unsigned(a.op))))
         return DP_ERR_INVALID;
-    if (collective_info(a.collective).rooted && (a.root < 0 || a.root >= a.size))
+    if (rooted(a.collective) && (a.root < 0 || a.root >= a.size))
         return DP_ERR_INVALID;
     // Every byte offset a schedule computes is below P * n, so checking that
     // product once keeps all later arithmetic in range.

@@ -10,6 +10,11 @@
 //   alltoallv       (per peer: counts block)  sum of sends   sum of receives
 //   bcast           the whole message         0              n   (root's data is there)
 //   barrier         ignored                   0              0
+//   reduce          the whole vector          n              n at the root, 0 elsewhere
+//   gather          each rank's contribution  n              P * n at the root, 0 elsewhere
+//   scatter         each rank's block         P * n at the root, 0 elsewhere   n
+//   scan            the whole vector          n              n (ranks 0..r reduced)
+//   exscan          the whole vector          n              n (ranks 0..r-1; rank 0: 0)
 //
 // with n = count * dp_dtype_size(dtype). In place (MPI_IN_PLACE) the source
 // buffer does not exist and the input is read from the destination: for
@@ -17,6 +22,11 @@
 // for reduce_scatter the P blocks are in the destination and the result goes
 // to its first block; allreduce and alltoall read and overwrite the
 // destination. bcast and barrier have no in-place form (the flag is ignored).
+// The rooted ones as MPI_IN_PLACE at the root: reduce reads the root's input
+// from its destination (src == dst); gather's root block already sits at its
+// slot of the destination (src == dst + root * n); scatter's root keeps its
+// block in its source (dst == src + root * n). scan and exscan have no
+// in-place form (has_in_place).
 //
 // alltoallv is the one *vector* collective: its counts and displacements
 // differ per member and peer, so they travel beside the post in a counts
@@ -43,8 +53,21 @@ enum class Collective : uint8_t {
     bcast,
     barrier,
     alltoallv,
+    reduce,
+    gather,
+    scatter,
+    scan,
+    exscan,
 };
-inline constexpr int kCollectiveCount = 7;
+inline constexpr int kCollectiveCount = 12;
+
+// Which members' buffers a rooted collective uses (MPI's rules).
+enum class Rooting : uint8_t {
+    none,
+    one_buffer,   // bcast: the root's data goes out of its buffer into the others'
+    into_root,    // reduce, gather: every member's source, the root's destination only
+    out_of_root,  // scatter: the root's source only, every member's destination
+};
 
 // The one table of collectives: what every layer that names one uses (the
 // client's posts and staged copies, the wire, the agent's engine and its
@@ -55,7 +78,7 @@ struct CollectiveInfo {
     Collective collective;
     const char *name;        // "allreduce"
     bool reduces;            // uses dtype arithmetic and op
-    bool rooted;             // bcast: root names the member whose data goes out
+    Rooting rooting;         // none, or which buffers the root names
     uint8_t source_blocks;   // 0, 1 (n) or kBlocksPerMember (P x n) bytes read at src
     uint8_t dest_blocks;     // likewise, bytes written at dst
     // nccl-tests' bus bandwidth factor: busbw = algbw x factor(P).
@@ -63,6 +86,11 @@ struct CollectiveInfo {
     // Counts per member and peer in a counts block (coll/vector_counts.h);
     // the blocks above are then those of equal counts.
     bool vector = false;
+    // Has point-to-point schedules (coll/algorithms.h: `deputy bench coll
+    // --sched`). The agents' plans run every collective; the vector ones
+    // cannot have one (CollectiveArgs holds one count), and those added
+    // with reduce and scan have none yet.
+    bool scheduled = true;
 };
 inline constexpr uint8_t kBlocksPerMember = 255;  // "P blocks"
 
@@ -81,6 +109,10 @@ struct MemberBytes {
 };
 MemberBytes member_bytes(Collective c, uint64_t count, uint64_t element_bytes, uint32_t size,
                          uint32_t rank = 0, uint32_t root = 0);
+// Whether [a, +alen) and [b, +blen) share a byte (empty ranges share none).
+inline bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
 
 struct CollectiveArgs {
     Collective collective = Collective::allreduce;
@@ -88,8 +120,8 @@ struct CollectiveArgs {
     int size = 1;  // team size P
     size_t count = 0;
     dp_dtype_t dtype = DP_UINT8;
-    dp_op_t op = DP_SUM;  // allreduce and reduce_scatter only
-    int root = 0;         // bcast only
+    dp_op_t op = DP_SUM;  // the reducing collectives only
+    int root = 0;         // rooted collectives only
     bool in_place = false;
     // Messages (and the reductions that follow them) are split into pieces of
     // at most this many bytes, rounded down to whole elements (at least one),
@@ -109,12 +141,19 @@ size_t destination_bytes(const CollectiveArgs &args);
 
 // Whether a collective reduces (and so uses dtype's arithmetic and op).
 inline bool reduces(Collective c) { return collective_info(c).reduces; }
+// Whether it has a root (which its members must agree on).
+inline bool rooted(Collective c) { return collective_info(c).rooting != Rooting::none; }
 // Whether the collective's counts come in a counts block.
 inline bool is_vector(Collective c) { return collective_info(c).vector; }
+// Whether it has point-to-point schedules (CollectiveInfo::scheduled).
+inline bool has_schedule(Collective c) { return collective_info(c).scheduled; }
 // Whether deputy offers an in-place form of the collective (MPI's
 // MPI_IN_PLACE for alltoallv is not one of them).
+// scan and exscan have none either: member r's result would overwrite an
+// input that the results of the members after it read.
 inline bool has_in_place(Collective c) {
-    return c != Collective::bcast && c != Collective::barrier && c != Collective::alltoallv;
+    return c != Collective::bcast && c != Collective::barrier && c != Collective::alltoallv &&
+           c != Collective::scan && c != Collective::exscan;
 }
 
 }  // namespace deputy::coll

@@ -11,18 +11,44 @@ void plan_local_allgather(const LocalArgs &args, LocalPlan *plan);
 void plan_local_alltoall(const LocalArgs &args, LocalPlan *plan);
 void plan_local_bcast(const LocalArgs &args, LocalPlan *plan);
 void plan_local_alltoallv(const LocalArgs &args, LocalPlan *plan);
+void plan_local_reduce(const LocalArgs &args, LocalPlan *plan);
+void plan_local_gather(const LocalArgs &args, LocalPlan *plan);
+void plan_local_scatter(const LocalArgs &args, LocalPlan *plan);
+void plan_local_scan(const LocalArgs &args, LocalPlan *plan);
+void plan_local_exscan(const LocalArgs &args, LocalPlan *plan);
 // A barrier moves no bytes: agreeing on it is all there is.
 void plan_local_barrier(const LocalArgs &, LocalPlan *) {}
 
 namespace {
 
 using PlanFn = void (*)(const LocalArgs &, LocalPlan *);
-// Indexed by Collective.
-constexpr PlanFn kPlans[] = {plan_local_allreduce, plan_local_reduce_scatter,
-                             plan_local_allgather, plan_local_alltoall,
-                             plan_local_bcast,     plan_local_barrier,
-                             plan_local_alltoallv};
+struct PlanEntry {
+    Collective collective;
+    PlanFn plan;
+};
+// Indexed by Collective: a collective added to the one table
+// (coll/collective.h) without a plan here does not build.
+constexpr PlanEntry kPlans[] = {
+    {Collective::allreduce, plan_local_allreduce},
+    {Collective::reduce_scatter, plan_local_reduce_scatter},
+    {Collective::allgather, plan_local_allgather},
+    {Collective::alltoall, plan_local_alltoall},
+    {Collective::bcast, plan_local_bcast},
+    {Collective::barrier, plan_local_barrier},
+    {Collective::alltoallv, plan_local_alltoallv},
+    {Collective::reduce, plan_local_reduce},
+    {Collective::gather, plan_local_gather},
+    {Collective::scatter, plan_local_scatter},
+    {Collective::scan, plan_local_scan},
+    {Collective::exscan, plan_local_exscan},
+};
 static_assert(std::size(kPlans) == kCollectiveCount, "a local plan for every collective");
+constexpr bool in_order() {
+    for (size_t i = 0; i < std::size(kPlans); ++i)
+        if (size_t(kPlans[i].collective) != i) return false;
+    return true;
+}
+static_assert(in_order(), "kPlans is indexed by Collective");
 
 }  // namespace
 
@@ -46,7 +72,7 @@ LocalPlan build_local_plan(const LocalArgs &args) {
     plan.collective = args.collective;
     plan.dtype = args.dtype;
     plan.op = args.op;
-    kPlans[static_cast<size_t>(args.collective)](args, &plan);
+    kPlans[static_cast<size_t>(args.collective)].plan(args, &plan);
     return plan;
 }
 

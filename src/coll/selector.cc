@@ -35,6 +35,12 @@ const char *rule_for(const CollectiveArgs &args, const SelectorTunables &t) {
             return "dissemination";
         case Collective::alltoallv:
             return "";  // no schedule: CollectiveArgs has one count, not one per peer
+        case Collective::reduce:
+        case Collective::gather:
+        case Collective::scatter:
+        case Collective::scan:
+        case Collective::exscan:
+            return "";  // no schedule yet (CollectiveInfo::scheduled): the agents' plans run them
     }
     return "";
 }

@@ -1,7 +1,8 @@
 // Communicators as deputy teams.
 //
-// A communicator gets its team the first time an eligible collective is
-// called on it. Every member is then inside the same collective call (MPI
+// A communicator gets its team when it is created (MPI_COMM_WORLD's at
+// MPI_Init), or else at the first blocking collective on it (comm_team
+// below). Every member is then inside the same collective call (MPI
 // orders collectives per communicator), so the creation may itself use
 // collectives on the communicator: one allreduce agrees that every member
 // has an agent and hands out a key made by rank 0, the members join the team,

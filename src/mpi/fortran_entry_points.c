@@ -549,6 +549,68 @@ static void f_barrier(MPI_Fint *comm, MPI_Fint *ierror) {
 }
 DEPUTY_F_EXPORT(f_barrier_t, f_barrier, mpi_barrier, MPI_BARRIER);
 
+typedef void f_ireduce_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                         MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+                         MPI_Fint *ierror);
+static void f_ireduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                      MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+                      MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ireduce(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                         MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), (int)*root,
+                         MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ireduce_t, f_ireduce, mpi_ireduce, MPI_IREDUCE);
+
+typedef void f_reduce_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                        MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror);
+static void f_reduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                     MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Reduce(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                                  MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), (int)*root,
+                                  MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_reduce_t, f_reduce, mpi_reduce, MPI_REDUCE);
+
+/* MPI_Scan / MPI_Exscan and their nonblocking forms share one shape. */
+typedef void f_scan_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                      MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror);
+typedef void f_iscan_t(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                       MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror);
+static void f_scan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                   MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Scan(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                                MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_scan_t, f_scan, mpi_scan, MPI_SCAN);
+static void f_exscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                     MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Exscan(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                                  MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_scan_t, f_exscan, mpi_exscan, MPI_EXSCAN);
+static void f_iscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                    MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iscan(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                       MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iscan_t, f_iscan, mpi_iscan, MPI_ISCAN);
+static void f_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                      MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iexscan(send_buffer(sendbuf), receive_buffer(recvbuf), (int)*count,
+                         MPI_Type_f2c(*datatype), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm),
+                         &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iscan_t, f_iexscan, mpi_iexscan, MPI_IEXSCAN);
+
 #elif defined(MPICH)
 /* Nothing: libmpichfort calls the C MPI_* functions (see the top). */
 #else

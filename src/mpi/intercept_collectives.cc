@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace deputy::mpi {
 namespace {
@@ -135,6 +136,75 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
     const size_t n = size_t(recvcount);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
         return dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req);
+    }, request));
+}
+
+int reduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+           MPI_Op mpi_op, int root, MPI_Comm comm, MPI_Request *request) {
+    // Count, type and op are the same on every rank (MPI): every rank
+    // takes the same decision. MPI_IN_PLACE is the root's: its input is in
+    // its receive buffer (src == dst, deputy's in-place form).
+    const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
+    dp_dtype_t dtype;
+    dp_op_t dop;
+    auto to_mpi = [&] {
+        return request ? PMPI_Ireduce(sendbuf, recvbuf, count, type, mpi_op, root, comm, request)
+                       : PMPI_Reduce(sendbuf, recvbuf, count, type, mpi_op, root, comm);
+    };
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    const bool at_root = ct->rank == root;
+    const void *src = sendbuf == MPI_IN_PLACE && at_root ? recvbuf : sendbuf;
+    void *dst = at_root ? recvbuf : nullptr;  // significant at the root only
+    RangePins pins;
+    reach(src, bytes, &pins, op);
+    if (dst) reach(dst, bytes, &pins, op);
+    dp_team_t *team = ct->team;
+    const size_t n = size_t(count);
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ireduce(src, dst, n, dtype, dop, root, team, req);
+    }, request));
+}
+
+// MPI_Scan and MPI_Exscan. deputy has no in-place form of them (a member's
+// result would overwrite an input later members read), and MPI lets any
+// rank pass MPI_IN_PLACE on its own, so passing such a call to MPI would
+// split the ranks between two libraries: in place, the input is copied
+// aside first (kept with the request until it completes).
+int scan(Operation op, bool exclusive, const void *sendbuf, void *recvbuf, int count,
+         MPI_Datatype type, MPI_Op mpi_op, MPI_Comm comm, MPI_Request *request) {
+    const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
+    dp_dtype_t dtype;
+    dp_op_t dop;
+    auto to_mpi = [&] {
+        if (exclusive)
+            return request ? PMPI_Iexscan(sendbuf, recvbuf, count, type, mpi_op, comm, request)
+                           : PMPI_Exscan(sendbuf, recvbuf, count, type, mpi_op, comm);
+        return request ? PMPI_Iscan(sendbuf, recvbuf, count, type, mpi_op, comm, request)
+                       : PMPI_Scan(sendbuf, recvbuf, count, type, mpi_op, comm);
+    };
+    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    std::shared_ptr<std::vector<uint8_t>> aside;
+    const void *src = sendbuf;
+    if (sendbuf == MPI_IN_PLACE) {
+        const auto *in = static_cast<const uint8_t *>(recvbuf);
+        aside = std::make_shared<std::vector<uint8_t>>(in, in + bytes);
+        src = aside->data();
+    }
+    RangePins pins;
+    reach(src, bytes, &pins, op);
+    reach(recvbuf, bytes, &pins, op);
+    dp_team_t *team = ct->team;
+    const size_t n = size_t(count);
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        (void)aside;  // (held until the request is gone)
+        return exclusive ? dp_iexscan(src, recvbuf, n, dtype, dop, team, req)
+                         : dp_iscan(src, recvbuf, n, dtype, dop, team, req);
     }, request));
 }
 
@@ -385,5 +455,36 @@ DEPUTY_MPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
     return deputy::mpi::barrier(Operation::ibarrier, comm, request);
 }
 DEPUTY_MPI_EXPORT int MPI_Barrier(MPI_Comm comm) { return deputy::mpi::barrier(Operation::barrier, comm, nullptr); }
+DEPUTY_MPI_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                  MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::reduce(Operation::ireduce, sendbuf, recvbuf, count, type, op, root, comm,
+                               request);
+}
+DEPUTY_MPI_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                 MPI_Op op, int root, MPI_Comm comm) {
+    return deputy::mpi::reduce(Operation::reduce, sendbuf, recvbuf, count, type, op, root, comm,
+                               nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::scan(Operation::iscan, false, sendbuf, recvbuf, count, type, op, comm,
+                             request);
+}
+DEPUTY_MPI_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                               MPI_Op op, MPI_Comm comm) {
+    return deputy::mpi::scan(Operation::scan, false, sendbuf, recvbuf, count, type, op, comm,
+                             nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                  MPI_Request *request) {
+    return deputy::mpi::scan(Operation::iexscan, true, sendbuf, recvbuf, count, type, op, comm,
+                             request);
+}
+DEPUTY_MPI_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                 MPI_Op op, MPI_Comm comm) {
+    return deputy::mpi::scan(Operation::exscan, true, sendbuf, recvbuf, count, type, op, comm,
+                             nullptr);
+}
 
 }  // extern "C"

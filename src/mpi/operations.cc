@@ -48,6 +48,14 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::alltoallv,            "MPI_Alltoallv",             "alltoallv",             false, kNever,  kNever},
     {Operation::bcast,                "MPI_Bcast",                 "bcast",                 false, 1 * M,   1 * M},
     {Operation::barrier,              "MPI_Barrier",               "barrier",               false, kNever,  kNever},
+    // Not measured yet: allreduce's values (the same reads and one write,
+    // or fewer), until scripts/mpi-thresholds.sh has their own.
+    {Operation::ireduce,              "MPI_Ireduce",               "ireduce",               true,  0,       64 * K},
+    {Operation::iscan,                "MPI_Iscan",                 "iscan",                 true,  0,       64 * K},
+    {Operation::iexscan,              "MPI_Iexscan",               "iexscan",               true,  0,       64 * K},
+    {Operation::reduce,               "MPI_Reduce",                "reduce",                false, 64 * K,  64 * K},
+    {Operation::scan,                 "MPI_Scan",                  "scan",                  false, 64 * K,  64 * K},
+    {Operation::exscan,               "MPI_Exscan",                "exscan",                false, 64 * K,  64 * K},
 }};
 
 constexpr std::array<const char *, kPassReasonCount> kReasons{

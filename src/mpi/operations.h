@@ -25,8 +25,14 @@ enum class Operation : uint8_t {
     alltoallv,
     bcast,
     barrier,
+    ireduce,
+    iscan,
+    iexscan,
+    reduce,
+    scan,
+    exscan,
 };
-inline constexpr int kOperationCount = 14;
+inline constexpr int kOperationCount = 20;
 
 inline constexpr size_t kNever = SIZE_MAX;  // a threshold that offloads nothing
 // A blocking form's threshold that measures instead (tuning.h).

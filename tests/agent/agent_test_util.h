@@ -132,8 +132,6 @@ class AgentProcess {
             if (i == 14 || i == 15) ticks += std::stod(field);
         return ticks / double(sysconf(_SC_CLK_TCK));
     }
-    // Its threads (engines come and go: a held one is relieved).
-    int count_threads() const { return count_entries("task"); }
     int count_fds() const { return count_entries("fd"); }
     // Entries of /proc/<agent>/<dir>.
     int count_entries(const char *dir) const {

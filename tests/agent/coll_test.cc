@@ -260,14 +260,6 @@ void run_matrix(const AgentProcess &agent, const std::string &key_prefix,
 
 TEST_F(CollTest, MatrixOfOperationsSizesCountsMemoryAndInPlace) { run_matrix(agent, "m"); }
 
-// Operations the members ran themselves (the agent's count).
-uint64_t run_by_members(const AgentProcess &agent) {
-    std::string json, error;
-    EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error),
-              DP_OK)
-        << error;
-    return nlohmann::json::parse(json)["collectives"]["run_by_members"].get<uint64_t>();
-}
 
 // Whoever runs an operation, the bytes are the same: the matrix with every
 // member waiting from a thread of its own, so that members run what the

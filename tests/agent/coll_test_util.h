@@ -14,7 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agent_test_util.h"
+#include "channel/agent_info.h"
 #include "mover/kernels.h"
 
 namespace deputy::testing {
@@ -182,6 +185,15 @@ inline void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
         if (dt == DP_FLOAT64) reinterpret_cast<double *>(p)[i] = double(int(rng() % 2001) - 1000) / 8;
         if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
     }
+}
+
+// Operations the members ran themselves (the agent's count).
+inline uint64_t run_by_members(const AgentProcess &agent) {
+    std::string json, error;
+    EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error),
+              DP_OK)
+        << error;
+    return nlohmann::json::parse(json)["collectives"]["run_by_members"].get<uint64_t>();
 }
 
 }  // namespace deputy::testing

@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
 #include "common/timing.h"
@@ -593,8 +595,24 @@ bool await_parked(deputy::testing::Attacker &attacker, std::string *skip) {
 // and DRAIN complete, and the service thread does not spin meanwhile.
 // Once the fault is answered, the held engines leave and every record of
 // the holder completes.
+// The agent's engine threads, as `deputy info` lists them: (all, held).
+std::pair<int, int> engine_threads(const AgentProcess &agent) {
+    std::string json, error;
+    if (deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error) !=
+        DP_OK)
+        return {-1, -1};
+    int all = 0, held = 0;
+    const nlohmann::json info = nlohmann::json::parse(json);
+    for (const auto &t : info["placement"]["threads"]) {
+        if (!t.contains("engine")) continue;
+        ++all;
+        held += t.value("held", false) ? 1 : 0;
+    }
+    return {all, held};
+}
+
 TEST_F(HostileHeldEngineTest, MemoryThatHoldsItsCallsHoldsOnlyTheEnginesThatEnteredIt) {
-    const int threads_before = agent.count_threads();
+    ASSERT_EQ(engine_threads(agent), std::make_pair(2, 0));
     deputy::testing::Attacker attacker(agent, {"uffd-park", "4"});
     std::string skip;
     if (!await_parked(attacker, &skip)) {
@@ -640,7 +658,7 @@ TEST_F(HostileHeldEngineTest, MemoryThatHoldsItsCallsHoldsOnlyTheEnginesThatEnte
     // Two relief engines run beside the two held; the service thread does
     // not spin on the holder's DRAIN meanwhile (the bystander keeps it a
     // little busy).
-    EXPECT_EQ(agent.count_threads(), threads_before + 2);
+    EXPECT_EQ(engine_threads(agent), std::make_pair(4, 2));
     const double cpu_before = agent.cpu_seconds();
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     EXPECT_LT(agent.cpu_seconds() - cpu_before, 0.3) << "the agent spins while engines are held";
@@ -648,8 +666,9 @@ TEST_F(HostileHeldEngineTest, MemoryThatHoldsItsCallsHoldsOnlyTheEnginesThatEnte
     EXPECT_EQ(attacker.said["drain"], std::to_string(DP_COMP_SUCCESS)) << attacker.output;
     EXPECT_EQ(attacker.said["done_after"], "4") << attacker.output;
     // The held engines left once their calls returned.
-    EXPECT_TRUE(eventually([&] { return agent.count_threads() == threads_before; }, 5000))
-        << agent.count_threads() << " threads, " << threads_before << " before";
+    EXPECT_TRUE(eventually([&] { return engine_threads(agent) == std::make_pair(2, 0); }, 5000))
+        << engine_threads(agent).first << " engines, " << engine_threads(agent).second
+        << " held";
     expect_survived();
     expect_nothing_left();
 }

@@ -19,6 +19,7 @@
 
 #include "agent_test_util.h"
 #include "coll/vector_layout.h"
+#include "coll_table.h"
 #include "coll_test_util.h"
 #include "mover/names.h"
 
@@ -296,6 +297,23 @@ TEST_F(NodesTest, EveryOperationAcrossNodesBitExact) {
                     }
                 }
             }
+        }
+    }
+}
+
+// Every collective of the one table across nodes, against the one
+// reference (coll_table.h: reduce, gather, scatter, scan and exscan among
+// them), over the layouts of the test above and the three memory modes.
+TEST_F(NodesTest, EveryTableCollectiveAcrossNodesMatchesTheReference) {
+    const std::vector<std::vector<int>> layouts = {{0, 1}, {0, 1, 2, 0, 1}, {2, 2, 0, 2}};
+    for (Memory memory : {Memory::mapped, Memory::direct, Memory::staged}) {
+        for (const auto &layout : layouts) {
+            SpanningTeam team(*agents_, layout, key(), memory);
+            for (int r = 0; r < team.size(); ++r) ASSERT_EQ(team.create_status(r), DP_OK);
+            deputy::testing::check_table(
+                team, [&](int r) { return team.team(r); },
+                std::string("nodes ") + deputy::testing::name(memory) + " layout of " +
+                    std::to_string(layout.size()));
         }
     }
 }

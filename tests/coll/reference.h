@@ -110,30 +110,42 @@ inline size_t input_bytes(const coll::CollectiveArgs &a) {
         case coll::Collective::reduce_scatter:
         case coll::Collective::alltoall:
         case coll::Collective::alltoallv:  // with equal counts
+        case coll::Collective::scatter:    // (only the root's is read)
             return static_cast<size_t>(a.size) * n;
         case coll::Collective::barrier:
             return 0;
-        default:
+        case coll::Collective::allreduce:
+        case coll::Collective::allgather:
+        case coll::Collective::bcast:
+        case coll::Collective::reduce:
+        case coll::Collective::gather:
+        case coll::Collective::scan:
+        case coll::Collective::exscan:
             return n;
     }
+    return n;
 }
 
 // What each rank's destination must hold afterwards (for reduce_scatter
-// only its first block, the result, is specified).
+// only its first block, the result, is specified). Empty for a rank whose
+// destination is not written (reduce and gather off the root, exscan's
+// rank 0): it must be left as it was.
 inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
                                            const std::vector<Bytes> &inputs) {
     const auto p = static_cast<size_t>(a.size);
     const size_t n = a.count * dp_dtype_size(a.dtype);
     std::vector<Bytes> out(p);
-    // Reduction of bytes [offset, offset + n) over all ranks, rank 0 first.
-    const auto reduced = [&](size_t offset) {
+    // Reduction of bytes [offset, offset + n) over ranks 0..last (all by
+    // default), rank 0 first.
+    const auto reduced = [&](size_t offset, size_t last = SIZE_MAX) {
         Bytes acc(inputs[0].begin() + static_cast<long>(offset),
                   inputs[0].begin() + static_cast<long>(offset + n));
-        for (size_t r = 1; r < p; ++r) {
+        for (size_t r = 1; r < p && r <= last; ++r) {
             ref_reduce(acc.data(), acc.data(), inputs[r].data() + offset, a.count, a.dtype, a.op);
         }
         return acc;
     };
+    const auto root = static_cast<size_t>(a.root);
     switch (a.collective) {
         case coll::Collective::allreduce: {
             const Bytes all = reduced(0);
@@ -161,6 +173,24 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
             for (auto &o : out) o = inputs[static_cast<size_t>(a.root)];
             break;
         case coll::Collective::barrier:
+            break;
+        case coll::Collective::reduce:
+            out[root] = reduced(0);
+            break;
+        case coll::Collective::gather:
+            for (const Bytes &in : inputs) out[root].insert(out[root].end(), in.begin(), in.end());
+            break;
+        case coll::Collective::scatter:
+            for (size_t r = 0; r < p; ++r) {
+                const auto first = inputs[root].begin() + static_cast<long>(r * n);
+                out[r].assign(first, first + static_cast<long>(n));
+            }
+            break;
+        case coll::Collective::scan:
+            for (size_t r = 0; r < p; ++r) out[r] = reduced(0, r);
+            break;
+        case coll::Collective::exscan:
+            for (size_t r = 1; r < p; ++r) out[r] = reduced(0, r - 1);
             break;
     }
     return out;

@@ -497,6 +497,86 @@ static void run_allreduce(ctx_t *c, int nb, const dtype_t *d, enum rop op, int c
     free(want);
 }
 
+/* MPI_Reduce: the root's result, in place at the root. The others' recvbuf
+ * is not significant (not checked: MPICH's tree uses it, and crashes on a
+ * NULL one). */
+static void run_reduce(ctx_t *c, int nb, const dtype_t *d, enum rop op, int count, int inplace,
+                       int root) {
+    if (!case_begin(c, "%sreduce.%s.%s.n%d.root%d%s", nb ? "i" : "", d->name, rop_name[op], count,
+                    root, inplace ? ".inplace" : ""))
+        return;
+    const int at_root = c->rank == root;
+    size_t bytes = (size_t)count * d->size;
+    unsigned char *send = galloc(bytes), *recv = galloc(bytes);
+    unsigned char *want = xmalloc(bytes);
+    for (int i = 0; i < count; i++) gen(c, d, op, c->rank, i, send, i);
+    if (at_root && inplace)
+        memcpy(recv, send, bytes);
+    else
+        fill_pattern(recv, bytes);
+    const void *sb = at_root && inplace ? MPI_IN_PLACE : send;
+    if (nb) {
+        MPI_Request req;
+        CHECK(MPI_Ireduce(sb, recv, count, d->type, mpi_op(op), root, c->comm, &req));
+        wait_one(c, &req);
+    } else {
+        CHECK(MPI_Reduce(sb, recv, count, d->type, mpi_op(op), root, c->comm));
+    }
+    uint64_t hash = FNV0;
+    if (at_root) {
+        reduced(c, d, op, 0, c->size, 0, count, want);
+        expect_bytes(c, "result", recv, want, bytes, d->size);
+        hash = fnv(FNV0, recv, bytes);
+    }
+    if (!(at_root && inplace)) {
+        for (int i = 0; i < count; i++) gen(c, d, op, c->rank, i, want, i);
+        expect_bytes(c, "send buffer", send, want, bytes, d->size);
+    }
+    case_end(c, hash);
+    gfree(c, send, bytes, "sendbuf");
+    gfree(c, recv, bytes, "recvbuf");
+    free(want);
+}
+
+/* MPI_Scan and MPI_Exscan: rank r's result reduces ranks 0..r (0..r-1);
+ * exscan's rank 0 has none (MPI leaves its recvbuf undefined: not checked
+ * nor hashed). */
+static void run_scan(ctx_t *c, int nb, int exclusive, const dtype_t *d, enum rop op, int count,
+                     int inplace) {
+    if (!case_begin(c, "%s%sscan.%s.%s.n%d%s", nb ? "i" : "", exclusive ? "ex" : "", d->name,
+                    rop_name[op], count, inplace ? ".inplace" : ""))
+        return;
+    size_t bytes = (size_t)count * d->size;
+    unsigned char *send = galloc(bytes), *recv = galloc(bytes), *want = xmalloc(bytes);
+    for (int i = 0; i < count; i++) gen(c, d, op, c->rank, i, send, i);
+    if (inplace)
+        memcpy(recv, send, bytes);
+    else
+        fill_pattern(recv, bytes);
+    const void *sb = inplace ? MPI_IN_PLACE : send;
+    MPI_Request req;
+    if (nb && exclusive) CHECK(MPI_Iexscan(sb, recv, count, d->type, mpi_op(op), c->comm, &req));
+    if (nb && !exclusive) CHECK(MPI_Iscan(sb, recv, count, d->type, mpi_op(op), c->comm, &req));
+    if (nb) wait_one(c, &req);
+    if (!nb && exclusive) CHECK(MPI_Exscan(sb, recv, count, d->type, mpi_op(op), c->comm));
+    if (!nb && !exclusive) CHECK(MPI_Scan(sb, recv, count, d->type, mpi_op(op), c->comm));
+    const int upto = exclusive ? c->rank : c->rank + 1;
+    uint64_t hash = FNV0;
+    if (upto > 0) {
+        reduced(c, d, op, 0, upto, 0, count, want);
+        expect_bytes(c, "result", recv, want, bytes, d->size);
+        hash = fnv(FNV0, recv, bytes);
+    }
+    if (!inplace) {
+        for (int i = 0; i < count; i++) gen(c, d, op, c->rank, i, want, i);
+        expect_bytes(c, "send buffer", send, want, bytes, d->size);
+    }
+    case_end(c, hash);
+    gfree(c, send, bytes, "sendbuf");
+    gfree(c, recv, bytes, "recvbuf");
+    free(want);
+}
+
 static void run_reduce_scatter_block(ctx_t *c, int nb, const dtype_t *d, enum rop op, int count,
                                      int inplace) {
     if (!case_begin(c, "%sreduce_scatter_block.%s.%s.n%d%s", nb ? "i" : "", d->name, rop_name[op],
@@ -772,6 +852,9 @@ static void matrix(ctx_t *c) {
                             continue;
                         run_allreduce(c, nb, &types[t], op, counts[k], ip);
                         run_reduce_scatter_block(c, nb, &types[t], op, counts[k], ip);
+                        run_reduce(c, nb, &types[t], op, counts[k], ip, (t + op) % c->size);
+                        run_scan(c, nb, 0, &types[t], op, counts[k], ip);
+                        run_scan(c, nb, 1, &types[t], op, counts[k], ip);
                     }
         for (int t = 0; t < NTYPES; t++)
             for (int k = 0; k < NCOUNTS; k++) {
@@ -798,6 +881,9 @@ static void matrix(ctx_t *c) {
     run_alltoallv(c, 1, type_named("uint8"), BIG, 0);
     run_bcast(c, 1, type_named("double"), BIG, c->size - 1);
     run_bcast(c, 0, type_named("int16"), BIG, 0);
+    run_reduce(c, 1, type_named("float"), R_SUM, BIG, 0, c->size - 1);
+    run_scan(c, 1, 0, type_named("int32"), R_SUM, BIG, 0);
+    run_scan(c, 0, 1, type_named("double"), R_MAX, BIG, 1);
 }
 
 /* The operations once each, for communicators other than MPI_COMM_WORLD. */
@@ -810,6 +896,9 @@ static void small_set(ctx_t *c) {
     run_alltoall(c, 1, i32, 13, 0);
     run_alltoallv(c, 1, dbl, 13, 0);
     run_bcast(c, 1, i32, 4097, c->size - 1);
+    run_reduce(c, 1, dbl, R_SUM, 13, 0, 0);
+    run_scan(c, 0, 0, i32, R_SUM, 4097, 0);
+    run_scan(c, 1, 1, dbl, R_MIN, 13, 1);
     run_barrier(c, 1, 3);
 }
 

@@ -35,6 +35,7 @@ OFFLOADED_OPS = (
     "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
     "MPI_Allgather", "MPI_Iallgather", "MPI_Alltoall", "MPI_Ialltoall", "MPI_Alltoallv",
     "MPI_Ialltoallv", "MPI_Bcast", "MPI_Ibcast", "MPI_Barrier", "MPI_Ibarrier",
+    "MPI_Reduce", "MPI_Ireduce", "MPI_Scan", "MPI_Iscan", "MPI_Exscan", "MPI_Iexscan",
 )
 # DEPUTY_MPI_THRESHOLDS: every operation from 0 bytes (names: the MPI names
 # lowercased without "mpi_").

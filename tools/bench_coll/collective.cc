@@ -27,13 +27,12 @@ size_t elems(uint8_t table_blocks, size_t count, int ranks) {
     return table_blocks == kBlocksPerMember ? count * size_t(ranks) : count * table_blocks;
 }
 
-// A buffer of the collective holds one block per member.
+}  // namespace
+
 bool blocked(Coll c) {
     const CollectiveInfo &info = collective_info(c);
     return info.source_blocks == kBlocksPerMember || info.dest_blocks == kBlocksPerMember;
 }
-
-}  // namespace
 
 const OpInfo *find_op(std::string_view name) {
     for (const OpInfo &op : ops())

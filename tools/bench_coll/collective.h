@@ -37,6 +37,8 @@ std::string op_names();
 // collective_name(c) and reduces(c) are the table's (found by argument-
 // dependent lookup).
 
+// Whether a buffer of the collective holds one block per member.
+bool blocked(Coll c);
 // Elements in each rank's send and receive buffer for a call with `count`
 // (bcast: the one buffer, both).
 size_t send_elems(Coll c, size_t count, int ranks);

@@ -40,6 +40,16 @@ class DeputyImpl final : public Impl {
                 return ok(dp_alltoallv(a.send, v.counts.data(), v.displs.data(), a.recv,
                                        v.counts.data(), v.displs.data(), a.dtype->dp, team_));
             }
+            case Coll::reduce:
+                return ok(dp_reduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, a.root, team_));
+            case Coll::gather:
+                return ok(dp_gather(a.send, a.recv, a.count, a.dtype->dp, a.root, team_));
+            case Coll::scatter:
+                return ok(dp_scatter(a.send, a.recv, a.count, a.dtype->dp, a.root, team_));
+            case Coll::scan:
+                return ok(dp_scan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
+            case Coll::exscan:
+                return ok(dp_exscan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
         }
         return false;
     }
@@ -66,6 +76,18 @@ class DeputyImpl final : public Impl {
                                         v.counts.data(), v.displs.data(), a.dtype->dp, team_,
                                         &req_));
             }
+            case Coll::reduce:
+                return ok(dp_ireduce(a.send, a.recv, a.count, a.dtype->dp, a.redop, a.root, team_,
+                                     &req_));
+            case Coll::gather:
+                return ok(dp_igather(a.send, a.recv, a.count, a.dtype->dp, a.root, team_, &req_));
+            case Coll::scatter:
+                return ok(dp_iscatter(a.send, a.recv, a.count, a.dtype->dp, a.root, team_, &req_));
+            case Coll::scan:
+                return ok(dp_iscan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+            case Coll::exscan:
+                return ok(
+                    dp_iexscan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
         }
         return false;
     }

@@ -51,6 +51,16 @@ class MpiImpl final : public Impl {
                 return ok(PMPI_Alltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
                                         counts_.data(), displs_.data(), t, comm_));
             }
+            case Coll::reduce:
+                return ok(PMPI_Reduce(a.send, a.recv, n, t, mpi_op(a.redop), a.root, comm_));
+            case Coll::gather:
+                return ok(PMPI_Gather(a.send, n, t, a.recv, n, t, a.root, comm_));
+            case Coll::scatter:
+                return ok(PMPI_Scatter(a.send, n, t, a.recv, n, t, a.root, comm_));
+            case Coll::scan:
+                return ok(PMPI_Scan(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+            case Coll::exscan:
+                return ok(PMPI_Exscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
         }
         return false;
     }
@@ -77,6 +87,17 @@ class MpiImpl final : public Impl {
                 return ok(PMPI_Ialltoallv(a.send, counts_.data(), displs_.data(), t, a.recv,
                                          counts_.data(), displs_.data(), t, comm_, &req_));
             }
+            case Coll::reduce:
+                return ok(
+                    PMPI_Ireduce(a.send, a.recv, n, t, mpi_op(a.redop), a.root, comm_, &req_));
+            case Coll::gather:
+                return ok(PMPI_Igather(a.send, n, t, a.recv, n, t, a.root, comm_, &req_));
+            case Coll::scatter:
+                return ok(PMPI_Iscatter(a.send, n, t, a.recv, n, t, a.root, comm_, &req_));
+            case Coll::scan:
+                return ok(PMPI_Iscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+            case Coll::exscan:
+                return ok(PMPI_Iexscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
         }
         return false;
     }

@@ -106,7 +106,7 @@ int run(const CollOptions &o, CLI::App &app) {
         if (root_rank)
             log::app().error(
                 "-m {}: no size holds one {} element{} per rank", o.sizes, dt.name,
-                op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block");
+                blocked(op.coll) ? " per block" : "");
         return 2;
     }
     uint64_t send_max = 0, recv_max = 0;
@@ -178,7 +178,7 @@ int run(const CollOptions &o, CLI::App &app) {
         if (!dropped.empty())
             std::printf(
                 "# sizes below one %s element%s: %zu size(s) from %llu B skipped\n", dt.name,
-                op.coll == Coll::allreduce || op.coll == Coll::bcast ? "" : " per block and rank",
+                blocked(op.coll) ? " per block and rank" : "",
                 dropped.size(), (unsigned long long)dropped.front());
         if (plan.compare_mpi && mpi_type(dt) == MPI_DATATYPE_NULL)
             std::printf("# note: MPI has no %s datatype: the MPI comparison is skipped for it\n",

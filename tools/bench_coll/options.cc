@@ -106,7 +106,7 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_option("-t,--num-test-calls", o->test_calls,
                    "non-blocking ops: dp_test/MPI_Test calls spread over the compute (OSU -t)")
         ->capture_default_str();
-    app.add_option("--root", o->root, "bcast root")->capture_default_str();
+    app.add_option("--root", o->root, "root of bcast, reduce, gather, scatter")->capture_default_str();
     app.add_flag("--print-buffers", o->print_buffers,
                  "print every rank's send and receive buffers (rank 0 prints, in rank order)");
     app.add_flag("--check", o->check, "validate every iteration (default: once per size)");

@@ -29,7 +29,13 @@ std::string bus_formula(Coll c) {
         case Coll::alltoall:
         case Coll::alltoallv:
             return "(n-1)/n";
+        case Coll::gather:
+        case Coll::scatter:
+            return "(n-1)/n";
         case Coll::bcast:
+        case Coll::reduce:
+        case Coll::scan:
+        case Coll::exscan:
             return "1";
         case Coll::barrier:
             return "0 (no bytes)";

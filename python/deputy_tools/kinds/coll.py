@@ -40,7 +40,8 @@ IMPL_NAMES = {"deputy": "deputy", "mpi": "MPI", "ring": "ring"}
 _IMPL_COLOURS = {"deputy": "tab:blue", "mpi": "tab:orange", "ring": "tab:green"}
 OP_ORDER = ("allreduce", "iallreduce", "reduce_scatter", "ireduce_scatter", "allgather",
             "iallgather", "alltoall", "ialltoall", "alltoallv", "ialltoallv", "bcast", "ibcast",
-            "barrier", "ibarrier")
+            "barrier", "ibarrier", "reduce", "ireduce", "gather", "igather", "scatter",
+            "iscatter", "scan", "iscan", "exscan", "iexscan")
 MEMORY_ORDER = ("mapped", "direct", "staged")
 # The agent on the ranks' CPUs first, then on a core of its own (docs/coll-bench.md).
 PLACEMENT_ORDER = ("shared", "own-core")

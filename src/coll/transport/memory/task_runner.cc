@@ -47,6 +47,7 @@ bool write_outputs(const LocalPlan &plan, const Task &t, const TaskBuffers &buff
                    std::span<const uint8_t *const> from, std::string *why) {
     const auto pieces = plan.outputs(t);
     for (size_t k = 0; k < pieces.size(); ++k) {
+        if (!buffers.writes(pieces[k])) continue;
         const uint8_t *src = from.size() == 1 ? from[0] : from[k];
         if (uint8_t *dst = buffers.in_place(pieces[k], t.bytes, true)) {
             if (dst != src) std::memmove(dst, src, t.bytes);
@@ -65,6 +66,7 @@ bool protect_inputs(const LocalPlan &plan, const Task &t, const TaskBuffers &buf
     for (size_t i = 0; i < in->at.size(); ++i) {
         bool clobbered = false;
         for (size_t k = 0; k < outs.size() && !clobbered; ++k) {
+            if (!buffers.writes(outs[k])) continue;
             const uint8_t *dst = buffers.in_place(outs[k], t.bytes, true);
             // An output written from its own input at the same place changes
             // nothing (a broadcast's one input writes every output).
@@ -83,6 +85,12 @@ bool protect_inputs(const LocalPlan &plan, const Task &t, const TaskBuffers &buf
 
 }  // namespace
 
+bool task_writes(const LocalPlan &plan, const Task &task, const TaskBuffers &buffers) {
+    for (const Piece &p : plan.outputs(task))
+        if (buffers.writes(p)) return true;
+    return false;
+}
+
 uint8_t run_task(const LocalPlan &plan, const Task &t, const TaskBuffers &buffers,
                  std::string *why) {
     thread_local Inputs in;
@@ -98,11 +106,13 @@ uint8_t run_task(const LocalPlan &plan, const Task &t, const TaskBuffers &buffer
         if (!protect_inputs(plan, t, buffers, &in, why)) return DP_COMP_ADDRESS_DENIED;
         return write_outputs(plan, t, buffers, in.at, why) ? DP_COMP_SUCCESS : DP_COMP_PAGE_FAULT;
     }
-    // Reduce into the first output when it is in place and clobbers no
-    // input but the first (which the kernel may overwrite as it goes), else
-    // into scratch; then to every other output.
+    // Reduce into the first output written when it is in place and
+    // clobbers no input but the first (which the kernel may overwrite as it
+    // goes), else into scratch; then to every other output.
     const auto outs = plan.outputs(t);
-    uint8_t *acc = outs.empty() ? nullptr : buffers.in_place(outs[0], t.bytes, true);
+    uint8_t *acc = nullptr;
+    for (size_t k = 0; k < outs.size() && !acc; ++k)
+        if (buffers.writes(outs[k])) acc = buffers.in_place(outs[k], t.bytes, true);
     for (size_t i = 1; acc && i < in.at.size(); ++i)
         if (overlaps(acc, in.at[i], t.bytes)) acc = nullptr;
     if (acc && acc != in.at[0] && overlaps(acc, in.at[0], t.bytes)) acc = nullptr;

@@ -24,13 +24,21 @@ class TaskBuffers {
     virtual bool copy_in(const Piece &piece, void *out, uint64_t len, std::string *why) const = 0;
     virtual bool copy_out(const Piece &piece, const void *in, uint64_t len,
                           std::string *why) const = 0;
+    // Whether the runner writes this output. The agent writes every
+    // member's; a member running the plan itself writes only its own
+    // destination (its teammates write theirs from the same plan).
+    virtual bool writes(const Piece &) const { return true; }
 };
+
+// Whether `task` has an output `buffers` writes (a runner skips the rest).
+bool task_writes(const LocalPlan &plan, const Task &task, const TaskBuffers &buffers);
 
 // DP_COMP_SUCCESS; DP_COMP_ADDRESS_DENIED with *why when an input could not
 // be read (nothing was written); DP_COMP_PAGE_FAULT when an output could not
 // be written (those before it were).
 // The reduction follows the plan's input order exactly, whatever is in
-// place and what is copied, so the result is bit-exact.
+// place and what is copied and whichever outputs are written, so the
+// result is bit-exact whoever runs the task.
 uint8_t run_task(const LocalPlan &plan, const Task &task, const TaskBuffers &buffers,
                  std::string *why);
 

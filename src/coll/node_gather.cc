@@ -1,0 +1,23 @@
+// gather across nodes: each node packs its members' sources into send, the
+// agents allgather them (every node's part in node order), and the root's
+// node writes every rank's block at its place in the root's destination.
+// Every node receives everything: a gather to the root's node alone is the
+// scale work's.
+#include "coll/node_plan_parts.h"
+
+namespace deputy::coll {
+
+void plan_node_gather(const NodeLayout &x, NodePlan *plan) {
+    const uint64_t n = x.n;
+    pack_local_sources(x, plan);
+    if (x.args.node_of_rank[x.a.root] != x.args.node) return;
+    for (size_t i = 0; i < x.p; ++i)
+        add_chunked(
+            plan->write_back, 0, Task::Kind::move, n, x.a, 1,
+            [&](size_t, uint64_t off) { return agent_recv(i * n + off); }, 1,
+            [&](size_t, uint64_t off) {
+                return Piece{Where::destination, x.a.root, x.order[i] * n + off};
+            });
+}
+
+}  // namespace deputy::coll

@@ -1,0 +1,59 @@
+// What the several-node plans of each collective (coll/node_<name>.cc)
+// share: the team's layout over its nodes, computed once by
+// build_node_plan, and the helpers that add chunked tasks. Internal to
+// coll/.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "coll/node_plan.h"
+
+namespace deputy::coll {
+
+struct NodeLayout {
+    const NodeArgs &args;
+    const LocalArgs &a;                 // args.collective
+    const std::vector<uint32_t> &local;  // plan.local_ranks
+    std::vector<uint32_t> order;         // every rank in node order (nodes, then ranks ascending)
+    uint64_t element = 0, n = 0;         // element bytes; n = count x element
+    uint64_t p = 0, l = 0;               // team size; ranks on this node
+};
+
+// Adds tasks of at most chunk_bytes covering [0, bytes) of a move or
+// reduce whose pieces all advance together; piece(i, off) gives input i /
+// output i at offset off.
+template <typename In, typename Out>
+void add_chunked(NodeStage &stage, uint32_t group, Task::Kind kind, uint64_t bytes,
+                 const LocalArgs &a, size_t inputs, In in, size_t outputs, Out out) {
+    const uint64_t element = dp_dtype_size(a.dtype);
+    std::vector<Piece> ins(inputs), outs(outputs);
+    for_each_chunk(bytes, a.chunk_bytes, element, [&](uint64_t off, uint64_t len) {
+        for (size_t i = 0; i < inputs; ++i) ins[i] = in(i, off);
+        for (size_t k = 0; k < outputs; ++k) outs[k] = out(k, off);
+        stage.plan.add(kind, len, ins, outs);
+        stage.group_of_task.push_back(group);
+    });
+}
+
+inline Piece agent_recv(uint64_t off) { return {Where::agent_recv, 0, off}; }
+inline Piece agent_send(uint64_t off) { return {Where::agent_send, 0, off}; }
+
+// A plan whose step exchanges [0, bytes) of recv once (every collective
+// but the reductions, which go in pieces).
+inline void one_group(NodePlan *plan, uint64_t bytes) {
+    plan->groups.push_back({0, bytes});
+    plan->gather.groups = plan->write_back.groups = 1;
+}
+
+// The start of every plan whose step is an allgather of the members'
+// sources (allgather, gather, scan, exscan): the local sources packed into
+// send in rank order, every rank's source in recv in node order
+// afterwards (coll/node_allgather.cc).
+void pack_local_sources(const NodeLayout &x, NodePlan *plan);
+
+// Each collective's two functions, one file each (coll/node_<name>.cc).
+using NodePlanFn = void (*)(const NodeLayout &, NodePlan *);
+using NodeExchangeFn = NodeExchange (*)(const NodeLayout &, const NodePlan &, uint32_t group);
+
+}  // namespace deputy::coll

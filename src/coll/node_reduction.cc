@@ -1,0 +1,71 @@
+// allreduce, reduce_scatter and reduce across nodes: each node reduces its
+// members' sources (all P blocks for reduce_scatter) into recv, the agents
+// allreduce recv in stage_bytes pieces, and each member takes its part of
+// each piece as it arrives (the whole vector, its own block, or for reduce
+// the root alone the whole vector). reduce moves as much between agents as
+// allreduce: a reduction to the root's node alone (a tree) is the scale
+// work's.
+#include <algorithm>
+
+#include "coll/node_plan_parts.h"
+
+namespace deputy::coll {
+namespace {
+
+enum class Keeps { everything, own_block, root_only };
+
+void plan_reduction(const NodeLayout &x, NodePlan *plan, Keeps keeps) {
+    const bool scatter = keeps == Keeps::own_block;
+    const LocalArgs &a = x.a;
+    const uint64_t n = x.n;
+    const uint64_t total = scatter ? x.p * n : n;
+    plan->recv_bytes = total;
+    uint32_t group = 0;
+    for_each_chunk(total, x.args.stage_bytes, x.element, [&](uint64_t base, uint64_t len) {
+        plan->groups.push_back({base, len});
+        add_chunked(
+            plan->gather, group, Task::Kind::reduce, len, a, x.l,
+            [&](size_t i, uint64_t off) { return Piece{Where::source, x.local[i], base + off}; },
+            1, [&](size_t, uint64_t off) { return agent_recv(base + off); });
+        for (uint32_t r : x.local) {
+            if (keeps == Keeps::root_only && r != a.root) continue;
+            // The part of this piece that is member r's result.
+            const uint64_t lo = scatter ? std::max<uint64_t>(base, r * n) : base;
+            const uint64_t hi = scatter ? std::min<uint64_t>(base + len, (r + 1) * n) : base + len;
+            if (lo >= hi) continue;
+            const uint64_t shift = scatter ? r * n : 0;
+            add_chunked(
+                plan->write_back, group, Task::Kind::move, hi - lo, a, 1,
+                [&](size_t, uint64_t off) { return agent_recv(lo + off); }, 1,
+                [&](size_t, uint64_t off) {
+                    return Piece{Where::destination, r, lo - shift + off};
+                });
+        }
+        ++group;
+    });
+    plan->gather.groups = plan->write_back.groups = group;
+    if (group == 0) one_group(plan, 0);
+}
+
+}  // namespace
+
+void plan_node_allreduce(const NodeLayout &x, NodePlan *plan) {
+    plan_reduction(x, plan, Keeps::everything);
+}
+void plan_node_reduce_scatter(const NodeLayout &x, NodePlan *plan) {
+    plan_reduction(x, plan, Keeps::own_block);
+}
+void plan_node_reduce(const NodeLayout &x, NodePlan *plan) {
+    plan_reduction(x, plan, Keeps::root_only);
+}
+
+// Each: the group's piece of recv, reduced in place across the nodes.
+NodeExchange exchange_node_reduction(const NodeLayout &x, const NodePlan &plan, uint32_t group) {
+    NodeExchange e;
+    e.kind = NodeExchange::Kind::allreduce;
+    e.recv_offset = plan.groups[group].offset;
+    e.elements = plan.groups[group].bytes / x.element;
+    return e;
+}
+
+}  // namespace deputy::coll
