@@ -23,6 +23,12 @@ namespace deputy::testing {
 using deputy::coll::Collective;
 
 // The C API's call for each collective (alltoallv has its own test).
+// The first `len` bytes of `from` to `to` (an empty vector's data() may be
+// null, which memcpy must not get even for 0 bytes).
+inline void copy(uint8_t *to, const std::vector<uint8_t> &from, size_t len) {
+    if (len) std::memcpy(to, from.data(), len);
+}
+
 inline dp_status_t post_collective(Collective c, const void *src, void *dst, size_t count, dp_dtype_t dtype,
                  int root, dp_team_t *team, dp_request_t **req) {
     switch (c) {
@@ -107,14 +113,14 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
                                     if (c == Collective::bcast) {
                                         owned_dst[r] = dst[r] = team.buffer(r, n);
                                         dst_bytes[r] = n;
-                                        if (r == root) std::memcpy(dst[r], inputs[r].data(), n);
+                                        if (r == root) copy(dst[r], inputs[r], n);
                                         else std::memset(dst[r], 0xcd, n);
                                         continue;
                                     }
                                     if (here && c == Collective::scatter) {
                                         // Its block stays in its source.
                                         owned_src[r] = src[r] = team.buffer(r, in_bytes);
-                                        std::memcpy(src[r], inputs[r].data(), in_bytes);
+                                        copy(src[r], inputs[r], in_bytes);
                                         dst[r] = src[r] + size_t(r) * n;
                                         dst_bytes[r] = n;
                                         continue;
@@ -131,14 +137,13 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
                                             : c == Collective::gather  ? size_t(root) * n
                                                                        : 0;
                                         src[r] = dst[r] + at;
-                                        std::memcpy(src[r], inputs[r].data(),
-                                                    c == Collective::allgather ||
-                                                            c == Collective::gather
-                                                        ? n
-                                                        : in_bytes);
+                                        copy(src[r], inputs[r],
+                                             c == Collective::allgather || c == Collective::gather
+                                                 ? n
+                                                 : in_bytes);
                                     } else if (need.source) {
                                         owned_src[r] = src[r] = team.buffer(r, in_bytes);
-                                        std::memcpy(src[r], inputs[r].data(), in_bytes);
+                                        copy(src[r], inputs[r], in_bytes);
                                     }
                                 }
                                 const auto expected = deputy::test::expected_outputs(shape, inputs);
