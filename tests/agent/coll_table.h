@@ -169,7 +169,7 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
                                                                : std::min(want.size(), dst_bytes[r]);
                                         ASSERT_EQ(std::memcmp(dst[r], want.data(), len), 0)
                                             << where << " rank " << r;
-                                    } else if (dst[r]) {
+                                    } else if (dst[r] && dst_bytes[r]) {
                                         // Not this member's to receive: untouched.
                                         ASSERT_EQ(std::memcmp(dst[r], before[r].data(),
                                                               dst_bytes[r]),
