@@ -330,7 +330,7 @@ TEST_F(AgentTest, StagedModeMovesBytesThroughTheChannel) {
 
 TEST_F(AgentTest, DeadClientsAreCleanedUp) {
     // Baseline once the agent is idle.
-    const int fds = agent.count_fds();
+    const int fds = agent.settled_fds();
     const std::string fds_at_start = agent.describe_fds();
     ASSERT_GT(fds, 0);
     ASSERT_EQ(agent.count_client_mappings(), 0);

@@ -133,6 +133,19 @@ class AgentProcess {
         return ticks / double(sysconf(_SC_CLK_TCK));
     }
     int count_fds() const { return count_entries("fd"); }
+    // The fd count once it has held still for `quiet_ms` (a baseline: an
+    // agent just started may still hold a transient fd, e.g. the topology's
+    // files being read), within timeout_ms.
+    int settled_fds(int quiet_ms = 200, int timeout_ms = 5000) const {
+        int last = count_fds(), still = 0;
+        for (int waited = 0; waited < timeout_ms && still < quiet_ms; waited += 10) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            const int now = count_fds();
+            still = now == last ? still + 10 : 0;
+            last = now;
+        }
+        return last;
+    }
     // Entries of /proc/<agent>/<dir>.
     int count_entries(const char *dir) const {
         int n = 0;
