@@ -611,6 +611,54 @@ static void f_iexscan(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
 }
 DEPUTY_F_EXPORT(f_iscan_t, f_iexscan, mpi_iexscan, MPI_IEXSCAN);
 
+/* MPI_Gather / MPI_Scatter and their nonblocking forms share one shape. A
+ * scatter's receive buffer may be MPI_IN_PLACE at the root. */
+typedef void f_gather_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                        MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                        MPI_Fint *ierror);
+typedef void f_igather_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                         MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                         MPI_Fint *request, MPI_Fint *ierror);
+static void f_gather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                     MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                     MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Gather(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                                  receive_buffer(recvbuf), (int)*recvcount,
+                                  MPI_Type_f2c(*recvtype), (int)*root, MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_gather_t, f_gather, mpi_gather, MPI_GATHER);
+static void f_scatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                      MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                      MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Scatter(send_buffer(sendbuf), (int)*sendcount,
+                                   MPI_Type_f2c(*sendtype), (void *)send_buffer(recvbuf),
+                                   (int)*recvcount, MPI_Type_f2c(*recvtype), (int)*root,
+                                   MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_gather_t, f_scatter, mpi_scatter, MPI_SCATTER);
+static void f_igather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                      MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                      MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Igather(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                         receive_buffer(recvbuf), (int)*recvcount, MPI_Type_f2c(*recvtype),
+                         (int)*root, MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_igather_t, f_igather, mpi_igather, MPI_IGATHER);
+static void f_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                       MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                       MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iscatter(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                          (void *)send_buffer(recvbuf), (int)*recvcount, MPI_Type_f2c(*recvtype),
+                          (int)*root, MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_igather_t, f_iscatter, mpi_iscatter, MPI_ISCATTER);
+
 #elif defined(MPICH)
 /* Nothing: libmpichfort calls the C MPI_* functions (see the top). */
 #else

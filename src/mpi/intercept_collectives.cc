@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -64,9 +65,11 @@ bool reach(const void *p, size_t bytes, RangePins *pins, Operation op) {
     fatal(std::string(operation_info(op).mpi_name) + ": " + error);
 }
 
-int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *request) {
-    if (request) return start_request(op, ct, std::move(pins), std::move(post), request);
-    return run_blocking(op, ct, std::move(pins), post);
+int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *request,
+           Finish then = {}) {
+    if (request)
+        return start_request(op, ct, std::move(pins), std::move(post), std::move(then), request);
+    return run_blocking(op, ct, std::move(pins), post, then);
 }
 
 // The team for a reduction, or null (counted) to pass; refuse_in_place: the
@@ -347,6 +350,185 @@ int alltoallv(Operation op, const void *sendbuf, const int *sendcounts, const in
     }, request);
 }
 
+// --- gather and scatter ---
+//
+// MPI makes one side of a rooted move significant at the root only (a
+// gather's receive buffer, a scatter's send buffer), so every rank decides
+// from the other side, which all of them have: its type must be dense, its
+// bytes (count x type size) the block. At the root the root-only side must
+// describe the same bytes but may be any datatype: dense, deputy reads or
+// writes it directly; derived (a resized vector that places each rank's
+// block in a column of a matrix, say), deputy moves the blocks through a
+// packed copy that MPI_Pack / MPI_Unpack translate. The root never passes
+// alone to MPI while the others offload.
+
+// Whether MPI_Pack of a dense predefined type is its bytes unchanged (both
+// MPIs in a homogeneous job): the packed copy is what deputy moves.
+bool packing_is_copying() {
+    static const bool same = [] {
+        const int32_t values[3] = {1, -2, 0x01020304};
+        unsigned char packed[64] = {};
+        int size = 0, position = 0;
+        if (PMPI_Pack_size(3, MPI_INT32_T, MPI_COMM_SELF, &size) != MPI_SUCCESS ||
+            size != int(sizeof values) ||
+            PMPI_Pack(values, 3, MPI_INT32_T, packed, int(sizeof packed), &position,
+                      MPI_COMM_SELF) != MPI_SUCCESS ||
+            position != int(sizeof values))
+            return false;
+        return std::memcmp(packed, values, sizeof values) == 0;
+    }();
+    return same;
+}
+
+// The root's buffer in `type` as deputy sees it: the buffer itself when the
+// type is dense, else a packed copy of size x block bytes. False (counted)
+// when it cannot be offloaded.
+struct RootSide {
+    uint8_t *base = nullptr;                     // what deputy reads or writes
+    std::shared_ptr<std::vector<uint8_t>> copy;  // the packed copy, if any
+    MPI_Aint extent = 0;                         // of `type`, to find the root's own block
+};
+bool root_side(Operation op, void *buffer, int count, MPI_Datatype type, size_t block, int size,
+               RootSide *side) {
+    size_t element = 0;
+    PassReason why;
+    if (dense_type_bytes(type, &element, &why)) {
+        if (size_t(count > 0 ? count : 0) * element != block) {
+            count_passed(op, PassReason::mixed_datatypes);  // erroneous: MPI says so
+            return false;
+        }
+        side->base = static_cast<uint8_t *>(buffer);
+        side->extent = MPI_Aint(element);
+        return true;
+    }
+    MPI_Aint lb = 0;
+    if (type_size(type) * size_t(count > 0 ? count : 0) != block ||
+        PMPI_Type_get_extent(type, &lb, &side->extent) != MPI_SUCCESS) {
+        count_passed(op, PassReason::mixed_datatypes);
+        return false;
+    }
+    if (!packing_is_copying())
+        fatal(std::string(operation_info(op).mpi_name) +
+              ": the root's datatype is derived and this MPI's packed form is not the data's "
+              "bytes; give the root a predefined datatype, or set DEPUTY_MPI_THRESHOLDS=" +
+              operation_info(op).key + "=never");
+    side->copy = std::make_shared<std::vector<uint8_t>>(block * size_t(size));
+    side->base = side->copy->data();
+    return true;
+}
+
+// The team for a gather or scatter decided from the side every rank has
+// (`count` of `type`), or null (counted) to pass; *block: its bytes. The
+// root in place has only its root-only side, whose type may be derived
+// (`root_only`): its bytes decide alone, as the others' do.
+CommTeam *rooted_team(Operation op, int count, MPI_Datatype type, bool root_only, int root,
+                      MPI_Comm comm, size_t *block) {
+    *block = size_t(count > 0 ? count : 0) * type_size(type);
+    if (!worth_offloading(op, *block)) return nullptr;
+    size_t element = 0;
+    PassReason why;
+    if (!root_only && !dense_type_bytes(type, &element, &why)) {
+        count_passed(op, why);
+        return nullptr;
+    }
+    CommTeam *ct = team_of(op, comm);
+    if (ct && (root < 0 || root >= ct->size)) {
+        count_passed(op, PassReason::bad_argument);  // MPI_ERR_ROOT is MPI's to return
+        return nullptr;
+    }
+    return ct;
+}
+
+int gather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+           void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+           MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                      root, comm, request)
+                       : PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                     root, comm);
+    };
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    // In place, the root's send side is its own block of the receive buffer.
+    const bool in_place = me == root && sendbuf == MPI_IN_PLACE;
+    size_t block = 0;
+    CommTeam *ct = in_place ? rooted_team(op, recvcount, recvtype, true, root, comm, &block)
+                            : rooted_team(op, sendcount, sendtype, false, root, comm, &block);
+    if (!ct) return to_mpi();
+    RootSide side;
+    if (me == root && !root_side(op, recvbuf, recvcount, recvtype, block, ct->size, &side))
+        return to_mpi();
+    TunedCall tuned(op, ct, comm, block);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    const void *src = sendbuf;
+    if (in_place) {
+        uint8_t *own = side.base + size_t(root) * block;
+        if (side.copy) {  // the root's block into the packed copy, where deputy expects it
+            int position = 0;
+            PMPI_Pack(static_cast<uint8_t *>(recvbuf) + MPI_Aint(root) * recvcount * side.extent,
+                      recvcount, recvtype, own, int(block), &position, MPI_COMM_SELF);
+        }
+        src = own;
+    }
+    RangePins pins;
+    reach(src, block, &pins, op);
+    if (side.base) reach(side.base, block * size_t(ct->size), &pins, op);
+    Finish then;
+    if (side.copy)
+        then = [copy = side.copy, recvbuf, n = recvcount * ct->size, recvtype] {
+            int position = 0;
+            PMPI_Unpack(copy->data(), int(copy->size()), &position, recvbuf, n, recvtype,
+                        MPI_COMM_SELF);
+        };
+    dp_team_t *team = ct->team;
+    uint8_t *dst = side.base;
+    return tuned.done(finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
+        (void)copy;  // (held until the request is gone)
+        return dp_igather(src, dst, block, DP_UINT8, root, team, req);
+    }, request, std::move(then)));
+}
+
+int scatter(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+            MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, root, comm, request)
+                       : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                      recvtype, root, comm);
+    };
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    // In place, the root's receive side is its own block of the send buffer.
+    const bool in_place = me == root && recvbuf == MPI_IN_PLACE;
+    size_t block = 0;
+    CommTeam *ct = in_place ? rooted_team(op, sendcount, sendtype, true, root, comm, &block)
+                            : rooted_team(op, recvcount, recvtype, false, root, comm, &block);
+    if (!ct) return to_mpi();
+    RootSide side;
+    if (me == root && !root_side(op, const_cast<void *>(sendbuf), sendcount, sendtype, block,
+                                 ct->size, &side))
+        return to_mpi();
+    TunedCall tuned(op, ct, comm, block);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    if (side.copy) {  // MPI lets the root's send buffer be read from the call on
+        int position = 0;
+        PMPI_Pack(sendbuf, sendcount * ct->size, sendtype, side.base, int(side.copy->size()),
+                  &position, MPI_COMM_SELF);
+    }
+    void *dst = in_place ? side.base + size_t(root) * block : recvbuf;
+    RangePins pins;
+    reach(dst, block, &pins, op);
+    if (side.base) reach(side.base, block * size_t(ct->size), &pins, op);
+    dp_team_t *team = ct->team;
+    const uint8_t *src = side.base;
+    return tuned.done(finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
+        (void)copy;  // (held until the request is gone)
+        return dp_iscatter(src, dst, block, DP_UINT8, root, team, req);
+    }, request));
+}
+
 int bcast(Operation op, void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
           MPI_Request *request) {
     size_t element = 0;
@@ -480,6 +662,30 @@ DEPUTY_MPI_EXPORT int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Request *request) {
     return deputy::mpi::scan(Operation::iexscan, true, sendbuf, recvbuf, count, type, op, comm,
                              request);
+}
+DEPUTY_MPI_EXPORT int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                  MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::gather(Operation::igather, sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, root, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                 MPI_Comm comm) {
+    return deputy::mpi::gather(Operation::gather, sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, root, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                   MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::scatter(Operation::iscatter, sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                  MPI_Comm comm) {
+    return deputy::mpi::scatter(Operation::scatter, sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, nullptr);
 }
 DEPUTY_MPI_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                                  MPI_Op op, MPI_Comm comm) {

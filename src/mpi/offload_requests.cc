@@ -19,6 +19,7 @@ struct OffloadRequest {
     CommTeam *team;
     RangePins pins;
     Post post;  // kept to post again after DP_ERR_RETRY
+    Finish then;
     dp_request_t *dp = nullptr;
     MPI_Request handle = MPI_REQUEST_NULL;
     dp_status_t status = DP_OK;
@@ -237,6 +238,7 @@ int progress_requests() {
     lock.unlock();
     for (OffloadRequest *r : done) {
         if (r->status != DP_OK) report_failure(r->op, r->status);
+        else if (r->then) r->then();
         PMPI_Grequest_complete(r->handle);
     }
     return int(done.size());
@@ -254,9 +256,9 @@ void complete_finished(MPI_Request request) {
     progress_requests();
 }
 
-int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn,
+int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn, Finish then,
                   MPI_Request *request) {
-    auto *r = new OffloadRequest{op, team, std::move(pins), std::move(post_fn)};
+    auto *r = new OffloadRequest{op, team, std::move(pins), std::move(post_fn), std::move(then)};
     team_use_begin(team);
     dp_status_t st = post(r);
     if (st != DP_OK) {
@@ -274,11 +276,12 @@ int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn,
     return MPI_SUCCESS;
 }
 
-int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_fn) {
+int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_fn,
+                 const Finish &then) {
     team_use_begin(team);
     dp_status_t st;
     for (;;) {
-        OffloadRequest r{op, team, {}, post_fn};
+        OffloadRequest r{op, team, {}, post_fn, {}};
         st = post(&r);
         if (st == DP_OK) {
             st = dp_wait(r.dp);
@@ -288,6 +291,7 @@ int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_
         if (st != DP_ERR_RETRY) break;
         progress_requests();
     }
+    if (st == DP_OK && then) then();
     release_memory(pins);
     team_use_end(team);
     if (st != DP_OK) {

@@ -29,6 +29,11 @@ namespace deputy::mpi {
 
 // Posts the operation again (with the same arguments) into *req.
 using Post = std::function<dp_status_t(dp_request_t **req)>;
+// Runs once deputy's operation completed without error, before MPI sees
+// the request complete: the root of a gather into a derived datatype
+// unpacks its packed copy here. Local work only (it may run inside MPI's
+// progress engine).
+using Finish = std::function<void()>;
 
 // Hooks this library into MPI's progress engine; false (with a warning)
 // when it cannot, and then nothing is offloaded as a request.
@@ -36,9 +41,12 @@ bool requests_start();
 // Posts `post` on `team` (waiting while deputy's outstanding slots are
 // full) and returns the MPI request in *request. MPI_SUCCESS, or the MPI
 // error after printing deputy's reason.
-int start_request(Operation op, CommTeam *team, RangePins pins, Post post, MPI_Request *request);
-// Runs a blocking form: posts, waits, releases. MPI_SUCCESS or an MPI error.
-int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post);
+int start_request(Operation op, CommTeam *team, RangePins pins, Post post, Finish then,
+                  MPI_Request *request);
+// Runs a blocking form: posts, waits, runs `then`, releases. MPI_SUCCESS or
+// an MPI error.
+int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post,
+                 const Finish &then);
 // Tests every outstanding request and completes those deputy finished.
 int progress_requests();
 // If `request` is one of this library's outstanding requests, tests them

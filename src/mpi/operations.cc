@@ -56,6 +56,12 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::reduce,               "MPI_Reduce",                "reduce",                false, 64 * K,  64 * K},
     {Operation::scan,                 "MPI_Scan",                  "scan",                  false, 64 * K,  64 * K},
     {Operation::exscan,               "MPI_Exscan",                "exscan",                false, 64 * K,  64 * K},
+    // Not measured yet either: allgather's values (gather and scatter move
+    // one block per rank, as allgather does, to or from one of them).
+    {Operation::igather,              "MPI_Igather",               "igather",               true,  0,       64 * K},
+    {Operation::iscatter,             "MPI_Iscatter",              "iscatter",              true,  0,       64 * K},
+    {Operation::gather,               "MPI_Gather",                "gather",                false, 1 * M,   64 * K},
+    {Operation::scatter,              "MPI_Scatter",               "scatter",               false, 1 * M,   64 * K},
 }};
 
 constexpr std::array<const char *, kPassReasonCount> kReasons{
@@ -64,6 +70,7 @@ constexpr std::array<const char *, kPassReasonCount> kReasons{
     "derived datatype",       "datatype deputy does not reduce",   "user-defined op",
     "in place",               "send and receive datatypes differ", "too large",
     "tuning trial",           "measured slower",                   "team not formed yet",
+    "invalid argument (MPI's error)",
 };
 
 constexpr bool table_in_order() {

@@ -31,8 +31,12 @@ enum class Operation : uint8_t {
     reduce,
     scan,
     exscan,
+    igather,
+    iscatter,
+    gather,
+    scatter,
 };
-inline constexpr int kOperationCount = 20;
+inline constexpr int kOperationCount = 24;
 
 inline constexpr size_t kNever = SIZE_MAX;  // a threshold that offloads nothing
 // A blocking form's threshold that measures instead (tuning.h).
@@ -75,8 +79,9 @@ enum class PassReason : uint8_t {
     // A nonblocking collective on a communicator whose team is not formed
     // yet (comm_teams.h: forming it here would be a hidden blocking call).
     team_not_formed,
+    bad_argument,  // an argument MPI rejects (a root out of range): MPI's error to return
 };
-inline constexpr int kPassReasonCount = 15;
+inline constexpr int kPassReasonCount = 16;
 const char *pass_reason_name(PassReason reason);  // "below threshold", as the report prints it
 
 }  // namespace deputy::mpi

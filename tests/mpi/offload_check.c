@@ -756,6 +756,121 @@ static void run_alltoallv(ctx_t *c, int nb, const dtype_t *d, int count, int inp
     free(oc);
 }
 
+/* MPI_Gather and MPI_Scatter, roots first to last, in place at the root.
+ * `column` (int types only): the root's side is a derived type that puts
+ * rank r's block in column r of a count x size matrix (a vector resized to
+ * one element), recvcount / sendcount 1: legal MPI that libdeputy-mpi runs
+ * through a packed copy at the root while the other ranks send or receive
+ * plain elements. */
+static MPI_Datatype column_type(const dtype_t *d, int count, int size) {
+    MPI_Datatype vec, col;
+    CHECK(MPI_Type_vector(count, 1, size, d->type, &vec));
+    CHECK(MPI_Type_create_resized(vec, 0, (MPI_Aint)d->size, &col));
+    CHECK(MPI_Type_commit(&col));
+    CHECK(MPI_Type_free(&vec));
+    return col;
+}
+/* Where element i of rank r's block is in the root's buffer. */
+static size_t rooted_at(int count, int size, int column, int r, int i) {
+    return column ? (size_t)i * size + r : (size_t)r * count + i;
+}
+
+static void run_gather(ctx_t *c, int nb, const dtype_t *d, int count, int inplace, int root,
+                       int column) {
+    if (!case_begin(c, "%sgather.%s.n%d.root%d%s%s", nb ? "i" : "", d->name, count, root,
+                    inplace ? ".inplace" : "", column ? ".column" : ""))
+        return;
+    const int at_root = c->rank == root;
+    size_t bytes = (size_t)count * d->size, all = bytes * c->size;
+    unsigned char *send = galloc(bytes), *recv = galloc(all), *want = xmalloc(all);
+    for (int i = 0; i < count; i++) gen(c, d, R_NONE, c->rank, i, send, i);
+    fill_pattern(recv, all);
+    if (at_root && inplace)
+        for (int i = 0; i < count; i++)
+            gen(c, d, R_NONE, root, i, recv, rooted_at(count, c->size, column, root, i));
+    MPI_Datatype rtype = column ? column_type(d, count, c->size) : d->type;
+    const int rcount = column ? 1 : count;
+    const void *sb = at_root && inplace ? MPI_IN_PLACE : send;
+    /* the receive side is significant at the root only: the others pass junk */
+    void *rb = at_root ? recv : NULL;
+    if (!at_root) rtype = column ? rtype : MPI_DATATYPE_NULL;
+    if (nb) {
+        MPI_Request req;
+        CHECK(MPI_Igather(sb, count, d->type, rb, at_root ? rcount : 0, rtype, root, c->comm,
+                          &req));
+        wait_one(c, &req);
+    } else {
+        CHECK(MPI_Gather(sb, count, d->type, rb, at_root ? rcount : 0, rtype, root, c->comm));
+    }
+    uint64_t hash = FNV0;
+    if (at_root) {
+        memset(want, 0, all);
+        for (int r = 0; r < c->size; r++)
+            for (int i = 0; i < count; i++)
+                gen(c, d, R_NONE, r, i, want, rooted_at(count, c->size, column, r, i));
+        expect_bytes(c, "result", recv, want, all, d->size);
+        hash = fnv(FNV0, recv, all);
+    } else {
+        fill_pattern(want, all);
+        expect_bytes(c, "untouched receive buffer", recv, want, all, 1);
+    }
+    if (!(at_root && inplace)) {
+        for (int i = 0; i < count; i++) gen(c, d, R_NONE, c->rank, i, want, i);
+        expect_bytes(c, "send buffer", send, want, bytes, d->size);
+    }
+    if (column) CHECK(MPI_Type_free(&rtype));
+    case_end(c, hash);
+    gfree(c, send, bytes, "sendbuf");
+    gfree(c, recv, all, "recvbuf");
+    free(want);
+}
+
+static void run_scatter(ctx_t *c, int nb, const dtype_t *d, int count, int inplace, int root,
+                        int column) {
+    if (!case_begin(c, "%sscatter.%s.n%d.root%d%s%s", nb ? "i" : "", d->name, count, root,
+                    inplace ? ".inplace" : "", column ? ".column" : ""))
+        return;
+    const int at_root = c->rank == root;
+    size_t bytes = (size_t)count * d->size, all = bytes * c->size;
+    unsigned char *send = galloc(all), *recv = galloc(bytes), *want = xmalloc(all);
+    fill_pattern(send, all);
+    if (at_root)
+        for (int r = 0; r < c->size; r++)
+            for (int i = 0; i < count; i++)
+                gen(c, d, R_NONE, r, i, send, rooted_at(count, c->size, column, r, i));
+    fill_pattern(recv, bytes);
+    MPI_Datatype stype = column ? column_type(d, count, c->size) : d->type;
+    const int scount = column ? 1 : count;
+    void *rb = at_root && inplace ? MPI_IN_PLACE : recv;
+    if (nb) {
+        MPI_Request req;
+        CHECK(MPI_Iscatter(at_root ? send : NULL, at_root ? scount : 0, stype, rb, count, d->type,
+                           root, c->comm, &req));
+        wait_one(c, &req);
+    } else {
+        CHECK(MPI_Scatter(at_root ? send : NULL, at_root ? scount : 0, stype, rb, count, d->type,
+                          root, c->comm));
+    }
+    uint64_t hash = FNV0;
+    if (!(at_root && inplace)) {
+        for (int i = 0; i < count; i++) gen(c, d, R_NONE, c->rank, i, want, i);
+        expect_bytes(c, "result", recv, want, bytes, d->size);
+        hash = fnv(FNV0, recv, bytes);
+    }
+    /* the root's send buffer (gaps included) is read, never written */
+    fill_pattern(want, all);
+    if (at_root)
+        for (int r = 0; r < c->size; r++)
+            for (int i = 0; i < count; i++)
+                gen(c, d, R_NONE, r, i, want, rooted_at(count, c->size, column, r, i));
+    expect_bytes(c, "send buffer", send, want, all, 1);
+    if (column) CHECK(MPI_Type_free(&stype));
+    case_end(c, hash);
+    gfree(c, send, all, "sendbuf");
+    gfree(c, recv, bytes, "recvbuf");
+    free(want);
+}
+
 static void run_bcast(ctx_t *c, int nb, const dtype_t *d, int count, int root) {
     if (!case_begin(c, "%sbcast.%s.n%d.root%d", nb ? "i" : "", d->name, count, root)) return;
     size_t bytes = (size_t)count * d->size;
@@ -868,6 +983,19 @@ static void matrix(ctx_t *c) {
                     if (!full && (k != t % NCOUNTS || root != t % c->size)) continue;
                     run_bcast(c, nb, &types[t], counts[k], root);
                 }
+                for (int root = 0; root < c->size; root++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (int col = 0; col < 2; col++) {
+                            /* CI: one root per type and form (every root in
+                             * turn), in place or not, plain or column; a
+                             * column needs an element per row */
+                            if (col && counts[k] == 0) continue;
+                            if (!full && (root != (t + nb) % c->size || k != t % NCOUNTS ||
+                                          ip != (t / 2) % 2 || col != (t / 4 + nb) % 2))
+                                continue;
+                            run_gather(c, nb, &types[t], counts[k], ip, root, col);
+                            run_scatter(c, nb, &types[t], counts[k], ip, root, col);
+                        }
             }
         run_barrier(c, nb, full ? 50 : 10);
     }
@@ -884,6 +1012,9 @@ static void matrix(ctx_t *c) {
     run_reduce(c, 1, type_named("float"), R_SUM, BIG, 0, c->size - 1);
     run_scan(c, 1, 0, type_named("int32"), R_SUM, BIG, 0);
     run_scan(c, 0, 1, type_named("double"), R_MAX, BIG, 1);
+    run_gather(c, 1, type_named("int32"), BIG, 0, c->size - 1, 0);
+    run_scatter(c, 0, type_named("double"), BIG, 1, 0, 0);
+    run_gather(c, 0, type_named("uint16"), BIG, 1, 0, 1);
 }
 
 /* The operations once each, for communicators other than MPI_COMM_WORLD. */
@@ -899,6 +1030,8 @@ static void small_set(ctx_t *c) {
     run_reduce(c, 1, dbl, R_SUM, 13, 0, 0);
     run_scan(c, 0, 0, i32, R_SUM, 4097, 0);
     run_scan(c, 1, 1, dbl, R_MIN, 13, 1);
+    run_gather(c, 1, i32, 13, 0, c->size - 1, 0);
+    run_scatter(c, 0, dbl, 4097, 1, 0, 1);
     run_barrier(c, 1, 3);
 }
 

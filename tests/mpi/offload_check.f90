@@ -497,6 +497,163 @@ contains
                           inplace, blocking), recvw(1:rtotal * w), wantw(1:rtotal * w))
     end subroutine case_alltoallv
 
+    ! The root's result only (the others' receive buffers are not MPI's to
+    ! define); in place, the root's input is its receive buffer.
+    subroutine case_reduce(blocking, dt, op, n, inplace, root, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, op, n, root, comm
+        integer :: w, k, me, np, req, ierr, m
+        character(len=96) :: name
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * w, n * w)
+        do k = 1, n
+            call put(sendw, dt, k, val(k, me, cases))
+            call put(wantw, dt, k, reduced(k, cases, op, np))
+        end do
+        if (inplace .and. me == root) recvw = sendw
+        if (inplace .and. me == root) then
+            if (blocking) then
+                call MPI_REDUCE(MPI_IN_PLACE, recvw(1), n, dt, op, root, comm, ierr)
+            else
+                call MPI_IREDUCE(MPI_IN_PLACE, recvw(1), n, dt, op, root, comm, req, ierr)
+            end if
+        else if (blocking) then
+            call MPI_REDUCE(sendw(1), recvw(1), n, dt, op, root, comm, ierr)
+        else
+            call MPI_IREDUCE(sendw(1), recvw(1), n, dt, op, root, comm, req, ierr)
+        end if
+        call note(ierr, 'reduce')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        name = label(merge('reduce ', 'ireduce', blocking), dt, op, n, inplace, blocking)
+        write (name, '(a," root=",i0)') trim(name), root
+        m = merge(n * w, 0, me == root)
+        call finish(name, recvw(1:m), wantw(1:m))
+    end subroutine case_reduce
+
+    ! MPI_SCAN (exclusive false) and MPI_EXSCAN: rank r reduces ranks 0..r
+    ! (0..r-1); exscan's rank 0 receives nothing MPI defines (not compared).
+    subroutine case_scan(blocking, exclusive, dt, op, n, inplace, comm)
+        logical, intent(in) :: blocking, exclusive, inplace
+        integer, intent(in) :: dt, op, n, comm
+        integer :: w, k, me, req, ierr, m
+        character(len=16) :: what
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        w = words_per(dt)
+        call fresh(n * w, n * w)
+        do k = 1, n
+            call put(sendw, dt, k, val(k, me, cases))
+            if (exclusive .and. me > 0) call put(wantw, dt, k, reduced(k, cases, op, me))
+            if (.not. exclusive) call put(wantw, dt, k, reduced(k, cases, op, me + 1))
+        end do
+        if (inplace) recvw = sendw
+        if (exclusive .and. blocking) then
+            if (inplace) call MPI_EXSCAN(MPI_IN_PLACE, recvw(1), n, dt, op, comm, ierr)
+            if (.not. inplace) call MPI_EXSCAN(sendw(1), recvw(1), n, dt, op, comm, ierr)
+        else if (exclusive) then
+            if (inplace) call MPI_IEXSCAN(MPI_IN_PLACE, recvw(1), n, dt, op, comm, req, ierr)
+            if (.not. inplace) call MPI_IEXSCAN(sendw(1), recvw(1), n, dt, op, comm, req, ierr)
+        else if (blocking) then
+            if (inplace) call MPI_SCAN(MPI_IN_PLACE, recvw(1), n, dt, op, comm, ierr)
+            if (.not. inplace) call MPI_SCAN(sendw(1), recvw(1), n, dt, op, comm, ierr)
+        else
+            if (inplace) call MPI_ISCAN(MPI_IN_PLACE, recvw(1), n, dt, op, comm, req, ierr)
+            if (.not. inplace) call MPI_ISCAN(sendw(1), recvw(1), n, dt, op, comm, req, ierr)
+        end if
+        what = merge('exscan', 'scan  ', exclusive)
+        call note(ierr, trim(what))
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        if (.not. blocking) what = 'i' // trim(what)
+        m = merge(0, n * w, exclusive .and. me == 0)
+        call finish(label(what, dt, op, n, inplace, blocking), recvw(1:m), wantw(1:m))
+    end subroutine case_scan
+
+    ! The root's receive buffer holds every rank's block in rank order; in
+    ! place, the root's own block is already there.
+    subroutine case_gather(blocking, dt, n, inplace, root, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, n, root, comm
+        integer :: w, k, j, me, np, req, ierr, m
+        character(len=96) :: name
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * w, n * np * w)
+        do k = 1, n
+            call put(sendw, dt, k, val(k, me, cases))
+        end do
+        do j = 0, np - 1
+            do k = 1, n
+                call put(wantw, dt, j * n + k, val(k, j, cases))
+            end do
+        end do
+        if (inplace .and. me == root) then
+            recvw(me * n * w + 1:(me + 1) * n * w) = sendw(1:n * w)
+            if (blocking) then
+                call MPI_GATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, root, comm, &
+                                ierr)
+            else
+                call MPI_IGATHER(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), n, dt, root, comm, &
+                                 req, ierr)
+            end if
+        else if (blocking) then
+            call MPI_GATHER(sendw(1), n, dt, recvw(1), n, dt, root, comm, ierr)
+        else
+            call MPI_IGATHER(sendw(1), n, dt, recvw(1), n, dt, root, comm, req, ierr)
+        end if
+        call note(ierr, 'gather')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        name = label(merge('gather ', 'igather', blocking), dt, MPI_OP_NULL, n, inplace, blocking)
+        write (name, '(a," root=",i0)') trim(name), root
+        m = merge(n * np * w, 0, me == root)
+        call finish(name, recvw(1:m), wantw(1:m))
+    end subroutine case_gather
+
+    ! Each rank receives its block of the root's send buffer; in place, the
+    ! root keeps its own block where it is (nothing to compare there).
+    subroutine case_scatter(blocking, dt, n, inplace, root, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: dt, n, root, comm
+        integer :: w, k, j, me, np, req, ierr, m
+        character(len=96) :: name
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        call fresh(n * np * w, n * w)
+        do j = 0, np - 1
+            do k = 1, n
+                call put(sendw, dt, j * n + k, val(k, j, cases))
+            end do
+        end do
+        do k = 1, n
+            call put(wantw, dt, k, val(k, me, cases))
+        end do
+        if (inplace .and. me == root) then
+            if (blocking) then
+                call MPI_SCATTER(sendw(1), n, dt, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm, &
+                                 ierr)
+            else
+                call MPI_ISCATTER(sendw(1), n, dt, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm, &
+                                  req, ierr)
+            end if
+        else if (blocking) then
+            call MPI_SCATTER(sendw(1), n, dt, recvw(1), n, dt, root, comm, ierr)
+        else
+            call MPI_ISCATTER(sendw(1), n, dt, recvw(1), n, dt, root, comm, req, ierr)
+        end if
+        call note(ierr, 'scatter')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        name = label(merge('scatter ', 'iscatter', blocking), dt, MPI_OP_NULL, n, inplace, blocking)
+        write (name, '(a," root=",i0)') trim(name), root
+        m = merge(0, n * w, inplace .and. me == root)
+        call finish(name, recvw(1:m), wantw(1:m))
+    end subroutine case_scatter
+
     subroutine case_bcast(blocking, dt, n, root, comm)
         logical, intent(in) :: blocking
         integer, intent(in) :: dt, n, root, comm
@@ -712,6 +869,18 @@ program offload_check
                         call case_allreduce(blocking, dt, op, n, inplace, MPI_COMM_WORLD)
                         call case_reduce_scatter_block(blocking, dt, op, n, inplace, dup)
                     end do
+                    ! roots first and last, on the world and on the reversed ranks
+                    ! (not in place at the last root with 4097 elements: MPICH 4.0's
+                    ! own MPI_Reduce crashes there, without deputy)
+                    call case_reduce(blocking, dt, ops(ip + 1), n, inplace, &
+                                     merge(0, world_size - 1, ti /= 2 .or. &
+                                           (inplace .and. n > 13)), MPI_COMM_WORLD)
+                    call case_scan(blocking, .false., dt, ops(2 - ip), n, inplace, dup)
+                    call case_scan(blocking, .true., dt, ops(ip + 1), n, inplace, reversed)
+                    call case_gather(blocking, dt, n, inplace, merge(0, world_size - 1, &
+                                     ci /= 2), MPI_COMM_WORLD)
+                    call case_scatter(blocking, dt, n, inplace, merge(world_size - 1, 0, &
+                                      ci /= 3), reversed)
                     call case_allgather(blocking, dt, n, inplace, MPI_COMM_WORLD)
                     call case_alltoall(blocking, dt, n, inplace, reversed)
                     call case_alltoallv(blocking, dt, n, inplace, reversed)

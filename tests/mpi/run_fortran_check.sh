@@ -68,7 +68,8 @@ command -v nm > /dev/null || fail "nm (binutils) is needed to list the library's
 # MPI's from C and Fortran alike and has nothing to offload.)
 all_ops=(MPI_Iallreduce MPI_Ireduce_scatter_block MPI_Iallgather MPI_Ialltoall MPI_Ialltoallv
          MPI_Ibcast MPI_Ibarrier MPI_Allreduce MPI_Reduce_scatter_block MPI_Allgather
-         MPI_Alltoall MPI_Alltoallv MPI_Bcast MPI_Barrier)
+         MPI_Alltoall MPI_Alltoallv MPI_Bcast MPI_Barrier MPI_Ireduce MPI_Reduce MPI_Iscan
+         MPI_Scan MPI_Iexscan MPI_Exscan MPI_Igather MPI_Gather MPI_Iscatter MPI_Scatter)
 defined=$(nm -D --defined-only "$library" | awk '{print $NF}')
 ops=()
 for op in "${all_ops[@]}"; do
@@ -79,9 +80,13 @@ for op in "${all_ops[@]}"; do
   fi
 done
 ((${#ops[@]})) || fail "$library defines none of the collectives"
-thresholds=allreduce=0,iallreduce=0,reduce_scatter_block=0,ireduce_scatter_block=0,allgather=0
-thresholds+=,iallgather=0,alltoall=0,ialltoall=0,alltoallv=0,ialltoallv=0,bcast=0,ibcast=0
-thresholds+=,barrier=0,ibarrier=0
+# Every one of them from 0 bytes (DEPUTY_MPI_THRESHOLDS names an operation
+# by its MPI name, lowercased, without "mpi_").
+thresholds=
+for op in "${ops[@]}"; do
+  key=${op#MPI_}
+  thresholds+=${thresholds:+,}${key,,}=0
+done
 
 # Everything this run makes lives in one 0700 directory, removed on exit
 # with the agent stopped first.
