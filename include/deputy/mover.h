@@ -60,14 +60,24 @@ typedef enum dp_dtype {
     DP_INT8 = 0, DP_INT16, DP_INT32, DP_INT64,
     DP_UINT8, DP_UINT16, DP_UINT32, DP_UINT64,
     DP_FLOAT16, DP_BFLOAT16, DP_FLOAT32, DP_FLOAT64,
+    /* (value, index) pairs, laid out as C's struct { value; index; } with its
+     * padding: MPI's MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT (a 64-bit long),
+     * MPI_2INT, MPI_SHORT_INT, MPI_2REAL and MPI_2DOUBLE_PRECISION. */
+    DP_FLOAT32_INT32, DP_FLOAT64_INT32, DP_INT64_INT32, DP_INT32_INT32, DP_INT16_INT32,
+    DP_FLOAT32_FLOAT32, DP_FLOAT64_FLOAT64,
     DP_DTYPE_COUNT
 } dp_dtype_t;
 
 /* DP_LAND .. DP_BXOR, MPI's logical and bitwise reductions, apply to the
- * integer types only (DP_INT8 .. DP_UINT64); a logical one gives 1 or 0. */
+ * integer types only (DP_INT8 .. DP_UINT64); a logical one gives 1 or 0.
+ * DP_MINLOC / DP_MAXLOC apply to the pair types only, and they only: the pair
+ * with the smaller (larger) value, and of equal values the one with the lower
+ * index (MPI's rule); values that do not compare (a NaN) count as equal. The
+ * result is always one of the two pairs, copied whole (its padding too). */
 typedef enum dp_op {
     DP_SUM = 0, DP_PROD, DP_MIN, DP_MAX,
     DP_LAND, DP_LOR, DP_LXOR, DP_BAND, DP_BOR, DP_BXOR,
+    DP_MINLOC, DP_MAXLOC,
     DP_OP_COUNT
 } dp_op_t;
 
@@ -209,8 +219,9 @@ DP_API const char *dp_comp_status_name(dp_comp_status_t status);
 DP_API const char *dp_dtype_name(dp_dtype_t dtype);
 DP_API const char *dp_op_name(dp_op_t op);
 DP_API size_t dp_dtype_size(dp_dtype_t dtype); /* 0 for an unknown dtype */
-/* 1 when reduction `op` applies to `dtype` (every op to the integer types;
- * sum, prod, min and max to the floating ones), else 0. */
+/* 1 when reduction `op` applies to `dtype` (sum .. bxor to the integer types;
+ * sum, prod, min and max to the floating ones; minloc and maxloc to the pair
+ * types), else 0. */
 DP_API int dp_op_applies(dp_dtype_t dtype, dp_op_t op);
 
 /* Device counters, for `deputy info` and benchmarks. */

@@ -38,11 +38,14 @@ static_assert(DP_COMP_STATUS_COUNT == 14, "completion status names out of date")
 
 constexpr std::array<const char *, DP_DTYPE_COUNT> kDtypeNames{{
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64",
+    "bfloat16", "float32", "float64", "float32_int32", "float64_int32", "int64_int32",
+    "int32_int32", "int16_int32", "float32_float32", "float64_float64",
 }};
-constexpr std::array<size_t, DP_DTYPE_COUNT> kDtypeSizes{{1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8}};
+// The pairs' sizes are their C structs' (padding included).
+constexpr std::array<size_t, DP_DTYPE_COUNT> kDtypeSizes{
+    {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16, 16, 8, 8, 8, 16}};
 constexpr std::array<const char *, DP_OP_COUNT> kOpNames{{
-    "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
+    "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor", "minloc", "maxloc",
 }};
 
 }  // namespace

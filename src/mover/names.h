@@ -13,12 +13,18 @@ namespace deputy::mover {
 const char *opcode_name(unsigned raw);       // "memmove", ...; "unknown"
 const char *comp_status_name(unsigned raw);  // "success", ...; "unknown"
 size_t dtype_size(unsigned raw);             // 0 for anything not a dp_dtype_t
-// Whether reduction `op` applies to `dtype` (both raw): every op to the
-// integer types, sum/prod/min/max to the floating ones. The one rule every
-// layer that checks a reduction asks; inline, as a post checks it.
+// Whether reduction `op` applies to `dtype` (both raw): sum .. bxor to the
+// integer types, sum/prod/min/max to the floating ones, minloc/maxloc to the
+// (value, index) pairs and to nothing else. The one rule every layer that
+// checks a reduction asks; inline, as a post checks it.
 inline bool is_integer_dtype(unsigned raw) { return raw <= unsigned(DP_UINT64); }
+inline bool is_pair_dtype(unsigned raw) {
+    return raw >= unsigned(DP_FLOAT32_INT32) && raw < unsigned(DP_DTYPE_COUNT);
+}
 inline bool op_applies(unsigned dtype, unsigned op) {
     if (dtype >= unsigned(DP_DTYPE_COUNT) || op >= unsigned(DP_OP_COUNT)) return false;
+    if (is_pair_dtype(dtype)) return op == unsigned(DP_MINLOC) || op == unsigned(DP_MAXLOC);
+    if (op == unsigned(DP_MINLOC) || op == unsigned(DP_MAXLOC)) return false;
     return op <= unsigned(DP_MAX) || is_integer_dtype(dtype);
 }
 

@@ -9,8 +9,9 @@ namespace {
 struct KnownType {
     MPI_Datatype handle;
     dp_dtype_t dtype;
-    size_t bytes;
+    size_t bytes;    // the extent: what one element spans in a buffer
     bool reducible;  // MPI_SUM etc. apply (not to bytes and characters)
+    bool moves;      // a moving collective may take it (not the pairs: below)
 };
 std::vector<KnownType> g_known;  // written once in datatypes_start, read-only after
 
@@ -41,7 +42,20 @@ void add(MPI_Datatype type, Kind kind) {
             dtype = DP_UINT8;
             break;
     }
-    g_known.push_back({type, dtype, size_t(size), kind != Kind::bytes});
+    g_known.push_back({type, dtype, size_t(size), kind != Kind::bytes, true});
+}
+
+// MPI's (value, index) pairs for MINLOC / MAXLOC, when MPI lays them out as
+// deputy's pair (mover.h: C's struct, padding included). They reduce only:
+// a moving collective asks the generic check, which takes the dense ones
+// and leaves those with padding (MPI_DOUBLE_INT: 12 bytes in 16) to MPI.
+void add_pair(MPI_Datatype type, dp_dtype_t dtype) {
+    if (type == MPI_DATATYPE_NULL) return;
+    MPI_Aint lb = 0, extent = 0;
+    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS || lb != 0 ||
+        size_t(extent) != dp_dtype_size(dtype))
+        return;  // not the layout deputy reduces (MPI passes it on)
+    g_known.push_back({type, dtype, size_t(extent), true, false});
 }
 
 const KnownType *find(MPI_Datatype type) {
@@ -96,10 +110,21 @@ void datatypes_start() {
     add(MPI_REAL4, Kind::floating);
     add(MPI_REAL8, Kind::floating);
     add(MPI_CHARACTER, Kind::bytes);
+    add_pair(MPI_2INT, DP_INT32_INT32);
+    add_pair(MPI_FLOAT_INT, DP_FLOAT32_INT32);
+    add_pair(MPI_DOUBLE_INT, DP_FLOAT64_INT32);
+    add_pair(MPI_LONG_INT, sizeof(long) == 8 ? DP_INT64_INT32 : DP_INT32_INT32);
+    add_pair(MPI_SHORT_INT, DP_INT16_INT32);
+    add_pair(MPI_2REAL, DP_FLOAT32_FLOAT32);
+    add_pair(MPI_2DOUBLE_PRECISION, DP_FLOAT64_FLOAT64);
+    int integer = 0;
+    if (MPI_2INTEGER != MPI_DATATYPE_NULL && PMPI_Type_size(MPI_INTEGER, &integer) == MPI_SUCCESS &&
+        integer == 4)
+        add_pair(MPI_2INTEGER, DP_INT32_INT32);
 }
 
 bool dense_type_bytes(MPI_Datatype type, size_t *bytes, PassReason *why) {
-    if (const KnownType *k = find(type)) {
+    if (const KnownType *k = find(type); k && k->moves) {
         *bytes = k->bytes;
         return true;
     }
@@ -148,6 +173,8 @@ bool reduction_op(MPI_Op op, dp_op_t *out) {
     else if (op == MPI_BAND) *out = DP_BAND;
     else if (op == MPI_BOR) *out = DP_BOR;
     else if (op == MPI_BXOR) *out = DP_BXOR;
+    else if (op == MPI_MINLOC) *out = DP_MINLOC;
+    else if (op == MPI_MAXLOC) *out = DP_MAXLOC;
     else return false;
     return true;
 }

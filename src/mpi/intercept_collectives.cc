@@ -72,19 +72,26 @@ int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *r
     return run_blocking(op, ct, std::move(pins), post, then);
 }
 
-// The team for a reduction, or null (counted) to pass; refuse_in_place: the
-// operation's in-place form is one deputy does not run.
-CommTeam *reducing_team(Operation op, size_t bytes, MPI_Datatype type, MPI_Op mpi_op,
-                        bool refuse_in_place, MPI_Comm comm, dp_dtype_t *dtype, dp_op_t *dop) {
-    if (!worth_offloading(op, bytes)) return nullptr;
+// The team for a reduction of `count` elements, or null (counted) to pass;
+// refuse_in_place: the operation's in-place form is one deputy does not
+// run. *span: the bytes the elements span in a buffer (count x extent: a
+// pair like MPI_DOUBLE_INT has padding that MPI_Type_size leaves out).
+CommTeam *reducing_team(Operation op, int count, MPI_Datatype type, MPI_Op mpi_op,
+                        bool refuse_in_place, MPI_Comm comm, dp_dtype_t *dtype, dp_op_t *dop,
+                        size_t *span) {
+    if (!worth_offloading(op, size_t(count > 0 ? count : 0) * type_size(type))) return nullptr;
     size_t element = 0;
     PassReason why;
+    *span = 0;
     if (!reduction_type(type, dtype, &element, &why)) count_passed(op, why);
     else if (!reduction_op(mpi_op, dop)) count_passed(op, PassReason::user_op);
     // (MPI_BAND on a float is MPI's to refuse, with its own error.)
     else if (!dp_op_applies(*dtype, *dop)) count_passed(op, PassReason::unsupported_datatype);
     else if (refuse_in_place) count_passed(op, PassReason::in_place);
-    else return team_of(op, comm);
+    else {
+        *span = size_t(count) * element;
+        return team_of(op, comm);
+    }
     return nullptr;
 }
 
@@ -99,14 +106,15 @@ int allreduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_D
         return request ? PMPI_Iallreduce(sendbuf, recvbuf, count, type, mpi_op, comm, request)
                        : PMPI_Allreduce(sendbuf, recvbuf, count, type, mpi_op, comm);
     };
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    size_t span = 0;
+    CommTeam *ct = reducing_team(op, count, type, mpi_op, false, comm, &dtype, &dop, &span);
     if (!ct) return to_mpi();
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
     const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     RangePins pins;
-    reach(src, bytes, &pins, op);
-    reach(recvbuf, bytes, &pins, op);
+    reach(src, span, &pins, op);
+    reach(recvbuf, span, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(count);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
@@ -127,14 +135,15 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
                        : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, mpi_op,
                                                    comm);
     };
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
-                                 &dop);
+    size_t span = 0;
+    CommTeam *ct = reducing_team(op, recvcount, type, mpi_op, sendbuf == MPI_IN_PLACE, comm,
+                                 &dtype, &dop, &span);
     if (!ct) return to_mpi();
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
     RangePins pins;
-    reach(sendbuf, bytes * size_t(ct->size), &pins, op);
-    reach(recvbuf, bytes, &pins, op);
+    reach(sendbuf, span * size_t(ct->size), &pins, op);
+    reach(recvbuf, span, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(recvcount);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
@@ -154,7 +163,8 @@ int reduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Data
         return request ? PMPI_Ireduce(sendbuf, recvbuf, count, type, mpi_op, root, comm, request)
                        : PMPI_Reduce(sendbuf, recvbuf, count, type, mpi_op, root, comm);
     };
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    size_t span = 0;
+    CommTeam *ct = reducing_team(op, count, type, mpi_op, false, comm, &dtype, &dop, &span);
     if (!ct) return to_mpi();
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
@@ -162,8 +172,8 @@ int reduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Data
     const void *src = sendbuf == MPI_IN_PLACE && at_root ? recvbuf : sendbuf;
     void *dst = at_root ? recvbuf : nullptr;  // significant at the root only
     RangePins pins;
-    reach(src, bytes, &pins, op);
-    if (dst) reach(dst, bytes, &pins, op);
+    reach(src, span, &pins, op);
+    if (dst) reach(dst, span, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(count);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
@@ -188,7 +198,8 @@ int scan(Operation op, bool exclusive, const void *sendbuf, void *recvbuf, int c
         return request ? PMPI_Iscan(sendbuf, recvbuf, count, type, mpi_op, comm, request)
                        : PMPI_Scan(sendbuf, recvbuf, count, type, mpi_op, comm);
     };
-    CommTeam *ct = reducing_team(op, bytes, type, mpi_op, false, comm, &dtype, &dop);
+    size_t span = 0;
+    CommTeam *ct = reducing_team(op, count, type, mpi_op, false, comm, &dtype, &dop, &span);
     if (!ct) return to_mpi();
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
@@ -196,12 +207,12 @@ int scan(Operation op, bool exclusive, const void *sendbuf, void *recvbuf, int c
     const void *src = sendbuf;
     if (sendbuf == MPI_IN_PLACE) {
         const auto *in = static_cast<const uint8_t *>(recvbuf);
-        aside = std::make_shared<std::vector<uint8_t>>(in, in + bytes);
+        aside = std::make_shared<std::vector<uint8_t>>(in, in + span);
         src = aside->data();
     }
     RangePins pins;
-    reach(src, bytes, &pins, op);
-    reach(recvbuf, bytes, &pins, op);
+    reach(src, span, &pins, op);
+    reach(recvbuf, span, &pins, op);
     dp_team_t *team = ct->team;
     const size_t n = size_t(count);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {

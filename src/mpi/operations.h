@@ -70,7 +70,7 @@ enum class PassReason : uint8_t {
     team_failed,          // creating the communicator's team failed
     derived_datatype,     // not a predefined datatype, or one with gaps
     unsupported_datatype, // a reduction over a type deputy does not reduce
-    user_op,              // not a predefined op deputy reduces (MINLOC, MAXLOC, REPLACE, ...)
+    user_op,              // not a predefined op deputy reduces (MPI_REPLACE, a user's, ...)
     in_place,             // an in-place form deputy does not run
     mixed_datatypes,      // send and receive types differ
     too_large,            // bytes beyond what one deputy operation may move

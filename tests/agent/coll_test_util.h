@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
 #include "mover/kernels.h"
+#include "mover/names.h"
 
 namespace deputy::testing {
 
@@ -174,9 +177,43 @@ class Team {
     std::vector<void *> heap_owned_;
 };
 
+// A (value, index) pair's fields at `at`, as C's struct lays them out; the
+// padding keeps its bytes.
+template <typename V, typename I>
+void set_pair(uint8_t *at, int value, int index) {
+    struct P {
+        V v;
+        I i;
+    };
+    const V v = V(value);
+    const I i = I(index);
+    std::memcpy(at + offsetof(P, v), &v, sizeof v);
+    std::memcpy(at + offsetof(P, i), &i, sizeof i);
+}
+inline void set_pair(dp_dtype_t dt, uint8_t *at, int value, int index) {
+    switch (dt) {
+        case DP_FLOAT32_INT32: return set_pair<float, int32_t>(at, value, index);
+        case DP_FLOAT64_INT32: return set_pair<double, int32_t>(at, value, index);
+        case DP_INT64_INT32: return set_pair<int64_t, int32_t>(at, value, index);
+        case DP_INT32_INT32: return set_pair<int32_t, int32_t>(at, value, index);
+        case DP_INT16_INT32: return set_pair<int16_t, int32_t>(at, value, index);
+        case DP_FLOAT32_FLOAT32: return set_pair<float, float>(at, value, index);
+        case DP_FLOAT64_FLOAT64: return set_pair<double, double>(at, value, index);
+        default: return;
+    }
+}
+
 inline void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
     std::mt19937 rng(seed);
     for (size_t i = 0; i < n; ++i) p[i] = uint8_t(rng());
+    // Pairs: values from five, indices from eight, so that ranks tie on the
+    // value and the index decides (MINLOC / MAXLOC's rule); padding random.
+    if (mover::is_pair_dtype(unsigned(dt))) {
+        const size_t e = dp_dtype_size(dt);
+        for (size_t i = 0; i < n / e; ++i)
+            set_pair(dt, p + i * e, int(rng() % 5) - 2, int(rng() % 8));
+        return;
+    }
     // Keep floats finite and small: NaN payloads would make "bit-exact"
     // depend on which operand x86 returns (see kernels.h).
     const size_t e = dp_dtype_size(dt);

@@ -197,6 +197,10 @@ void fill(uint8_t *p, size_t count, dp_dtype_t dt, uint32_t seed) {
     const double values[] = {-2, -1, -0.5, 0.5, 1, 2};
     const double ints[] = {-3, -2, -1, 0, 1, 2, 3, 5};
     for (size_t i = 0; i < count; ++i) {
+        if (deputy::mover::is_pair_dtype(unsigned(dt))) {  // ties on the value: the index decides
+            set_pair(dt, p + i * dp_dtype_size(dt), int(ints[rng() % 8]), int(rng() % 8));
+            continue;
+        }
         switch (dt) {
             case DP_FLOAT32: reinterpret_cast<float *>(p)[i] = float(values[rng() % 6]); break;
             case DP_FLOAT64: reinterpret_cast<double *>(p)[i] = values[rng() % 6]; break;

@@ -108,6 +108,10 @@ def test_json_wrong_type_is_named(tmp_path: Path) -> None:
     (["-o", "bogus"], "-o bogus"),
     (["-s", "0"], "-s 0"),
     (["-s", "4z"], "-s 4z"),
+    # a reduction the type does not take (it crashed the run before it was refused)
+    (["-o", "reduce", "--dtype", "float64", "--redop", "land"], "--dtype float64"),
+    (["-o", "reduce", "--dtype", "int32", "--redop", "maxloc"], "--dtype int32"),
+    (["-o", "reduce", "--dtype", "float64_int32", "--redop", "sum"], "--redop sum"),
 ])
 def test_bad_flags_are_named(args: list[str], flag: str) -> None:
     fails_naming(flag, *args, *QUICK)
@@ -126,7 +130,8 @@ def test_every_operation_runs_and_verifies(tmp_path: Path, op: str) -> None:
 
 @pytest.mark.parametrize("dtype, redop", [
     ("float32", "sum"), ("float64", "max"), ("int32", "min"), ("uint8", "prod"),
-    ("bfloat16", "sum"), ("float16", "max"), ("int64", "sum"),
+    ("bfloat16", "sum"), ("float16", "max"), ("int64", "sum"), ("int16", "bxor"),
+    ("float64_int32", "maxloc"), ("int32_int32", "minloc"), ("float32_float32", "maxloc"),
 ])
 def test_reduce_types_and_operations(tmp_path: Path, dtype: str, redop: str) -> None:
     doc = run_ok(tmp_path, "-o", "reduce", "--dtype", dtype, "--redop", redop, "-s", "4k", *QUICK,

@@ -380,7 +380,20 @@ TEST(MoverNames, EveryEnumHasAName) {
     EXPECT_STREQ(dp_dtype_name(DP_DTYPE_COUNT), "unknown");
     EXPECT_STREQ(dp_op_name(DP_SUM), "sum");
     EXPECT_STREQ(dp_op_name(DP_OP_COUNT), "unknown");
-    const size_t sizes[DP_DTYPE_COUNT] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    EXPECT_STREQ(dp_dtype_name(DP_FLOAT64_INT32), "float64_int32");
+    EXPECT_STREQ(dp_op_name(DP_MAXLOC), "maxloc");
+    // The pairs as C lays out the struct MPI's pair types describe.
+    struct FI { float v; int32_t i; };
+    struct DI { double v; int32_t i; };
+    struct LI { int64_t v; int32_t i; };
+    struct II { int32_t v; int32_t i; };
+    struct SI { int16_t v; int32_t i; };
+    struct FF { float v; float i; };
+    struct DD { double v; double i; };
+    const size_t sizes[DP_DTYPE_COUNT] = {1,          2,          4,          8,         1,
+                                          2,          4,          8,          2,         2,
+                                          4,          8,          sizeof(FI), sizeof(DI), sizeof(LI),
+                                          sizeof(II), sizeof(SI), sizeof(FF), sizeof(DD)};
     for (int t = 0; t < DP_DTYPE_COUNT; ++t) EXPECT_EQ(dp_dtype_size(dp_dtype_t(t)), sizes[t]) << t;
     EXPECT_EQ(dp_dtype_size(DP_DTYPE_COUNT), 0u);
 }

@@ -13,8 +13,10 @@
 #include <sys/mman.h>
 
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -514,13 +516,17 @@ size_t element_size(dp_dtype_t d) {
         case DP_UINT32:
         case DP_FLOAT32:
             return 4;
+        case DP_FLOAT64_INT32:
+        case DP_INT64_INT32:
+        case DP_FLOAT64_FLOAT64:
+            return 16;  // C's struct { 8 bytes; 4 bytes (+ 4 of padding) }
         default:
             return 8;
     }
 }
 
 bool is_float(dp_dtype_t d) {
-    return d >= DP_FLOAT16;
+    return d >= DP_FLOAT16 && d <= DP_FLOAT64;
 }
 
 // Bit patterns worth combining with everything: zeros of both signs,
@@ -679,6 +685,90 @@ TEST_P(KernelReduceTest, AllPairsOfSpecialValues) {
             check_reduce(a, b, k * k, d, op);
             if (HasFatalFailure()) return;
         }
+    }
+}
+
+// MINLOC / MAXLOC on every pair type: values from {-1, 0, 1} (and NaN where
+// the value is floating), indices from 0..3, so that most elements tie on
+// value, many on both; the padding random (it travels with the winner).
+struct PairLayout {
+    dp_dtype_t d;
+    size_t vsize, ioff, isize;
+    bool vfloat, ifloat;
+};
+const PairLayout kPairs[] = {
+    {DP_FLOAT32_INT32, 4, 4, 4, true, false},    {DP_FLOAT64_INT32, 8, 8, 4, true, false},
+    {DP_INT64_INT32, 8, 8, 4, false, false},     {DP_INT32_INT32, 4, 4, 4, false, false},
+    {DP_INT16_INT32, 2, 4, 4, false, false},     {DP_FLOAT32_FLOAT32, 4, 4, 4, true, true},
+    {DP_FLOAT64_FLOAT64, 8, 8, 8, true, true},
+};
+static_assert(std::size(kPairs) == size_t(DP_DTYPE_COUNT - DP_FLOAT32_INT32), "every pair");
+
+void put_number(uint8_t *at, size_t size, bool floating, int64_t v, bool nan) {
+    if (floating && size == 4) {
+        const float f = nan ? std::nanf("") : float(v);
+        std::memcpy(at, &f, 4);
+    } else if (floating) {
+        const double x = nan ? std::nan("") : double(v);
+        std::memcpy(at, &x, 8);
+    } else {
+        std::memcpy(at, &v, size);  // little-endian: the low bytes
+    }
+}
+
+Bytes pair_input(const PairLayout &p, size_t count, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    const size_t size = element_size(p.d);
+    Bytes out(count * size);
+    for (auto &byte : out) byte = uint8_t(rng());
+    for (size_t i = 0; i < count; ++i) {
+        uint8_t *at = &out[i * size];
+        put_number(at, p.vsize, p.vfloat, int64_t(rng() % 3) - 1, p.vfloat && rng() % 8 == 0);
+        put_number(at + p.ioff, p.isize, p.ifloat, int64_t(rng() % 4), false);
+    }
+    return out;
+}
+
+TEST_P(KernelReduceTest, LocationOpsOnEveryPairWithTies) {
+    uint64_t seed = 500;
+    for (const PairLayout &p : kPairs) {
+        ASSERT_EQ(element_size(p.d), deputy::mover::dtype_size(p.d)) << p.d;
+        for (dp_op_t op : {DP_MINLOC, DP_MAXLOC}) {
+            ASSERT_TRUE(deputy::mover::op_applies(unsigned(p.d), unsigned(op)));
+            for (size_t count : kCounts) {
+                const Bytes a = pair_input(p, count, ++seed), b = pair_input(p, count, ++seed);
+                check_reduce(a, b, count, p.d, op);
+                if (HasFatalFailure()) return;
+            }
+        }
+        for (dp_op_t op : kOps) EXPECT_FALSE(deputy::mover::op_applies(unsigned(p.d), unsigned(op)));
+    }
+    for (dp_dtype_t d : kDtypes)
+        for (dp_op_t op : {DP_MINLOC, DP_MAXLOC})
+            EXPECT_FALSE(deputy::mover::op_applies(unsigned(d), unsigned(op))) << d;
+}
+
+// The tie rule itself, spelled out (a reference and a kernel could share a
+// mistake): MAXLOC of (1, 3) and (1, 2) is (1, 2) whichever comes first;
+// MINLOC of (-1, 3) and (0, 0) is (-1, 3).
+TEST_P(KernelReduceTest, LocationOpsFollowMpisRule) {
+    struct P {
+        int32_t v, i;
+    };
+    const P a[] = {{1, 3}, {1, 2}, {-1, 3}, {0, 0}, {5, 1}};
+    const P b[] = {{1, 2}, {1, 3}, {0, 0}, {-1, 3}, {5, 1}};
+    P got[5];
+    reduce(got, a, b, 5, DP_INT32_INT32, DP_MAXLOC);
+    const P want_max[] = {{1, 2}, {1, 2}, {0, 0}, {0, 0}, {5, 1}};
+    for (int k = 0; k < 5; ++k) {
+        EXPECT_EQ(got[k].v, want_max[k].v) << k;
+        EXPECT_EQ(got[k].i, want_max[k].i) << k;
+    }
+    reduce(got, a, b, 5, DP_INT32_INT32, DP_MINLOC);
+    const P want_min[] = {{1, 2}, {1, 2}, {-1, 3}, {-1, 3}, {5, 1}};
+    for (int k = 0; k < 5; ++k) {
+        EXPECT_EQ(got[k].v, want_min[k].v) << k;
+        EXPECT_EQ(got[k].i, want_min[k].i) << k;
     }
 }
 

@@ -153,6 +153,27 @@ void reduce_16(void *dst, const void *a, const void *b, size_t count, dp_op_t op
     }
 }
 
+// MINLOC / MAXLOC written out as MPI states them: of the two (value, index)
+// pairs, the one whose value is smaller (larger); of equal values (here:
+// neither compares below the other, which a NaN also gives) the lower index.
+template <typename V, typename I>
+void reduce_pair(void *dst, const void *a, const void *b, size_t count, dp_op_t op) {
+    struct P {
+        V value;
+        I index;
+    };
+    for (size_t i = 0; i < count; ++i) {
+        P x, y;
+        std::memcpy(&x, static_cast<const char *>(a) + i * sizeof(P), sizeof(P));
+        std::memcpy(&y, static_cast<const char *>(b) + i * sizeof(P), sizeof(P));
+        bool take_y;
+        if (op == DP_MINLOC ? y.value < x.value : y.value > x.value) take_y = true;
+        else if (op == DP_MINLOC ? x.value < y.value : x.value > y.value) take_y = false;
+        else take_y = y.index < x.index;
+        std::memcpy(static_cast<char *>(dst) + i * sizeof(P), take_y ? &y : &x, sizeof(P));
+    }
+}
+
 }  // namespace ref_detail
 
 // dst[i] = a[i] op b[i] with the semantics of mover/kernels.h. Where both
@@ -186,6 +207,20 @@ inline void ref_reduce(void *dst, const void *a, const void *b, size_t count, dp
             return reduce_plain<float>(dst, a, b, count, op);
         case DP_FLOAT64:
             return reduce_plain<double>(dst, a, b, count, op);
+        case DP_FLOAT32_INT32:
+            return reduce_pair<float, int32_t>(dst, a, b, count, op);
+        case DP_FLOAT64_INT32:
+            return reduce_pair<double, int32_t>(dst, a, b, count, op);
+        case DP_INT64_INT32:
+            return reduce_pair<int64_t, int32_t>(dst, a, b, count, op);
+        case DP_INT32_INT32:
+            return reduce_pair<int32_t, int32_t>(dst, a, b, count, op);
+        case DP_INT16_INT32:
+            return reduce_pair<int16_t, int32_t>(dst, a, b, count, op);
+        case DP_FLOAT32_FLOAT32:
+            return reduce_pair<float, float>(dst, a, b, count, op);
+        case DP_FLOAT64_FLOAT64:
+            return reduce_pair<double, double>(dst, a, b, count, op);
         default:
             return;
     }

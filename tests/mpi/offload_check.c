@@ -31,6 +31,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -756,6 +757,129 @@ static void run_alltoallv(ctx_t *c, int nb, const dtype_t *d, int count, int inp
     free(oc);
 }
 
+/* MPI_MINLOC and MPI_MAXLOC on MPI's (value, index) pairs. Values from a
+ * range of five, so that ranks tie often; the index of rank r runs against
+ * the rank order ((size - 1 - r) * 2 + i % 2), so that a rule "the first
+ * rank wins a tie" gives the wrong index where MPI's "the lower index wins"
+ * does not. Only the value and index are compared and hashed (MPI leaves a
+ * pair's padding to the implementation). */
+typedef struct {
+    const char *name;
+    MPI_Datatype type;
+    int vfloat, ifloat;    /* value / index is floating point */
+    size_t vsize, isize;   /* their sizes */
+    size_t ioff, extent;   /* where the index is; one pair's extent */
+} pair_t;
+struct p_fi { float v; int i; };
+struct p_di { double v; int i; };
+struct p_li { long v; int i; };
+struct p_ii { int v; int i; };
+struct p_si { short v; int i; };
+struct p_ff { float v; float i; };
+struct p_dd { double v; double i; };
+#define PAIR(name, type, vf, ifl, S)                                                   \
+    { name, type, vf, ifl, sizeof(((struct S *)0)->v), sizeof(((struct S *)0)->i), \
+      offsetof(struct S, i), sizeof(struct S) }
+static pair_t pairs[7];
+static void init_pairs(void) {
+    const pair_t p[7] = {
+        PAIR("2int", MPI_2INT, 0, 0, p_ii),          PAIR("float_int", MPI_FLOAT_INT, 1, 0, p_fi),
+        PAIR("double_int", MPI_DOUBLE_INT, 1, 0, p_di), PAIR("long_int", MPI_LONG_INT, 0, 0, p_li),
+        PAIR("short_int", MPI_SHORT_INT, 0, 0, p_si), PAIR("2real", MPI_2REAL, 1, 1, p_ff),
+        PAIR("2double", MPI_2DOUBLE_PRECISION, 1, 1, p_dd),
+    };
+    memcpy(pairs, p, sizeof p);
+}
+enum { NPAIRS = 7 };
+static double num_get(const void *p, int fl, size_t size) {
+    if (fl) {
+        if (size == 4) { float f; memcpy(&f, p, 4); return f; }
+        double d; memcpy(&d, p, 8); return d;
+    }
+    if (size == 2) { int16_t v; memcpy(&v, p, 2); return v; }
+    if (size == 4) { int32_t v; memcpy(&v, p, 4); return v; }
+    int64_t v; memcpy(&v, p, 8); return (double)v;
+}
+static void num_set(void *p, int fl, size_t size, double x) {
+    if (fl) {
+        if (size == 4) { float f = (float)x; memcpy(p, &f, 4); } else memcpy(p, &x, 8);
+    } else if (size == 2) { int16_t v = (int16_t)x; memcpy(p, &v, 2); }
+    else if (size == 4) { int32_t v = (int32_t)x; memcpy(p, &v, 4); }
+    else { int64_t v = (int64_t)x; memcpy(p, &v, 8); }
+}
+static void pair_gen(const ctx_t *c, const pair_t *pt, int r, size_t i, unsigned char *at) {
+    const uint64_t h = mix64(c->seed ^ ((uint64_t)i << 8));
+    num_set(at, pt->vfloat, pt->vsize, (double)((h >> 3) % 5 + r % 2) - 2);
+    num_set(at + pt->ioff, pt->ifloat, pt->isize, (double)((c->size - 1 - r) * 2 + (int)(i % 2)));
+}
+/* Element i reduced over ranks first..last-1, as MPI defines it. */
+static void pair_reduced(const ctx_t *c, const pair_t *pt, int maxloc, int first, int last,
+                         size_t i, double *value, double *index) {
+    unsigned char one[16];
+    for (int r = first; r < last; r++) {
+        pair_gen(c, pt, r, i, one);
+        const double v = num_get(one, pt->vfloat, pt->vsize);
+        const double x = num_get(one + pt->ioff, pt->ifloat, pt->isize);
+        if (r == first || (maxloc ? v > *value : v < *value) || (v == *value && x < *index)) {
+            *value = v;
+            *index = x;
+        }
+    }
+}
+static void expect_pairs(ctx_t *c, const pair_t *pt, int maxloc, int first, int last,
+                         const unsigned char *got, int count, uint64_t *hash) {
+    long wrong = 0;
+    for (int i = 0; i < count; i++) {
+        double v = 0, x = 0;
+        pair_reduced(c, pt, maxloc, first, last, (size_t)i, &v, &x);
+        const unsigned char *at = got + (size_t)i * pt->extent;
+        const double gv = num_get(at, pt->vfloat, pt->vsize);
+        const double gx = num_get(at + pt->ioff, pt->ifloat, pt->isize);
+        if (gv != v || gx != x) {
+            if (!wrong)
+                bad(c, 1, "element %d: got (%g, %g), want (%g, %g)", i, gv, gx, v, x);
+            wrong++;
+        }
+        *hash = fnv(*hash, at, pt->vsize);
+        *hash = fnv(*hash, at + pt->ioff, pt->isize);
+    }
+    if (wrong > 1) bad(c, wrong - 1, "and %ld more element(s) wrong", wrong - 1);
+}
+
+/* which: 0 allreduce, 1 reduce (at `root`), 2 scan. */
+static void run_loc(ctx_t *c, int nb, int which, const pair_t *pt, int maxloc, int count,
+                    int inplace, int root) {
+    static const char *const names[] = {"allreduce", "reduce", "scan"};
+    char at[16] = ""; /* ".root<r>", as run_reduce names it (KNOWN_MPI_CRASHES match it) */
+    if (which == 1) snprintf(at, sizeof at, ".root%d", root);
+    if (!case_begin(c, "%s%s.%s.%s.n%d%s%s", nb ? "i" : "", names[which], pt->name,
+                    maxloc ? "maxloc" : "minloc", count, at, inplace ? ".inplace" : ""))
+        return;
+    const MPI_Op op = maxloc ? MPI_MAXLOC : MPI_MINLOC;
+    const size_t bytes = (size_t)count * pt->extent;
+    unsigned char *send = galloc(bytes), *recv = galloc(bytes);
+    memset(send, 0, bytes);
+    for (int i = 0; i < count; i++) pair_gen(c, pt, c->rank, (size_t)i, send + i * pt->extent);
+    const int at_root = which != 1 || c->rank == root;
+    if (inplace && at_root) memcpy(recv, send, bytes);
+    else fill_pattern(recv, bytes);
+    const void *sb = inplace && at_root ? MPI_IN_PLACE : send;
+    MPI_Request req;
+    if (which == 0 && nb) CHECK(MPI_Iallreduce(sb, recv, count, pt->type, op, c->comm, &req));
+    if (which == 0 && !nb) CHECK(MPI_Allreduce(sb, recv, count, pt->type, op, c->comm));
+    if (which == 1 && nb) CHECK(MPI_Ireduce(sb, recv, count, pt->type, op, root, c->comm, &req));
+    if (which == 1 && !nb) CHECK(MPI_Reduce(sb, recv, count, pt->type, op, root, c->comm));
+    if (which == 2 && nb) CHECK(MPI_Iscan(sb, recv, count, pt->type, op, c->comm, &req));
+    if (which == 2 && !nb) CHECK(MPI_Scan(sb, recv, count, pt->type, op, c->comm));
+    if (nb) wait_one(c, &req);
+    uint64_t hash = FNV0;
+    if (at_root)
+        expect_pairs(c, pt, maxloc, 0, which == 2 ? c->rank + 1 : c->size, recv, count, &hash);
+    case_end(c, hash);
+    gfree(c, send, bytes, "sendbuf");
+    gfree(c, recv, bytes, "recvbuf");
+}
+
 /* MPI_Gather and MPI_Scatter, roots first to last, in place at the root.
  * `column` (int types only): the root's side is a derived type that puts
  * rank r's block in column r of a count x size matrix (a vector resized to
@@ -997,6 +1121,20 @@ static void matrix(ctx_t *c) {
                             run_scatter(c, nb, &types[t], counts[k], ip, root, col);
                         }
             }
+        for (int p = 0; p < NPAIRS; p++)
+            for (int maxloc = 0; maxloc < 2; maxloc++)
+                for (int which = 0; which < 3; which++)
+                    for (int k = 0; k < NCOUNTS; k++)
+                        for (int ip = 0; ip < 2; ip++) {
+                            /* CI: every pair, both ops, each collective, in
+                             * place or not, in one of the two forms */
+                            if (!full && (k != (p + which) % NCOUNTS ||
+                                          ip != (p + maxloc + which + nb) % 2 ||
+                                          (p + maxloc) % 2 != nb))
+                                continue;
+                            run_loc(c, nb, which, &pairs[p], maxloc, counts[k], ip,
+                                    (p + which) % c->size);
+                        }
         run_barrier(c, nb, full ? 50 : 10);
     }
     /* 1 Mi + 1 elements: several of the agent's chunks, an odd tail. */
@@ -1913,6 +2051,7 @@ int main(int argc, char **argv) {
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     init_types();
+    init_pairs();
     ctx_t c = {.comm = MPI_COMM_WORLD, .prefix = ""};
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.size);

@@ -37,6 +37,9 @@ module check_state
     integer :: cases = 0, failures = 0
     logical :: case_ok
     integer, allocatable :: sendw(:), recvw(:), wantw(:)
+    ! case_loc's pairs (module variables too: see above)
+    real(8), allocatable :: ds(:, :), dr(:, :)
+    integer, allocatable :: is(:, :), ir(:, :)
     integer :: ring_token
 contains
     integer function words_per(dt)
@@ -654,6 +657,72 @@ contains
         call finish(name, recvw(1:m), wantw(1:m))
     end subroutine case_scatter
 
+    ! MPI_MAXLOC / MPI_MINLOC on MPI_2DOUBLE_PRECISION and MPI_2INTEGER (a
+    ! pivot search): values that tie across ranks, indices that run against
+    ! the rank order, so only MPI's rule (of equal values the lower index)
+    ! gives the expected index.
+    subroutine case_loc(blocking, maxloc, dbl, n, comm)
+        logical, intent(in) :: blocking, maxloc, dbl
+        integer, intent(in) :: n, comm
+        integer :: k, r, me, np, req, ierr, op, dt, w
+        integer :: v, x, bv, bx
+        character(len=96) :: name
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        op = merge(MPI_MAXLOC, MPI_MINLOC, maxloc)
+        dt = merge(MPI_2DOUBLE_PRECISION, MPI_2INTEGER, dbl)
+        w = merge(4, 2, dbl)  ! words per pair
+        call fresh(0, n * w)
+        if (allocated(ds)) deallocate (ds, dr, is, ir)
+        allocate (ds(2, max(n, 1)), dr(2, max(n, 1)), is(2, max(n, 1)), ir(2, max(n, 1)))
+        do k = 1, n
+            is(1, k) = mod(abs(val(k, me, cases)), 3)
+            is(2, k) = (np - 1 - me) * 2 + mod(k, 2)
+            ds(:, k) = real(is(:, k), 8)
+            ! the expected pair, over every rank
+            do r = 0, np - 1
+                v = mod(abs(val(k, r, cases)), 3)
+                x = (np - 1 - r) * 2 + mod(k, 2)
+                if (r == 0) then
+                    bv = v
+                    bx = x
+                else if ((maxloc .and. v > bv) .or. (.not. maxloc .and. v < bv) .or. &
+                         (v == bv .and. x < bx)) then
+                    bv = v
+                    bx = x
+                end if
+            end do
+            if (dbl) then
+                wantw((k - 1) * 4 + 1:k * 4) = transfer([real(bv, 8), real(bx, 8)], wantw, 4)
+            else
+                wantw((k - 1) * 2 + 1:k * 2) = [bv, bx]
+            end if
+        end do
+        if (dbl .and. blocking) then
+            call MPI_ALLREDUCE(ds(1, 1), dr(1, 1), n, dt, op, comm, ierr)
+        else if (dbl) then
+            call MPI_IALLREDUCE(ds(1, 1), dr(1, 1), n, dt, op, comm, req, ierr)
+        else if (blocking) then
+            call MPI_ALLREDUCE(is(1, 1), ir(1, 1), n, dt, op, comm, ierr)
+        else
+            call MPI_IALLREDUCE(is(1, 1), ir(1, 1), n, dt, op, comm, req, ierr)
+        end if
+        call note(ierr, 'allreduce loc')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        do k = 1, n
+            if (dbl) then
+                recvw((k - 1) * 4 + 1:k * 4) = transfer(dr(:, k), recvw, 4)
+            else
+                recvw((k - 1) * 2 + 1:k * 2) = ir(:, k)
+            end if
+        end do
+        write (name, '(a,"allreduce ",a,1x,a," n=",i0,1x,a)') trim(merge('  ', 'i ', blocking)), &
+            trim(merge('2double ', '2integer', dbl)), trim(merge('maxloc', 'minloc', maxloc)), n, &
+            trim(merge('blocking', 'wait    ', blocking))
+        call finish(adjustl(name), recvw(1:n * w), wantw(1:n * w))
+    end subroutine case_loc
+
     subroutine case_bcast(blocking, dt, n, root, comm)
         logical, intent(in) :: blocking
         integer, intent(in) :: dt, n, root, comm
@@ -888,6 +957,10 @@ program offload_check
                 call case_bcast(blocking, dt, n, 0, MPI_COMM_WORLD)
                 call case_bcast(blocking, dt, n, world_size - 1, reversed)
             end do
+        end do
+        do ci = 1, size(counts)
+            call case_loc(blocking, mod(ci, 2) == 0, .true., counts(ci), MPI_COMM_WORLD)
+            call case_loc(blocking, mod(ci, 2) == 1, .false., counts(ci), reversed)
         end do
         call case_barrier(blocking, MPI_COMM_WORLD)
         call case_barrier(blocking, reversed)

@@ -101,6 +101,10 @@ MPI_Op mpi_op(dp_op_t op) {
             return MPI_BOR;
         case DP_BXOR:
             return MPI_BXOR;
+        case DP_MINLOC:
+            return MPI_MINLOC;
+        case DP_MAXLOC:
+            return MPI_MAXLOC;
     }
     return MPI_SUM;
 }

@@ -45,6 +45,8 @@ int64_t input_value(const Pattern &p, int rank, size_t i) {
             return int64_t(mix(uint64_t(rank) + 11, i) % 128);  // bits within every type
         case DP_MIN:
         case DP_MAX:
+        case DP_MINLOC:  // (the benchmark has no pair dtype: options refuse minloc/maxloc)
+        case DP_MAXLOC:
         case DP_OP_COUNT:  // min, max: negative values too where the type has them
             break;
     }
@@ -64,9 +66,11 @@ int64_t reduce_upto(const Pattern &p, size_t i, int last) {
                 acc *= v;
                 break;
             case DP_MIN:
+            case DP_MINLOC:
                 acc = std::min(acc, v);
                 break;
             case DP_MAX:
+            case DP_MAXLOC:
             case DP_OP_COUNT:
                 acc = std::max(acc, v);
                 break;

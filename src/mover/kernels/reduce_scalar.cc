@@ -95,9 +95,43 @@ struct Row {
         integer_only<Codec, DP_LAND>(),  integer_only<Codec, DP_LOR>(),
         integer_only<Codec, DP_LXOR>(),  integer_only<Codec, DP_BAND>(),
         integer_only<Codec, DP_BOR>(),   integer_only<Codec, DP_BXOR>(),
+        nullptr,                         nullptr,  // minloc, maxloc: pairs only
     };
 };
-static_assert(DP_OP_COUNT == 10, "a new op needs its column in Row");
+static_assert(DP_OP_COUNT == 12, "a new op needs its column in Row and PairRow");
+
+// MINLOC / MAXLOC on C's struct { value; index; }: one of the two pairs,
+// whole (mover.h: the smaller / larger value, of equal or unordered values
+// the lower index).
+template <typename V, typename I>
+struct Pair {
+    V value;
+    I index;
+};
+template <typename V, typename I, dp_op_t Op>
+void reduce_location(void *dst, const void *a, const void *b, size_t count) {
+    using P = Pair<V, I>;
+    auto *pd = static_cast<unsigned char *>(dst);
+    const auto *pa = static_cast<const unsigned char *>(a);
+    const auto *pb = static_cast<const unsigned char *>(b);
+    for (size_t i = 0; i < count; ++i) {
+        P x, y;
+        std::memcpy(&x, pa + i * sizeof(P), sizeof(P));
+        std::memcpy(&y, pb + i * sizeof(P), sizeof(P));
+        const bool x_wins = Op == DP_MAXLOC ? x.value > y.value : x.value < y.value;
+        const bool y_wins = Op == DP_MAXLOC ? y.value > x.value : y.value < x.value;
+        const P &r = x_wins ? x : y_wins ? y : (y.index < x.index ? y : x);
+        std::memcpy(pd + i * sizeof(P), &r, sizeof(P));
+    }
+}
+template <typename V, typename I>
+struct PairRow {
+    static_assert(sizeof(Pair<V, I>) == 8 || sizeof(Pair<V, I>) == 16);
+    static constexpr ReduceFn fn[DP_OP_COUNT] = {
+        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+        reduce_location<V, I, DP_MINLOC>, reduce_location<V, I, DP_MAXLOC>,
+    };
+};
 
 // In dp_dtype_t order.
 constexpr const ReduceFn *kRows[DP_DTYPE_COUNT] = {
@@ -105,6 +139,9 @@ constexpr const ReduceFn *kRows[DP_DTYPE_COUNT] = {
     Row<Plain<int64_t>>::fn,  Row<Plain<uint8_t>>::fn,  Row<Plain<uint16_t>>::fn,
     Row<Plain<uint32_t>>::fn, Row<Plain<uint64_t>>::fn, Row<Half>::fn,
     Row<BFloat>::fn,          Row<Plain<float>>::fn,    Row<Plain<double>>::fn,
+    PairRow<float, int32_t>::fn,  PairRow<double, int32_t>::fn, PairRow<int64_t, int32_t>::fn,
+    PairRow<int32_t, int32_t>::fn, PairRow<int16_t, int32_t>::fn, PairRow<float, float>::fn,
+    PairRow<double, double>::fn,
 };
 
 }  // namespace

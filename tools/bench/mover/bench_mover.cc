@@ -15,6 +15,7 @@
 #include "common/cli_json.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "mover/names.h"
 #include "mover/config.h"
 #include "mover/kernels.h"
 
@@ -62,7 +63,11 @@ Resolved resolve(const MoverOptions &o) {
                     "dsa_perf_micros hex flags: 0x80 pause, 0x100 umwait = block)");
     }
     if (!parse_dtype(o.dtype, &r.dtype)) usage_error("--dtype " + o.dtype + ": unknown type");
-    if (!parse_redop(o.redop, &r.redop)) usage_error("--redop " + o.redop + ": not sum, prod, min, max");
+    if (!parse_redop(o.redop, &r.redop)) usage_error("--redop " + o.redop + ": unknown reduction");
+    if (!mover::op_applies(unsigned(r.dtype), unsigned(r.redop)))
+        usage_error("--redop " + o.redop + " does not apply to --dtype " + o.dtype +
+                    " (sum, prod, min, max to the numeric types; land .. bxor to the integer "
+                    "ones; minloc, maxloc to the pairs)");
     if (o.cached && o.nontemporal) usage_error("-f (cached stores) and --nt contradict each other");
     if (!o.compare.empty() && o.compare != "cpu")
         usage_error("--compare " + o.compare + ": the mover compares against 'cpu'");
@@ -218,7 +223,8 @@ void register_mover(CLI::App &bench) {
     app->add_option("--compare", options->compare, "also run the baseline in the same run: cpu");
     app->add_option("--reps", options->repeats, "timed repeats (medians reported)")->capture_default_str();
     app->add_option("--dtype", options->dtype, "reduce: element type")->capture_default_str();
-    app->add_option("--redop", options->redop, "reduce: sum, prod, min, max")->capture_default_str();
+    app->add_option("--redop", options->redop,
+                    "reduce: sum, prod, min, max, land, lor, lxor, band, bor, bxor, minloc, maxloc")->capture_default_str();
     app->add_option("-z,--placement", options->placement,
                     "data placement: F flushes buffers to memory before each repeat");
     app->add_flag("-c", options->soc_flag, "accepted for dsa_perf_micros scripts (no effect)");
