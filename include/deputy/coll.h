@@ -87,6 +87,27 @@ DP_API dp_status_t dp_ibarrier(dp_team_t *team, dp_request_t **req);
 DP_API dp_status_t dp_ialltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
                                  void *dst, const size_t *rcounts, const size_t *rdispls,
                                  dp_dtype_t dtype, dp_team_t *team, dp_request_t **req);
+/* Vector gathers and scatters (MPI_Iallgatherv, MPI_Igatherv, MPI_Iscatterv). Counts and
+ * displacements in elements of dtype, dp_team_size() entries, read during the call; receive
+ * blocks that overlap are DP_ERR_INVALID; bytes of dst outside the receive blocks are left
+ * untouched. `count` is this member's own block, which must equal its entry in the counts
+ * (DP_ERR_MISMATCH); members whose blocks disagree fail with DP_ERR_MISMATCH on every member.
+ * Every member's dst receives member m's src (rcounts[m] elements) at element rdispls[m]. In
+ * place: src == dst + rdispls[rank] elements (the block is already there). */
+DP_API dp_status_t dp_iallgatherv(const void *src, size_t count, void *dst,
+                                  const size_t *rcounts, const size_t *rdispls, dp_dtype_t dtype,
+                                  dp_team_t *team, dp_request_t **req);
+/* As allgatherv into the root's dst only: dst, rcounts and rdispls are the root's (NULL
+ * elsewhere). In place at the root: src == dst + rdispls[root] elements. */
+DP_API dp_status_t dp_igatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
+                               const size_t *rdispls, dp_dtype_t dtype, int root,
+                               dp_team_t *team, dp_request_t **req);
+/* Member m's dst receives the root's scounts[m] elements from element sdispls[m] of its src:
+ * src, scounts and sdispls are the root's (NULL elsewhere). In place at the root:
+ * dst == src + sdispls[root] elements. */
+DP_API dp_status_t dp_iscatterv(const void *src, const size_t *scounts, const size_t *sdispls,
+                                void *dst, size_t count, dp_dtype_t dtype, int root,
+                                dp_team_t *team, dp_request_t **req);
 
 /* Rooted and prefix collectives (MPI_Ireduce, MPI_Igather, MPI_Iscatter, MPI_Iscan,
  * MPI_Iexscan). A buffer a member does not use may be NULL: dst on every member but the root
@@ -160,6 +181,14 @@ DP_API dp_status_t dp_scan(const void *src, void *dst, size_t count, dp_dtype_t 
                            dp_team_t *team);
 DP_API dp_status_t dp_exscan(const void *src, void *dst, size_t count, dp_dtype_t dtype,
                              dp_op_t op, dp_team_t *team);
+DP_API dp_status_t dp_allgatherv(const void *src, size_t count, void *dst,
+                                 const size_t *rcounts, const size_t *rdispls, dp_dtype_t dtype,
+                                 dp_team_t *team);
+DP_API dp_status_t dp_gatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
+                              const size_t *rdispls, dp_dtype_t dtype, int root, dp_team_t *team);
+DP_API dp_status_t dp_scatterv(const void *src, const size_t *scounts, const size_t *sdispls,
+                               void *dst, size_t count, dp_dtype_t dtype, int root,
+                               dp_team_t *team);
 
 #ifdef __cplusplus
 }

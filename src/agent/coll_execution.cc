@@ -118,7 +118,12 @@ uint8_t TeamEngine::bind_vector_member(Team &t, Execution &ex, uint32_t r,
                                        const ClientSpace &space) {
     const channel::CollPost &h = ex.heads[r];
     const coll::MemberVector &v = ex.vectors[r];
-    if (h.src == h.dst && (v.send_total || v.recv_total)) {
+    // alltoallv has no in-place form; the other vector collectives' own
+    // block moves nowhere in place (its counts say 0), so a member's source
+    // may lie in its destination: what it reads there no member writes
+    // (the blocks others write are its receive blocks, which the counts
+    // place), and a member that lies about that spoils its own buffer.
+    if (!coll::has_in_place(ex.collective) && h.src == h.dst && (v.send_total || v.recv_total)) {
         DP_LOG_LIMITED(space.log(), "agent: team '{}' {}: rank {} gave one buffer as source and "
                        "destination (there is no in-place form)",
                        t.key, coll::collective_name(ex.collective), r);

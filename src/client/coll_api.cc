@@ -2,6 +2,7 @@
 #include <deputy/coll.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -91,32 +92,27 @@ dp_status_t post_and_wait(dp_team_t *team, Collective c, const void *src, void *
     return s;
 }
 
-// alltoallv's checks before its post: what the library can tell from the
-// arguments alone. Buffer ranges are the agent's to check (it knows the
-// member's memory); counts that disagree between members are its too.
-dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
-                           void *dst, const size_t *rcounts, const size_t *rdispls,
-                           dp_dtype_t dtype, dp_team_t *team, dp_request_t **req) {
-    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
-    *req = nullptr;
-    if (!scounts || !sdispls || !rcounts || !rdispls)
-        DP_FAIL(DP_ERR_INVALID,
-                "dp_ialltoallv: {} is NULL (scounts, sdispls, rcounts and rdispls each need "
-                "dp_team_size() entries)",
-                !scounts ? "scounts" : !sdispls ? "sdispls" : !rcounts ? "rcounts" : "rdispls");
+// A vector collective's checks before its post (`fn` names the caller's
+// function in errors): what the library can tell from the arguments alone.
+// Buffer ranges are the agent's to check (it knows the member's memory);
+// counts that disagree between members are its too.
+dp_status_t post_vector(const char *fn, Collective c, const void *src, const size_t *scounts,
+                        const size_t *sdispls, void *dst, const size_t *rcounts,
+                        const size_t *rdispls, dp_dtype_t dtype, uint64_t root, dp_team_t *team,
+                        dp_request_t **req) {
     if (unsigned(dtype) >= DP_DTYPE_COUNT)
-        DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: dtype {} is not a dp_dtype_t", int(dtype));
-    if (src != nullptr && src == dst)
-        DP_FAIL(DP_ERR_INVALID,
-                "dp_ialltoallv: src == dst: alltoallv has no in-place form; give two buffers");
+        DP_FAIL(DP_ERR_INVALID, "{}: dtype {} is not a dp_dtype_t", fn, int(dtype));
+    if (c == Collective::alltoallv && src != nullptr && src == dst)
+        DP_FAIL(DP_ERR_INVALID, "{}: src == dst: alltoallv has no in-place form; give two buffers",
+                fn);
     const int p = team->impl->size();
     for (int m = 0; m < p; ++m) {
         if (scounts[m] && !src)
-            DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: src is NULL with scounts[{}] = {}", m,
-                    scounts[m]);
+            DP_FAIL(DP_ERR_INVALID, "{}: src is NULL with {} elements for member {}", fn,
+                    scounts[m], m);
         if (rcounts[m] && !dst)
-            DP_FAIL(DP_ERR_INVALID, "dp_ialltoallv: dst is NULL with rcounts[{}] = {}", m,
-                    rcounts[m]);
+            DP_FAIL(DP_ERR_INVALID, "{}: dst is NULL with {} elements from member {}", fn,
+                    rcounts[m], m);
     }
     // MPI forbids writing a location twice: receive blocks that overlap are
     // a caller's mistake, named here rather than left to chance. (A block
@@ -130,14 +126,138 @@ dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t 
         const int a = starts[i - 1].second, b = starts[i].second;
         if (starts[i].first < rdispls[a] + rcounts[a])
             DP_FAIL(DP_ERR_INVALID,
-                    "dp_ialltoallv: receive blocks {} and {} overlap (rdispls[{}] = {}, "
-                    "rcounts[{}] = {}; rdispls[{}] = {})",
-                    a, b, a, rdispls[a], a, rcounts[a], b, rdispls[b]);
+                    "{}: receive blocks {} and {} overlap (displacement {} + count {} > {})", fn,
+                    a, b, rdispls[a], rcounts[a], rdispls[b]);
     }
     Request *r = nullptr;
-    DP_CHECK(team->impl->post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, &r));
+    DP_CHECK(team->impl->post_vector(c, src, scounts, sdispls, dst, rcounts, rdispls, dtype, root,
+                                     &r));
     *req = reinterpret_cast<dp_request_t *>(r);
     return DP_OK;
+}
+
+dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
+                           void *dst, const size_t *rcounts, const size_t *rdispls,
+                           dp_dtype_t dtype, dp_team_t *team, dp_request_t **req) {
+    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
+    *req = nullptr;
+    if (!scounts || !sdispls || !rcounts || !rdispls)
+        DP_FAIL(DP_ERR_INVALID,
+                "dp_ialltoallv: {} is NULL (scounts, sdispls, rcounts and rdispls each need "
+                "dp_team_size() entries)",
+                !scounts ? "scounts" : !sdispls ? "sdispls" : !rcounts ? "rcounts" : "rdispls");
+    return post_vector("dp_ialltoallv", Collective::alltoallv, src, scounts, sdispls, dst,
+                       rcounts, rdispls, dtype, 0, team, req);
+}
+
+// allgatherv, gatherv and scatterv as alltoallv's blocks (coll/collective.h):
+// what this member sends to and receives from each peer, derived from MPI's
+// arguments. In place, the member's own block moves nowhere (0 both ways).
+struct VectorBlocks {
+    std::array<size_t, DP_TEAM_MAX_SIZE> scounts{}, sdispls{}, rcounts{}, rdispls{};
+};
+
+// Whether `p` is `base` + `elements` elements of `dtype` (the in-place forms).
+bool at_element(const void *p, const void *base, size_t elements, dp_dtype_t dtype) {
+    return p != nullptr && base != nullptr &&
+           p == static_cast<const uint8_t *>(base) + elements * dp_dtype_size(dtype);
+}
+
+// The checks the three share; `gathers`: rcounts/rdispls are this member's
+// (allgatherv everywhere, gatherv at the root), else scounts/sdispls (scatterv
+// at the root). DP_OK, or the error (set).
+dp_status_t vector_arrays(const char *fn, dp_team_t *team, dp_request_t **req, dp_dtype_t dtype,
+                          const size_t *counts, const size_t *displs, const char *counts_name,
+                          const char *displs_name, bool needed) {
+    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
+    *req = nullptr;
+    if (unsigned(dtype) >= DP_DTYPE_COUNT)
+        DP_FAIL(DP_ERR_INVALID, "{}: dtype {} is not a dp_dtype_t", fn, int(dtype));
+    if (needed && (!counts || !displs))
+        DP_FAIL(DP_ERR_INVALID, "{}: {} is NULL (it needs dp_team_size() entries)", fn,
+                !counts ? counts_name : displs_name);
+    return DP_OK;
+}
+
+dp_status_t check_root(const char *fn, dp_team_t *team, int root) {
+    if (root < 0 || root >= team->impl->size())
+        DP_FAIL(DP_ERR_INVALID, "{}: root {} is not a rank of this team (0..{})", fn, root,
+                team->impl->size() - 1);
+    return DP_OK;
+}
+
+// This member's own block must be as long where it lands as where it
+// leaves (MPI: the signatures match).
+dp_status_t check_own(const char *fn, const char *name, int rank, size_t given, size_t count) {
+    if (given != count)
+        DP_FAIL(DP_ERR_MISMATCH, "{}: count {} but {}[{}] (this member's own block) is {}", fn,
+                count, name, rank, given);
+    return DP_OK;
+}
+
+dp_status_t post_allgatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
+                            const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team,
+                            dp_request_t **req) {
+    constexpr const char *fn = "dp_iallgatherv";
+    DP_CHECK(vector_arrays(fn, team, req, dtype, rcounts, rdispls, "rcounts", "rdispls", true));
+    const int me = team->impl->rank(), p = team->impl->size();
+    DP_CHECK(check_own(fn, "rcounts", me, rcounts[me], count));
+    const bool in_place = at_element(src, dst, rdispls[me], dtype);
+    VectorBlocks b;
+    for (int m = 0; m < p; ++m) {
+        b.scounts[size_t(m)] = count;  // the same block to everyone, from src
+        b.rcounts[size_t(m)] = rcounts[m];
+        b.rdispls[size_t(m)] = rdispls[m];
+    }
+    if (in_place) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
+    return post_vector(fn, Collective::allgatherv, src, b.scounts.data(), b.sdispls.data(), dst,
+                       b.rcounts.data(), b.rdispls.data(), dtype, 0, team, req);
+}
+
+dp_status_t post_gatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
+                         const size_t *rdispls, dp_dtype_t dtype, int root, dp_team_t *team,
+                         dp_request_t **req) {
+    constexpr const char *fn = "dp_igatherv";
+    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
+    DP_CHECK(check_root(fn, team, root));
+    const int me = team->impl->rank(), p = team->impl->size();
+    DP_CHECK(vector_arrays(fn, team, req, dtype, rcounts, rdispls, "rcounts", "rdispls",
+                           me == root));
+    VectorBlocks b;
+    b.scounts[size_t(root)] = count;
+    if (me == root) {
+        DP_CHECK(check_own(fn, "rcounts", me, rcounts[me], count));
+        for (int m = 0; m < p; ++m) {
+            b.rcounts[size_t(m)] = rcounts[m];
+            b.rdispls[size_t(m)] = rdispls[m];
+        }
+        if (at_element(src, dst, rdispls[me], dtype)) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
+    }
+    return post_vector(fn, Collective::gatherv, src, b.scounts.data(), b.sdispls.data(), dst,
+                       b.rcounts.data(), b.rdispls.data(), dtype, uint64_t(root), team, req);
+}
+
+dp_status_t post_scatterv(const void *src, const size_t *scounts, const size_t *sdispls,
+                          void *dst, size_t count, dp_dtype_t dtype, int root, dp_team_t *team,
+                          dp_request_t **req) {
+    constexpr const char *fn = "dp_iscatterv";
+    if (team == nullptr || req == nullptr) return DP_ERR_INVALID;
+    DP_CHECK(check_root(fn, team, root));
+    const int me = team->impl->rank(), p = team->impl->size();
+    DP_CHECK(vector_arrays(fn, team, req, dtype, scounts, sdispls, "scounts", "sdispls",
+                           me == root));
+    VectorBlocks b;
+    b.rcounts[size_t(root)] = count;
+    if (me == root) {
+        DP_CHECK(check_own(fn, "scounts", me, scounts[me], count));
+        for (int m = 0; m < p; ++m) {
+            b.scounts[size_t(m)] = scounts[m];
+            b.sdispls[size_t(m)] = sdispls[m];
+        }
+        if (at_element(dst, src, sdispls[me], dtype)) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
+    }
+    return post_vector(fn, Collective::scatterv, src, b.scounts.data(), b.sdispls.data(), dst,
+                       b.rcounts.data(), b.rdispls.data(), dtype, uint64_t(root), team, req);
 }
 
 }  // namespace
@@ -224,6 +344,22 @@ extern "C" dp_status_t dp_ialltoallv(const void *src, const size_t *scounts,
                                      const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team,
                                      dp_request_t **req) {
     return post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, req);
+}
+extern "C" dp_status_t dp_iallgatherv(const void *src, size_t count, void *dst,
+                                      const size_t *rcounts, const size_t *rdispls,
+                                      dp_dtype_t dtype, dp_team_t *team, dp_request_t **req) {
+    return post_allgatherv(src, count, dst, rcounts, rdispls, dtype, team, req);
+}
+extern "C" dp_status_t dp_igatherv(const void *src, size_t count, void *dst,
+                                   const size_t *rcounts, const size_t *rdispls, dp_dtype_t dtype,
+                                   int root, dp_team_t *team, dp_request_t **req) {
+    return post_gatherv(src, count, dst, rcounts, rdispls, dtype, root, team, req);
+}
+extern "C" dp_status_t dp_iscatterv(const void *src, const size_t *scounts,
+                                    const size_t *sdispls, void *dst, size_t count,
+                                    dp_dtype_t dtype, int root, dp_team_t *team,
+                                    dp_request_t **req) {
+    return post_scatterv(src, scounts, sdispls, dst, count, dtype, root, team, req);
 }
 
 namespace {
@@ -357,6 +493,33 @@ extern "C" dp_status_t dp_alltoallv(const void *src, const size_t *scounts,
                                     const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team) {
     dp_request_t *req = nullptr;
     DP_CHECK(post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, &req));
+    dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
+}
+extern "C" dp_status_t dp_allgatherv(const void *src, size_t count, void *dst,
+                                     const size_t *rcounts, const size_t *rdispls,
+                                     dp_dtype_t dtype, dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(post_allgatherv(src, count, dst, rcounts, rdispls, dtype, team, &req));
+    dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
+}
+extern "C" dp_status_t dp_gatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
+                                  const size_t *rdispls, dp_dtype_t dtype, int root,
+                                  dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(post_gatherv(src, count, dst, rcounts, rdispls, dtype, root, team, &req));
+    dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
+}
+extern "C" dp_status_t dp_scatterv(const void *src, const size_t *scounts, const size_t *sdispls,
+                                   void *dst, size_t count, dp_dtype_t dtype, int root,
+                                   dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(post_scatterv(src, scounts, sdispls, dst, count, dtype, root, team, &req));
     dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;

@@ -104,7 +104,7 @@ dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
     void *block = fits ? pool.allocate(bytes) : nullptr;
     if (!block)
         DP_FAIL(DP_ERR_NOMEM,
-                "deputy alltoallv (staged memory): no bounce buffer for {} source and {} "
+                "deputy vector collective (staged memory): no bounce buffer for {} source and {} "
                 "destination bytes in the mapped pool ({} bytes free); raise "
                 "dp_config_t.pool_bytes or the agent's pool_bytes",
                 in_len, out_len, pool.free_bytes());

@@ -165,17 +165,18 @@ dp_status_t Team::push(Request &r, channel::CollPost post) {
     return s;
 }
 
-dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
-                                 void *dst, const size_t *rcounts, const size_t *rdispls,
-                                 dp_dtype_t dtype, Request **req) {
+dp_status_t Team::post_vector(coll::Collective c, const void *src, const size_t *scounts,
+                              const size_t *sdispls, void *dst, const size_t *rcounts,
+                              const size_t *rdispls, dp_dtype_t dtype, uint64_t root,
+                              Request **req) {
     if (req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
     uint32_t slot;
     if (!take_slot(&slot))
         DP_FAIL(DP_ERR_TOO_LARGE,
-                "deputy alltoallv: {} requests outstanding on this team (the limit); complete "
+                "deputy {}: {} requests outstanding on this team (the limit); complete "
                 "and free some first",
-                DP_TEAM_MAX_OUTSTANDING);
+                coll::collective_name(c), DP_TEAM_MAX_OUTSTANDING);
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};
     const uint64_t block_bytes = coll::vector_counts_bytes(uint32_t(size_));
@@ -183,9 +184,9 @@ dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const s
     if (!block) {
         release(&r);
         DP_FAIL(DP_ERR_NOMEM,
-                "deputy alltoallv: no {}-byte counts block in the mapped pool ({} bytes free); "
+                "deputy {}: no {}-byte counts block in the mapped pool ({} bytes free); "
                 "raise dp_config_t.pool_bytes or the agent's pool_bytes",
-                block_bytes, ctx_->pool().free_bytes());
+                coll::collective_name(c), block_bytes, ctx_->pool().free_bytes());
     }
     r.counts = block;
     coll::encode_vector_counts(uint32_t(size_), scounts, sdispls, rcounts, rdispls, block);
@@ -201,8 +202,9 @@ dp_status_t Team::post_alltoallv(const void *src, const size_t *scounts, const s
         dst = staged.dst;
     }
     channel::CollPost post{};
-    post.opcode = uint8_t(channel::kCollPostBase + uint8_t(coll::Collective::alltoallv));
+    post.opcode = uint8_t(channel::kCollPostBase + uint8_t(c));
     post.dtype = uint8_t(dtype);
+    post.root = root;
     post.team = id_;
     post.completion = reinterpret_cast<uint64_t>(r.record);
     post.src = reinterpret_cast<uint64_t>(src);

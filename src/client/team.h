@@ -52,12 +52,14 @@ class Team {
     // Posts a collective (channel/coll_post.h); *req gets a slot.
     [[gnu::hot]] dp_status_t post(coll::Collective c, const void *src, void *dst, uint64_t count,
                                   dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req);
-    // alltoallv: the four arrays (size() entries each, read now) go into a
-    // counts block in the pool (coll/vector_counts.h), which the agent
-    // copies when the post arrives and which is freed with the request.
-    dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t *sdispls,
-                               void *dst, const size_t *rcounts, const size_t *rdispls,
-                               dp_dtype_t dtype, Request **req);
+    // A vector collective (coll::is_vector): alltoallv's four arrays
+    // (size() entries each, read now) go into a counts block in the pool
+    // (coll/vector_counts.h), which the agent copies when the post arrives
+    // and which is freed with the request.
+    dp_status_t post_vector(coll::Collective c, const void *src, const size_t *scounts,
+                            const size_t *sdispls, void *dst, const size_t *rcounts,
+                            const size_t *rdispls, dp_dtype_t dtype, uint64_t root,
+                            Request **req);
     dp_status_t leave();
 
     Context *context() const { return ctx_; }

@@ -31,6 +31,9 @@ constexpr CollectiveInfo kCollectives[] = {
     {Collective::scatter, "scatter", false, Rooting::out_of_root, P, 1, one_round, false, false},
     {Collective::scan, "scan", true, Rooting::none, 1, 1, whole, false, false},
     {Collective::exscan, "exscan", true, Rooting::none, 1, 1, whole, false, false},
+    {Collective::allgatherv, "allgatherv", false, Rooting::none, 1, P, one_round, true, false},
+    {Collective::gatherv, "gatherv", false, Rooting::into_root, 1, P, one_round, true, false},
+    {Collective::scatterv, "scatterv", false, Rooting::out_of_root, P, 1, one_round, true, false},
 };
 static_assert(std::size(kCollectives) == kCollectiveCount);
 constexpr bool in_order() {

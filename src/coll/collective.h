@@ -15,6 +15,9 @@
 //   scatter         each rank's block         P * n at the root, 0 elsewhere   n
 //   scan            the whole vector          n              n (ranks 0..r reduced)
 //   exscan          the whole vector          n              n (ranks 0..r-1; rank 0: 0)
+//   allgatherv      (counts block)            own block      the blocks of every member
+//   gatherv         (counts block)            own block      the blocks at the root
+//   scatterv        (counts block)            blocks at the root   own block
 //
 // with n = count * dp_dtype_size(dtype). In place (MPI_IN_PLACE) the source
 // buffer does not exist and the input is read from the destination: for
@@ -28,12 +31,17 @@
 // block in its source (dst == src + root * n). scan and exscan have no
 // in-place form (has_in_place).
 //
-// alltoallv is the one *vector* collective: its counts and displacements
-// differ per member and peer, so they travel beside the post in a counts
-// block (coll/vector_counts.h) and `count` is not used on the wire. Where a
-// single count describes it (deputy bench coll, the table's blocks), that is
-// the equal-count case, i.e. alltoall's layout. It has no in-place form and
-// no point-to-point schedule (CollectiveArgs holds one count).
+// alltoallv, allgatherv, gatherv and scatterv are the *vector* collectives:
+// their counts and displacements differ per member and peer, so they travel
+// beside the post in a counts block (coll/vector_counts.h) and `count` is
+// not used on the wire. The block is alltoallv's (what a member sends to and
+// receives from each peer): the client derives it from the others' MPI-like
+// arguments (client/coll_api.cc), so all four are alltoallv's moves and run
+// its plans. Where a single count describes one (deputy bench coll, the
+// table's blocks), that is the equal-count case. alltoallv has no in-place
+// form; the others' in-place forms give the member's own block no move
+// (its counts block says 0 for it). None has a point-to-point schedule
+// (CollectiveArgs holds one count).
 #pragma once
 
 #include <deputy/mover.h>
@@ -58,15 +66,18 @@ enum class Collective : uint8_t {
     scatter,
     scan,
     exscan,
+    allgatherv,
+    gatherv,
+    scatterv,
 };
-inline constexpr int kCollectiveCount = 12;
+inline constexpr int kCollectiveCount = 15;
 
 // Which members' buffers a rooted collective uses (MPI's rules).
 enum class Rooting : uint8_t {
     none,
     one_buffer,   // bcast: the root's data goes out of its buffer into the others'
-    into_root,    // reduce, gather: every member's source, the root's destination only
-    out_of_root,  // scatter: the root's source only, every member's destination
+    into_root,    // reduce, gather(v): every member's source, the root's destination only
+    out_of_root,  // scatter(v): the root's source only, every member's destination
 };
 
 // The one table of collectives: what every layer that names one uses (the

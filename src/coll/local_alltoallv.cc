@@ -1,6 +1,9 @@
 // Alltoallv among the members of one node: block m of member r's source
-// (its send[m]) goes to member m's destination at m's recv[r]. There is no
-// in-place form, so every move is independent of the others. Blocks have
+// (its send[m]) goes to member m's destination at m's recv[r]. The other
+// vector collectives (allgatherv, gatherv, scatterv) are these moves too,
+// with counts blocks the client derived (collective.h). Alltoallv has no
+// in-place form, and the others' give a member's own block no move, so
+// every move is independent of the others. Blocks have
 // lengths of their own and the pieces of one task share one length, so
 // every block is cut in chunks and chunks of equal length are then packed
 // together, in the order the pairs come, into tasks of at most chunk_bytes:

@@ -41,6 +41,10 @@ constexpr PlanEntry kPlans[] = {
     {Collective::scatter, plan_local_scatter},
     {Collective::scan, plan_local_scan},
     {Collective::exscan, plan_local_exscan},
+    // The other vector collectives are alltoallv's moves (collective.h).
+    {Collective::allgatherv, plan_local_alltoallv},
+    {Collective::gatherv, plan_local_alltoallv},
+    {Collective::scatterv, plan_local_alltoallv},
 };
 static_assert(std::size(kPlans) == kCollectiveCount, "a local plan for every collective");
 constexpr bool in_order() {

@@ -60,6 +60,12 @@ constexpr NodeEntry kNodePlans[] = {
     {Collective::scatter, plan_node_scatter, exchange_node_scatter},
     {Collective::scan, plan_node_scan, exchange_node_allgather},
     {Collective::exscan, plan_node_exscan, exchange_node_allgather},
+    // The other vector collectives are alltoallv's moves (collective.h):
+    // each node sends every other node the blocks its members address to
+    // that node's members (an allgatherv's block once per receiving member).
+    {Collective::allgatherv, plan_node_alltoallv, exchange_node_alltoallv},
+    {Collective::gatherv, plan_node_alltoallv, exchange_node_alltoallv},
+    {Collective::scatterv, plan_node_alltoallv, exchange_node_alltoallv},
 };
 static_assert(std::size(kNodePlans) == kCollectiveCount, "a node plan for every collective");
 constexpr bool in_order() {

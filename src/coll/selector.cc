@@ -34,6 +34,9 @@ const char *rule_for(const CollectiveArgs &args, const SelectorTunables &t) {
         case Collective::barrier:
             return "dissemination";
         case Collective::alltoallv:
+        case Collective::allgatherv:
+        case Collective::gatherv:
+        case Collective::scatterv:
             return "";  // no schedule: CollectiveArgs has one count, not one per peer
         case Collective::reduce:
         case Collective::gather:

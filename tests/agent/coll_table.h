@@ -22,7 +22,8 @@ namespace deputy::testing {
 
 using deputy::coll::Collective;
 
-// The C API's call for each collective (alltoallv has its own test).
+// The C API's call for each collective (alltoallv has its own test; the
+// other vector collectives with equal counts, the plain forms' layouts).
 // The first `len` bytes of `from` to `to` (an empty vector's data() may be
 // null, which memcpy must not get even for 0 bytes).
 inline void copy(uint8_t *to, const std::vector<uint8_t> &from, size_t len) {
@@ -45,6 +46,21 @@ inline dp_status_t post_collective(Collective c, const void *src, void *dst, siz
         case Collective::scatter: return dp_iscatter(src, dst, count, dtype, root, team, req);
         case Collective::scan: return dp_iscan(src, dst, count, dtype, DP_SUM, team, req);
         case Collective::exscan: return dp_iexscan(src, dst, count, dtype, DP_SUM, team, req);
+        case Collective::allgatherv:
+        case Collective::gatherv:
+        case Collective::scatterv: {
+            const auto p = size_t(dp_team_size(team));
+            std::vector<size_t> counts(p, count), displs(p);
+            for (size_t m = 0; m < p; ++m) displs[m] = m * count;
+            if (c == Collective::allgatherv)
+                return dp_iallgatherv(src, count, dst, counts.data(), displs.data(), dtype, team,
+                                      req);
+            if (c == Collective::gatherv)
+                return dp_igatherv(src, count, dst, counts.data(), displs.data(), dtype, root,
+                                   team, req);
+            return dp_iscatterv(src, counts.data(), displs.data(), dst, count, dtype, root, team,
+                                req);
+        }
     }
     return DP_ERR_INTERNAL;
 }
@@ -57,10 +73,13 @@ inline bool in_place_form(Collective c, int r, int root) {
         case Collective::allreduce:
         case Collective::alltoall:
         case Collective::allgather:
+        case Collective::allgatherv:
             return true;
         case Collective::reduce:
         case Collective::gather:
         case Collective::scatter:
+        case Collective::gatherv:
+        case Collective::scatterv:
             return r == root;  // (MPI_IN_PLACE is the root's only)
         case Collective::reduce_scatter:
         case Collective::bcast:
@@ -81,7 +100,7 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
             const int p = team.size();
             for (int i = 0; i < deputy::coll::kCollectiveCount; ++i) {
                 const auto c = Collective(i);
-                if (deputy::coll::is_vector(c) || c == Collective::barrier) continue;
+                if (c == Collective::alltoallv || c == Collective::barrier) continue;
                 for (dp_dtype_t dtype : {DP_INT32, DP_FLOAT32}) {
                     if (dtype == DP_FLOAT32 && !deputy::coll::reduces(c)) continue;
                     for (size_t count : {size_t(0), size_t(1), size_t(13), size_t(4097)}) {
@@ -117,7 +136,12 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
                                         else std::memset(dst[r], 0xcd, n);
                                         continue;
                                     }
-                                    if (here && c == Collective::scatter) {
+                                    const bool allgathers = c == Collective::allgather ||
+                                                            c == Collective::allgatherv;
+                                    const bool gathers =
+                                        c == Collective::gather || c == Collective::gatherv;
+                                    if (here && (c == Collective::scatter ||
+                                                 c == Collective::scatterv)) {
                                         // Its block stays in its source.
                                         owned_src[r] = src[r] = team.buffer(r, in_bytes);
                                         copy(src[r], inputs[r], in_bytes);
@@ -132,15 +156,12 @@ void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
                                     }
                                     if (here) {
                                         // The input where MPI_IN_PLACE puts it.
-                                        const size_t at =
-                                            c == Collective::allgather ? size_t(r) * n
-                                            : c == Collective::gather  ? size_t(root) * n
-                                                                       : 0;
+                                        const size_t at = allgathers ? size_t(r) * n
+                                                          : gathers  ? size_t(root) * n
+                                                                     : 0;
                                         src[r] = dst[r] + at;
                                         copy(src[r], inputs[r],
-                                             c == Collective::allgather || c == Collective::gather
-                                                 ? n
-                                                 : in_bytes);
+                                             allgathers || gathers ? n : in_bytes);
                                     } else if (need.source) {
                                         owned_src[r] = src[r] = team.buffer(r, in_bytes);
                                         copy(src[r], inputs[r], in_bytes);

@@ -336,9 +336,22 @@ def test_deputy_iallreduce_overlap_with_test_calls(agent, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("op", ["reduce_scatter", "allgather", "alltoall", "bcast", "barrier",
-                                "ialltoall", "ibcast", "ibarrier", "alltoallv", "ialltoallv"])
+                                "ialltoall", "ibcast", "ibarrier", "alltoallv", "ialltoallv",
+                                "allgatherv", "igatherv", "iscatterv"])
 def test_deputy_every_op(op: str, agent, tmp_path: Path) -> None:
     deputy_ok(tmp_path, agent, "--op", op, "-m", "64:4k", "--root", "1", *QUICK)
+
+
+@pytest.mark.parametrize("op", ["iallgatherv", "gatherv", "iscatterv"])
+def test_deputy_vector_gathers_beside_mpi_validated(op: str, agent, tmp_path: Path) -> None:
+    # Equal counts (the size rule), checked on every iteration against the
+    # plain forms' layouts, beside MPI's own vector call, root 1 of 3.
+    for memory in ("mapped", "staged"):
+        stdout, doc = deputy_ok(tmp_path, agent, "--op", op, "--compare", "mpi", "--root", "1",
+                                "--memory", memory, "-m", "12:12k", "--check", *QUICK, ranks=3)
+        rows = [r for r in doc["results"] if not r.get("skipped")]
+        assert {r["impl"] for r in rows} == {"deputy", "mpi"}, stdout
+        assert all(r["wrong"] == 0 for r in rows), stdout
 
 
 def test_deputy_alltoallv_beside_mpi_alltoallv_validated(agent, tmp_path: Path) -> None:

@@ -111,6 +111,7 @@ inline size_t input_bytes(const coll::CollectiveArgs &a) {
         case coll::Collective::alltoall:
         case coll::Collective::alltoallv:  // with equal counts
         case coll::Collective::scatter:    // (only the root's is read)
+        case coll::Collective::scatterv:   // with equal counts, as scatter
             return static_cast<size_t>(a.size) * n;
         case coll::Collective::barrier:
             return 0;
@@ -121,6 +122,8 @@ inline size_t input_bytes(const coll::CollectiveArgs &a) {
         case coll::Collective::gather:
         case coll::Collective::scan:
         case coll::Collective::exscan:
+        case coll::Collective::allgatherv:  // with equal counts, as allgather
+        case coll::Collective::gatherv:     // and gather
             return n;
     }
     return n;
@@ -156,6 +159,7 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
             for (size_t r = 0; r < p; ++r) out[r] = reduced(r * n);
             break;
         case coll::Collective::allgather:
+        case coll::Collective::allgatherv:  // with equal counts: allgather's layout
             for (auto &o : out) {
                 for (const Bytes &in : inputs) o.insert(o.end(), in.begin(), in.end());
             }
@@ -178,9 +182,11 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
             out[root] = reduced(0);
             break;
         case coll::Collective::gather:
+        case coll::Collective::gatherv:  // with equal counts: gather's layout
             for (const Bytes &in : inputs) out[root].insert(out[root].end(), in.begin(), in.end());
             break;
         case coll::Collective::scatter:
+        case coll::Collective::scatterv:  // with equal counts: scatter's layout
             for (size_t r = 0; r < p; ++r) {
                 const auto first = inputs[root].begin() + static_cast<long>(r * n);
                 out[r].assign(first, first + static_cast<long>(n));

@@ -50,6 +50,21 @@ class DeputyImpl final : public Impl {
                 return ok(dp_scan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
             case Coll::exscan:
                 return ok(dp_exscan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_));
+            case Coll::allgatherv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_allgatherv(a.send, a.count, a.recv, v.counts.data(), v.displs.data(),
+                                        a.dtype->dp, team_));
+            }
+            case Coll::gatherv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_gatherv(a.send, a.count, a.recv, v.counts.data(), v.displs.data(),
+                                     a.dtype->dp, a.root, team_));
+            }
+            case Coll::scatterv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_scatterv(a.send, v.counts.data(), v.displs.data(), a.recv, a.count,
+                                      a.dtype->dp, a.root, team_));
+            }
         }
         return false;
     }
@@ -88,6 +103,21 @@ class DeputyImpl final : public Impl {
             case Coll::exscan:
                 return ok(
                     dp_iexscan(a.send, a.recv, a.count, a.dtype->dp, a.redop, team_, &req_));
+            case Coll::allgatherv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_iallgatherv(a.send, a.count, a.recv, v.counts.data(),
+                                         v.displs.data(), a.dtype->dp, team_, &req_));
+            }
+            case Coll::gatherv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_igatherv(a.send, a.count, a.recv, v.counts.data(), v.displs.data(),
+                                      a.dtype->dp, a.root, team_, &req_));
+            }
+            case Coll::scatterv: {
+                const VectorArgs &v = vector_args(a.count);
+                return ok(dp_iscatterv(a.send, v.counts.data(), v.displs.data(), a.recv, a.count,
+                                       a.dtype->dp, a.root, team_, &req_));
+            }
         }
         return false;
     }
@@ -109,8 +139,9 @@ class DeputyImpl final : public Impl {
     }
 
   private:
-    // alltoallv with equal counts (the benchmark's size rule): `count` to
-    // and from every member, blocks back to back, as alltoall's. Built once
+    // The vector collectives with equal counts (the benchmark's size rule):
+    // `count` to and from every member, blocks back to back, as the plain
+    // forms' (alltoall's, allgather's, gather's, scatter's). Built once
     // per count, outside the timed call's own work.
     struct VectorArgs {
         size_t count = SIZE_MAX;

@@ -24,7 +24,7 @@ class MpiImpl final : public Impl {
             return fmt::format("MPI has no {} datatype", a.dtype->name);
         if (a.count > size_t(INT_MAX))
             return fmt::format("count {} is above MPI's int counts", a.count);
-        if (coll == Coll::alltoallv && a.count * size_t(size()) > size_t(INT_MAX))
+        if (deputy::coll::is_vector(coll) && a.count * size_t(size()) > size_t(INT_MAX))
             return fmt::format("displacements up to {} x {} are above MPI's int counts", a.count,
                                size());
         return {};
@@ -61,6 +61,18 @@ class MpiImpl final : public Impl {
                 return ok(PMPI_Scan(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
             case Coll::exscan:
                 return ok(PMPI_Exscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_));
+            case Coll::allgatherv:
+                vector_args(n);
+                return ok(PMPI_Allgatherv(a.send, n, t, a.recv, counts_.data(), displs_.data(), t,
+                                          comm_));
+            case Coll::gatherv:
+                vector_args(n);
+                return ok(PMPI_Gatherv(a.send, n, t, a.recv, counts_.data(), displs_.data(), t,
+                                       a.root, comm_));
+            case Coll::scatterv:
+                vector_args(n);
+                return ok(PMPI_Scatterv(a.send, counts_.data(), displs_.data(), t, a.recv, n, t,
+                                        a.root, comm_));
         }
         return false;
     }
@@ -98,6 +110,18 @@ class MpiImpl final : public Impl {
                 return ok(PMPI_Iscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
             case Coll::exscan:
                 return ok(PMPI_Iexscan(a.send, a.recv, n, t, mpi_op(a.redop), comm_, &req_));
+            case Coll::allgatherv:
+                vector_args(n);
+                return ok(PMPI_Iallgatherv(a.send, n, t, a.recv, counts_.data(), displs_.data(),
+                                           t, comm_, &req_));
+            case Coll::gatherv:
+                vector_args(n);
+                return ok(PMPI_Igatherv(a.send, n, t, a.recv, counts_.data(), displs_.data(), t,
+                                        a.root, comm_, &req_));
+            case Coll::scatterv:
+                vector_args(n);
+                return ok(PMPI_Iscatterv(a.send, counts_.data(), displs_.data(), t, a.recv, n, t,
+                                         a.root, comm_, &req_));
         }
         return false;
     }
@@ -117,7 +141,8 @@ class MpiImpl final : public Impl {
         MPI_Comm_size(comm_, &p);
         return p;
     }
-    // alltoallv with equal counts (the benchmark's size rule), as deputy's.
+    // The vector collectives with equal counts (the benchmark's size rule),
+    // as deputy's.
     // The arrays stay alive until a non-blocking call completes (MPI 3.1
     // §5.12: they must not change meanwhile).
     void vector_args(int count) {

@@ -106,6 +106,7 @@ bool receives(const Pattern &p, int rank) {
     switch (p.coll) {
         case Coll::reduce:
         case Coll::gather:
+        case Coll::gatherv:
             return rank == p.root;
         case Coll::exscan:
             return rank != 0;
@@ -118,6 +119,8 @@ bool receives(const Pattern &p, int rank) {
         case Coll::barrier:
         case Coll::scatter:
         case Coll::scan:
+        case Coll::allgatherv:
+        case Coll::scatterv:
             return true;
     }
     return true;
@@ -132,6 +135,7 @@ int64_t expected(const Pattern &p, int rank, size_t j) {
         case Coll::reduce_scatter:
             return reduce_all(p, size_t(rank) * c + j);
         case Coll::allgather:
+        case Coll::allgatherv:  // equal counts: the plain forms' layouts
             return data_value(*p.dtype, int(j / c), j % c);
         case Coll::alltoall:
         case Coll::alltoallv:  // equal counts: alltoall's layout
@@ -143,8 +147,10 @@ int64_t expected(const Pattern &p, int rank, size_t j) {
         case Coll::reduce:
             return reduce_all(p, j);
         case Coll::gather:
+        case Coll::gatherv:
             return data_value(*p.dtype, int(j / c), j % c);
         case Coll::scatter:
+        case Coll::scatterv:
             return data_value(*p.dtype, p.root, size_t(rank) * c + j);
         case Coll::scan:
             return reduce_upto(p, j, rank);

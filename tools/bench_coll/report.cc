@@ -31,6 +31,9 @@ std::string bus_formula(Coll c) {
             return "(n-1)/n";
         case Coll::gather:
         case Coll::scatter:
+        case Coll::allgatherv:
+        case Coll::gatherv:
+        case Coll::scatterv:
             return "(n-1)/n";
         case Coll::bcast:
         case Coll::reduce:
