@@ -659,6 +659,118 @@ static void f_iscatter(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, v
 }
 DEPUTY_F_EXPORT(f_igather_t, f_iscatter, mpi_iscatter, MPI_ISCATTER);
 
+/* The vector gathers and scatters. Counts and displacements are Fortran
+ * INTEGERs (MPI_Fint, int-sized in both MPIs' default builds, as the
+ * alltoallv entry assumes). */
+typedef void f_allgatherv_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
+                            void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs,
+                            MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror);
+static void f_allgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                         MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype,
+                         MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Allgatherv(send_buffer(sendbuf), (int)*sendcount,
+                                      MPI_Type_f2c(*sendtype), receive_buffer(recvbuf),
+                                      (const int *)recvcounts, (const int *)displs,
+                                      MPI_Type_f2c(*recvtype), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_allgatherv_t, f_allgatherv, mpi_allgatherv, MPI_ALLGATHERV);
+typedef void f_iallgatherv_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
+                             void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs,
+                             MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *request,
+                             MPI_Fint *ierror);
+static void f_iallgatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                          MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype,
+                          MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgatherv(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                             receive_buffer(recvbuf), (const int *)recvcounts,
+                             (const int *)displs, MPI_Type_f2c(*recvtype), MPI_Comm_f2c(*comm),
+                             &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iallgatherv_t, f_iallgatherv, mpi_iallgatherv, MPI_IALLGATHERV);
+typedef void f_gatherv_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                         MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype,
+                         MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror);
+static void f_gatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                      MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root,
+                      MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Gatherv(send_buffer(sendbuf), (int)*sendcount,
+                                   MPI_Type_f2c(*sendtype), receive_buffer(recvbuf),
+                                   (const int *)recvcounts, (const int *)displs,
+                                   MPI_Type_f2c(*recvtype), (int)*root, MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_gatherv_t, f_gatherv, mpi_gatherv, MPI_GATHERV);
+typedef void f_igatherv_t(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                          MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype,
+                          MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror);
+static void f_igatherv(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                       MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype,
+                       MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Igatherv(send_buffer(sendbuf), (int)*sendcount, MPI_Type_f2c(*sendtype),
+                          receive_buffer(recvbuf), (const int *)recvcounts, (const int *)displs,
+                          MPI_Type_f2c(*recvtype), (int)*root, MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_igatherv_t, f_igatherv, mpi_igatherv, MPI_IGATHERV);
+typedef void f_scatterv_t(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs,
+                          MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount,
+                          MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror);
+static void f_scatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype,
+                       void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root,
+                       MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Scatterv(send_buffer(sendbuf), (const int *)sendcounts,
+                                    (const int *)displs, MPI_Type_f2c(*sendtype),
+                                    (void *)send_buffer(recvbuf), (int)*recvcount,
+                                    MPI_Type_f2c(*recvtype), (int)*root, MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_scatterv_t, f_scatterv, mpi_scatterv, MPI_SCATTERV);
+typedef void f_iscatterv_t(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs,
+                           MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount,
+                           MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm,
+                           MPI_Fint *request, MPI_Fint *ierror);
+static void f_iscatterv(void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs,
+                        MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount,
+                        MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+                        MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Iscatterv(send_buffer(sendbuf), (const int *)sendcounts, (const int *)displs,
+                           MPI_Type_f2c(*sendtype), (void *)send_buffer(recvbuf),
+                           (int)*recvcount, MPI_Type_f2c(*recvtype), (int)*root,
+                           MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_iscatterv_t, f_iscatterv, mpi_iscatterv, MPI_ISCATTERV);
+
+typedef void f_reduce_scatter_t(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
+                                MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                MPI_Fint *ierror);
+static void f_reduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
+                             MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror) {
+    set_ierror(ierror, MPI_Reduce_scatter(send_buffer(sendbuf), receive_buffer(recvbuf),
+                                          (const int *)recvcounts, MPI_Type_f2c(*datatype),
+                                          MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
+}
+DEPUTY_F_EXPORT(f_reduce_scatter_t, f_reduce_scatter, mpi_reduce_scatter, MPI_REDUCE_SCATTER);
+typedef void f_ireduce_scatter_t(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
+                                 MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                 MPI_Fint *request, MPI_Fint *ierror);
+static void f_ireduce_scatter(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts,
+                              MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                              MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_REQUEST_NULL;
+    int rc = MPI_Ireduce_scatter(send_buffer(sendbuf), receive_buffer(recvbuf),
+                                 (const int *)recvcounts, MPI_Type_f2c(*datatype),
+                                 MPI_Op_f2c(*op), MPI_Comm_f2c(*comm), &c_request);
+    set_request(request, rc, c_request);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_EXPORT(f_ireduce_scatter_t, f_ireduce_scatter, mpi_ireduce_scatter, MPI_IREDUCE_SCATTER);
+
 #elif defined(MPICH)
 /* Nothing: libmpichfort calls the C MPI_* functions (see the top). */
 #else

@@ -151,6 +151,43 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
     }, request));
 }
 
+// MPI_Reduce_scatter (per-rank counts, the same array on every rank): with
+// equal counts it is reduce_scatter_block, which deputy runs; unequal
+// counts go to MPI (deputy has no reduction over per-member blocks yet).
+int reduce_scatter(Operation op, const void *sendbuf, void *recvbuf, const int *recvcounts,
+                   MPI_Datatype type, MPI_Op mpi_op, MPI_Comm comm, MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, mpi_op, comm,
+                                              request)
+                       : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, mpi_op, comm);
+    };
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    const int count = size > 0 ? recvcounts[0] : 0;
+    for (int m = 1; m < size; ++m)
+        if (recvcounts[m] != count) {
+            count_passed(op, PassReason::unequal_counts);
+            return to_mpi();
+        }
+    const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
+    dp_dtype_t dtype;
+    dp_op_t dop;
+    size_t span = 0;
+    CommTeam *ct = reducing_team(op, count, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
+                                 &dop, &span);
+    if (!ct) return to_mpi();
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    RangePins pins;
+    reach(sendbuf, span * size_t(ct->size), &pins, op);
+    reach(recvbuf, span, &pins, op);
+    dp_team_t *team = ct->team;
+    const size_t n = size_t(count);
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req);
+    }, request));
+}
+
 int reduce(Operation op, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
            MPI_Op mpi_op, int root, MPI_Comm comm, MPI_Request *request) {
     // Count, type and op are the same on every rank (MPI): every rank
@@ -540,6 +577,254 @@ int scatter(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendt
     }, request));
 }
 
+// --- the vector gathers and scatters ---
+//
+// Counts and displacements go to deputy in bytes (DP_UINT8), copied now:
+// MPI lets the caller reuse its arrays once the call returns, and a post
+// made again after DP_ERR_RETRY needs them.
+struct ByteBlocks {
+    std::array<size_t, DP_TEAM_MAX_SIZE> counts{}, displs{};
+};
+
+// `counts` / `displs` (elements of `element` bytes, `size` of them) as
+// bytes; the extent they span. A negative entry is the caller's error.
+std::shared_ptr<ByteBlocks> byte_blocks(Operation op, const int *counts, const int *displs,
+                                        int size, size_t element, size_t *extent) {
+    auto b = std::make_shared<ByteBlocks>();
+    *extent = 0;
+    for (int m = 0; m < size; ++m) {
+        if (counts[m] < 0 || displs[m] < 0)
+            fatal(std::string(operation_info(op).mpi_name) +
+                  ": a negative count or displacement (MPI_ERR_COUNT / MPI_ERR_ARG)");
+        const size_t i = size_t(m);
+        b->counts[i] = size_t(counts[m]) * element;
+        b->displs[i] = size_t(displs[m]) * element;
+        if (b->counts[i]) *extent = std::max(*extent, b->displs[i] + b->counts[i]);
+    }
+    return b;
+}
+
+// The ranks' counts of a gatherv or scatterv are the root's alone, so no
+// size can be agreed without communicating: offloaded when the threshold
+// is 0, never otherwise (as alltoallv). Allgatherv's counts are everyone's:
+// its size is their sum.
+bool vector_worth_offloading(Operation op) {
+    const Runtime &rt = runtime();
+    if (!rt.initialized || rt.disabled) {
+        count_passed(op, rt.disabled ? PassReason::disabled : PassReason::no_agent);
+        return false;
+    }
+    if (rt.thresholds[size_t(op)] != 0) {
+        count_passed(op, PassReason::below_threshold);
+        return false;
+    }
+    return true;
+}
+
+int allgatherv(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+               void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype,
+               MPI_Comm comm, MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                          displs, recvtype, comm, request)
+                       : PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                         displs, recvtype, comm);
+    };
+    int size = 0, me = 0;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &me);
+    size_t total = 0;
+    for (int m = 0; m < size; ++m) total += size_t(recvcounts[m] > 0 ? recvcounts[m] : 0);
+    const size_t bytes = total * type_size(recvtype);
+    size_t element = 0;
+    CommTeam *ct = nullptr;
+    if (worth_offloading(op, bytes) &&
+        movable(op, sendbuf, sendcount, sendtype, recvcounts[me], recvtype, &element))
+        ct = team_of(op, comm);
+    if (!ct) return to_mpi();
+    element = type_size(recvtype);  // (dense: its size is its extent)
+    TunedCall tuned(op, ct, comm, bytes);
+    if (tuned.to_mpi()) return tuned.done(to_mpi());
+    size_t extent = 0;
+    auto blocks = byte_blocks(op, recvcounts, displs, size, element, &extent);
+    const size_t own = blocks->counts[size_t(me)];
+    const void *src = sendbuf == MPI_IN_PLACE
+                          ? static_cast<const uint8_t *>(recvbuf) + blocks->displs[size_t(me)]
+                          : sendbuf;
+    RangePins pins;
+    reach(src, own, &pins, op);
+    reach(recvbuf, extent, &pins, op);
+    dp_team_t *team = ct->team;
+    return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
+        return dp_iallgatherv(src, own, recvbuf, blocks->counts.data(), blocks->displs.data(),
+                              DP_UINT8, team, req);
+    }, request));
+}
+
+// The root's side of a gatherv or scatterv (its receive or send buffer,
+// `counts` / `displs` of `type`): dense, deputy's blocks are in it; derived,
+// in a packed copy with the blocks back to back, which MPI_Pack /
+// MPI_Unpack translate block by block (as gather's root_side).
+struct RootBlocks {
+    uint8_t *base = nullptr;
+    std::shared_ptr<std::vector<uint8_t>> copy;
+    std::shared_ptr<ByteBlocks> blocks;  // in base
+    size_t extent = 0;                   // bytes of base deputy touches
+    MPI_Aint type_extent = 0;
+};
+bool root_blocks(Operation op, void *buffer, const int *counts, const int *displs,
+                 MPI_Datatype type, int size, RootBlocks *out) {
+    size_t element = 0;
+    PassReason why;
+    if (dense_type_bytes(type, &element, &why)) {
+        out->base = static_cast<uint8_t *>(buffer);
+        out->blocks = byte_blocks(op, counts, displs, size, element, &out->extent);
+        out->type_extent = MPI_Aint(element);
+        return true;
+    }
+    MPI_Aint lb = 0;
+    if (PMPI_Type_get_extent(type, &lb, &out->type_extent) != MPI_SUCCESS) {
+        count_passed(op, PassReason::derived_datatype);
+        return false;
+    }
+    if (!packing_is_copying())
+        fatal(std::string(operation_info(op).mpi_name) +
+              ": the root's datatype is derived and this MPI's packed form is not the data's "
+              "bytes; give the root a predefined datatype, or set DEPUTY_MPI_THRESHOLDS=" +
+              operation_info(op).key + "=never");
+    // Packed, block m is counts[m] x the type's size, back to back.
+    std::vector<int> packed_displs(static_cast<size_t>(size), 0);
+    int at = 0;
+    const size_t tsize = type_size(type);
+    for (int m = 0; m < size; ++m) {
+        packed_displs[size_t(m)] = at;
+        at += counts[m] > 0 ? counts[m] : 0;
+    }
+    out->blocks = byte_blocks(op, counts, packed_displs.data(), size, tsize, &out->extent);
+    out->copy = std::make_shared<std::vector<uint8_t>>(size_t(at) * tsize);
+    out->base = out->copy->data();
+    return true;
+}
+
+// The team for a gatherv or scatterv, or null (counted) to pass. The side
+// every rank has decides (`type`: a gatherv's send type, a scatterv's
+// receive type; *element its bytes); the root in place has only its own.
+CommTeam *vector_rooted_team(Operation op, bool in_place, MPI_Datatype type, int root,
+                             MPI_Comm comm, size_t *element) {
+    PassReason why;
+    CommTeam *ct = nullptr;
+    if (vector_worth_offloading(op)) {
+        if (!in_place && !dense_type_bytes(type, element, &why)) count_passed(op, why);
+        else ct = team_of(op, comm);
+    }
+    if (ct && (root < 0 || root >= ct->size)) {
+        count_passed(op, PassReason::bad_argument);  // MPI_ERR_ROOT is MPI's to return
+        ct = nullptr;
+    }
+    return ct;
+}
+
+int gatherv(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+            void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype,
+            int root, MPI_Comm comm, MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                       recvtype, root, comm, request)
+                       : PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                      recvtype, root, comm);
+    };
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    const bool in_place = me == root && sendbuf == MPI_IN_PLACE;
+    size_t element = 0;
+    CommTeam *ct = vector_rooted_team(op, in_place, sendtype, root, comm, &element);
+    if (!ct) return to_mpi();
+    RootBlocks side;
+    if (me == root && !root_blocks(op, recvbuf, recvcounts, displs, recvtype, ct->size, &side))
+        return to_mpi();
+    const size_t own = me == root ? side.blocks->counts[size_t(me)]
+                                  : size_t(sendcount > 0 ? sendcount : 0) * element;
+    const void *src = sendbuf;
+    if (in_place) {
+        uint8_t *at = side.base + side.blocks->displs[size_t(me)];
+        if (side.copy) {
+            int position = 0;
+            PMPI_Pack(static_cast<uint8_t *>(recvbuf) + MPI_Aint(displs[me]) * side.type_extent,
+                      recvcounts[me], recvtype, at, int(own), &position, MPI_COMM_SELF);
+        }
+        src = at;
+    }
+    RangePins pins;
+    reach(src, own, &pins, op);
+    if (side.base) reach(side.base, side.extent, &pins, op);
+    Finish then;
+    if (side.copy) {
+        std::vector<int> c(recvcounts, recvcounts + ct->size), d(displs, displs + ct->size);
+        then = [copy = side.copy, blocks = side.blocks, c = std::move(c), d = std::move(d),
+                recvbuf, recvtype, te = side.type_extent] {
+            for (size_t m = 0; m < c.size(); ++m) {
+                if (c[m] <= 0) continue;
+                int position = 0;
+                PMPI_Unpack(copy->data() + blocks->displs[m], int(blocks->counts[m]), &position,
+                            static_cast<uint8_t *>(recvbuf) + MPI_Aint(d[m]) * te, c[m],
+                            recvtype, MPI_COMM_SELF);
+            }
+        };
+    }
+    dp_team_t *team = ct->team;
+    uint8_t *dst = side.base;
+    std::shared_ptr<ByteBlocks> blocks = side.blocks;
+    return finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
+        (void)copy;  // (held until the request is gone)
+        return dp_igatherv(src, own, dst, blocks ? blocks->counts.data() : nullptr,
+                           blocks ? blocks->displs.data() : nullptr, DP_UINT8, root, team, req);
+    }, request, std::move(then));
+}
+
+int scatterv(Operation op, const void *sendbuf, const int *sendcounts, const int *displs,
+             MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+             MPI_Comm comm, MPI_Request *request) {
+    auto to_mpi = [&] {
+        return request ? PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                        recvcount, recvtype, root, comm, request)
+                       : PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                                       recvtype, root, comm);
+    };
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    const bool in_place = me == root && recvbuf == MPI_IN_PLACE;
+    size_t element = 0;
+    CommTeam *ct = vector_rooted_team(op, in_place, recvtype, root, comm, &element);
+    if (!ct) return to_mpi();
+    RootBlocks side;
+    if (me == root && !root_blocks(op, const_cast<void *>(sendbuf), sendcounts, displs, sendtype,
+                                   ct->size, &side))
+        return to_mpi();
+    if (side.copy)  // MPI lets the root's send buffer be read from the call on
+        for (int m = 0; m < ct->size; ++m) {
+            if (sendcounts[m] <= 0) continue;
+            int position = 0;
+            PMPI_Pack(static_cast<const uint8_t *>(sendbuf) + MPI_Aint(displs[m]) * side.type_extent,
+                      sendcounts[m], sendtype, side.base + side.blocks->displs[size_t(m)],
+                      int(side.blocks->counts[size_t(m)]), &position, MPI_COMM_SELF);
+        }
+    const size_t own = me == root ? side.blocks->counts[size_t(me)]
+                                  : size_t(recvcount > 0 ? recvcount : 0) * element;
+    void *dst = in_place ? side.base + side.blocks->displs[size_t(me)] : recvbuf;
+    RangePins pins;
+    reach(dst, own, &pins, op);
+    if (side.base) reach(side.base, side.extent, &pins, op);
+    dp_team_t *team = ct->team;
+    const uint8_t *src = side.base;
+    std::shared_ptr<ByteBlocks> blocks = side.blocks;
+    return finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
+        (void)copy;  // (held until the request is gone)
+        return dp_iscatterv(src, blocks ? blocks->counts.data() : nullptr,
+                            blocks ? blocks->displs.data() : nullptr, dst, own, DP_UINT8, root,
+                            team, req);
+    }, request);
+}
+
 int bcast(Operation op, void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
           MPI_Request *request) {
     size_t element = 0;
@@ -697,6 +982,57 @@ DEPUTY_MPI_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Dataty
                                   MPI_Comm comm) {
     return deputy::mpi::scatter(Operation::scatter, sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, const int recvcounts[], const int displs[],
+                                      MPI_Datatype recvtype, MPI_Comm comm,
+                                      MPI_Request *request) {
+    return deputy::mpi::allgatherv(Operation::iallgatherv, sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcounts, displs, recvtype, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                     void *recvbuf, const int recvcounts[], const int displs[],
+                                     MPI_Datatype recvtype, MPI_Comm comm) {
+    return deputy::mpi::allgatherv(Operation::allgatherv, sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcounts, displs, recvtype, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void *recvbuf, const int recvcounts[], const int displs[],
+                                   MPI_Datatype recvtype, int root, MPI_Comm comm,
+                                   MPI_Request *request) {
+    return deputy::mpi::gatherv(Operation::igatherv, sendbuf, sendcount, sendtype, recvbuf,
+                                recvcounts, displs, recvtype, root, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const int recvcounts[], const int displs[],
+                                  MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return deputy::mpi::gatherv(Operation::gatherv, sendbuf, sendcount, sendtype, recvbuf,
+                                recvcounts, displs, recvtype, root, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
+                                    const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                                    MPI_Request *request) {
+    return deputy::mpi::scatterv(Operation::iscatterv, sendbuf, sendcounts, displs, sendtype,
+                                 recvbuf, recvcount, recvtype, root, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                                   MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                   MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return deputy::mpi::scatterv(Operation::scatterv, sendbuf, sendcounts, displs, sendtype,
+                                 recvbuf, recvcount, recvtype, root, comm, nullptr);
+}
+DEPUTY_MPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
+                                          const int recvcounts[], MPI_Datatype type, MPI_Op op,
+                                          MPI_Comm comm, MPI_Request *request) {
+    return deputy::mpi::reduce_scatter(Operation::ireduce_scatter, sendbuf, recvbuf, recvcounts,
+                                       type, op, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
+                                         const int recvcounts[], MPI_Datatype type, MPI_Op op,
+                                         MPI_Comm comm) {
+    return deputy::mpi::reduce_scatter(Operation::reduce_scatter, sendbuf, recvbuf, recvcounts,
+                                       type, op, comm, nullptr);
 }
 DEPUTY_MPI_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                                  MPI_Op op, MPI_Comm comm) {

@@ -62,6 +62,18 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::iscatter,             "MPI_Iscatter",              "iscatter",              true,  0,       64 * K},
     {Operation::gather,               "MPI_Gather",                "gather",                false, 1 * M,   64 * K},
     {Operation::scatter,              "MPI_Scatter",               "scatter",               false, 1 * M,   64 * K},
+    // The vector forms: allgatherv by its total (allgather's values, not
+    // measured yet); gatherv and scatterv, whose counts only the root has,
+    // as alltoallv (0 or never).
+    {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       64 * K},
+    {Operation::igatherv,             "MPI_Igatherv",              "igatherv",              true,  0,       kNever},
+    {Operation::iscatterv,            "MPI_Iscatterv",             "iscatterv",             true,  0,       kNever},
+    {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   64 * K},
+    {Operation::gatherv,              "MPI_Gatherv",               "gatherv",               false, kNever,  kNever},
+    {Operation::scatterv,             "MPI_Scatterv",              "scatterv",              false, kNever,  kNever},
+    // Equal counts only (else passed, "unequal counts"): reduce_scatter_block's values.
+    {Operation::ireduce_scatter,      "MPI_Ireduce_scatter",       "ireduce_scatter",       true,  0,       64 * K},
+    {Operation::reduce_scatter,       "MPI_Reduce_scatter",        "reduce_scatter",        false, 64 * K,  32 * K},
 }};
 
 constexpr std::array<const char *, kPassReasonCount> kReasons{
@@ -70,7 +82,7 @@ constexpr std::array<const char *, kPassReasonCount> kReasons{
     "derived datatype",       "datatype deputy does not reduce",   "user-defined op",
     "in place",               "send and receive datatypes differ", "too large",
     "tuning trial",           "measured slower",                   "team not formed yet",
-    "invalid argument (MPI's error)",
+    "invalid argument (MPI's error)",   "unequal counts (not yet)",
 };
 
 constexpr bool table_in_order() {
@@ -91,7 +103,8 @@ std::optional<Operation> operation_from_key(std::string_view key) {
 }
 
 bool tunable(Operation op) {
-    return !operation_info(op).nonblocking && op != Operation::alltoallv;
+    return !operation_info(op).nonblocking && op != Operation::alltoallv &&
+           op != Operation::gatherv && op != Operation::scatterv;
 }
 
 const char *pass_reason_name(PassReason reason) { return kReasons[size_t(reason)]; }

@@ -35,8 +35,16 @@ enum class Operation : uint8_t {
     iscatter,
     gather,
     scatter,
+    iallgatherv,
+    igatherv,
+    iscatterv,
+    allgatherv,
+    gatherv,
+    scatterv,
+    ireduce_scatter,
+    reduce_scatter,
 };
-inline constexpr int kOperationCount = 24;
+inline constexpr int kOperationCount = 32;
 
 inline constexpr size_t kNever = SIZE_MAX;  // a threshold that offloads nothing
 // A blocking form's threshold that measures instead (tuning.h).
@@ -80,8 +88,9 @@ enum class PassReason : uint8_t {
     // yet (comm_teams.h: forming it here would be a hidden blocking call).
     team_not_formed,
     bad_argument,  // an argument MPI rejects (a root out of range): MPI's error to return
+    unequal_counts,  // MPI_Reduce_scatter with per-rank counts that differ (not yet)
 };
-inline constexpr int kPassReasonCount = 16;
+inline constexpr int kPassReasonCount = 17;
 const char *pass_reason_name(PassReason reason);  // "below threshold", as the report prints it
 
 }  // namespace deputy::mpi

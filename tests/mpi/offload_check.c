@@ -578,6 +578,44 @@ static void run_scan(ctx_t *c, int nb, int exclusive, const dtype_t *d, enum rop
     free(want);
 }
 
+/* MPI_(I)Reduce_scatter: rank m's result block has counts[m] elements,
+ * `equal` (every count `count`: the library runs it as reduce_scatter_block)
+ * or not (count + m % 2: the library passes it to MPI, "unequal counts"). */
+static void run_reduce_scatter(ctx_t *c, int nb, const dtype_t *d, enum rop op, int count,
+                               int inplace, int equal) {
+    if (!case_begin(c, "%sreduce_scatter.%s.%s.n%d%s%s", nb ? "i" : "", d->name, rop_name[op],
+                    count, inplace ? ".inplace" : "", equal ? "" : ".unequal"))
+        return;
+    const int p = c->size, me = c->rank;
+    int *counts = xmalloc(sizeof(int) * p);
+    size_t nall = 0, first = 0;
+    for (int m = 0; m < p; m++) {
+        counts[m] = equal ? count : count + m % 2;
+        if (m < me) first += (size_t)counts[m];
+        nall += (size_t)counts[m];
+    }
+    const size_t all = nall * d->size, bytes = (size_t)counts[me] * d->size;
+    unsigned char *send = galloc(all), *recv = galloc(inplace ? all : bytes), *want = xmalloc(all + 1);
+    for (size_t i = 0; i < nall; i++) gen(c, d, op, me, i, send, i);
+    if (inplace) memcpy(recv, send, all);
+    else fill_pattern(recv, bytes);
+    const void *sb = inplace ? MPI_IN_PLACE : send;
+    if (nb) {
+        MPI_Request req;
+        CHECK(MPI_Ireduce_scatter(sb, recv, counts, d->type, mpi_op(op), c->comm, &req));
+        wait_one(c, &req);
+    } else {
+        CHECK(MPI_Reduce_scatter(sb, recv, counts, d->type, mpi_op(op), c->comm));
+    }
+    reduced(c, d, op, 0, p, first, (size_t)counts[me], want);
+    expect_bytes(c, "result", recv, want, bytes, d->size);
+    case_end(c, fnv(FNV0, recv, bytes));
+    gfree(c, send, all, "sendbuf");
+    gfree(c, recv, inplace ? all : bytes, "recvbuf");
+    free(want);
+    free(counts);
+}
+
 static void run_reduce_scatter_block(ctx_t *c, int nb, const dtype_t *d, enum rop op, int count,
                                      int inplace) {
     if (!case_begin(c, "%sreduce_scatter_block.%s.%s.n%d%s", nb ? "i" : "", d->name, rop_name[op],
@@ -755,6 +793,103 @@ static void run_alltoallv(ctx_t *c, int nb, const dtype_t *d, int count, int inp
     free(want);
     free(sc);
     free(oc);
+}
+
+/* MPI_(I)Allgatherv, MPI_(I)Gatherv, MPI_(I)Scatterv: rank m's block has
+ * gv_count(count, m) elements (some 0); in the gathering buffer (every
+ * receive buffer of allgatherv, the root's of gatherv, the root's send
+ * buffer of scatterv) the blocks lie in reverse rank order with 3-element
+ * gaps, which must stay untouched. `strided` (gatherv and scatterv): the
+ * root's datatype is its element resized to twice its extent (blocks
+ * spread over every other slot; a derived type at the root, which the
+ * library runs through a packed copy while the others pass plain elements). */
+static int gv_count(int count, int m) { return count == 0 || m % 4 == 3 ? 0 : count + m % 3; }
+/* The layout in elements of the root's type; returns the buffer's length. */
+static size_t gv_layout(int count, int size, int *counts, int *displs) {
+    size_t at = 3;
+    for (int m = size - 1; m >= 0; m--) {
+        counts[m] = gv_count(count, m);
+        displs[m] = (int)at;
+        at += counts[m] + 3;
+    }
+    return at;
+}
+
+/* which: 0 allgatherv, 1 gatherv, 2 scatterv. */
+static void run_vgather(ctx_t *c, int nb, int which, const dtype_t *d, int count, int inplace,
+                        int root, int strided) {
+    static const char *const names[] = {"allgatherv", "gatherv", "scatterv"};
+    char at[16] = "";
+    if (which) snprintf(at, sizeof at, ".root%d", root);
+    if (!case_begin(c, "%s%s.%s.n%d%s%s%s", nb ? "i" : "", names[which], d->name, count, at,
+                    inplace ? ".inplace" : "", strided ? ".strided" : ""))
+        return;
+    const int p = c->size, me = c->rank, at_root = which == 0 || me == root;
+    int *counts = xmalloc(2 * sizeof(int) * p), *displs = counts + p;
+    const size_t slots = gv_layout(count, p, counts, displs);
+    const size_t stride = strided ? 2 : 1, e = d->size;
+    const size_t big = slots * stride * e, own = (size_t)counts[me] * e;
+    MPI_Datatype rt = d->type;
+    if (strided) {
+        CHECK(MPI_Type_create_resized(d->type, 0, (MPI_Aint)(2 * e), &rt));
+        CHECK(MPI_Type_commit(&rt));
+    }
+    /* the gathering buffer (g) and this rank's own block (b) */
+    unsigned char *g = galloc(big), *b = galloc(own), *want = xmalloc(big > own ? big : own);
+    fill_pattern(g, big);
+    fill_pattern(b, own);
+    const int gathers = which != 2;
+    if (which == 2 && me == root) /* the root's blocks to scatter */
+        for (int m = 0; m < p; m++)
+            for (int i = 0; i < counts[m]; i++)
+                gen(c, d, R_NONE, m, (size_t)i, g, ((size_t)displs[m] + i) * stride);
+    if (gathers) {
+        for (int i = 0; i < counts[me]; i++) gen(c, d, R_NONE, me, (size_t)i, b, (size_t)i);
+        if (inplace && at_root)
+            for (int i = 0; i < counts[me]; i++)
+                gen(c, d, R_NONE, me, (size_t)i, g, ((size_t)displs[me] + i) * stride);
+    }
+    MPI_Request req;
+    int rc;
+    const int here = inplace && (which == 0 || me == root);
+    if (which == 0) {
+        const void *sb = here ? MPI_IN_PLACE : b;
+        rc = nb ? MPI_Iallgatherv(sb, counts[me], d->type, g, counts, displs, rt, c->comm, &req)
+                : MPI_Allgatherv(sb, counts[me], d->type, g, counts, displs, rt, c->comm);
+    } else if (which == 1) {
+        const void *sb = here ? MPI_IN_PLACE : b;
+        void *rb = me == root ? g : NULL;
+        rc = nb ? MPI_Igatherv(sb, counts[me], d->type, rb, counts, displs, rt, root, c->comm,
+                               &req)
+                : MPI_Gatherv(sb, counts[me], d->type, rb, counts, displs, rt, root, c->comm);
+    } else {
+        void *rb = here ? MPI_IN_PLACE : b;
+        const void *sb = me == root ? g : NULL;
+        rc = nb ? MPI_Iscatterv(sb, counts, displs, rt, rb, counts[me], d->type, root, c->comm,
+                                &req)
+                : MPI_Scatterv(sb, counts, displs, rt, rb, counts[me], d->type, root, c->comm);
+    }
+    CHECK(rc);
+    if (nb) wait_one(c, &req);
+    uint64_t hash = FNV0;
+    if (gathers && at_root) { /* every block where it lands, the gaps as they were */
+        fill_pattern(want, big);
+        for (int m = 0; m < p; m++)
+            for (int i = 0; i < counts[m]; i++)
+                gen(c, d, R_NONE, m, (size_t)i, want, ((size_t)displs[m] + i) * stride);
+        expect_bytes(c, "result (and the gaps between blocks)", g, want, big, 1);
+        hash = fnv(FNV0, g, big);
+    } else if (!gathers && !here) {
+        for (int i = 0; i < counts[me]; i++) gen(c, d, R_NONE, me, (size_t)i, want, (size_t)i);
+        expect_bytes(c, "result", b, want, own, e);
+        hash = fnv(FNV0, b, own);
+    }
+    if (strided) CHECK(MPI_Type_free(&rt));
+    case_end(c, hash);
+    gfree(c, g, big, "gathering buffer");
+    gfree(c, b, own, "own block");
+    free(want);
+    free(counts);
 }
 
 /* MPI_MINLOC and MPI_MAXLOC on MPI's (value, index) pairs. Values from a
@@ -1091,6 +1226,7 @@ static void matrix(ctx_t *c) {
                             continue;
                         run_allreduce(c, nb, &types[t], op, counts[k], ip);
                         run_reduce_scatter_block(c, nb, &types[t], op, counts[k], ip);
+                        run_reduce_scatter(c, nb, &types[t], op, counts[k], ip, 1);
                         run_reduce(c, nb, &types[t], op, counts[k], ip, (t + op) % c->size);
                         run_scan(c, nb, 0, &types[t], op, counts[k], ip);
                         run_scan(c, nb, 1, &types[t], op, counts[k], ip);
@@ -1120,6 +1256,21 @@ static void matrix(ctx_t *c) {
                             run_gather(c, nb, &types[t], counts[k], ip, root, col);
                             run_scatter(c, nb, &types[t], counts[k], ip, root, col);
                         }
+                for (int which = 0; which < 3; which++)
+                    for (int root = 0; root < c->size; root++)
+                        for (int ip = 0; ip < 2; ip++)
+                            for (int st = 0; st < 2; st++) {
+                                /* CI: one root per type, form and call (every root
+                                 * in turn), in place or not, strided or not */
+                                if ((which == 0 && (root || st)) || (st && counts[k] == 0))
+                                    continue;
+                                if (!full && ((which && root != (t + nb + which) % c->size) ||
+                                              k != (t + which) % NCOUNTS ||
+                                              ip != (t / 2 + which) % 2 ||
+                                              st != (t / 4 + nb) % 2))
+                                    continue;
+                                run_vgather(c, nb, which, &types[t], counts[k], ip, root, st);
+                            }
             }
         for (int p = 0; p < NPAIRS; p++)
             for (int maxloc = 0; maxloc < 2; maxloc++)
@@ -1153,6 +1304,9 @@ static void matrix(ctx_t *c) {
     run_gather(c, 1, type_named("int32"), BIG, 0, c->size - 1, 0);
     run_scatter(c, 0, type_named("double"), BIG, 1, 0, 0);
     run_gather(c, 0, type_named("uint16"), BIG, 1, 0, 1);
+    run_vgather(c, 1, 0, type_named("int32"), BIG, 0, 0, 0);
+    run_vgather(c, 1, 1, type_named("double"), BIG, 1, c->size - 1, 1);
+    run_vgather(c, 0, 2, type_named("uint8"), BIG, 0, 0, 1);
 }
 
 /* The operations once each, for communicators other than MPI_COMM_WORLD. */
@@ -1170,6 +1324,9 @@ static void small_set(ctx_t *c) {
     run_scan(c, 1, 1, dbl, R_MIN, 13, 1);
     run_gather(c, 1, i32, 13, 0, c->size - 1, 0);
     run_scatter(c, 0, dbl, 4097, 1, 0, 1);
+    run_vgather(c, 1, 0, i32, 13, 1, 0, 0);
+    run_vgather(c, 1, 1, dbl, 4097, 0, c->size - 1, 0);
+    run_vgather(c, 0, 2, i32, 13, 0, 0, 1);
     run_barrier(c, 1, 3);
 }
 
@@ -1451,6 +1608,11 @@ static void fallbacks(ctx_t *c) {
     run_userop(c, 1, 26, 0, pair, "sum-on-derived");
     MPI_Type_free(&pair);
     run_intercomm(c);
+    /* per-rank counts that differ (deputy has no such reduction yet) */
+    if (c->size >= 2) {
+        run_reduce_scatter(c, 1, type_named("int32"), R_SUM, 13, 0, 0);
+        run_reduce_scatter(c, 0, type_named("double"), R_MAX, 4097, 1, 0);
+    }
 }
 
 /* Communicators made with MPI_Comm_split (ranks reordered, one of them

@@ -723,6 +723,141 @@ contains
         call finish(adjustl(name), recvw(1:n * w), wantw(1:n * w))
     end subroutine case_loc
 
+    ! The vector gathers and scatters (which: 0 allgatherv, 1 gatherv, 2
+    ! scatterv): rank m's block has gvcount(n, m) elements (some 0), in the
+    ! gathering buffer in reverse rank order with 2-element gaps that must
+    ! stay as they were.
+    integer function gvcount(n, m)
+        integer, intent(in) :: n, m
+        gvcount = n + mod(m, 3)
+        if (n == 0 .or. mod(m, 4) == 3) gvcount = 0
+    end function gvcount
+
+    subroutine case_vgather(blocking, which, dt, n, inplace, root, comm)
+        logical, intent(in) :: blocking, inplace
+        integer, intent(in) :: which, dt, n, root, comm
+        integer :: w, k, m, me, np, req, ierr, at, extent, own, mw
+        integer, allocatable :: cnt(:), dsp(:)
+        logical :: here
+        character(len=96) :: name
+        character(len=12) :: what
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        allocate (cnt(0:np - 1), dsp(0:np - 1))
+        at = 2
+        do m = np - 1, 0, -1
+            cnt(m) = gvcount(n, m)
+            dsp(m) = at
+            at = at + cnt(m) + 2
+        end do
+        extent = at
+        own = cnt(me)
+        here = inplace .and. (which == 0 .or. me == root)
+        if (which == 2) then
+            call fresh(extent * w, max(own, 1) * w)
+            if (me == root) then
+                do m = 0, np - 1
+                    do k = 1, cnt(m)
+                        call put(sendw, dt, dsp(m) + k, val(k, m, cases))
+                    end do
+                end do
+            end if
+            do k = 1, own
+                call put(wantw, dt, k, val(k, me, cases))
+            end do
+        else
+            call fresh(max(own, 1) * w, extent * w)
+            do k = 1, own
+                call put(sendw, dt, k, val(k, me, cases))
+            end do
+            do m = 0, np - 1
+                do k = 1, cnt(m)
+                    call put(wantw, dt, dsp(m) + k, val(k, m, cases))
+                end do
+            end do
+            if (here) recvw(dsp(me) * w + 1:(dsp(me) + own) * w) = sendw(1:own * w)
+        end if
+        if (which == 0 .and. here) then
+            if (blocking) call MPI_ALLGATHERV(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), cnt, &
+                                              dsp, dt, comm, ierr)
+            if (.not. blocking) call MPI_IALLGATHERV(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, &
+                                                     recvw(1), cnt, dsp, dt, comm, req, ierr)
+        else if (which == 0) then
+            if (blocking) call MPI_ALLGATHERV(sendw(1), own, dt, recvw(1), cnt, dsp, dt, comm, &
+                                              ierr)
+            if (.not. blocking) call MPI_IALLGATHERV(sendw(1), own, dt, recvw(1), cnt, dsp, dt, &
+                                                     comm, req, ierr)
+        else if (which == 1 .and. here) then
+            if (blocking) call MPI_GATHERV(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), cnt, &
+                                           dsp, dt, root, comm, ierr)
+            if (.not. blocking) call MPI_IGATHERV(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvw(1), &
+                                                  cnt, dsp, dt, root, comm, req, ierr)
+        else if (which == 1) then
+            if (blocking) call MPI_GATHERV(sendw(1), own, dt, recvw(1), cnt, dsp, dt, root, &
+                                           comm, ierr)
+            if (.not. blocking) call MPI_IGATHERV(sendw(1), own, dt, recvw(1), cnt, dsp, dt, &
+                                                  root, comm, req, ierr)
+        else if (here) then
+            if (blocking) call MPI_SCATTERV(sendw(1), cnt, dsp, dt, MPI_IN_PLACE, 0, &
+                                            MPI_DATATYPE_NULL, root, comm, ierr)
+            if (.not. blocking) call MPI_ISCATTERV(sendw(1), cnt, dsp, dt, MPI_IN_PLACE, 0, &
+                                                   MPI_DATATYPE_NULL, root, comm, req, ierr)
+        else
+            if (blocking) call MPI_SCATTERV(sendw(1), cnt, dsp, dt, recvw(1), own, dt, root, &
+                                            comm, ierr)
+            if (.not. blocking) call MPI_ISCATTERV(sendw(1), cnt, dsp, dt, recvw(1), own, dt, &
+                                                   root, comm, req, ierr)
+        end if
+        what = 'allgatherv'
+        if (which == 1) what = 'gatherv'
+        if (which == 2) what = 'scatterv'
+        call note(ierr, trim(what))
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        if (.not. blocking) what = 'i' // trim(what)
+        name = label(what, dt, MPI_OP_NULL, n, inplace, blocking)
+        write (name, '(a," root=",i0)') trim(name), root
+        ! what this rank receives: the gathering buffer (gaps included), or
+        ! its block; nothing off a gatherv's root or at a scatterv's root in place
+        mw = extent * w
+        if (which == 2) mw = own * w
+        if ((which == 1 .and. me /= root) .or. (which == 2 .and. here)) mw = 0
+        call finish(name, recvw(1:mw), wantw(1:mw))
+    end subroutine case_vgather
+
+    ! MPI_REDUCE_SCATTER with equal counts (n each: what the library
+    ! offloads), out of place.
+    subroutine case_reduce_scatter(blocking, dt, op, n, comm)
+        logical, intent(in) :: blocking
+        integer, intent(in) :: dt, op, n, comm
+        integer :: w, k, me, np, req, ierr
+        integer, allocatable :: cnt(:)
+        character(len=24) :: what
+        call start_case()
+        call MPI_COMM_RANK(comm, me, ierr)
+        call MPI_COMM_SIZE(comm, np, ierr)
+        w = words_per(dt)
+        allocate (cnt(np))
+        cnt = n
+        call fresh(n * np * w, n * w)
+        do k = 1, n * np
+            call put(sendw, dt, k, val(k, me, cases))
+        end do
+        do k = 1, n
+            call put(wantw, dt, k, reduced(me * n + k, cases, op, np))
+        end do
+        if (blocking) then
+            call MPI_REDUCE_SCATTER(sendw(1), recvw(1), cnt, dt, op, comm, ierr)
+        else
+            call MPI_IREDUCE_SCATTER(sendw(1), recvw(1), cnt, dt, op, comm, req, ierr)
+        end if
+        call note(ierr, 'reduce_scatter')
+        if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
+        what = merge('reduce_scatter ', 'ireduce_scatter', blocking)
+        call finish(label(what, dt, op, n, .false., blocking), recvw(1:n * w), wantw(1:n * w))
+    end subroutine case_reduce_scatter
+
     subroutine case_bcast(blocking, dt, n, root, comm)
         logical, intent(in) :: blocking
         integer, intent(in) :: dt, n, root, comm
@@ -937,6 +1072,7 @@ program offload_check
                         op = ops(oi)
                         call case_allreduce(blocking, dt, op, n, inplace, MPI_COMM_WORLD)
                         call case_reduce_scatter_block(blocking, dt, op, n, inplace, dup)
+                        if (.not. inplace) call case_reduce_scatter(blocking, dt, op, n, reversed)
                     end do
                     ! roots first and last, on the world and on the reversed ranks
                     ! (not in place at the last root with 4097 elements: MPICH 4.0's
@@ -950,6 +1086,11 @@ program offload_check
                                      ci /= 2), MPI_COMM_WORLD)
                     call case_scatter(blocking, dt, n, inplace, merge(world_size - 1, 0, &
                                       ci /= 3), reversed)
+                    call case_vgather(blocking, 0, dt, n, inplace, 0, reversed)
+                    call case_vgather(blocking, 1, dt, n, inplace, merge(world_size - 1, 0, &
+                                      ci /= 3), MPI_COMM_WORLD)
+                    call case_vgather(blocking, 2, dt, n, inplace, merge(0, world_size - 1, &
+                                      ci /= 4), dup)
                     call case_allgather(blocking, dt, n, inplace, MPI_COMM_WORLD)
                     call case_alltoall(blocking, dt, n, inplace, reversed)
                     call case_alltoallv(blocking, dt, n, inplace, reversed)

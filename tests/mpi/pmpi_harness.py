@@ -36,7 +36,9 @@ OFFLOADED_OPS = (
     "MPI_Allgather", "MPI_Iallgather", "MPI_Alltoall", "MPI_Ialltoall", "MPI_Alltoallv",
     "MPI_Ialltoallv", "MPI_Bcast", "MPI_Ibcast", "MPI_Barrier", "MPI_Ibarrier",
     "MPI_Reduce", "MPI_Ireduce", "MPI_Scan", "MPI_Iscan", "MPI_Exscan", "MPI_Iexscan",
-    "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter",
+    "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter", "MPI_Allgatherv",
+    "MPI_Iallgatherv", "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatterv", "MPI_Iscatterv",
+    "MPI_Reduce_scatter", "MPI_Ireduce_scatter",
 )
 # DEPUTY_MPI_THRESHOLDS: every operation from 0 bytes (names: the MPI names
 # lowercased without "mpi_").

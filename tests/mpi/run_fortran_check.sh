@@ -69,7 +69,9 @@ command -v nm > /dev/null || fail "nm (binutils) is needed to list the library's
 all_ops=(MPI_Iallreduce MPI_Ireduce_scatter_block MPI_Iallgather MPI_Ialltoall MPI_Ialltoallv
          MPI_Ibcast MPI_Ibarrier MPI_Allreduce MPI_Reduce_scatter_block MPI_Allgather
          MPI_Alltoall MPI_Alltoallv MPI_Bcast MPI_Barrier MPI_Ireduce MPI_Reduce MPI_Iscan
-         MPI_Scan MPI_Iexscan MPI_Exscan MPI_Igather MPI_Gather MPI_Iscatter MPI_Scatter)
+         MPI_Scan MPI_Iexscan MPI_Exscan MPI_Igather MPI_Gather MPI_Iscatter MPI_Scatter
+         MPI_Iallgatherv MPI_Allgatherv MPI_Igatherv MPI_Gatherv MPI_Iscatterv MPI_Scatterv
+         MPI_Ireduce_scatter MPI_Reduce_scatter)
 defined=$(nm -D --defined-only "$library" | awk '{print $NF}')
 ops=()
 for op in "${all_ops[@]}"; do
