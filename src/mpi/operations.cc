@@ -62,13 +62,15 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::iscatter,             "MPI_Iscatter",              "iscatter",              true,  0,       64 * K},
     {Operation::gather,               "MPI_Gather",                "gather",                false, 1 * M,   64 * K},
     {Operation::scatter,              "MPI_Scatter",               "scatter",               false, 1 * M,   64 * K},
-    // The vector forms: allgatherv by its total (allgather's values, not
-    // measured yet); gatherv and scatterv, whose counts only the root has,
-    // as alltoallv (0 or never).
-    {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       64 * K},
+    // The vector forms: allgatherv by its total, from 1 MiB on shared cores
+    // (deputy bench coll's first look, docs/PERFORMANCE.md: without the
+    // members running it, 64-256 KiB were 0.92-1.03x MPI's and up to
+    // 1.43x in a run; 1 MiB 0.64x); gatherv and scatterv, whose counts only
+    // the root has, as alltoallv (0 or never).
+    {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       1 * M},
     {Operation::igatherv,             "MPI_Igatherv",              "igatherv",              true,  0,       kNever},
     {Operation::iscatterv,            "MPI_Iscatterv",             "iscatterv",             true,  0,       kNever},
-    {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   64 * K},
+    {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   1 * M},
     {Operation::gatherv,              "MPI_Gatherv",               "gatherv",               false, kNever,  kNever},
     {Operation::scatterv,             "MPI_Scatterv",              "scatterv",              false, kNever,  kNever},
     // Equal counts only (else passed, "unequal counts"): reduce_scatter_block's values.
