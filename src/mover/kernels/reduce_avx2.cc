@@ -1,4 +1,5 @@
-// AVX2 reduction for every dtype x op, one vector per step and the scalar
+// AVX2 reduction for every numeric dtype x op (the pairs' MINLOC / MAXLOC
+// stay scalar), one vector per step and the scalar
 // kernel for the last partial vector. Each sequence below computes exactly
 // the scalar definition in reduce_scalar.cc; where AVX2 lacks an instruction
 // (64-bit multiply and min/max, byte multiply) it is built from 32-bit and
@@ -55,11 +56,43 @@ inline __m256i less_epi64(__m256i a, __m256i b) {
     return _mm256_cmpgt_epi64(_mm256_xor_si256(b, flip), _mm256_xor_si256(a, flip));
 }
 
+// All-ones lanes where a lane of `a` is 0; lanes holding 1.
+template <int kBits>
+inline __m256i zero_lanes(__m256i a) {
+    const __m256i z = _mm256_setzero_si256();
+    if constexpr (kBits == 8) return _mm256_cmpeq_epi8(a, z);
+    if constexpr (kBits == 16) return _mm256_cmpeq_epi16(a, z);
+    if constexpr (kBits == 32) return _mm256_cmpeq_epi32(a, z);
+    if constexpr (kBits == 64) return _mm256_cmpeq_epi64(a, z);
+}
+template <int kBits>
+inline __m256i one_lanes() {
+    if constexpr (kBits == 8) return _mm256_set1_epi8(1);
+    if constexpr (kBits == 16) return _mm256_set1_epi16(1);
+    if constexpr (kBits == 32) return _mm256_set1_epi32(1);
+    if constexpr (kBits == 64) return _mm256_set1_epi64x(1);
+}
+
 template <dp_dtype_t D, dp_op_t O>
 inline __m256i combine_int(__m256i a, __m256i b) {
     constexpr int kBits = bits_of(D);
     constexpr bool kSigned = D <= DP_INT64;
-    if constexpr (O == DP_SUM) {
+    if constexpr (O == DP_BAND) {
+        return _mm256_and_si256(a, b);
+    } else if constexpr (O == DP_BOR) {
+        return _mm256_or_si256(a, b);
+    } else if constexpr (O == DP_BXOR) {
+        return _mm256_xor_si256(a, b);
+    } else if constexpr (O == DP_LAND) {  // 1 where neither is 0
+        return _mm256_andnot_si256(_mm256_or_si256(zero_lanes<kBits>(a), zero_lanes<kBits>(b)),
+                                   one_lanes<kBits>());
+    } else if constexpr (O == DP_LOR) {  // 1 where not both are 0
+        return _mm256_andnot_si256(_mm256_and_si256(zero_lanes<kBits>(a), zero_lanes<kBits>(b)),
+                                   one_lanes<kBits>());
+    } else if constexpr (O == DP_LXOR) {  // 1 where exactly one is 0
+        return _mm256_and_si256(_mm256_xor_si256(zero_lanes<kBits>(a), zero_lanes<kBits>(b)),
+                                one_lanes<kBits>());
+    } else if constexpr (O == DP_SUM) {
         if constexpr (kBits == 8) return _mm256_add_epi8(a, b);
         if constexpr (kBits == 16) return _mm256_add_epi16(a, b);
         if constexpr (kBits == 32) return _mm256_add_epi32(a, b);
@@ -221,6 +254,14 @@ void register_dtype(Table &table) {
     table.reduce[D][DP_PROD] = reduce<D, DP_PROD>;
     table.reduce[D][DP_MIN] = reduce<D, DP_MIN>;
     table.reduce[D][DP_MAX] = reduce<D, DP_MAX>;
+    if constexpr (D <= DP_UINT64) {  // MPI's logical and bitwise ops: integers only
+        table.reduce[D][DP_LAND] = reduce<D, DP_LAND>;
+        table.reduce[D][DP_LOR] = reduce<D, DP_LOR>;
+        table.reduce[D][DP_LXOR] = reduce<D, DP_LXOR>;
+        table.reduce[D][DP_BAND] = reduce<D, DP_BAND>;
+        table.reduce[D][DP_BOR] = reduce<D, DP_BOR>;
+        table.reduce[D][DP_BXOR] = reduce<D, DP_BXOR>;
+    }
 }
 
 }  // namespace

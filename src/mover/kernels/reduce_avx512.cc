@@ -1,4 +1,5 @@
-// AVX-512 reduction for every dtype x op, one vector per step and the scalar
+// AVX-512 reduction for every numeric dtype x op (the pairs' MINLOC / MAXLOC
+// stay scalar), one vector per step and the scalar
 // kernel for the last partial vector. Each instruction below computes exactly
 // the scalar definition in reduce_scalar.cc: integer add/multiply wrap,
 // VMINPS/VMAXPS are (a < b) ? a : b and (a > b) ? a : b, VCVTPH2PS/VCVTPS2PH
@@ -44,11 +45,40 @@ inline __m512i mullo_epi8(__m512i a, __m512i b) {
                            _mm512_slli_epi16(odd, 8));
 }
 
+// The lanes of `a` that are 0, as a mask; `m`'s lanes set to 1, the others 0.
+template <int kBits>
+inline auto zero_mask(__m512i a) {
+    const __m512i z = _mm512_setzero_si512();
+    if constexpr (kBits == 8) return _mm512_cmpeq_epi8_mask(a, z);
+    if constexpr (kBits == 16) return _mm512_cmpeq_epi16_mask(a, z);
+    if constexpr (kBits == 32) return _mm512_cmpeq_epi32_mask(a, z);
+    if constexpr (kBits == 64) return _mm512_cmpeq_epi64_mask(a, z);
+}
+template <int kBits, typename Mask>
+inline __m512i ones_where(Mask m) {
+    if constexpr (kBits == 8) return _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(1));
+    if constexpr (kBits == 16) return _mm512_maskz_mov_epi16(m, _mm512_set1_epi16(1));
+    if constexpr (kBits == 32) return _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(1));
+    if constexpr (kBits == 64) return _mm512_maskz_mov_epi64(m, _mm512_set1_epi64(1));
+}
+
 template <dp_dtype_t D, dp_op_t O>
 inline __m512i combine_int(__m512i a, __m512i b) {
     constexpr int kBits = bits_of(D);
     constexpr bool kSigned = D <= DP_INT64;
-    if constexpr (O == DP_SUM) {
+    if constexpr (O == DP_BAND) {
+        return _mm512_and_si512(a, b);
+    } else if constexpr (O == DP_BOR) {
+        return _mm512_or_si512(a, b);
+    } else if constexpr (O == DP_BXOR) {
+        return _mm512_xor_si512(a, b);
+    } else if constexpr (O == DP_LAND || O == DP_LOR || O == DP_LXOR) {
+        const auto za = zero_mask<kBits>(a), zb = zero_mask<kBits>(b);
+        using Mask = decltype(za);
+        if constexpr (O == DP_LAND) return ones_where<kBits>(Mask(~(za | zb)));
+        if constexpr (O == DP_LOR) return ones_where<kBits>(Mask(~(za & zb)));
+        if constexpr (O == DP_LXOR) return ones_where<kBits>(Mask(za ^ zb));
+    } else if constexpr (O == DP_SUM) {
         if constexpr (kBits == 8) return _mm512_add_epi8(a, b);
         if constexpr (kBits == 16) return _mm512_add_epi16(a, b);
         if constexpr (kBits == 32) return _mm512_add_epi32(a, b);
@@ -196,6 +226,14 @@ void register_dtype(Table &table) {
     table.reduce[D][DP_PROD] = reduce<D, DP_PROD>;
     table.reduce[D][DP_MIN] = reduce<D, DP_MIN>;
     table.reduce[D][DP_MAX] = reduce<D, DP_MAX>;
+    if constexpr (D <= DP_UINT64) {  // MPI's logical and bitwise ops: integers only
+        table.reduce[D][DP_LAND] = reduce<D, DP_LAND>;
+        table.reduce[D][DP_LOR] = reduce<D, DP_LOR>;
+        table.reduce[D][DP_LXOR] = reduce<D, DP_LXOR>;
+        table.reduce[D][DP_BAND] = reduce<D, DP_BAND>;
+        table.reduce[D][DP_BOR] = reduce<D, DP_BOR>;
+        table.reduce[D][DP_BXOR] = reduce<D, DP_BXOR>;
+    }
 }
 
 }  // namespace
