@@ -108,6 +108,13 @@ DP_API dp_status_t dp_igatherv(const void *src, size_t count, void *dst, const s
 DP_API dp_status_t dp_iscatterv(const void *src, const size_t *scounts, const size_t *sdispls,
                                 void *dst, size_t count, dp_dtype_t dtype, int root,
                                 dp_team_t *team, dp_request_t **req);
+/* Reduce-scatter with per-member counts (MPI_Ireduce_scatter): counts[m] elements, the same
+ * array on every member (else DP_ERR_MISMATCH on every member); src holds every block back to
+ * back (sum of counts), member r's dst receives block r reduced in rank order. No in-place
+ * form. */
+DP_API dp_status_t dp_ireduce_scatterv(const void *src, void *dst, const size_t *counts,
+                                       dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
+                                       dp_request_t **req);
 
 /* Rooted and prefix collectives (MPI_Ireduce, MPI_Igather, MPI_Iscatter, MPI_Iscan,
  * MPI_Iexscan). A buffer a member does not use may be NULL: dst on every member but the root
@@ -189,6 +196,8 @@ DP_API dp_status_t dp_gatherv(const void *src, size_t count, void *dst, const si
 DP_API dp_status_t dp_scatterv(const void *src, const size_t *scounts, const size_t *sdispls,
                                void *dst, size_t count, dp_dtype_t dtype, int root,
                                dp_team_t *team);
+DP_API dp_status_t dp_reduce_scatterv(const void *src, void *dst, const size_t *counts,
+                                      dp_dtype_t dtype, dp_op_t op, dp_team_t *team);
 
 #ifdef __cplusplus
 }

@@ -255,7 +255,12 @@ void TeamEngine::post_step(Team &t, uint32_t group) {
     // brought: it checks again.
     o.check = !ex.checked || ex.node_plan.steps_in_order;
     ex.checked = true;
-    if (coll::is_vector(ex.collective) && group == 1) {
+    // reduce_scatterv's counts never travel between agents: the check
+    // compares their digest instead of a count, so that nodes whose members
+    // disagree fail every rank before a byte moves.
+    if (ex.collective == coll::Collective::reduce_scatterv)
+        o.count = coll::reduction_layout_digest(ex.vectors[t.local_ranks.front()]);
+    if (!ex.node_plan.vector_steps.empty() && group == 1) {
         // The counts arrived with step 0: a pair that disagrees fails the
         // data step on every node (this node's check differs) before any
         // byte moves; so does a failure here so far (step 0, the gather),

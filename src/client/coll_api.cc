@@ -98,8 +98,8 @@ dp_status_t post_and_wait(dp_team_t *team, Collective c, const void *src, void *
 // counts that disagree between members are its too.
 dp_status_t post_vector(const char *fn, Collective c, const void *src, const size_t *scounts,
                         const size_t *sdispls, void *dst, const size_t *rcounts,
-                        const size_t *rdispls, dp_dtype_t dtype, uint64_t root, dp_team_t *team,
-                        dp_request_t **req) {
+                        const size_t *rdispls, dp_dtype_t dtype, dp_op_t op, uint64_t root,
+                        dp_team_t *team, dp_request_t **req) {
     if (unsigned(dtype) >= DP_DTYPE_COUNT)
         DP_FAIL(DP_ERR_INVALID, "{}: dtype {} is not a dp_dtype_t", fn, int(dtype));
     if (c == Collective::alltoallv && src != nullptr && src == dst)
@@ -116,9 +116,10 @@ dp_status_t post_vector(const char *fn, Collective c, const void *src, const siz
     }
     // MPI forbids writing a location twice: receive blocks that overlap are
     // a caller's mistake, named here rather than left to chance. (A block
-    // whose end overflows is left to the agent, which refuses it.)
+    // whose end overflows is left to the agent, which refuses it.
+    // reduce_scatterv's receive blocks are one, from every member.)
     std::vector<std::pair<size_t, int>> starts;
-    for (int m = 0; m < p; ++m)
+    for (int m = 0; m < p && c != Collective::reduce_scatterv; ++m)
         if (size_t end; rcounts[m] && !__builtin_add_overflow(rdispls[m], rcounts[m], &end))
             starts.push_back({rdispls[m], m});
     std::sort(starts.begin(), starts.end());
@@ -130,8 +131,8 @@ dp_status_t post_vector(const char *fn, Collective c, const void *src, const siz
                     a, b, rdispls[a], rcounts[a], rdispls[b]);
     }
     Request *r = nullptr;
-    DP_CHECK(team->impl->post_vector(c, src, scounts, sdispls, dst, rcounts, rdispls, dtype, root,
-                                     &r));
+    DP_CHECK(team->impl->post_vector(c, src, scounts, sdispls, dst, rcounts, rdispls, dtype, op,
+                                     root, &r));
     *req = reinterpret_cast<dp_request_t *>(r);
     return DP_OK;
 }
@@ -147,7 +148,7 @@ dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t 
                 "dp_team_size() entries)",
                 !scounts ? "scounts" : !sdispls ? "sdispls" : !rcounts ? "rcounts" : "rdispls");
     return post_vector("dp_ialltoallv", Collective::alltoallv, src, scounts, sdispls, dst,
-                       rcounts, rdispls, dtype, 0, team, req);
+                       rcounts, rdispls, dtype, DP_SUM, 0, team, req);
 }
 
 // allgatherv, gatherv and scatterv as alltoallv's blocks (coll/collective.h):
@@ -195,6 +196,29 @@ dp_status_t check_own(const char *fn, const char *name, int rank, size_t given, 
     return DP_OK;
 }
 
+dp_status_t post_reduce_scatterv(const void *src, void *dst, const size_t *counts,
+                                 dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
+                                 dp_request_t **req) {
+    constexpr const char *fn = "dp_ireduce_scatterv";
+    DP_CHECK(vector_arrays(fn, team, req, dtype, counts, counts, "counts", "counts", true));
+    if (!deputy::mover::op_applies(unsigned(dtype), unsigned(op)))
+        DP_FAIL(DP_ERR_INVALID, "{}: reduction {} does not apply to dtype {}", fn, dp_op_name(op),
+                dp_dtype_name(dtype));
+    const int me = team->impl->rank(), p = team->impl->size();
+    if (src != nullptr && src == dst)
+        DP_FAIL(DP_ERR_INVALID, "{}: src == dst: reduce_scatterv has no in-place form", fn);
+    VectorBlocks b;
+    size_t at = 0;
+    for (int m = 0; m < p; ++m) {
+        b.scounts[size_t(m)] = counts[m];  // block m of the source, back to back
+        b.sdispls[size_t(m)] = at;
+        at += counts[m];
+        b.rcounts[size_t(m)] = counts[me];  // this member's block, from everyone
+    }
+    return post_vector(fn, Collective::reduce_scatterv, src, b.scounts.data(), b.sdispls.data(),
+                       dst, b.rcounts.data(), b.rdispls.data(), dtype, op, 0, team, req);
+}
+
 dp_status_t post_allgatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
                             const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team,
                             dp_request_t **req) {
@@ -211,7 +235,7 @@ dp_status_t post_allgatherv(const void *src, size_t count, void *dst, const size
     }
     if (in_place) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
     return post_vector(fn, Collective::allgatherv, src, b.scounts.data(), b.sdispls.data(), dst,
-                       b.rcounts.data(), b.rdispls.data(), dtype, 0, team, req);
+                       b.rcounts.data(), b.rdispls.data(), dtype, DP_SUM, 0, team, req);
 }
 
 dp_status_t post_gatherv(const void *src, size_t count, void *dst, const size_t *rcounts,
@@ -234,7 +258,8 @@ dp_status_t post_gatherv(const void *src, size_t count, void *dst, const size_t 
         if (at_element(src, dst, rdispls[me], dtype)) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
     }
     return post_vector(fn, Collective::gatherv, src, b.scounts.data(), b.sdispls.data(), dst,
-                       b.rcounts.data(), b.rdispls.data(), dtype, uint64_t(root), team, req);
+                       b.rcounts.data(), b.rdispls.data(), dtype, DP_SUM, uint64_t(root), team,
+                       req);
 }
 
 dp_status_t post_scatterv(const void *src, const size_t *scounts, const size_t *sdispls,
@@ -257,7 +282,8 @@ dp_status_t post_scatterv(const void *src, const size_t *scounts, const size_t *
         if (at_element(dst, src, sdispls[me], dtype)) b.scounts[size_t(me)] = b.rcounts[size_t(me)] = 0;
     }
     return post_vector(fn, Collective::scatterv, src, b.scounts.data(), b.sdispls.data(), dst,
-                       b.rcounts.data(), b.rdispls.data(), dtype, uint64_t(root), team, req);
+                       b.rcounts.data(), b.rdispls.data(), dtype, DP_SUM, uint64_t(root), team,
+                       req);
 }
 
 }  // namespace
@@ -344,6 +370,11 @@ extern "C" dp_status_t dp_ialltoallv(const void *src, const size_t *scounts,
                                      const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team,
                                      dp_request_t **req) {
     return post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, req);
+}
+extern "C" dp_status_t dp_ireduce_scatterv(const void *src, void *dst, const size_t *counts,
+                                           dp_dtype_t dtype, dp_op_t op, dp_team_t *team,
+                                           dp_request_t **req) {
+    return post_reduce_scatterv(src, dst, counts, dtype, op, team, req);
 }
 extern "C" dp_status_t dp_iallgatherv(const void *src, size_t count, void *dst,
                                       const size_t *rcounts, const size_t *rdispls,
@@ -493,6 +524,14 @@ extern "C" dp_status_t dp_alltoallv(const void *src, const size_t *scounts,
                                     const size_t *rdispls, dp_dtype_t dtype, dp_team_t *team) {
     dp_request_t *req = nullptr;
     DP_CHECK(post_alltoallv(src, scounts, sdispls, dst, rcounts, rdispls, dtype, team, &req));
+    dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
+}
+extern "C" dp_status_t dp_reduce_scatterv(const void *src, void *dst, const size_t *counts,
+                                          dp_dtype_t dtype, dp_op_t op, dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(post_reduce_scatterv(src, dst, counts, dtype, op, team, &req));
     dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;

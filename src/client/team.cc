@@ -167,8 +167,8 @@ dp_status_t Team::push(Request &r, channel::CollPost post) {
 
 dp_status_t Team::post_vector(coll::Collective c, const void *src, const size_t *scounts,
                               const size_t *sdispls, void *dst, const size_t *rcounts,
-                              const size_t *rdispls, dp_dtype_t dtype, uint64_t root,
-                              Request **req) {
+                              const size_t *rdispls, dp_dtype_t dtype, dp_op_t op,
+                              uint64_t root, Request **req) {
     if (req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
     uint32_t slot;
@@ -204,7 +204,8 @@ dp_status_t Team::post_vector(coll::Collective c, const void *src, const size_t 
     channel::CollPost post{};
     post.opcode = uint8_t(channel::kCollPostBase + uint8_t(c));
     post.dtype = uint8_t(dtype);
-    post.root = root;
+    post.redop = coll::reduces(c) ? uint8_t(op) : 0;
+    post.root = uint32_t(root);
     post.team = id_;
     post.completion = reinterpret_cast<uint64_t>(r.record);
     post.src = reinterpret_cast<uint64_t>(src);

@@ -58,8 +58,8 @@ class Team {
     // and which is freed with the request.
     dp_status_t post_vector(coll::Collective c, const void *src, const size_t *scounts,
                             const size_t *sdispls, void *dst, const size_t *rcounts,
-                            const size_t *rdispls, dp_dtype_t dtype, uint64_t root,
-                            Request **req);
+                            const size_t *rdispls, dp_dtype_t dtype, dp_op_t op,
+                            uint64_t root, Request **req);
     dp_status_t leave();
 
     Context *context() const { return ctx_; }

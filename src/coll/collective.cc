@@ -34,6 +34,8 @@ constexpr CollectiveInfo kCollectives[] = {
     {Collective::allgatherv, "allgatherv", false, Rooting::none, 1, P, one_round, true, false},
     {Collective::gatherv, "gatherv", false, Rooting::into_root, 1, P, one_round, true, false},
     {Collective::scatterv, "scatterv", false, Rooting::out_of_root, P, 1, one_round, true, false},
+    {Collective::reduce_scatterv, "reduce_scatterv", true, Rooting::none, P, 1, one_round, true,
+     false},
 };
 static_assert(std::size(kCollectives) == kCollectiveCount);
 constexpr bool in_order() {

@@ -18,6 +18,7 @@
 //   allgatherv      (counts block)            own block      the blocks of every member
 //   gatherv         (counts block)            own block      the blocks at the root
 //   scatterv        (counts block)            blocks at the root   own block
+//   reduce_scatterv (counts block)            every block    own block (reduced)
 //
 // with n = count * dp_dtype_size(dtype). In place (MPI_IN_PLACE) the source
 // buffer does not exist and the input is read from the destination: for
@@ -40,8 +41,14 @@
 // its plans. Where a single count describes one (deputy bench coll, the
 // table's blocks), that is the equal-count case. alltoallv has no in-place
 // form; the others' in-place forms give the member's own block no move
-// (its counts block says 0 for it). None has a point-to-point schedule
-// (CollectiveArgs holds one count).
+// (its counts block says 0 for it). reduce_scatterv is the reducing one:
+// its counts (the same on every member) give block m of every source, which
+// reduced is member m's destination; its counts block lists them as the
+// blocks each member sends each peer, back to back from the start of its
+// source (sdispls the prefix sums), and its own block as what it receives
+// from every peer, at the start of its destination (coll/vector_counts.h
+// checks that layout, which its plans read). It has no in-place form.
+// None has a point-to-point schedule (CollectiveArgs holds one count).
 #pragma once
 
 #include <deputy/mover.h>
@@ -69,8 +76,9 @@ enum class Collective : uint8_t {
     allgatherv,
     gatherv,
     scatterv,
+    reduce_scatterv,
 };
-inline constexpr int kCollectiveCount = 15;
+inline constexpr int kCollectiveCount = 16;
 
 // Which members' buffers a rooted collective uses (MPI's rules).
 enum class Rooting : uint8_t {
@@ -164,7 +172,7 @@ inline bool has_schedule(Collective c) { return collective_info(c).scheduled; }
 // input that the results of the members after it read.
 inline bool has_in_place(Collective c) {
     return c != Collective::bcast && c != Collective::barrier && c != Collective::alltoallv &&
-           c != Collective::scan && c != Collective::exscan;
+           c != Collective::scan && c != Collective::exscan && c != Collective::reduce_scatterv;
 }
 
 }  // namespace deputy::coll

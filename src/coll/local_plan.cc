@@ -16,6 +16,7 @@ void plan_local_gather(const LocalArgs &args, LocalPlan *plan);
 void plan_local_scatter(const LocalArgs &args, LocalPlan *plan);
 void plan_local_scan(const LocalArgs &args, LocalPlan *plan);
 void plan_local_exscan(const LocalArgs &args, LocalPlan *plan);
+void plan_local_reduce_scatterv(const LocalArgs &args, LocalPlan *plan);
 // A barrier moves no bytes: agreeing on it is all there is.
 void plan_local_barrier(const LocalArgs &, LocalPlan *) {}
 
@@ -45,6 +46,7 @@ constexpr PlanEntry kPlans[] = {
     {Collective::allgatherv, plan_local_alltoallv},
     {Collective::gatherv, plan_local_alltoallv},
     {Collective::scatterv, plan_local_alltoallv},
+    {Collective::reduce_scatterv, plan_local_reduce_scatterv},
 };
 static_assert(std::size(kPlans) == kCollectiveCount, "a local plan for every collective");
 constexpr bool in_order() {

@@ -13,6 +13,7 @@ namespace deputy::coll {
 
 void plan_node_allreduce(const NodeLayout &, NodePlan *);
 void plan_node_reduce_scatter(const NodeLayout &, NodePlan *);
+void plan_node_reduce_scatterv(const NodeLayout &, NodePlan *);
 NodeExchange exchange_node_reduction(const NodeLayout &, const NodePlan &, uint32_t);
 void plan_node_allgather(const NodeLayout &, NodePlan *);
 NodeExchange exchange_node_allgather(const NodeLayout &, const NodePlan &, uint32_t);
@@ -66,6 +67,7 @@ constexpr NodeEntry kNodePlans[] = {
     {Collective::allgatherv, plan_node_alltoallv, exchange_node_alltoallv},
     {Collective::gatherv, plan_node_alltoallv, exchange_node_alltoallv},
     {Collective::scatterv, plan_node_alltoallv, exchange_node_alltoallv},
+    {Collective::reduce_scatterv, plan_node_reduce_scatterv, exchange_node_reduction},
 };
 static_assert(std::size(kNodePlans) == kCollectiveCount, "a node plan for every collective");
 constexpr bool in_order() {

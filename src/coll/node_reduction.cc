@@ -1,24 +1,38 @@
-// allreduce, reduce_scatter and reduce across nodes: each node reduces its
-// members' sources (all P blocks for reduce_scatter) into recv, the agents
-// allreduce recv in stage_bytes pieces, and each member takes its part of
-// each piece as it arrives (the whole vector, its own block, or for reduce
-// the root alone the whole vector). reduce moves as much between agents as
+// allreduce, reduce_scatter(v) and reduce across nodes: each node reduces
+// its members' sources (all P blocks for reduce_scatter) into recv, the
+// agents allreduce recv in stage_bytes pieces, and each member takes its
+// part of each piece as it arrives (the whole vector, its own block, or for
+// reduce the root alone the whole vector). reduce_scatterv's blocks are
+// those of its counts, the same on every member (coll/vector_counts.h). reduce moves as much between agents as
 // allreduce: a reduction to the root's node alone (a tree) is the scale
 // work's.
 #include <algorithm>
 
 #include "coll/node_plan_parts.h"
+#include "coll/vector_counts.h"
 
 namespace deputy::coll {
 namespace {
 
 enum class Keeps { everything, own_block, root_only };
 
+// Member r's block of the reduced vector: [start, +len).
+struct Block {
+    uint64_t start, len;
+};
+
 void plan_reduction(const NodeLayout &x, NodePlan *plan, Keeps keeps) {
     const bool scatter = keeps == Keeps::own_block;
     const LocalArgs &a = x.a;
     const uint64_t n = x.n;
-    const uint64_t total = scatter ? x.p * n : n;
+    const bool vector = is_vector(a.collective);
+    // Any local member's counts give every block (the same on all).
+    const MemberVector *v = vector ? &(*a.vectors)[x.local.front()] : nullptr;
+    const auto block_of = [&](uint32_t r) -> Block {
+        if (v) return {v->send[r].offset, v->send[r].bytes};
+        return {r * n, n};
+    };
+    const uint64_t total = v ? v->send_total : scatter ? x.p * n : n;
     plan->recv_bytes = total;
     uint32_t group = 0;
     for_each_chunk(total, x.args.stage_bytes, x.element, [&](uint64_t base, uint64_t len) {
@@ -30,10 +44,12 @@ void plan_reduction(const NodeLayout &x, NodePlan *plan, Keeps keeps) {
         for (uint32_t r : x.local) {
             if (keeps == Keeps::root_only && r != a.root) continue;
             // The part of this piece that is member r's result.
-            const uint64_t lo = scatter ? std::max<uint64_t>(base, r * n) : base;
-            const uint64_t hi = scatter ? std::min<uint64_t>(base + len, (r + 1) * n) : base + len;
+            const Block b = block_of(r);
+            const uint64_t lo = scatter ? std::max<uint64_t>(base, b.start) : base;
+            const uint64_t hi =
+                scatter ? std::min<uint64_t>(base + len, b.start + b.len) : base + len;
             if (lo >= hi) continue;
-            const uint64_t shift = scatter ? r * n : 0;
+            const uint64_t shift = scatter ? b.start : 0;
             add_chunked(
                 plan->write_back, group, Task::Kind::move, hi - lo, a, 1,
                 [&](size_t, uint64_t off) { return agent_recv(lo + off); }, 1,
@@ -57,6 +73,9 @@ void plan_node_reduce_scatter(const NodeLayout &x, NodePlan *plan) {
 }
 void plan_node_reduce(const NodeLayout &x, NodePlan *plan) {
     plan_reduction(x, plan, Keeps::root_only);
+}
+void plan_node_reduce_scatterv(const NodeLayout &x, NodePlan *plan) {
+    plan_reduction(x, plan, Keeps::own_block);
 }
 
 // Each: the group's piece of recv, reduced in place across the nodes.

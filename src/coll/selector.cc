@@ -37,6 +37,7 @@ const char *rule_for(const CollectiveArgs &args, const SelectorTunables &t) {
         case Collective::allgatherv:
         case Collective::gatherv:
         case Collective::scatterv:
+        case Collective::reduce_scatterv:
             return "";  // no schedule: CollectiveArgs has one count, not one per peer
         case Collective::reduce:
         case Collective::gather:

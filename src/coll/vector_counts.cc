@@ -84,6 +84,29 @@ dp_status_t decode_vector_counts(const void *block, uint64_t bytes, uint32_t tea
     return DP_OK;
 }
 
+std::string reduction_layout_problem(const MemberVector &v) {
+    uint64_t at = 0;
+    for (size_t m = 0; m < v.send.size(); ++m) {
+        if (v.send[m].bytes && v.send[m].offset != at)
+            return fmt::format("block {} of the source starts at byte {}, not {} (the blocks lie "
+                               "back to back from the start)",
+                               m, v.send[m].offset, at);
+        at += v.send[m].bytes;
+    }
+    for (size_t m = 0; m < v.recv.size(); ++m)
+        if (v.recv[m].offset != 0 || v.recv[m].bytes != v.recv[0].bytes)
+            return fmt::format("the result block from rank {} is [{}, +{}), not [0, +{})", m,
+                               v.recv[m].offset, v.recv[m].bytes, v.recv[0].bytes);
+    return {};
+}
+
+uint64_t reduction_layout_digest(const MemberVector &v) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the lengths
+    for (const VectorBlock &b : v.send)
+        for (int k = 0; k < 8; ++k) h = (h ^ ((b.bytes >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
 std::string vector_difference(std::span<const MemberVector *const> members) {
     for (size_t r = 0; r < members.size(); ++r) {
         if (!members[r]) continue;

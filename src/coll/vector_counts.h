@@ -71,6 +71,15 @@ dp_status_t decode_vector_counts(const void *block, uint64_t bytes, uint32_t tea
                                  uint64_t element_bytes, uint64_t max_bytes, MemberVector *out,
                                  std::string *why);
 
+// reduce_scatterv's layout (coll/collective.h): the send blocks back to
+// back from 0 in rank order, every receive block at 0 with one length.
+// Empty when `v` has it, else what differs.
+std::string reduction_layout_problem(const MemberVector &v);
+// A digest of the blocks a reduce_scatterv's layout gives (the send
+// lengths): equal on every node whose members agree, which the agents
+// compare before their first step.
+uint64_t reduction_layout_digest(const MemberVector &v);
+
 // Whether the members agree: rank r's send to m has the bytes of m's recv
 // from r, for every pair whose both members are given (members[r] null:
 // not here). Empty when they agree, else the first pair that does not.

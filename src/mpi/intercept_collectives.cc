@@ -151,9 +151,10 @@ int reduce_scatter_block(Operation op, const void *sendbuf, void *recvbuf, int r
     }, request));
 }
 
-// MPI_Reduce_scatter (per-rank counts, the same array on every rank): with
-// equal counts it is reduce_scatter_block, which deputy runs; unequal
-// counts go to MPI (deputy has no reduction over per-member blocks yet).
+// MPI_Reduce_scatter: per-rank counts, the same array on every rank, so
+// every rank decides alike (its size: the largest count). Equal counts run
+// as reduce_scatter_block; others as deputy's reduce_scatterv. deputy has
+// no in-place form of either (as reduce_scatter_block).
 int reduce_scatter(Operation op, const void *sendbuf, void *recvbuf, const int *recvcounts,
                    MPI_Datatype type, MPI_Op mpi_op, MPI_Comm comm, MPI_Request *request) {
     auto to_mpi = [&] {
@@ -161,30 +162,42 @@ int reduce_scatter(Operation op, const void *sendbuf, void *recvbuf, const int *
                                               request)
                        : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, mpi_op, comm);
     };
-    int size = 0;
+    int size = 0, me = 0;
     PMPI_Comm_size(comm, &size);
-    const int count = size > 0 ? recvcounts[0] : 0;
-    for (int m = 1; m < size; ++m)
-        if (recvcounts[m] != count) {
-            count_passed(op, PassReason::unequal_counts);
-            return to_mpi();
-        }
-    const size_t bytes = size_t(count > 0 ? count : 0) * type_size(type);
+    PMPI_Comm_rank(comm, &me);
+    int largest = 0;
+    bool equal = true;
+    for (int m = 0; m < size; ++m) {
+        largest = std::max(largest, recvcounts[m]);
+        equal &= recvcounts[m] == recvcounts[0];
+    }
+    const size_t bytes = size_t(largest) * type_size(type);
     dp_dtype_t dtype;
     dp_op_t dop;
-    size_t span = 0;
-    CommTeam *ct = reducing_team(op, count, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
+    size_t span = 0;  // of the largest block
+    CommTeam *ct = reducing_team(op, largest, type, mpi_op, sendbuf == MPI_IN_PLACE, comm, &dtype,
                                  &dop, &span);
     if (!ct) return to_mpi();
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
+    const size_t element = largest > 0 ? span / size_t(largest) : 0;
+    auto counts = std::make_shared<std::array<size_t, DP_TEAM_MAX_SIZE>>();
+    size_t total = 0;
+    for (int m = 0; m < size; ++m) {
+        if (recvcounts[m] < 0)
+            fatal(std::string(operation_info(op).mpi_name) + ": a negative count (MPI_ERR_COUNT)");
+        (*counts)[size_t(m)] = size_t(recvcounts[m]);
+        total += size_t(recvcounts[m]);
+    }
     RangePins pins;
-    reach(sendbuf, span * size_t(ct->size), &pins, op);
-    reach(recvbuf, span, &pins, op);
+    reach(sendbuf, total * element, &pins, op);
+    reach(recvbuf, size_t(recvcounts[me]) * element, &pins, op);
     dp_team_t *team = ct->team;
-    const size_t n = size_t(count);
+    const size_t n = size_t(recvcounts[0]);
     return tuned.done(finish(op, ct, std::move(pins), [=](dp_request_t **req) {
-        return dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req);
+        return equal ? dp_ireduce_scatter(sendbuf, recvbuf, n, dtype, dop, team, req)
+                     : dp_ireduce_scatterv(sendbuf, recvbuf, counts->data(), dtype, dop, team,
+                                           req);
     }, request));
 }
 

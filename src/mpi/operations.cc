@@ -73,7 +73,7 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   1 * M},
     {Operation::gatherv,              "MPI_Gatherv",               "gatherv",               false, kNever,  kNever},
     {Operation::scatterv,             "MPI_Scatterv",              "scatterv",              false, kNever,  kNever},
-    // Equal counts only (else passed, "unequal counts"): reduce_scatter_block's values.
+    // By the largest count: reduce_scatter_block's values.
     {Operation::ireduce_scatter,      "MPI_Ireduce_scatter",       "ireduce_scatter",       true,  0,       64 * K},
     {Operation::reduce_scatter,       "MPI_Reduce_scatter",        "reduce_scatter",        false, 64 * K,  32 * K},
 }};
@@ -84,7 +84,7 @@ constexpr std::array<const char *, kPassReasonCount> kReasons{
     "derived datatype",       "datatype deputy does not reduce",   "user-defined op",
     "in place",               "send and receive datatypes differ", "too large",
     "tuning trial",           "measured slower",                   "team not formed yet",
-    "invalid argument (MPI's error)",   "unequal counts (not yet)",
+    "invalid argument (MPI's error)",
 };
 
 constexpr bool table_in_order() {

@@ -88,9 +88,8 @@ enum class PassReason : uint8_t {
     // yet (comm_teams.h: forming it here would be a hidden blocking call).
     team_not_formed,
     bad_argument,  // an argument MPI rejects (a root out of range): MPI's error to return
-    unequal_counts,  // MPI_Reduce_scatter with per-rank counts that differ (not yet)
 };
-inline constexpr int kPassReasonCount = 17;
+inline constexpr int kPassReasonCount = 16;
 const char *pass_reason_name(PassReason reason);  // "below threshold", as the report prints it
 
 }  // namespace deputy::mpi

@@ -48,10 +48,13 @@ inline dp_status_t post_collective(Collective c, const void *src, void *dst, siz
         case Collective::exscan: return dp_iexscan(src, dst, count, dtype, DP_SUM, team, req);
         case Collective::allgatherv:
         case Collective::gatherv:
-        case Collective::scatterv: {
+        case Collective::scatterv:
+        case Collective::reduce_scatterv: {
             const auto p = size_t(dp_team_size(team));
             std::vector<size_t> counts(p, count), displs(p);
             for (size_t m = 0; m < p; ++m) displs[m] = m * count;
+            if (c == Collective::reduce_scatterv)
+                return dp_ireduce_scatterv(src, dst, counts.data(), dtype, DP_SUM, team, req);
             if (c == Collective::allgatherv)
                 return dp_iallgatherv(src, count, dst, counts.data(), displs.data(), dtype, team,
                                       req);
@@ -87,6 +90,7 @@ inline bool in_place_form(Collective c, int r, int root) {
         case Collective::alltoallv:
         case Collective::scan:  // (none: coll::has_in_place)
         case Collective::exscan:
+        case Collective::reduce_scatterv:
             return false;
     }
     return false;

@@ -167,6 +167,15 @@ class SpanningTeam {
         }
         return static_cast<uint8_t *>(p);
     }
+    // Gives a buffer back (a registration, which the agent bounds, too).
+    void release(int r, uint8_t *p) {
+        if (memory_ == Memory::mapped) return dp_free(members_[size_t(r)].ctx, p);
+        if (memory_ == Memory::direct) {
+            EXPECT_EQ(dp_mem_deregister(members_[size_t(r)].ctx, p), DP_OK);
+        }
+        owned_.erase(std::find(owned_.begin(), owned_.end(), p));
+        free(p);
+    }
     std::vector<dp_status_t> run(const std::function<dp_status_t(int, dp_request_t **)> &post) {
         std::vector<dp_request_t *> reqs(members_.size());
         for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[size_t(r)]), DP_OK) << "rank " << r;
@@ -373,6 +382,59 @@ TEST_F(NodesTest, AlltoallvUnevenAcrossNodesBitExact) {
 // Counts that disagree across nodes are seen only by the receiving node
 // (the sender's counts are elsewhere); every rank on every node still gets
 // DP_ERR_MISMATCH, nothing is written, and the team goes on.
+// reduce_scatterv across nodes: uneven counts (one 0, one of several
+// stage pieces), every result the rank-order reduction; then counts that
+// differ only between nodes (each node's members agree among themselves)
+// fail every rank and write nothing: the agents compare a digest of the
+// counts before their first step.
+TEST_F(NodesTest, ReduceScattervWithUnevenCountsAcrossNodes) {
+    SpanningTeam team(*agents_, {0, 1, 2, 1}, key());
+    const int p = team.size();
+    const std::vector<size_t> counts = {1000, 0, (1u << 20) + 3, 7};
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    std::vector<uint8_t *> src(p), dst(p);
+    for (int r = 0; r < p; ++r) {
+        src[size_t(r)] = team.buffer(r, total * 4);
+        fill(src[size_t(r)], total, DP_INT32, uint32_t(r + 11));
+        dst[size_t(r)] = team.buffer(r, counts[size_t(r)] * 4 + 64);
+        std::memset(dst[size_t(r)], 0xC3, counts[size_t(r)] * 4 + 64);
+    }
+    auto run = [&](const std::vector<size_t> &of1) {
+        return team.run([&](int r, dp_request_t **q) {
+            const std::vector<size_t> &mine = r == 1 || r == 3 ? of1 : counts;
+            return dp_ireduce_scatterv(src[size_t(r)], dst[size_t(r)], mine.data(), DP_INT32,
+                                       DP_SUM, team.team(r), q);
+        });
+    };
+    auto st = run(counts);
+    size_t at = 0;
+    for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(st[size_t(r)], DP_OK) << "rank " << r;
+        std::vector<const uint8_t *> blocks;
+        for (int m = 0; m < p; ++m) blocks.push_back(src[size_t(m)] + at * 4);
+        if (counts[size_t(r)]) {
+            const auto want = reduce_ref(blocks, counts[size_t(r)], DP_INT32, DP_SUM);
+            ASSERT_EQ(std::memcmp(dst[size_t(r)], want.data(), want.size()), 0) << "rank " << r;
+        }
+        for (size_t i = counts[size_t(r)] * 4; i < counts[size_t(r)] * 4 + 64; ++i)
+            ASSERT_EQ(dst[size_t(r)][i], 0xC3) << "rank " << r << " byte " << i;
+        at += counts[size_t(r)];
+    }
+    // Node 1's two members (ranks 1 and 3) agree with each other that
+    // block 0 is one element shorter, and block 2 one longer.
+    std::vector<size_t> other = counts;
+    other[0] -= 1;
+    other[2] += 1;
+    for (int r = 0; r < p; ++r) std::memset(dst[size_t(r)], 0xC3, counts[size_t(r)] * 4 + 64);
+    st = run(other);
+    for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(st[size_t(r)], DP_ERR_MISMATCH) << "rank " << r;
+        for (size_t i = 0; i < counts[size_t(r)] * 4 + 64; ++i)
+            ASSERT_EQ(dst[size_t(r)][i], 0xC3) << "rank " << r << " byte " << i;
+    }
+}
+
 TEST_F(NodesTest, AlltoallvCountsThatDisagreeAcrossNodesFailEveryRank) {
     SpanningTeam team(*agents_, {0, 1, 1}, key());
     std::vector<uint8_t *> src(3), dst(3);

@@ -1,4 +1,4 @@
-// dp_iallgatherv, dp_igatherv and dp_iscatterv against a real agent (2
+// dp_iallgatherv, dp_igatherv, dp_iscatterv and dp_ireduce_scatterv against a real agent (2
 // engines): uneven counts with zeros, receive blocks in reverse rank order
 // with gaps between them, 1..4 members, roots first and last, in place and
 // not, every memory mode; every destination byte checked (a received
@@ -272,6 +272,106 @@ TEST_F(VectorGatherTest, TheLibraryRefusesWhatItCanTellIsWrongBeforePosting) {
     EXPECT_EQ(dp_iallgatherv(src, 4, nullptr, counts, displs, DP_INT32, t, &req),
               DP_ERR_INVALID);
     EXPECT_EQ(dp_iallgatherv(src, 4, dst, counts, displs, dp_dtype_t(99), t, &req),
+              DP_ERR_INVALID);
+    EXPECT_EQ(req, nullptr);
+}
+
+// reduce_scatterv: member m's block of counts[m] elements (some 0), every
+// member's source the blocks back to back; each result the rank-order
+// reduction (the mover's kernels, checked against the scalar reference in
+// tests/mover), the destination's guards untouched.
+struct ScatterRun {
+    std::vector<uint8_t *> src, dst;
+    std::vector<dp_status_t> status;
+};
+ScatterRun run_reduce_scatterv(Team &team, const std::vector<size_t> &counts, dp_dtype_t dtype,
+                               uint32_t seed, const std::vector<size_t> *counts_of_1 = nullptr) {
+    const int p = team.size();
+    const size_t e = dp_dtype_size(dtype);
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    ScatterRun out;
+    out.src.resize(size_t(p));
+    out.dst.resize(size_t(p));
+    for (int r = 0; r < p; ++r) {
+        out.src[size_t(r)] = team.buffer(r, total * e + 16);
+        deputy::testing::fill(out.src[size_t(r)], total * e, seed + uint32_t(r), dtype);
+        uint8_t *whole = team.buffer(r, counts[size_t(r)] * e + 2 * kGuard);
+        std::memset(whole, kUntouched, counts[size_t(r)] * e + 2 * kGuard);
+        out.dst[size_t(r)] = whole + kGuard;
+    }
+    out.status = team.run([&](int r, dp_request_t **q) {
+        const std::vector<size_t> &mine = r == 1 && counts_of_1 ? *counts_of_1 : counts;
+        return dp_ireduce_scatterv(out.src[size_t(r)], out.dst[size_t(r)], mine.data(), dtype,
+                                   DP_SUM, team[r].team, q);
+    });
+    return out;
+}
+
+void expect_reduced(const std::vector<size_t> &counts, const ScatterRun &o, dp_dtype_t dtype,
+                    const std::string &where) {
+    const int p = int(counts.size());
+    const size_t e = dp_dtype_size(dtype);
+    size_t at = 0;
+    for (int r = 0; r < p; ++r) {
+        std::vector<const uint8_t *> blocks;
+        for (int m = 0; m < p; ++m) blocks.push_back(o.src[size_t(m)] + at * e);
+        std::vector<uint8_t> want(counts[size_t(r)] * e + 2 * kGuard, kUntouched);
+        if (counts[size_t(r)]) {
+            const auto reduced = deputy::testing::reduce_ref(blocks, counts[size_t(r)], dtype, DP_SUM);
+            std::memcpy(want.data() + kGuard, reduced.data(), reduced.size());
+        }
+        ASSERT_EQ(std::memcmp(o.dst[size_t(r)] - kGuard, want.data(), want.size()), 0)
+            << where << " rank " << r;
+        at += counts[size_t(r)];
+    }
+}
+
+TEST_F(VectorGatherTest, ReduceScattervWithUnevenCountsInEveryMemoryMode) {
+    uint32_t seed = 1;
+    for (Memory memory : kAllMemory)
+        for (int p : {1, 2, 3, 4}) {
+            Team team(agent, p, key(), memory);
+            for (dp_dtype_t dtype : {DP_INT32, DP_FLOAT64})
+                for (size_t max_count : {size_t(5), size_t(3000)}) {
+                    const Blocks b = make_blocks(p, max_count, seed);
+                    const std::string where = std::string(name(memory)) + " p " +
+                                              std::to_string(p) + " " + dp_dtype_name(dtype) +
+                                              " max " + std::to_string(max_count);
+                    const ScatterRun o = run_reduce_scatterv(team, b.counts, dtype, seed++);
+                    for (int m = 0; m < p; ++m)
+                        ASSERT_EQ(o.status[size_t(m)], DP_OK) << where << " rank " << m;
+                    expect_reduced(b.counts, o, dtype, where);
+                }
+        }
+}
+
+TEST_F(VectorGatherTest, ReduceScattervCountsThatDisagreeFailEveryMember) {
+    for (Memory memory : kAllMemory) {
+        SCOPED_TRACE(name(memory));
+        Team team(agent, 3, key(), memory);
+        const std::vector<size_t> counts{5, 7, 3};
+        std::vector<size_t> other = counts;
+        other[0] = 6;  // member 1 believes block 0 is longer
+        const ScatterRun bad = run_reduce_scatterv(team, counts, DP_INT32, 3, &other);
+        for (int m = 0; m < 3; ++m) EXPECT_EQ(bad.status[size_t(m)], DP_ERR_MISMATCH) << m;
+        for (int r = 0; r < 3; ++r)
+            for (size_t i = 0; i < counts[size_t(r)] * 4; ++i)
+                ASSERT_EQ(bad.dst[size_t(r)][i], kUntouched) << "rank " << r << " byte " << i;
+        const ScatterRun ok = run_reduce_scatterv(team, counts, DP_INT32, 4);
+        for (int m = 0; m < 3; ++m) ASSERT_EQ(ok.status[size_t(m)], DP_OK);
+        expect_reduced(counts, ok, DP_INT32, "after the mismatch");
+    }
+    // What the library can tell alone.
+    Team team(agent, 2, key(), Memory::mapped);
+    uint8_t *buf = team.buffer(0, 4096);
+    dp_request_t *req = nullptr;
+    const size_t counts[] = {4, 4};
+    EXPECT_EQ(dp_ireduce_scatterv(buf, buf, counts, DP_INT32, DP_SUM, team[0].team, &req),
+              DP_ERR_INVALID);  // no in-place form
+    EXPECT_EQ(dp_ireduce_scatterv(buf, buf + 64, nullptr, DP_INT32, DP_SUM, team[0].team, &req),
+              DP_ERR_INVALID);
+    EXPECT_EQ(dp_ireduce_scatterv(buf, buf + 64, counts, DP_FLOAT32, DP_BAND, team[0].team, &req),
               DP_ERR_INVALID);
     EXPECT_EQ(req, nullptr);
 }

@@ -342,7 +342,7 @@ def test_deputy_every_op(op: str, agent, tmp_path: Path) -> None:
     deputy_ok(tmp_path, agent, "--op", op, "-m", "64:4k", "--root", "1", *QUICK)
 
 
-@pytest.mark.parametrize("op", ["iallgatherv", "gatherv", "iscatterv"])
+@pytest.mark.parametrize("op", ["iallgatherv", "gatherv", "iscatterv", "ireduce_scatterv"])
 def test_deputy_vector_gathers_beside_mpi_validated(op: str, agent, tmp_path: Path) -> None:
     # Equal counts (the size rule), checked on every iteration against the
     # plain forms' layouts, beside MPI's own vector call, root 1 of 3.

@@ -112,6 +112,7 @@ inline size_t input_bytes(const coll::CollectiveArgs &a) {
         case coll::Collective::alltoallv:  // with equal counts
         case coll::Collective::scatter:    // (only the root's is read)
         case coll::Collective::scatterv:   // with equal counts, as scatter
+        case coll::Collective::reduce_scatterv:  // and reduce_scatter
             return static_cast<size_t>(a.size) * n;
         case coll::Collective::barrier:
             return 0;
@@ -156,6 +157,7 @@ inline std::vector<Bytes> expected_outputs(const coll::CollectiveArgs &a,
             break;
         }
         case coll::Collective::reduce_scatter:
+        case coll::Collective::reduce_scatterv:  // with equal counts: reduce_scatter's layout
             for (size_t r = 0; r < p; ++r) out[r] = reduced(r * n);
             break;
         case coll::Collective::allgather:

@@ -106,5 +106,37 @@ TEST(VectorCounts, DifferenceNamesTheFirstPairAndSkipsAbsentMembers) {
     EXPECT_EQ(vector_difference(one), "");
 }
 
+// reduce_scatterv's layout: send blocks back to back from 0 in rank order
+// (empty ones anywhere), every receive block [0, +own).
+TEST(VectorCounts, ReductionLayoutIsBackToBackBlocksAndOneResult) {
+    MemberVector v;
+    std::string why;
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 99, 2}, {3, 3, 3}, {0, 0, 0}), 3, 4, &v, &why), DP_OK);
+    EXPECT_EQ(reduction_layout_problem(v), "");
+    // A gap before block 2.
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 0, 3}, {3, 3, 3}, {0, 0, 0}), 3, 4, &v, &why), DP_OK);
+    EXPECT_NE(reduction_layout_problem(v).find("block 2 of the source starts at byte 12, not 8"),
+              std::string::npos)
+        << reduction_layout_problem(v);
+    // Blocks out of rank order (block 1 before block 0).
+    ASSERT_EQ(decode(block({2, 3, 0}, {3, 0, 0}, {3, 3, 3}, {0, 0, 0}), 3, 4, &v, &why), DP_OK);
+    EXPECT_NE(reduction_layout_problem(v), "");
+    // A result block elsewhere, or of another length.
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 0, 2}, {3, 3, 3}, {0, 1, 0}), 3, 4, &v, &why), DP_OK);
+    EXPECT_NE(reduction_layout_problem(v).find("from rank 1"), std::string::npos);
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 0, 2}, {3, 3, 2}, {0, 0, 0}), 3, 4, &v, &why), DP_OK);
+    EXPECT_NE(reduction_layout_problem(v).find("from rank 2"), std::string::npos);
+}
+
+TEST(VectorCounts, ReductionDigestFollowsTheCountsAlone) {
+    MemberVector a, b, c;
+    std::string why;
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 0, 2}, {2, 2, 2}, {0, 0, 0}), 3, 4, &a, &why), DP_OK);
+    ASSERT_EQ(decode(block({2, 0, 3}, {0, 0, 2}, {3, 3, 3}, {0, 0, 0}), 3, 4, &b, &why), DP_OK);
+    ASSERT_EQ(decode(block({3, 0, 2}, {0, 0, 3}, {3, 3, 3}, {0, 0, 0}), 3, 4, &c, &why), DP_OK);
+    EXPECT_EQ(reduction_layout_digest(a), reduction_layout_digest(b));  // members' own blocks
+    EXPECT_NE(reduction_layout_digest(a), reduction_layout_digest(c));  // other counts
+}
+
 }  // namespace
 }  // namespace deputy::coll

@@ -826,26 +826,32 @@ contains
         call finish(name, recvw(1:mw), wantw(1:mw))
     end subroutine case_vgather
 
-    ! MPI_REDUCE_SCATTER with equal counts (n each: what the library
-    ! offloads), out of place.
+    ! MPI_REDUCE_SCATTER, out of place: equal counts (n each) in even
+    ! cases, n + mod(rank, 2) in odd ones (the library runs them as
+    ! reduce_scatter_block and as reduce_scatterv).
     subroutine case_reduce_scatter(blocking, dt, op, n, comm)
         logical, intent(in) :: blocking
         integer, intent(in) :: dt, op, n, comm
-        integer :: w, k, me, np, req, ierr
+        integer :: w, k, m, me, np, req, ierr, first, total
         integer, allocatable :: cnt(:)
         character(len=24) :: what
         call start_case()
         call MPI_COMM_RANK(comm, me, ierr)
         call MPI_COMM_SIZE(comm, np, ierr)
         w = words_per(dt)
-        allocate (cnt(np))
-        cnt = n
-        call fresh(n * np * w, n * w)
-        do k = 1, n * np
+        allocate (cnt(0:np - 1))
+        do m = 0, np - 1
+            cnt(m) = n
+            if (n > 0 .and. mod(cases, 2) == 1) cnt(m) = n + mod(m, 2)
+        end do
+        total = sum(cnt)
+        first = sum(cnt(0:me)) - cnt(me)
+        call fresh(max(total, 1) * w, max(cnt(me), 1) * w)
+        do k = 1, total
             call put(sendw, dt, k, val(k, me, cases))
         end do
-        do k = 1, n
-            call put(wantw, dt, k, reduced(me * n + k, cases, op, np))
+        do k = 1, cnt(me)
+            call put(wantw, dt, k, reduced(first + k, cases, op, np))
         end do
         if (blocking) then
             call MPI_REDUCE_SCATTER(sendw(1), recvw(1), cnt, dt, op, comm, ierr)
@@ -855,7 +861,8 @@ contains
         call note(ierr, 'reduce_scatter')
         if (.not. blocking .and. ierr == MPI_SUCCESS) call complete(req)
         what = merge('reduce_scatter ', 'ireduce_scatter', blocking)
-        call finish(label(what, dt, op, n, .false., blocking), recvw(1:n * w), wantw(1:n * w))
+        call finish(label(what, dt, op, n, .false., blocking), recvw(1:cnt(me) * w), &
+                    wantw(1:cnt(me) * w))
     end subroutine case_reduce_scatter
 
     subroutine case_bcast(blocking, dt, n, root, comm)

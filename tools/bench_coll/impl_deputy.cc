@@ -65,6 +65,9 @@ class DeputyImpl final : public Impl {
                 return ok(dp_scatterv(a.send, v.counts.data(), v.displs.data(), a.recv, a.count,
                                       a.dtype->dp, a.root, team_));
             }
+            case Coll::reduce_scatterv:
+                return ok(dp_reduce_scatterv(a.send, a.recv, vector_args(a.count).counts.data(),
+                                             a.dtype->dp, a.redop, team_));
         }
         return false;
     }
@@ -118,6 +121,9 @@ class DeputyImpl final : public Impl {
                 return ok(dp_iscatterv(a.send, v.counts.data(), v.displs.data(), a.recv, a.count,
                                        a.dtype->dp, a.root, team_, &req_));
             }
+            case Coll::reduce_scatterv:
+                return ok(dp_ireduce_scatterv(a.send, a.recv, vector_args(a.count).counts.data(),
+                                              a.dtype->dp, a.redop, team_, &req_));
         }
         return false;
     }

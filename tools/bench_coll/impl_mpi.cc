@@ -73,6 +73,10 @@ class MpiImpl final : public Impl {
                 vector_args(n);
                 return ok(PMPI_Scatterv(a.send, counts_.data(), displs_.data(), t, a.recv, n, t,
                                         a.root, comm_));
+            case Coll::reduce_scatterv:
+                vector_args(n);
+                return ok(PMPI_Reduce_scatter(a.send, a.recv, counts_.data(), t, mpi_op(a.redop),
+                                              comm_));
         }
         return false;
     }
@@ -122,6 +126,10 @@ class MpiImpl final : public Impl {
                 vector_args(n);
                 return ok(PMPI_Iscatterv(a.send, counts_.data(), displs_.data(), t, a.recv, n, t,
                                          a.root, comm_, &req_));
+            case Coll::reduce_scatterv:
+                vector_args(n);
+                return ok(PMPI_Ireduce_scatter(a.send, a.recv, counts_.data(), t, mpi_op(a.redop),
+                                               comm_, &req_));
         }
         return false;
     }

@@ -121,6 +121,7 @@ bool receives(const Pattern &p, int rank) {
         case Coll::scan:
         case Coll::allgatherv:
         case Coll::scatterv:
+        case Coll::reduce_scatterv:
             return true;
     }
     return true;
@@ -133,6 +134,7 @@ int64_t expected(const Pattern &p, int rank, size_t j) {
         case Coll::allreduce:
             return reduce_all(p, j);
         case Coll::reduce_scatter:
+        case Coll::reduce_scatterv:  // equal counts: reduce_scatter's layout
             return reduce_all(p, size_t(rank) * c + j);
         case Coll::allgather:
         case Coll::allgatherv:  // equal counts: the plain forms' layouts

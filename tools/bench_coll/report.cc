@@ -34,6 +34,7 @@ std::string bus_formula(Coll c) {
         case Coll::allgatherv:
         case Coll::gatherv:
         case Coll::scatterv:
+        case Coll::reduce_scatterv:
             return "(n-1)/n";
         case Coll::bcast:
         case Coll::reduce:
