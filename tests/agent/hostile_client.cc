@@ -20,7 +20,8 @@
 //   batch-registered SECONDS   BATCHes over registered memory
 //   join KEY RANK SIZE      join a team (secret from $DEPUTY_JOB_SECRET) and allreduce once
 //   alltoallv-rewrite       rewrite an alltoallv's counts block after the agent took the post;
-//                           then counts blocks outside the pool and of the wrong length
+//                           then counts blocks outside the pool and of the wrong length;
+//                           then a reduce_scatterv whose layout its plans cannot read
 // Attacks that run until their standard input closes (same_user_test.cc),
 // each first giving up every capability, so that root is an ordinary
 // process of its uid:
@@ -621,11 +622,65 @@ int alltoallv_rewrite(const char *socket) {
                                        reinterpret_cast<uint8_t *>(dst1) + 4096,
                                        [](uint8_t b) { return b == kGap; });
     say("refused_untouched", untouched ? "yes" : "no");
+
+    // reduce_scatterv (blocks 10 and 20 elements): rank 0's counts block
+    // as its plans read it, then one with a gap before block 1, which no
+    // plan may read (it would take another range than the one checked):
+    // refused on both ranks, nothing written.
+    const size_t rs_counts[2] = {10, 20};
+    auto post_rs = [&](const uint64_t (&counts)[8], dp_status_t *s1_out) {
+        std::memset(dst0, kGap, 4096);
+        std::memset(dst1, kGap, 4096);
+        std::memcpy(block, counts, sizeof counts);
+        std::memset(record, 0, sizeof *record);
+        deputy::channel::CollPost post{};
+        post.opcode = uint8_t(deputy::channel::kCollPostBase +
+                              uint8_t(deputy::coll::Collective::reduce_scatterv));
+        post.dtype = DP_INT32;
+        post.redop = DP_SUM;
+        post.team = ready.team_id;
+        post.completion = uint64_t(record);
+        post.src = uint64_t(src0);
+        post.dst = uint64_t(dst0);
+        post.counts = uint64_t(block);
+        post.counts_bytes = sizeof counts;
+        dp_desc_t d;
+        std::memcpy(&d, &post, sizeof d);
+        raw.push(d);
+        dp_request_t *req = nullptr;
+        *s1_out = dp_ireduce_scatterv(src1, dst1, rs_counts, DP_INT32, DP_SUM, team, &req);
+        if (*s1_out != DP_OK) return;
+        int done = 0;
+        const double end = now_s() + 5;
+        while ((*s1_out = dp_test(req, &done)) == DP_OK && !done && now_s() < end)
+            std::this_thread::yield();
+        if (!done) *s1_out = DP_ERR_TIMEOUT;
+        dp_request_free(req);
+    };
+    const uint64_t rs_good[8] = {10, 20, 0, 10, 10, 10, 0, 0};
+    post_rs(rs_good, &s1);
+    say("rs_rank0", deputy::channel::coll_status_name(wait_record(record)));
+    say("rs_rank1", dp_status_name(s1));
+    bool rs_exact = true;
+    for (int i = 0; i < 10; ++i) rs_exact &= dst0[i] == src0[i] + src1[i];
+    for (int i = 0; i < 20; ++i) rs_exact &= dst1[i] == src0[10 + i] + src1[10 + i];
+    say("rs_data", rs_exact ? "exact" : "wrong");
+    const uint64_t rs_gap[8] = {10, 20, 0, 11, 10, 10, 0, 0};
+    post_rs(rs_gap, &s1);
+    say("rs_gap_rank0", deputy::channel::coll_status_name(wait_record(record)));
+    say("rs_gap_rank1", dp_status_name(s1));
+    const bool rs_untouched = std::all_of(reinterpret_cast<uint8_t *>(dst0),
+                                          reinterpret_cast<uint8_t *>(dst0) + 4096,
+                                          [](uint8_t b) { return b == kGap; }) &&
+                              std::all_of(reinterpret_cast<uint8_t *>(dst1),
+                                          reinterpret_cast<uint8_t *>(dst1) + 4096,
+                                          [](uint8_t b) { return b == kGap; });
+    say("rs_refused_untouched", rs_untouched ? "yes" : "no");
     dp_free(ctx, src1);
     dp_free(ctx, dst1);
     dp_team_destroy(team);
     dp_finalize(ctx);
-    return exact && untouched && s0 == DP_COMP_SUCCESS ? 0 : 1;
+    return exact && untouched && rs_exact && rs_untouched && s0 == DP_COMP_SUCCESS ? 0 : 1;
 }
 
 // --- attacks of a process of the same user, until stdin closes ---

@@ -711,7 +711,8 @@ TEST_F(HostileHeldEngineTest, ACollectiveOverMemoryThatHoldsItsCallsHoldsOnlyIts
 // them at any time: the agent copies them once when the post arrives and
 // checks and runs that copy. Rewritten after the agent took the post (and
 // before the other rank posts), they change nothing; a counts block outside
-// the pool or of the wrong length is refused on both ranks, nothing written.
+// the pool or of the wrong length is refused on both ranks, nothing written,
+// and so is a reduce_scatterv whose blocks are not where its plans read.
 TEST_F(HostileTest, AlltoallvCountsRewrittenAfterThePostAreNeverReadAgain) {
     const Attack a = run_attack(agent, {"alltoallv-rewrite"});
     EXPECT_EQ(a.exit_code, 0) << a.output;
@@ -725,6 +726,13 @@ TEST_F(HostileTest, AlltoallvCountsRewrittenAfterThePostAreNeverReadAgain) {
     EXPECT_EQ(said("length_rank0"), "invalid_field") << a.output;
     EXPECT_EQ(said("length_rank1"), "DP_ERR_INVALID") << a.output;
     EXPECT_EQ(said("refused_untouched"), "yes") << a.output;
+    // reduce_scatterv's layout, checked by the agent on its copy.
+    EXPECT_EQ(said("rs_rank0"), "success") << a.output;
+    EXPECT_EQ(said("rs_rank1"), "DP_OK") << a.output;
+    EXPECT_EQ(said("rs_data"), "exact") << a.output;
+    EXPECT_EQ(said("rs_gap_rank0"), "invalid_field") << a.output;
+    EXPECT_EQ(said("rs_gap_rank1"), "DP_ERR_INVALID") << a.output;
+    EXPECT_EQ(said("rs_refused_untouched"), "yes") << a.output;
     expect_survived();
     expect_nothing_left();
 }
