@@ -18,7 +18,9 @@
 //     below 2^64, and totals that are the sums and within the limit;
 //   - vector_difference over a team whose every rank has these counts is
 //     empty exactly when every send[m] has the bytes of every recv[r]
-//     (checked pair by pair).
+//     (checked pair by pair);
+//   - reduce_scatterv's layout check accepts exactly the blocks that lie
+//     back to back from 0 with one result block at 0.
 #include <deputy/log.h>
 
 #include <cstdint>
@@ -134,5 +136,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (uint32_t r = 0; r < p; ++r)
         for (uint32_t m = 0; m < p; ++m) agree &= v.send[m].bytes == v.recv[r].bytes;
     REQUIRE(deputy::coll::vector_difference(all).empty() == agree);
+    // reduce_scatterv's layout is accepted exactly when every send block
+    // that has bytes starts where the ones before it end, and every
+    // receive block is [0, +recv[0]); what it accepts tiles [0, send_total).
+    bool tiles = true;
+    uint64_t at = 0;
+    for (uint32_t m = 0; m < p; ++m) {
+        tiles &= v.send[m].bytes == 0 || v.send[m].offset == at;
+        at += v.send[m].bytes;
+    }
+    for (uint32_t m = 0; m < p; ++m)
+        tiles &= v.recv[m].offset == 0 && v.recv[m].bytes == v.recv[0].bytes;
+    REQUIRE(deputy::coll::reduction_layout_problem(v).empty() == tiles);
+    REQUIRE(!tiles || at == v.send_total);
+    (void)deputy::coll::reduction_layout_digest(v);
     return 0;
 }
