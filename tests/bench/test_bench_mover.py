@@ -112,6 +112,7 @@ def test_json_wrong_type_is_named(tmp_path: Path) -> None:
     (["-o", "reduce", "--dtype", "float64", "--redop", "land"], "--dtype float64"),
     (["-o", "reduce", "--dtype", "int32", "--redop", "maxloc"], "--dtype int32"),
     (["-o", "reduce", "--dtype", "float64_int32", "--redop", "sum"], "--redop sum"),
+    (["--isa", "avx1024"], "--isa avx1024"),
 ])
 def test_bad_flags_are_named(args: list[str], flag: str) -> None:
     fails_naming(flag, *args, *QUICK)
@@ -153,3 +154,11 @@ def test_modes_run_and_verify(tmp_path: Path, args: list[str], key: str, value: 
     assert doc["config"][key] == value
     expected_mode = "cpu" if "-m" in args else "mover"
     assert {r["mode"] for r in doc["results"]} == {expected_mode}
+
+
+def test_isa_picks_the_kernels_of_the_run(tmp_path: Path) -> None:
+    # The scalar kernels on any CPU, named in the banner and the JSON.
+    doc = run_ok(tmp_path, "-o", "reduce", "--dtype", "int32", "--redop", "band", "-s", "4k",
+                 *QUICK, "--isa", "scalar", "--compare", "cpu")
+    assert doc["versions"]["kernels_isa"] == "scalar", doc
+

@@ -62,6 +62,20 @@ Resolved resolve(const MoverOptions &o) {
         usage_error("-x " + o.wait + ": not one of spin, pause, yield, block (or 0..3, or "
                     "dsa_perf_micros hex flags: 0x80 pause, 0x100 umwait = block)");
     }
+    if (!o.isa.empty()) {
+        // The kernels of one ISA for the engines and the CPU baseline alike
+        // (what the SIMD kernels buy, on one machine).
+        namespace k = mover::kernels;
+        const k::Isa levels[] = {k::Isa::scalar, k::Isa::avx2, k::Isa::avx512};
+        const k::Isa *want = nullptr;
+        for (const k::Isa &level : levels)
+            if (o.isa == k::isa_name(level)) want = &level;
+        if (!want) usage_error("--isa " + o.isa + ": not scalar, avx2 or avx512");
+        if (int(*want) > int(k::detected_isa()))
+            usage_error("--isa " + o.isa + ": this CPU offers " + k::isa_name(k::detected_isa()) +
+                        " at most");
+        k::force_isa(*want);
+    }
     if (!parse_dtype(o.dtype, &r.dtype)) usage_error("--dtype " + o.dtype + ": unknown type");
     if (!parse_redop(o.redop, &r.redop)) usage_error("--redop " + o.redop + ": unknown reduction");
     if (!mover::op_applies(unsigned(r.dtype), unsigned(r.redop)))
@@ -229,6 +243,8 @@ void register_mover(CLI::App &bench) {
                     "data placement: F flushes buffers to memory before each repeat");
     app->add_flag("-c", options->soc_flag, "accepted for dsa_perf_micros scripts (no effect)");
     app->add_option("--out", options->out_file, "write results as JSON to this file");
+    app->add_option("--isa", options->isa,
+                    "kernels: scalar, avx2 or avx512 (default: the best the CPU has)");
     cli::add_log_flags(*app, log_flags.get());
     cli::add_json_config(*app);
     app->callback([options, log_flags] {

@@ -35,6 +35,7 @@ struct MoverOptions {
     std::string placement;             // -z: F (flush buffers before each repeat), P, D
     bool soc_flag = false;             // -c: accepted for dsa_perf_micros scripts
     std::string out_file;              // --out: results JSON
+    std::string isa;                   // --isa: scalar|avx2|avx512 (default: the CPU's best)
 };
 
 // One measured configuration: mover or CPU at one transfer size.
