@@ -73,3 +73,17 @@ def test_blocking_forms_alternate_rounds_and_report_the_median_ratio(tmp_path: P
     _, few = run(tmp_path, "--op", "bcast", "-m", "8:8", "-i", "4", "-x", "0")
     # Fewer iterations than rounds and no warm-up to time: one call each way.
     assert few["rows"][0]["rounds"] == 4 and few["rows"][0]["calls_per_round"] == 1
+
+
+# Every operation it knows runs under plain MPI (no library: MPI_ and PMPI_
+# are the same calls), one row per size, with the column set of its form.
+@pytest.mark.parametrize("op", ["ireduce", "igather", "iscatter", "iscan", "iexscan",
+                                "iallgatherv", "igatherv", "iscatterv", "reduce", "gather",
+                                "scatter", "scan", "exscan", "allgatherv", "gatherv",
+                                "scatterv"])
+def test_every_operation_runs(op: str, tmp_path: Path) -> None:
+    _, doc = run(tmp_path, "--op", op, "-m", "4k:8k", "-i", "3", "-x", "1")
+    assert doc["op"] == op and len(doc["rows"]) == 2, doc
+    key = "overall_us" if op.startswith("i") else "pure_us"
+    assert all(row["mpi"][key] > 0 and row["pmpi"][key] > 0 for row in doc["rows"]), doc
+

@@ -27,16 +27,40 @@
 
 #include "bench_common/sleep_cost.h"
 
-/* The nonblocking forms first, then the blocking ones (timed alone: no
- * compute, no overlap). */
+/* The nonblocking forms first, then the blocking ones in the same order
+ * (timed alone: no compute, no overlap). Rooted ones at root 0; the vector
+ * forms with equal counts (the plain forms' layouts). */
 enum op {
-    IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST,
-    ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, BCAST, OP_COUNT
+    IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST, IREDUCE, IGATHER, ISCATTER,
+    ISCAN, IEXSCAN, IALLGATHERV, IGATHERV, ISCATTERV,
+    ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, BCAST, REDUCE, GATHER, SCATTER,
+    SCAN, EXSCAN, ALLGATHERV, GATHERV, SCATTERV, OP_COUNT
 };
 #define FIRST_BLOCKING ALLREDUCE
 static const char *const op_names[OP_COUNT] = {
-    "iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast",
-    "allreduce",  "reduce_scatter",  "allgather",  "alltoall",  "bcast"};
+    "iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast", "ireduce", "igather",
+    "iscatter", "iscan", "iexscan", "iallgatherv", "igatherv", "iscatterv",
+    "allreduce",  "reduce_scatter",  "allgather",  "alltoall",  "bcast", "reduce", "gather",
+    "scatter", "scan", "exscan", "allgatherv", "gatherv", "scatterv"};
+_Static_assert(OP_COUNT == 2 * FIRST_BLOCKING, "each nonblocking form and its blocking one");
+/* The nonblocking form of an operation (the shapes below go by it). */
+static enum op nonblocking_form(enum op op) {
+    return op >= FIRST_BLOCKING ? (enum op)(op - FIRST_BLOCKING) : op;
+}
+/* Reductions (floats summed), operations whose send buffer holds a block
+ * per rank, and those whose receive buffer does. */
+static int op_reduces(enum op op) {
+    const enum op n = nonblocking_form(op);
+    return n == IALLREDUCE || n == IREDUCE_SCATTER || n == IREDUCE || n == ISCAN || n == IEXSCAN;
+}
+static int op_sends_blocks(enum op op) {
+    const enum op n = nonblocking_form(op);
+    return n == IREDUCE_SCATTER || n == IALLTOALL || n == ISCATTER || n == ISCATTERV;
+}
+static int op_receives_blocks(enum op op) {
+    const enum op n = nonblocking_form(op);
+    return n == IALLGATHER || n == IALLTOALL || n == IGATHER || n == IALLGATHERV || n == IGATHERV;
+}
 
 /* MPI_Wait, or MPI_Waitany / MPI_Waitsome on the one request (as a
  * program that waits for the first of several would): the library treats
@@ -88,8 +112,9 @@ static size_t parse_size(const char *s) {
 
 static void usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|\n"
-            "            allreduce|reduce_scatter|allgather|alltoall|bcast]\n"
+            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|ireduce|\n"
+            "            igather|iscatter|iscan|iexscan|iallgatherv|igatherv|iscatterv, or\n"
+            "            the same without the i (blocking)]\n"
             "          [-m MIN:MAX bytes, k/m suffixes] [-i iterations] [-x warm-up]\n"
             "          [--compute cpu|idle] [--wait wait|waitany|waitsome] [--json FILE]\n",
             argv0);
@@ -146,7 +171,70 @@ static int parse(int argc, char **argv, struct options *o) {
 struct buffers {
     void *send, *recv;
     int count; /* elements per block */
+    int *counts, *displs; /* the vector forms': count each, blocks back to back */
 };
+
+/* The operations added with reduce, gather, scatter, scan and the vector
+ * forms, as post() below. */
+static int post_more(int via, enum op op, struct buffers *b, MPI_Request *req) {
+    const int n = b->count;
+    const MPI_Comm w = MPI_COMM_WORLD;
+    void *s = b->send, *r = b->recv;
+    const int *c = b->counts, *d = b->displs;
+    if (op >= FIRST_BLOCKING) *req = MPI_REQUEST_NULL;
+    switch (op) {
+        case IREDUCE:
+            return via ? PMPI_Ireduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w, req)
+                       : MPI_Ireduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w, req);
+        case IGATHER:
+            return via ? PMPI_Igather(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w, req)
+                       : MPI_Igather(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w, req);
+        case ISCATTER:
+            return via ? PMPI_Iscatter(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w, req)
+                       : MPI_Iscatter(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w, req);
+        case ISCAN:
+            return via ? PMPI_Iscan(s, r, n, MPI_FLOAT, MPI_SUM, w, req)
+                       : MPI_Iscan(s, r, n, MPI_FLOAT, MPI_SUM, w, req);
+        case IEXSCAN:
+            return via ? PMPI_Iexscan(s, r, n, MPI_FLOAT, MPI_SUM, w, req)
+                       : MPI_Iexscan(s, r, n, MPI_FLOAT, MPI_SUM, w, req);
+        case IALLGATHERV:
+            return via ? PMPI_Iallgatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, w, req)
+                       : MPI_Iallgatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, w, req);
+        case IGATHERV:
+            return via ? PMPI_Igatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, 0, w, req)
+                       : MPI_Igatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, 0, w, req);
+        case ISCATTERV:
+            return via ? PMPI_Iscatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w, req)
+                       : MPI_Iscatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w, req);
+        case REDUCE:
+            return via ? PMPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w)
+                       : MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, w);
+        case GATHER:
+            return via ? PMPI_Gather(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w)
+                       : MPI_Gather(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w);
+        case SCATTER:
+            return via ? PMPI_Scatter(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w)
+                       : MPI_Scatter(s, n, MPI_CHAR, r, n, MPI_CHAR, 0, w);
+        case SCAN:
+            return via ? PMPI_Scan(s, r, n, MPI_FLOAT, MPI_SUM, w)
+                       : MPI_Scan(s, r, n, MPI_FLOAT, MPI_SUM, w);
+        case EXSCAN:
+            return via ? PMPI_Exscan(s, r, n, MPI_FLOAT, MPI_SUM, w)
+                       : MPI_Exscan(s, r, n, MPI_FLOAT, MPI_SUM, w);
+        case ALLGATHERV:
+            return via ? PMPI_Allgatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, w)
+                       : MPI_Allgatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, w);
+        case GATHERV:
+            return via ? PMPI_Gatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, 0, w)
+                       : MPI_Gatherv(s, n, MPI_CHAR, r, c, d, MPI_CHAR, 0, w);
+        case SCATTERV:
+            return via ? PMPI_Scatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w)
+                       : MPI_Scatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w);
+        default:
+            return MPI_ERR_ARG;
+    }
+}
 
 /* One call of the operation, through MPI_ (via = 0) or PMPI_ (via = 1).
  * Nonblocking operations return their request; allreduce completes. */
@@ -193,8 +281,9 @@ static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
             return via ? PMPI_Bcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD)
                        : MPI_Bcast(b->recv, n, MPI_CHAR, 0, MPI_COMM_WORLD);
         default:
-            return MPI_ERR_ARG;
+            break;
     }
+    return post_more(via, op, b, req);
 }
 
 static void complete(int via, enum wait_call wait, MPI_Request *req) {
@@ -405,20 +494,17 @@ int main(int argc, char **argv) {
     int first_row = 1;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
         /* bytes per rank's block, as OSU counts them; floats for reductions */
-        const int reduces = o.op == IALLREDUCE || o.op == IREDUCE_SCATTER || o.op == ALLREDUCE ||
-                            o.op == REDUCE_SCATTER;
-        const int element = reduces ? 4 : 1;
+        const int element = op_reduces(o.op) ? 4 : 1;
         struct buffers b;
         b.count = (int)(bytes / (size_t)element);
-        const int scatters = o.op == IREDUCE_SCATTER || o.op == IALLTOALL ||
-                             o.op == REDUCE_SCATTER || o.op == ALLTOALL;
-        const int gathers = o.op == IALLGATHER || o.op == IALLTOALL || o.op == ALLGATHER ||
-                            o.op == ALLTOALL;
-        const size_t blocks = scatters ? (size_t)size : 1;
-        const size_t recv_blocks = gathers ? (size_t)size : 1;
+        const size_t blocks = op_sends_blocks(o.op) ? (size_t)size : 1;
+        const size_t recv_blocks = op_receives_blocks(o.op) ? (size_t)size : 1;
         b.send = malloc(bytes * blocks);
         b.recv = malloc(bytes * recv_blocks);
-        if (!b.send || !b.recv) PMPI_Abort(MPI_COMM_WORLD, 2);
+        b.counts = malloc(2 * sizeof(int) * (size_t)size);
+        if (!b.send || !b.recv || !b.counts) PMPI_Abort(MPI_COMM_WORLD, 2);
+        b.displs = b.counts + size;
+        for (int m = 0; m < size; m++) b.counts[m] = b.count, b.displs[m] = m * b.count;
         /* first touch here, not in the timed loop */
         memset(b.send, 1, bytes * blocks);
         memset(b.recv, 0, bytes * recv_blocks);
@@ -439,6 +525,7 @@ int main(int argc, char **argv) {
             first_row = 0;
             free(b.send);
             free(b.recv);
+            free(b.counts);
             continue;
         }
         const struct result mine = measure(0, &o, &b);
@@ -464,6 +551,7 @@ int main(int argc, char **argv) {
         first_row = 0;
         free(b.send);
         free(b.recv);
+        free(b.counts);
     }
     if (json) {
         fprintf(json, "]}\n");
