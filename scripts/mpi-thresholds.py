@@ -12,8 +12,10 @@ import statistics
 import sys
 from pathlib import Path
 
-NONBLOCKING = ["iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast"]
-BLOCKING = ["allreduce", "reduce_scatter", "allgather", "alltoall", "bcast"]
+NONBLOCKING = ["iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast", "ireduce",
+               "igather", "iscatter", "iscan", "iexscan", "iallgatherv", "igatherv",
+               "iscatterv"]
+BLOCKING = [op[1:] for op in NONBLOCKING]
 
 
 def ratios(files, field):

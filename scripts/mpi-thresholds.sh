@@ -9,6 +9,8 @@
 # A threshold is the smallest size from which deputy's median time over the
 # runs is at most MPI's at every larger size, in both compute modes.
 # Usage: scripts/mpi-thresholds.sh [build-dir] [out-dir] [runs] [shared|own-core]
+#   OPS="igather gather ..." measures those operations only (default: every
+#   one deputy-bench-mpi knows; `deputy-bench-mpi --help` lists them).
 set -euo pipefail
 build=${1:-build}
 out=${2:-results/mpi-thresholds}
@@ -18,11 +20,25 @@ placement=${4:-shared}
 . "$(dirname "$0")/mpi-bench-setup.sh"
 mpi_bench_setup mpi-thresholds "$build" "$placement"
 mkdir -p "$out"
-# Everything offloaded, whatever the compiled-in thresholds say.
-all="iallreduce=0,ireduce_scatter_block=0,iallgather=0,ialltoall=0,ibcast=0"
-all+=",allreduce=0,reduce_scatter_block=0,allgather=0,alltoall=0,bcast=0"
+nonblocking=(iallreduce ireduce_scatter iallgather ialltoall ibcast ireduce igather iscatter
+             iscan iexscan iallgatherv igatherv iscatterv)
+blocking=("${nonblocking[@]#i}")
+if [[ -n ${OPS:-} ]]; then
+  read -r -a wanted <<< "$OPS"
+  keep() { local op; for op in "$@"; do [[ " ${wanted[*]} " == *" $op "* ]] && echo "$op"; done; }
+  mapfile -t nonblocking < <(keep "${nonblocking[@]}")
+  mapfile -t blocking < <(keep "${blocking[@]}")
+fi
+# Everything offloaded, whatever the compiled-in thresholds say (the
+# library names reduce_scatter_block by its MPI name).
+all=
+for op in "${nonblocking[@]}" "${blocking[@]}"; do
+  key=$op
+  [[ $op == *reduce_scatter ]] && key=${op}_block
+  all+=${all:+,}$key=0
+done
 for run in $(seq 1 "$runs"); do
-  for op in iallreduce ireduce_scatter iallgather ialltoall ibcast; do
+  for op in "${nonblocking[@]}"; do
     for compute in cpu idle; do
       echo "== run $run: $op --compute $compute"
       DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
@@ -30,7 +46,7 @@ for run in $(seq 1 "$runs"); do
         > /dev/null 2>> "$out/stderr.log"
     done
   done
-  for op in allreduce reduce_scatter allgather alltoall bcast; do
+  for op in "${blocking[@]}"; do
     echo "== run $run: $op"
     DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
       -m 8:16m -i 50 -x 5 --json "$out/$op-run$run.json" > /dev/null 2>> "$out/stderr.log"
