@@ -12,10 +12,8 @@ import statistics
 import sys
 from pathlib import Path
 
-NONBLOCKING = ["iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast", "ireduce",
-               "igather", "iscatter", "iscan", "iexscan", "iallgatherv", "igatherv",
-               "iscatterv"]
-BLOCKING = [op[1:] for op in NONBLOCKING]
+# The operations are those mpi-thresholds.sh measured (its JSON files:
+# OP-cpu-runN.json for the nonblocking ones, OP-runN.json for the others).
 
 
 def ratios(files, field):
@@ -54,8 +52,11 @@ def human(n):
 def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "results/mpi-thresholds")
     table = {}
-    for op in NONBLOCKING + BLOCKING:
-        modes = ["cpu", "idle"] if op in NONBLOCKING else [None]
+    nonblocking = sorted({Path(f).name.split("-cpu-run")[0] for f in glob.glob(str(out / "*-cpu-run*.json"))})
+    blocking = sorted({Path(f).name.split("-run")[0] for f in glob.glob(str(out / "*-run*.json"))
+                       if "-cpu-run" not in f and "-idle-run" not in f})
+    for op in nonblocking + blocking:
+        modes = ["cpu", "idle"] if op in nonblocking else [None]
         series = {}
         for m in modes:
             files = sorted(glob.glob(str(out / (f"{op}-{m}-run*.json" if m else f"{op}-run*.json"))))

@@ -255,11 +255,8 @@ void TeamEngine::post_step(Team &t, uint32_t group) {
     // brought: it checks again.
     o.check = !ex.checked || ex.node_plan.steps_in_order;
     ex.checked = true;
-    // reduce_scatterv's counts never travel between agents: the check
-    // compares their digest instead of a count, so that nodes whose members
-    // disagree fail every rank before a byte moves.
-    if (ex.collective == coll::Collective::reduce_scatterv)
-        o.count = coll::reduction_layout_digest(ex.vectors[t.local_ranks.front()]);
+    // A plan whose counts never travel has the agents compare their digest.
+    if (ex.node_plan.check_digest) o.count = ex.node_plan.check_digest;
     if (!ex.node_plan.vector_steps.empty() && group == 1) {
         // The counts arrived with step 0: a pair that disagrees fails the
         // data step on every node (this node's check differs) before any

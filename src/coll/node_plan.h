@@ -96,6 +96,10 @@ struct NodePlan {
     // of send before group 0) and those its ranks expect at
     // counts_recv_offset of recv (vector_counts_difference).
     std::vector<NodeExchange> vector_steps;
+    // What the agents' first check compares in place of the count, when
+    // the operation's counts never travel between them (0: the count):
+    // reduce_scatterv's digest of its counts (coll/vector_counts.h).
+    uint64_t check_digest = 0;
     std::vector<uint64_t> counts_sent, counts_expected;
     uint64_t counts_send_offset = 0, counts_recv_offset = 0;
 };

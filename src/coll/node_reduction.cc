@@ -76,6 +76,9 @@ void plan_node_reduce(const NodeLayout &x, NodePlan *plan) {
 }
 void plan_node_reduce_scatterv(const NodeLayout &x, NodePlan *plan) {
     plan_reduction(x, plan, Keeps::own_block);
+    // Its counts never travel: the agents compare their digest, so that
+    // nodes whose members disagree fail every rank before a byte moves.
+    plan->check_digest = reduction_layout_digest((*x.a.vectors)[x.local.front()]);
 }
 
 // Each: the group's piece of recv, reduced in place across the nodes.
