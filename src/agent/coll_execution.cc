@@ -46,21 +46,14 @@ uint8_t TeamEngine::check_vectors(Team &t, Execution &ex, const std::vector<Post
         const Posted &p = posted[r];
         if (p.counts_status) return p.counts_status;  // logged when the post arrived
         std::string why;
-        const dp_status_t s = coll::decode_vector_counts(
-            p.counts.data(), p.counts.size(), t.size, esize, kMaxCollBytes, &ex.vectors[r], &why);
+        const dp_status_t s =
+            coll::decode_collective_counts(ex.collective, p.counts.data(), p.counts.size(),
+                                           t.size, esize, kMaxCollBytes, &ex.vectors[r], &why);
         if (s != DP_OK) {
             DP_LOG_WARN("agent: team '{}' {}: rank {}'s counts: {}", t.key,
                         coll::collective_name(ex.collective), r, why);
             return vector_status(s);
         }
-        // reduce_scatterv's plans read its blocks where its layout puts them.
-        if (ex.collective == coll::Collective::reduce_scatterv)
-            if (const std::string why = coll::reduction_layout_problem(ex.vectors[r]);
-                !why.empty()) {
-                DP_LOG_WARN("agent: team '{}' {}: rank {}'s counts: {}", t.key,
-                            coll::collective_name(ex.collective), r, why);
-                return DP_COMP_INVALID_FIELD;
-            }
         present[r] = &ex.vectors[r];
     }
     const std::string diff = coll::vector_difference(present);

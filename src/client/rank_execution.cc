@@ -29,11 +29,34 @@ using coll::Collective;
 // pieces then stay in the cache between the members' inputs.
 constexpr uint64_t kTaskBytes = 64 << 10;
 
-// Valid and not a vector collective (whose counts only the agent reads):
-// what the members may run; anything else the agent reports itself.
+// Valid: what the members may run; anything else the agent reports itself.
 bool runnable(const CollPost &p, uint32_t size) {
-    const auto c = channel::collective_of(p);
-    return c && !coll::is_vector(*c) && channel::head_invalid(p, size) == 0;
+    return channel::head_invalid(p, size) == 0;
+}
+
+// Whether any of a member's send blocks shares a byte with one of its
+// receive blocks (what it writes while its teammates read). Sorted by
+// start, an interval overlaps one of the other kind exactly when it starts
+// before the furthest end of that kind seen so far.
+bool sends_meet_receives(const coll::MemberVector &v, uint64_t src, uint64_t dst) {
+    struct Interval {
+        uint64_t start, end;
+        bool send;
+    };
+    std::vector<Interval> all;
+    all.reserve(v.send.size() + v.recv.size());
+    for (const coll::VectorBlock &b : v.send)
+        if (b.bytes) all.push_back({src + b.offset, src + b.end(), true});
+    for (const coll::VectorBlock &b : v.recv)
+        if (b.bytes) all.push_back({dst + b.offset, dst + b.end(), false});
+    std::sort(all.begin(), all.end(),
+              [](const Interval &a, const Interval &b) { return a.start < b.start; });
+    uint64_t furthest[2] = {0, 0};  // [send]
+    for (const Interval &i : all) {
+        if (i.start < furthest[!i.send]) return true;
+        furthest[i.send] = std::max(furthest[i.send], i.end);
+    }
+    return false;
 }
 
 }  // namespace
@@ -197,6 +220,7 @@ bool RankExecution::gather(uint64_t seq, const Mine &mine, std::vector<CollPost>
     const Collective c = *coll::collective_from_byte(uint8_t(h.opcode - channel::kCollPostBase));
     const uint64_t esize = c == Collective::barrier ? 1 : mover::dtype_size(h.dtype);
     const uint64_t max_bytes = board_.header().max_bytes;
+    if (coll::is_vector(c)) return gather_vectors(c, *posts, esize, max_bytes);
     for (uint32_t r = 0; r < size_; ++r) {
         const coll::MemberBytes need = coll::member_bytes(c, h.count, esize, size_, r, h.root);
         const CollPost &p = (*posts)[r];
@@ -205,6 +229,37 @@ bool RankExecution::gather(uint64_t seq, const Mine &mine, std::vector<CollPost>
             return false;
     }
     return true;
+}
+
+bool RankExecution::gather_vectors(Collective c, const std::vector<CollPost> &posts,
+                                   uint64_t element_bytes, uint64_t max_bytes) {
+    const uint64_t block_bytes = coll::vector_counts_bytes(size_);
+    vectors_.resize(size_);
+    counts_copy_.resize(block_bytes);
+    std::vector<const coll::MemberVector *> present(size_);
+    for (uint32_t r = 0; r < size_; ++r) {
+        const CollPost &p = posts[r];
+        const uint8_t *block =
+            p.counts_bytes == block_bytes ? views_[r].at(p.counts, block_bytes) : nullptr;
+        if (!block) return false;
+        // Read once: its owner could be rewriting it (a member that is not
+        // the library); everything below, and the plan, use this copy.
+        std::memcpy(counts_copy_.data(), block, block_bytes);
+        coll::MemberVector &v = vectors_[r];
+        std::string why;
+        if (coll::decode_collective_counts(c, counts_copy_.data(), block_bytes, size_,
+                                           element_bytes, max_bytes, &v, &why) != DP_OK)
+            return false;
+        uint64_t end;
+        for (int side = 0; side < 2; ++side)
+            for (const coll::VectorBlock &b : side == 0 ? v.send : v.recv)
+                if (b.bytes && (__builtin_add_overflow(side == 0 ? p.src : p.dst, b.end(), &end) ||
+                                !views_[r].at(end - b.bytes, b.bytes)))
+                    return false;
+        if (sends_meet_receives(v, p.src, p.dst)) return false;
+        present[r] = &v;
+    }
+    return coll::vector_difference(present).empty();
 }
 
 bool RankExecution::claimable(uint64_t seq, const Mine &mine) {
@@ -234,15 +289,21 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
     const CollPost &h = posts[rank_];
     const Collective c = *coll::collective_from_byte(uint8_t(h.opcode - channel::kCollPostBase));
     const uint64_t esize = c == Collective::barrier ? 1 : mover::dtype_size(h.dtype);
-    const uint64_t n = h.count * esize;
-    const coll::MemberBytes need = coll::member_bytes(c, h.count, esize, size_, rank_, h.root);
+    const bool vector = coll::is_vector(c);
+    const uint64_t n = vector ? vectors_[rank_].send_total + vectors_[rank_].recv_total
+                              : h.count * esize;
+    const coll::MemberBytes need =
+        vector ? coll::MemberBytes{vectors_[rank_].send_total, vectors_[rank_].recv_total}
+               : coll::member_bytes(c, h.count, esize, size_, rank_, h.root);
     uint8_t *dst = reinterpret_cast<uint8_t *>(h.dst);
     uint8_t *out = dst;
     o.status = DP_COMP_SUCCESS;
     o.bytes = need.destination;
     // Our source is read by the others until they all counted: a
-    // destination over it waits in scratch.
-    if (need.destination && coll::ranges_overlap(h.src, need.source, h.dst, need.destination)) {
+    // destination over it waits in scratch (a vector collective's blocks
+    // never meet: gather_vectors()).
+    if (!vector && need.destination &&
+        coll::ranges_overlap(h.src, need.source, h.dst, need.destination)) {
         o.scratch = scratch::get(need.destination);
         if (!o.scratch.data()) o.status = DP_COMP_ADDRESS_DENIED;
         out = o.scratch.data();
@@ -262,9 +323,12 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
         args.op = coll::reduces(c) ? dp_op_t(h.redop) : DP_SUM;
         args.root = h.root;
         args.chunk_bytes = kTaskBytes;
-        if (planned_for_ != args) {
+        args.vectors = &vectors_;
+        if (vector || planned_for_ != args) {
+            // (a vector collective's blocks are not in args: planned each time)
             plan_ = coll::build_local_plan(args);
-            planned_for_ = args;
+            planned_for_.reset();
+            if (!vector) planned_for_ = args;
         }
         const OwnOutputs buffers(rank_, views_, posts, out);
         std::string why;

@@ -14,10 +14,17 @@
 // destination is and every member has read its source; the operation is
 // finished for the team when every member wrote.
 //
+// A vector collective (coll::is_vector) is planned from every member's
+// counts block, which sits in its pool: each member copies every block
+// once through the views, decodes and checks it as the agent would
+// (coll/vector_counts.h), and plans from its copies. No scratch there: a
+// member whose send blocks share a byte with its receive blocks leaves the
+// operation to the agent.
+//
 // Claimed only when every member's post is on the board, agrees with the
 // others and names buffers inside the members' pools, and the previous
-// operation finished; anything else (registered memory, alltoallv, a
-// disagreement the agent reports) stays the agent's.
+// operation finished; anything else (registered memory, a disagreement the
+// agent reports) stays the agent's.
 #pragma once
 
 #include <atomic>
@@ -31,6 +38,7 @@
 #include "channel/control.h"
 #include "channel/team_board.h"
 #include "coll/local_plan.h"
+#include "coll/vector_counts.h"
 #include "common/fd.h"
 #include "common/scratch.h"
 #include "common/segment.h"
@@ -107,6 +115,10 @@ class RankExecution {
     // Reads every post of `seq` (false: one is not there or not usable).
     bool gather(uint64_t seq, const Mine &mine, std::vector<channel::CollPost> *posts,
                 uint8_t *status);
+    // gather() for a vector collective: every member's counts block into
+    // vectors_, checked (false: not ours to run).
+    bool gather_vectors(coll::Collective c, const std::vector<channel::CollPost> &posts,
+                        uint64_t element_bytes, uint64_t max_bytes);
     void begin(uint64_t seq, const Mine &mine);
     bool try_finish(Open &o);
     void write_record(uint64_t seq, uint8_t status, uint64_t bytes);
@@ -133,6 +145,9 @@ class RankExecution {
     // The last operation's plan, kept for the next with the same arguments.
     coll::LocalPlan plan_;
     std::optional<coll::LocalArgs> planned_for_;
+    // A vector collective's blocks, by member, from the last gather().
+    std::vector<coll::MemberVector> vectors_;
+    std::vector<uint8_t> counts_copy_;
 };
 
 }  // namespace deputy::client

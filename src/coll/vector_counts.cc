@@ -107,6 +107,21 @@ uint64_t reduction_layout_digest(const MemberVector &v) {
     return h;
 }
 
+dp_status_t decode_collective_counts(Collective c, const void *block, uint64_t bytes,
+                                     uint32_t team_size, uint64_t element_bytes,
+                                     uint64_t max_bytes, MemberVector *out, std::string *why) {
+    if (const dp_status_t s =
+            decode_vector_counts(block, bytes, team_size, element_bytes, max_bytes, out, why);
+        s != DP_OK)
+        return s;
+    if (reduces(c))
+        if (std::string problem = reduction_layout_problem(*out); !problem.empty()) {
+            *why = std::move(problem);
+            return DP_ERR_INVALID;
+        }
+    return DP_OK;
+}
+
 std::string vector_difference(std::span<const MemberVector *const> members) {
     for (size_t r = 0; r < members.size(); ++r) {
         if (!members[r]) continue;

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "coll/collective.h"
+
 namespace deputy::coll {
 
 inline constexpr uint32_t kVectorArrays = 4;
@@ -79,6 +81,14 @@ std::string reduction_layout_problem(const MemberVector &v);
 // lengths): equal on every node whose members agree, which the agents
 // compare before their first step.
 uint64_t reduction_layout_digest(const MemberVector &v);
+
+// One member's block as collective `c` reads it, by whoever runs it (the
+// agent, the members themselves): decode_vector_counts(), and for a
+// reducing vector collective the layout its plans read
+// (reduction_layout_problem(); DP_ERR_INVALID when it differs).
+dp_status_t decode_collective_counts(Collective c, const void *block, uint64_t bytes,
+                                     uint32_t team_size, uint64_t element_bytes,
+                                     uint64_t max_bytes, MemberVector *out, std::string *why);
 
 // Whether the members agree: rank r's send to m has the bytes of m's recv
 // from r, for every pair whose both members are given (members[r] null:

@@ -95,12 +95,18 @@ class AlltoallvTest : public ::testing::Test {
     std::string key() { return "v" + std::to_string(next_key++); }
 };
 
-void uneven_matrix(const AgentProcess &agent, const std::string &prefix) {
+// members: every member waits from a thread of its own and the agent is
+// stopped, so that only the members run the operations, from their copies
+// of every member's counts block (client/rank_execution.h); ordinary
+// memory stays the agent's.
+void uneven_matrix(const AgentProcess &agent, const std::string &prefix, bool members = false) {
     int next_key = 0;
     uint32_t seed = 1;
     for (Memory memory : kAllMemory)
         for (int p : {1, 2, 3, 4}) {
             Team team(agent, p, prefix + std::to_string(next_key++), memory);
+            if (members) team.wait_together();
+            const deputy::testing::AgentPaused paused(agent, members && memory != Memory::direct);
             for (dp_dtype_t dtype : {DP_UINT8, DP_INT32, DP_FLOAT64})
                 for (size_t max_count : {size_t(5), size_t(3000), size_t(200000)}) {
                     if (max_count > 5000 && dtype != DP_INT32) continue;
@@ -135,6 +141,13 @@ TEST(AlltoallvEngines, UnevenCountsInSmallChunksOnTwoEngines) {
     AgentProcess agent({"--config", config});
     uneven_matrix(agent, "small");
     std::filesystem::remove_all(dir);
+}
+
+// Run by the members themselves: each plans from its copies of every
+// member's counts block, the agent's plan, so the same bytes.
+TEST_F(AlltoallvTest, UnevenCountsRunByTheMembersAreBitExact) {
+    uneven_matrix(agent, "members", true);
+    EXPECT_GT(deputy::testing::run_by_members(agent), 0u);
 }
 
 TEST_F(AlltoallvTest, CountsThatDisagreeFailEveryMemberAndWriteNothing) {

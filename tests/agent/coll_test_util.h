@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -223,6 +226,51 @@ inline void fill(uint8_t *p, size_t n, uint32_t seed, dp_dtype_t dt) {
         if (dt == DP_FLOAT16 || dt == DP_BFLOAT16) p[i * 2 + 1] &= 0x3f;
     }
 }
+
+// The agent stopped (SIGSTOP) while this lives, when `stop`: operations
+// posted meanwhile complete only if the members run them themselves
+// (client/rank_execution.h), so each one that does was theirs. Declared
+// after the team it serves, so that the agent runs again before the team
+// leaves. Only for teams that wait together, over memory the members
+// reach (not Memory::direct, which is the agent's alone). Should the
+// members not run one, a watchdog wakes the agent after `limit` (so the
+// test ends) and the test fails.
+class AgentPaused {
+  public:
+    AgentPaused(const AgentProcess &agent, bool stop,
+                std::chrono::seconds limit = std::chrono::seconds(30))
+        : pid_(stop ? agent.pid() : 0) {
+        if (!pid_) return;
+        kill(pid_, SIGSTOP);
+        watchdog_ = std::thread([this, limit] {
+            std::unique_lock<std::mutex> lock(mutex_);
+            if (!cv_.wait_for(lock, limit, [this] { return over_; })) {
+                woken_ = true;
+                kill(pid_, SIGCONT);
+            }
+        });
+    }
+    ~AgentPaused() {
+        if (!pid_) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            over_ = true;
+        }
+        cv_.notify_one();
+        watchdog_.join();
+        kill(pid_, SIGCONT);
+        if (woken_) ADD_FAILURE() << "the members did not run an operation with the agent stopped";
+    }
+    AgentPaused(const AgentPaused &) = delete;
+    AgentPaused &operator=(const AgentPaused &) = delete;
+
+  private:
+    pid_t pid_;
+    std::thread watchdog_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool over_ = false, woken_ = false;
+};
 
 // Operations the members ran themselves (the agent's count).
 inline uint64_t run_by_members(const AgentProcess &agent) {

@@ -6,6 +6,8 @@
 // what must fail: a member's own count that is not its entry (at the call),
 // receive blocks that overlap (at the call), members whose blocks disagree
 // (DP_ERR_MISMATCH on every member, nothing written, the team goes on).
+// Each run by the agent, then by the members themselves (every member
+// waiting from its own thread): the same bytes and the same errors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -165,13 +167,35 @@ class VectorGatherTest : public ::testing::Test {
     AgentProcess agent{{"--engines", "2"}};
     int next_key = 0;
     std::string key() { return "vg" + std::to_string(next_key++); }
+    // Every member waits from a thread of its own, so that the members may
+    // run the operations themselves (client/rank_execution.h); where
+    // `members_only` the agent is stopped meanwhile, so that only they can.
+    bool together = false;
+    void join_as_set(Team &team) const {
+        if (together) team.wait_together();
+    }
+    bool members_only(Memory memory) const { return together && memory != Memory::direct; }
+    void uneven_gathers();
+    void uneven_reduce_scatterv();
+    void disagreeing_gathers();
+    void disagreeing_reduce_scatterv();
+    // The test body run by the agent, then with the members waiting
+    // together.
+    template <typename Body>
+    void both_ways(Body body) {
+        body();
+        together = true;
+        body();
+    }
 };
 
-TEST_F(VectorGatherTest, UnevenCountsWithGapsAreBitExactInEveryMemoryMode) {
+void VectorGatherTest::uneven_gathers() {
     uint32_t seed = 1;
     for (Memory memory : kAllMemory)
         for (int p : {1, 2, 3, 4}) {
             Team team(agent, p, key(), memory);
+            join_as_set(team);
+            const deputy::testing::AgentPaused paused(agent, members_only(memory));
             for (Kind k : {Kind::allgatherv, Kind::gatherv, Kind::scatterv})
                 for (dp_dtype_t dtype : {DP_UINT8, DP_FLOAT64})
                     for (size_t max_count : {size_t(5), size_t(3000)})
@@ -195,10 +219,11 @@ TEST_F(VectorGatherTest, UnevenCountsWithGapsAreBitExactInEveryMemoryMode) {
         }
 }
 
-TEST_F(VectorGatherTest, BlocksThatDisagreeFailEveryMemberAndWriteNothing) {
+void VectorGatherTest::disagreeing_gathers() {
     for (Memory memory : kAllMemory) {
         SCOPED_TRACE(name(memory));
         Team team(agent, 3, key(), memory);
+        join_as_set(team);
         for (Kind k : {Kind::allgatherv, Kind::gatherv, Kind::scatterv}) {
             SCOPED_TRACE(kind_name(k));
             Blocks b = make_blocks(3, 100, 7);
@@ -327,11 +352,13 @@ void expect_reduced(const std::vector<size_t> &counts, const ScatterRun &o, dp_d
     }
 }
 
-TEST_F(VectorGatherTest, ReduceScattervWithUnevenCountsInEveryMemoryMode) {
+void VectorGatherTest::uneven_reduce_scatterv() {
     uint32_t seed = 1;
     for (Memory memory : kAllMemory)
         for (int p : {1, 2, 3, 4}) {
             Team team(agent, p, key(), memory);
+            join_as_set(team);
+            const deputy::testing::AgentPaused paused(agent, members_only(memory));
             for (dp_dtype_t dtype : {DP_INT32, DP_FLOAT64})
                 for (size_t max_count : {size_t(5), size_t(3000)}) {
                     const Blocks b = make_blocks(p, max_count, seed);
@@ -346,10 +373,11 @@ TEST_F(VectorGatherTest, ReduceScattervWithUnevenCountsInEveryMemoryMode) {
         }
 }
 
-TEST_F(VectorGatherTest, ReduceScattervCountsThatDisagreeFailEveryMember) {
+void VectorGatherTest::disagreeing_reduce_scatterv() {
     for (Memory memory : kAllMemory) {
         SCOPED_TRACE(name(memory));
         Team team(agent, 3, key(), memory);
+        join_as_set(team);
         const std::vector<size_t> counts{5, 7, 3};
         std::vector<size_t> other = counts;
         other[0] = 6;  // member 1 believes block 0 is longer
@@ -362,7 +390,22 @@ TEST_F(VectorGatherTest, ReduceScattervCountsThatDisagreeFailEveryMember) {
         for (int m = 0; m < 3; ++m) ASSERT_EQ(ok.status[size_t(m)], DP_OK);
         expect_reduced(counts, ok, DP_INT32, "after the mismatch");
     }
-    // What the library can tell alone.
+}
+
+TEST_F(VectorGatherTest, UnevenCountsWithGapsAreBitExactInEveryMemoryMode) {
+    both_ways([&] { uneven_gathers(); });
+}
+TEST_F(VectorGatherTest, BlocksThatDisagreeFailEveryMemberAndWriteNothing) {
+    both_ways([&] { disagreeing_gathers(); });
+}
+TEST_F(VectorGatherTest, ReduceScattervWithUnevenCountsInEveryMemoryMode) {
+    both_ways([&] { uneven_reduce_scatterv(); });
+}
+TEST_F(VectorGatherTest, ReduceScattervCountsThatDisagreeFailEveryMember) {
+    both_ways([&] { disagreeing_reduce_scatterv(); });
+}
+
+TEST_F(VectorGatherTest, ReduceScattervRefusesWhatTheLibraryCanTellAlone) {
     Team team(agent, 2, key(), Memory::mapped);
     uint8_t *buf = team.buffer(0, 4096);
     dp_request_t *req = nullptr;
