@@ -646,9 +646,11 @@ int allgatherv(Operation op, const void *sendbuf, int sendcount, MPI_Datatype se
     int size = 0, me = 0;
     PMPI_Comm_size(comm, &size);
     PMPI_Comm_rank(comm, &me);
+    // Compared by its mean block, allgather's unit (every rank has every
+    // count, so every rank decides alike).
     size_t total = 0;
     for (int m = 0; m < size; ++m) total += size_t(recvcounts[m] > 0 ? recvcounts[m] : 0);
-    const size_t bytes = total * type_size(recvtype);
+    const size_t bytes = total * type_size(recvtype) / size_t(size > 0 ? size : 1);
     size_t element = 0;
     CommTeam *ct = nullptr;
     if (worth_offloading(op, bytes) &&

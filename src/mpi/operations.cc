@@ -62,12 +62,14 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     {Operation::iscatter,             "MPI_Iscatter",              "iscatter",              true,  0,       64 * K},
     {Operation::gather,               "MPI_Gather",                "gather",                false, 1 * M,   64 * K},
     {Operation::scatter,              "MPI_Scatter",               "scatter",               false, 1 * M,   64 * K},
-    // The vector forms: allgatherv by its total, from 1 MiB on shared cores
-    // (deputy bench coll's first look, docs/PERFORMANCE.md: without the
-    // members running it, 64-256 KiB were 0.92-1.03x MPI's and up to
-    // 1.43x in a run; 1 MiB 0.64x); gatherv and scatterv, whose counts only
-    // the root has, as alltoallv (0 or never).
-    {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       1 * M},
+    // The vector forms: allgatherv by its mean block (allgather's unit),
+    // measured with scripts/mpi-thresholds.sh once the waiting members ran
+    // vector plans themselves (shared: 0.31-0.77x MPI from 64 KiB with
+    // every core computing, 2-80x below; blocking 1.42x at 256 KiB, 0.78x
+    // from 1 MiB); gatherv and scatterv, whose counts only the root has,
+    // as alltoallv (0 or never: below 64 KiB they lose 2-80x on shared
+    // cores, so never there).
+    {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       64 * K},
     {Operation::igatherv,             "MPI_Igatherv",              "igatherv",              true,  0,       kNever},
     {Operation::iscatterv,            "MPI_Iscatterv",             "iscatterv",             true,  0,       kNever},
     {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   1 * M},
