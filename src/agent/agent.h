@@ -36,7 +36,7 @@
 #include "agent/memory_probe.h"
 #include "agent/pool_populator.h"
 #include "agent/staged_execution.h"
-#include "agent/team_engine.h"
+#include "agent/team/engine.h"
 #include "channel/control.h"
 #include "channel/transport/uds/transport.h"
 #include "common/fd.h"

@@ -1,4 +1,22 @@
-// Teams, and the collectives the agent runs for them.
+// Teams, and the collectives the agent runs for them. The folder's parts:
+//
+//   engine.h             this class: the registry's public face
+//   registry.cc          joins and forming on one node, leaves, clients gone,
+//                        timeouts, the service thread's turn (progress()),
+//                        info()
+//   team.h               a team: members, queues, its board
+//   queues.cc            posts in member order, the next operation taken
+//                        when every local member has a head, failures
+//   agreement.cc         what every execution checks first: heads agree,
+//                        vector counts decode and agree, buffers are the
+//                        members'
+//   execution.h/.cc      one operation, whoever runs it: one interface
+//   local_execution.cc   one node: on the engines, or on the service thread
+//   node_execution.cc    several nodes: gather, steps between agents,
+//                        write-back
+//   node_membership.cc   several nodes: the member map the agents agree on
+//   board_policy.cc      members running operations themselves: the board,
+//                        the views, who runs an operation
 //
 // Forming: members send TEAM_JOIN (key, job secret, rank, size); a forming
 // team is named by the secret's digest and the key together, so two jobs
@@ -16,15 +34,20 @@
 // time so that other teams' operations interleave. The reduction order is
 // fixed (rank 0, 1, 2, ...; across nodes each node's ranks, then the nodes),
 // so results are bit-exact and the same on every member, floats included.
-// Operations of one team run one at a time in posting order. The service
-// thread only matches, submits and collects: it never moves an operation's
-// bytes.
+// Operations of one team run one at a time in posting order.
+//
+// What the service thread does itself: it matches, checks, plans, submits
+// and collects, and it runs whole a plan of at most coll_inline_bytes of
+// traffic (agent config; 0 turns it off) over mapped memory only, where a
+// hand-off to an engine would cost more in wake-ups than the copy. Never
+// more, and never a call into a member's process (ordinary memory), which
+// could take as long as that process likes.
 //
 // With agents on several nodes (an Internode), membership is agreed among
 // the agents, and a team whose members sit on more than one node runs its
-// collectives as a task graph (team_engine_nodes.cc): the engines gather
-// the local members' part into the agent's buffers, the agents exchange it,
-// the engines write the results back; a reduction goes chunk by chunk.
+// collectives as a task graph (node_execution.cc): the engines gather the
+// local members' part into the agent's buffers, the agents exchange it, the
+// engines write the results back; a reduction goes chunk by chunk.
 #pragma once
 
 #include <deputy/coll.h>
@@ -120,8 +143,11 @@ class TeamEngine {
     // A vector collective's counts block, copied from the member's pool as
     // its post arrives (the one read of it).
     void copy_counts(ClientSession &s, const Team &t, Posted *p);
-    void start(Team &t, const std::vector<Posted> &posted);  // one node
-    bool advance(Team &t);  // submits/collects the running execution; true when it finished
+    // The running execution, whoever runs it (execution.cc): submits and
+    // collects; true when it finished.
+    bool advance(Team &t);
+    void start_local(Team &t, const std::vector<Posted> &posted);  // one node
+    bool advance_local(Team &t);  // the engines, or the service thread
     void finish(Team &t, uint8_t status, const std::string &why = {});
     void fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status);
     void publish(uint32_t client_id, uint64_t record, uint8_t status, uint64_t bytes, uint64_t user);
@@ -139,7 +165,7 @@ class TeamEngine {
     // Fails the queued posts of operation sequences >= from.
     void fail_queued_from(Team &t, uint64_t from);
     size_t window() const;  // tasks of one operation with the engines at once
-    // Several nodes (team_engine_nodes.cc).
+    // Several nodes (node_membership.cc, node_execution.cc).
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }
     void join_nodes(ClientSession &s, const channel::control::TeamJoin &m,
                     const std::array<uint8_t, 32> &secret);
@@ -152,13 +178,16 @@ class TeamEngine {
     bool advance_nodes(Team &t);
     void post_step(Team &t, uint32_t group);
     void retire(Team &t);  // before a team is erased
-    // Waiting members running operations (rank_execution.cc): a board and
+    // Waiting members running operations (board_policy.cc): a board and
     // the members' pool views for a team that formed on one node (nothing
     // when rank_execution is off or a view is missing);
     void offer_board(Team &t, channel::control::TeamReady *ready, std::vector<UniqueFd> *fds);
     // once every member posted (so mapped the board when the team formed):
     // nobody maps it writable from then on, through /proc/<pid>/fd either;
     void close_board(Team &t);
+    // before the agent runs operation t.ops: true when it does; false when
+    // the members claimed it (ex goes back to t.spare) or it failed;
+    bool agent_runs(Team &t, std::unique_ptr<Execution> &ex);
     // who runs operation `seq`, read once: the agent claims it when nobody
     // has (kOwnerAgent, also without a board); kOwnerRanks when the members
     // claimed it, and then they write its records; anything else when a

@@ -1,6 +1,7 @@
-// The state TeamEngine keeps per team and per running operation, shared by
-// team_engine.cc (membership, queues, agreement), coll_execution.cc (one
-// node) and team_engine_nodes.cc (several nodes).
+// A team as the agent keeps it: its members and where they are, each
+// member's queue of posts, the operation running (execution.h) and, on one
+// node, the board on which waiting members may run operations themselves
+// (board_policy.cc).
 #pragma once
 
 #include <fmt/format.h>
@@ -15,14 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "agent/coll_tasks.h"
-#include "agent/team_engine.h"
+#include "agent/team/engine.h"
+#include "agent/team/execution.h"
 #include "channel/team_board.h"
 #include "channel/coll_post.h"
 #include "coll/collective.h"
-#include "coll/local_plan.h"
-#include "coll/node_plan.h"
-#include "coll/vector_counts.h"
 #include "common/segment.h"
 #include "mover/names.h"
 
@@ -53,57 +51,6 @@ struct TeamEngine::Posted {
 // stored or shown.
 using SecretDigest = std::array<uint8_t, 32>;
 SecretDigest secret_digest(const std::string &secret);
-
-struct TeamEngine::Execution {
-    std::vector<channel::CollPost> heads;  // by rank (local ranks filled)
-    coll::Collective collective = coll::Collective::barrier;
-    uint64_t bytes = 0;  // bytes a member receives (counters)
-    // The members' memory the engines' tasks touch: held until the last
-    // task finished, whoever of them leaves meanwhile.
-    std::vector<std::shared_ptr<ClientMemory>> memories;
-    MemberBuffers buffers;
-    // alltoallv: each local rank's blocks, decoded from the agent's copy
-    // of its counts block (by rank; other nodes' ranks empty).
-    std::vector<coll::MemberVector> vectors;
-    // One node: the plan and its tasks.
-    coll::LocalPlan plan;
-    TaskSet tasks;
-    // Several nodes: the stages around the steps between agents, the
-    // agent's buffers (shared with the abandoned list if the team breaks:
-    // MPI may still write into them), the steps out (step id -> group) and
-    // the groups whose step came back.
-    bool spans_nodes = false;
-    coll::NodeArgs node_args;
-    coll::NodePlan node_plan;
-    TaskSet gather, write_back;
-    std::shared_ptr<std::vector<uint8_t>> send, recv;
-    std::map<uint64_t, uint32_t> steps;
-    uint32_t steps_posted = 0, steps_done = 0;
-    bool checked = false;  // the first step carried the heads' check
-    uint8_t node_status = DP_COMP_SUCCESS;
-    std::string node_reason;
-
-    // One node: the arguments `plan` was built for. A team posting the
-    // same collective again (a loop, the common case) gets its last
-    // execution back (Team::spare) and the plan with it, instead of
-    // allocating both again for every operation.
-    std::optional<coll::LocalArgs> planned_for;
-
-    // Nothing of it is with the engines.
-    bool idle() const { return tasks.idle() && gather.idle() && write_back.idle(); }
-    // Ready for the team's next operation: nothing of the last one is held
-    // (its members' memory above all); the plan and the capacity stay.
-    void recycle() {
-        collective = coll::Collective::barrier;
-        bytes = 0;
-        memories.clear();
-        buffers.members.clear();
-        buffers.send = buffers.recv = nullptr;
-        buffers.send_bytes = buffers.recv_bytes = 0;
-        buffers.through_process = false;
-        vectors.clear();
-    }
-};
 
 struct TeamEngine::Team {
     uint32_t id = 0;

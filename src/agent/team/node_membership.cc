@@ -1,0 +1,156 @@
+// Teams whose members sit on several nodes: the agents agree on the member
+// map (Internode) under a key scoped by the job's secret; this node's
+// joiners wait for it, and its events (formed, failed, broken elsewhere,
+// a step done) come back through poll_internode().
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "agent/team/engine.h"
+#include "agent/team/execution.h"
+#include "agent/team/team.h"
+#include "common/log.h"
+
+namespace deputy::agent {
+
+namespace ch = channel;
+
+std::string TeamEngine::node_key(const SecretDigest &secret, const std::string &key) {
+    std::string out;
+    for (uint8_t b : secret) out += fmt::format("{:02x}", b);
+    return out + "/" + key;
+}
+
+std::string TeamEngine::plain_key(const std::string &node_key) {
+    const size_t slash = node_key.find('/');
+    return slash == std::string::npos ? node_key : node_key.substr(slash + 1);
+}
+
+void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
+                            const SecretDigest &secret) {
+    // Across nodes the agents agree on node_key(), so members with
+    // different secrets never meet in one team, and two jobs using the
+    // same key each form their own.
+    const std::string key = node_key(secret, m.key);
+    // One rank per client, as on one node (TeamEngine::join).
+    for (auto [it, last] = joining_.equal_range(key); it != last; ++it)
+        if (it->second.client == s.id) {
+            hooks_.send_ready(s, {m.join_id, DP_ERR_INVALID, 0,
+                                  fmt::format("team '{}': this client joined it already as rank "
+                                              "{} (one rank per client, i.e. per dp_context_t)",
+                                              m.key, it->second.rank)}, {});
+            return;
+        }
+    std::set<std::string> keys;
+    for (const auto &[k, j] : joining_) keys.insert(k);
+    if (!keys.count(key) && keys.size() >= config_.max_forming_teams) {
+        hooks_.send_ready(s, {m.join_id, DP_ERR_TOO_LARGE, 0,
+                              fmt::format("team '{}': {} teams are forming already "
+                                          "(max_forming_teams = {})",
+                                          m.key, keys.size(), config_.max_forming_teams)}, {});
+        return;
+    }
+    joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
+    ++pending_[s.id];
+    internode_->join(key, m.rank, m.size,
+                     m.timeout_ms ? m.timeout_ms : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms));
+}
+
+bool TeamEngine::poll_internode() {
+    if (!internode_) return false;
+    bool any = false;
+    InternodeEvent e;
+    while (internode_->poll(&e)) {
+        any = true;
+        switch (e.kind) {
+            case InternodeEvent::Kind::formed: on_formed(e); break;
+            case InternodeEvent::Kind::join_failed: on_join_failed(e); break;
+            case InternodeEvent::Kind::done: on_step_done(e); break;
+            case InternodeEvent::Kind::broken: {
+                auto it = by_uid_.find(e.team_uid);
+                if (it == by_uid_.end() || !teams_.count(it->second)) break;
+                Team &t = *teams_.at(it->second);
+                DP_LOG_INFO("agent: team '{}' broken on another node from its operation {}: {}",
+                            t.key, e.from_sequence, e.reason);
+                t.broken_reason = e.reason;
+                t.broken_from = std::min(t.broken_from, e.from_sequence);
+                // What was posted for the operations before that stays
+                // queued and runs; try_start breaks the team when it gets
+                // to the first one after.
+                fail_queued_from(t, t.broken_from);
+                try_start(t);
+                break;
+            }
+        }
+    }
+    return any;
+}
+
+void TeamEngine::on_formed(const InternodeEvent &e) {
+    auto team = std::make_unique<Team>();
+    Team &t = *team;
+    t.id = next_team_id_++;
+    t.key = plain_key(e.key);
+    t.size = uint32_t(e.node_of_rank.size());
+    t.members.assign(t.size, 0);
+    t.join_ids.assign(t.size, 0);
+    t.queues.resize(t.size);
+    t.posts.assign(t.size, 0);
+    t.ready = true;
+    t.uid = e.team_uid;
+    t.node_of_rank = e.node_of_rank;
+    for (uint32_t r = 0; r < t.size; ++r) {
+        if (t.node_of_rank[r] == internode_->node()) t.local_ranks.push_back(r);
+        else t.spans_nodes = true;
+    }
+    auto [first, last] = joining_.equal_range(e.key);
+    for (auto it = first; it != last;) {
+        const PendingJoin &j = it->second;
+        if (j.rank < t.size && t.node_of_rank[j.rank] == internode_->node() && !t.members[j.rank]) {
+            t.members[j.rank] = j.client;
+            t.join_ids[j.rank] = j.join_id;
+            unpend(j.client);
+            it = joining_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    by_uid_[t.uid] = t.id;
+    DP_LOG_INFO("agent: team {} '{}' formed across the agents: {} member(s), {} here", t.id, t.key,
+                t.size, t.local_ranks.size());
+    teams_[t.id] = std::move(team);
+    std::string gone;
+    for (uint32_t r : t.local_ranks) {
+        ClientSession *c = t.members[r] ? hooks_.find_client(t.members[r]) : nullptr;
+        if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""}, {});
+        else gone = fmt::format("rank {} of team '{}' left before the team formed", r, t.key);
+    }
+    if (!gone.empty()) break_team(t, gone);
+}
+
+void TeamEngine::on_join_failed(const InternodeEvent &e) {
+    auto [first, last] = joining_.equal_range(e.key);
+    for (auto it = first; it != last;) {
+        if (e.rank != UINT32_MAX && it->second.rank != e.rank) {
+            ++it;
+            continue;
+        }
+        // The agents name the team by node_key(): members know it by its key.
+        std::string reason = e.reason;
+        for (size_t at; (at = reason.find(e.key)) != std::string::npos;)
+            reason.replace(at, e.key.size(), plain_key(e.key));
+        DP_LOG_WARN("agent: {}", reason);
+        if (ClientSession *c = hooks_.find_client(it->second.client))
+            hooks_.send_ready(*c, {it->second.join_id, e.status, 0, reason}, {});
+        unpend(it->second.client);
+        it = joining_.erase(it);
+    }
+}
+
+void TeamEngine::forget_joins(uint32_t client) {
+    for (auto it = joining_.begin(); it != joining_.end();)
+        it = it->second.client == client ? joining_.erase(it) : std::next(it);
+}
+
+}  // namespace deputy::agent
