@@ -20,7 +20,9 @@
 //     empty exactly when every send[m] has the bytes of every recv[r]
 //     (checked pair by pair);
 //   - reduce_scatterv's layout check accepts exactly the blocks that lie
-//     back to back from 0 with one result block at 0.
+//     back to back from 0 with one result block at 0, and the decode every
+//     runner calls (decode_collective_counts) applies it to reduce_scatterv
+//     only.
 #include <deputy/log.h>
 
 #include <cstdint>
@@ -149,6 +151,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tiles &= v.recv[m].offset == 0 && v.recv[m].bytes == v.recv[0].bytes;
     REQUIRE(deputy::coll::reduction_layout_problem(v).empty() == tiles);
     REQUIRE(!tiles || at == v.send_total);
+    // What every runner calls (the agent, members running it themselves):
+    // the decode alone for a moving collective, with the layout for the
+    // reducing one.
+    using deputy::coll::Collective;
+    MemberVector again;
+    std::string why_again;
+    REQUIRE(deputy::coll::decode_collective_counts(Collective::alltoallv, block.data(),
+                                                   block.size(), p, e, max, &again,
+                                                   &why_again) == DP_OK);
+    REQUIRE(deputy::coll::decode_collective_counts(Collective::reduce_scatterv, block.data(),
+                                                   block.size(), p, e, max, &again,
+                                                   &why_again) ==
+            (tiles ? DP_OK : DP_ERR_INVALID));
     (void)deputy::coll::reduction_layout_digest(v);
     return 0;
 }
