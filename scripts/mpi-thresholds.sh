@@ -20,23 +20,22 @@ placement=${4:-shared}
 . "$(dirname "$0")/mpi-bench-setup.sh"
 mpi_bench_setup mpi-thresholds "$build" "$placement"
 mkdir -p "$out"
-nonblocking=(iallreduce ireduce_scatter iallgather ialltoall ibcast ireduce igather iscatter
-             iscan iexscan iallgatherv igatherv iscatterv)
-blocking=("${nonblocking[@]#i}")
+# The operations the benchmark knows, nonblocking first (their names start
+# with i; the blocking ones' never do).
+mapfile -t known < <("$bench" --list-ops)
+((${#known[@]})) || { echo "mpi-thresholds: $bench --list-ops listed nothing" >&2; exit 1; }
+nonblocking=() blocking=()
+for op in "${known[@]}"; do
+  if [[ $op == i* ]]; then nonblocking+=("$op"); else blocking+=("$op"); fi
+done
 if [[ -n ${OPS:-} ]]; then
   read -r -a wanted <<< "$OPS"
   keep() { local op; for op in "$@"; do [[ " ${wanted[*]} " == *" $op "* ]] && echo "$op"; done; }
   mapfile -t nonblocking < <(keep "${nonblocking[@]}")
   mapfile -t blocking < <(keep "${blocking[@]}")
 fi
-# Everything offloaded, whatever the compiled-in thresholds say (the
-# library names reduce_scatter_block by its MPI name).
-all=
-for op in "${nonblocking[@]}" "${blocking[@]}"; do
-  key=$op
-  [[ $op == *reduce_scatter ]] && key=${op}_block
-  all+=${all:+,}$key=0
-done
+# Everything offloaded, whatever the compiled-in thresholds say.
+all=all=0
 for run in $(seq 1 "$runs"); do
   for op in "${nonblocking[@]}"; do
     for compute in cpu idle; do

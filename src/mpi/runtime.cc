@@ -174,16 +174,33 @@ bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thr
         }
         const std::string_view key = item.substr(0, eq);
         std::string value(item.substr(eq + 1));
-        const auto op = operation_from_key(key);
+        // "all": every operation of the table (items after it still win).
+        const bool all = key == "all";
+        const auto op = all ? std::optional<Operation>(Operation(0)) : operation_from_key(key);
         if (!op) {
-            *error = fmt::format("unknown operation '{}' (names: iallreduce, allreduce, ...)", key);
+            *error = fmt::format("unknown operation '{}' (names: iallreduce, allreduce, ..., "
+                                 "all; `deputy mpirun --operations` lists them)",
+                                 key);
             return false;
         }
+        auto set = [&](size_t bytes) {
+            if (!all) {
+                (*thresholds)[size_t(*op)] = bytes;
+                return;
+            }
+            for (size_t &t : *thresholds) t = bytes;
+        };
         if (value == "never") {
-            (*thresholds)[size_t(*op)] = kNever;
+            set(kNever);
             continue;
         }
         if (value == "tune") {
+            if (all) {
+                *error = fmt::format("'{}': DEPUTY_MPI_TUNE=1 tunes every blocking form that can "
+                                     "be tuned",
+                                     item);
+                return false;
+            }
             if (!tunable(*op)) {
                 *error = fmt::format("'{}': only the blocking forms but alltoallv can be tuned "
                                      "(a nonblocking operation is worth its overlap, which the "
@@ -218,7 +235,7 @@ bool parse_thresholds(const char *text, std::array<size_t, kOperationCount> *thr
                                  item, kTune - 1);
             return false;
         }
-        (*thresholds)[size_t(*op)] = size_t(n) * scale;
+        set(size_t(n) * scale);
     }
     return true;
 }

@@ -560,3 +560,23 @@ def test_agent_cores_under_hydra(env):
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stdout.splitlines() == ["Cpus_allowed_list:\t0", "Cpus_allowed_list:\t0"]
     assert_clean(env)
+
+
+def test_operations_lists_the_librarys_table_and_runs_nothing(env):
+    """`deputy mpirun --operations`: every operation the library intercepts,
+    one per line (MPI name, DEPUTY_MPI_THRESHOLDS key, form, the two default
+    thresholds), each a name the library accepts; no agent, no mpirun."""
+    r = subprocess.run([DEPUTY, "mpirun", "--operations"], capture_output=True, text=True,
+                       timeout=TIMEOUT_S, env=env.environ())
+    assert r.returncode == 0, r.stderr
+    lines = [l.split() for l in r.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    names = [l[0] for l in lines]
+    assert len(names) == len(set(names)) and len(names) >= 32, r.stdout
+    for name, key, form, shared, own in lines:
+        assert name.startswith("MPI_") and key == name[4:].lower(), (name, key)
+        assert form == ("nonblocking" if key.startswith("i") else "blocking"), (name, form)
+        for t in (shared, own):
+            assert re.fullmatch(r"\d+[KM]?|never|tune", t), (name, t)
+    for expected in ("MPI_Iallreduce", "MPI_Alltoallv", "MPI_Iscatterv", "MPI_Reduce_scatter"):
+        assert expected in names
+    assert_clean(env)

@@ -63,32 +63,16 @@ done
 command -v python3 > /dev/null || fail "python3 is needed to read the reports"
 command -v nm > /dev/null || fail "nm (binutils) is needed to list the library's entry points"
 
-# The collectives the library intercepts: those whose C entry it defines.
-# (One it does not define yet, e.g. MPI_Ialltoallv before it lands, is
-# MPI's from C and Fortran alike and has nothing to offload.)
-all_ops=(MPI_Iallreduce MPI_Ireduce_scatter_block MPI_Iallgather MPI_Ialltoall MPI_Ialltoallv
-         MPI_Ibcast MPI_Ibarrier MPI_Allreduce MPI_Reduce_scatter_block MPI_Allgather
-         MPI_Alltoall MPI_Alltoallv MPI_Bcast MPI_Barrier MPI_Ireduce MPI_Reduce MPI_Iscan
-         MPI_Scan MPI_Iexscan MPI_Exscan MPI_Igather MPI_Gather MPI_Iscatter MPI_Scatter
-         MPI_Iallgatherv MPI_Allgatherv MPI_Igatherv MPI_Gatherv MPI_Iscatterv MPI_Scatterv
-         MPI_Ireduce_scatter MPI_Reduce_scatter)
+# The collectives the library intercepts: its own table, through `deputy
+# mpirun --operations`; each must have its C entry point in the library.
+mapfile -t ops < <("$deputy" mpirun --operations | awk '!/^#/ && NF {print $1}')
+((${#ops[@]})) || fail "\`$deputy mpirun --operations\` listed no operation"
 defined=$(nm -D --defined-only "$library" | awk '{print $NF}')
-ops=()
-for op in "${all_ops[@]}"; do
-  if grep -qx "$op" <<< "$defined"; then
-    ops+=("$op")
-  else
-    echo "run_fortran_check: $op: not intercepted by $(basename "$library"), not checked"
-  fi
-done
-((${#ops[@]})) || fail "$library defines none of the collectives"
-# Every one of them from 0 bytes (DEPUTY_MPI_THRESHOLDS names an operation
-# by its MPI name, lowercased, without "mpi_").
-thresholds=
 for op in "${ops[@]}"; do
-  key=${op#MPI_}
-  thresholds+=${thresholds:+,}${key,,}=0
+  grep -qx "$op" <<< "$defined" || fail "$op is in the library's table but $(basename "$library") does not define it"
 done
+# Every one of them from 0 bytes.
+thresholds=all=0
 
 # Everything this run makes lives in one 0700 directory, removed on exit
 # with the agent stopped first.

@@ -158,6 +158,10 @@ def compare(reference: list[str], r: h.Result, what: str, reproduce: str) -> lis
     return []
 
 
+# The library's operations (h.offloaded_ops), read once in main().
+OFFLOADED_OPS: tuple[str, ...] = ()
+
+
 def check_reports(report_dir: Path, ranks: int, what: str,
                   agent_of: Callable[[int], str]) -> list[str]:
     """agent_of(rank): a regular expression the rank's agent socket must match."""
@@ -171,7 +175,7 @@ def check_reports(report_dir: Path, ranks: int, what: str,
         if not re.fullmatch(agent_of(r), str(doc.get("agent"))):
             problems.append(f"rank {r}: attached to agent {doc.get('agent')!r}, "
                             f"want {agent_of(r)}")
-        not_offloaded = [op for op in h.OFFLOADED_OPS
+        not_offloaded = [op for op in OFFLOADED_OPS
                          if op not in h.NOT_YET_OFFLOADED and h.offloaded(doc, op) <= 0]
         if not_offloaded:
             problems.append(f"rank {r}: nothing offloaded for {', '.join(not_offloaded)}")
@@ -334,7 +338,8 @@ def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float
                         ("allreduce=12x", "'allreduce=12x': the bytes must be a number"),
                         ("allreduce=18446744073709551614", "too large"),
                         ("allreduce=17179869184g", "too large"),
-                        ("allreduc=1k", "unknown operation 'allreduc'")):
+                        ("allreduc=1k", "unknown operation 'allreduc'"),
+                        ("all=tune", "'all=tune': DEPUTY_MPI_TUNE=1")):
         env = launch.library_env(Path("/nonexistent"), None)
         env.pop("DEPUTY_MPI_REPORT")
         env["DEPUTY_MPI_THRESHOLDS"] = value
@@ -390,6 +395,8 @@ def body() -> None:
     args.deputy = args.deputy.absolute()
     args.lib = args.lib.absolute()
     args.prog = args.prog.absolute()
+    global OFFLOADED_OPS
+    OFFLOADED_OPS = h.offloaded_ops(args.deputy)
     mpi = h.MPIS[args.mpi]
     mpi.check()
     if not args.prog.exists():

@@ -111,13 +111,13 @@ static size_t parse_size(const char *s) {
 }
 
 static void usage(const char *argv0) {
-    fprintf(stderr,
-            "usage: %s [--op iallreduce|ireduce_scatter|iallgather|ialltoall|ibcast|ireduce|\n"
-            "            igather|iscatter|iscan|iexscan|iallgatherv|igatherv|iscatterv, or\n"
-            "            the same without the i (blocking)]\n"
-            "          [-m MIN:MAX bytes, k/m suffixes] [-i iterations] [-x warm-up]\n"
-            "          [--compute cpu|idle] [--wait wait|waitany|waitsome] [--json FILE]\n",
-            argv0);
+    fprintf(stderr, "usage: %s [--op OP] [-m MIN:MAX bytes, k/m suffixes] [-i iterations]\n"
+                    "          [-x warm-up] [--compute cpu|idle] [--wait wait|waitany|waitsome]\n"
+                    "          [--json FILE]\n"
+                    "       %s --list-ops   (the operations, one per line; no MPI needed)\n"
+                    "OP:", argv0, argv0);
+    for (int i = 0; i < OP_COUNT; ++i) fprintf(stderr, " %s", op_names[i]);
+    fprintf(stderr, "\n");
 }
 
 static int parse(int argc, char **argv, struct options *o) {
@@ -435,6 +435,12 @@ static struct result measure(int via, const struct options *o, struct buffers *b
 }
 
 int main(int argc, char **argv) {
+    /* For scripts that sweep every operation (scripts/mpi-thresholds.sh):
+     * before MPI_Init, so that no launcher is needed. */
+    if (argc == 2 && strcmp(argv[1], "--list-ops") == 0) {
+        for (int i = 0; i < OP_COUNT; ++i) printf("%s\n", op_names[i]);
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     int rank, size;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

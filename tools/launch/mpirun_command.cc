@@ -23,6 +23,7 @@
 #include "launch/mpi_agents.h"
 #include "launch/mpi_flavor.h"
 #include "launch/mpi_library.h"
+#include "launch/mpi_operations.h"
 #include "launch/mpirun_args.h"
 #include "launch/mpirun_helpers.h"
 #include "launch/signals.h"
@@ -56,6 +57,7 @@ struct MpirunFlags {
     double version_timeout_s = 10;
     // What deputy mpirun runs on the nodes (mpirun_helpers.h); hidden.
     bool rank_shim = false;
+    bool operations = false;
     std::string await_agent;
     std::string remove_agent_dir;
 };
@@ -100,6 +102,9 @@ void add_options(CLI::App *cmd, MpirunFlags *f) {
     cmd->add_flag("--dry-run", f->dry_run,
                   "print the commands and environment it would run, and run nothing");
     cmd->add_flag("-v,--verbose", f->verbose, "say what it does, on stderr");
+    cmd->add_flag("--operations", f->operations,
+                  "list the MPI operations the library intercepts, with their "
+                  "DEPUTY_MPI_THRESHOLDS names and default thresholds, and run nothing");
     cmd->add_flag("--rank-shim", f->rank_shim)->group("");
     cmd->add_option("--await-agent", f->await_agent)->group("");
     cmd->add_option("--remove-agent-dir", f->remove_agent_dir)->group("");
@@ -555,6 +560,7 @@ Examples:
   deputy mpirun --dry-run -np 4 ./app              # show the commands only
   deputy mpirun --agent-cores last -np 6 ./app     # the agent on the last core of each socket
   DEPUTY_MPI_REPORT=1 deputy mpirun -np 2 ./app    # DEPUTY_MPI_* reach the ranks
+  deputy mpirun --operations                       # what the library offloads, and from which size
 See docs/launch.md.)");
     add_options(cmd, f.get());
     // The first argument that is not deputy's starts mpirun's.
@@ -568,7 +574,10 @@ See docs/launch.md.)");
         std::vector<std::string> args = cmd->remaining();
         args.insert(args.end(), g_after_separator.begin(), g_after_separator.end());
         int rc;
-        if (f->rank_shim) {
+        if (f->operations) {
+            print_mpi_operations(stdout);
+            rc = 0;
+        } else if (f->rank_shim) {
             rc = launch::run_rank_shim(args);
         } else if (!f->await_agent.empty()) {
             rc = launch::await_agent(f->await_agent, f->agent_timeout_s);
