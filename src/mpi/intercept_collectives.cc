@@ -441,31 +441,60 @@ bool packing_is_copying() {
     return same;
 }
 
-// The root's buffer in `type` as deputy sees it: the buffer itself when the
-// type is dense, else a packed copy of size x block bytes. False (counted)
-// when it cannot be offloaded.
-struct RootSide {
+// Counts and displacements go to deputy in bytes (DP_UINT8), copied now:
+// MPI lets the caller reuse its arrays once the call returns, and a post
+// made again after DP_ERR_RETRY needs them.
+struct ByteBlocks {
+    std::array<size_t, DP_TEAM_MAX_SIZE> counts{}, displs{};
+};
+
+// `counts` / `displs` (elements of `element` bytes, `size` of them) as
+// bytes; the extent they span. A negative entry is the caller's error.
+std::shared_ptr<ByteBlocks> byte_blocks(Operation op, const int *counts, const int *displs,
+                                        int size, size_t element, size_t *extent) {
+    auto b = std::make_shared<ByteBlocks>();
+    *extent = 0;
+    for (int m = 0; m < size; ++m) {
+        if (counts[m] < 0 || displs[m] < 0)
+            fatal(std::string(operation_info(op).mpi_name) +
+                  ": a negative count or displacement (MPI_ERR_COUNT / MPI_ERR_ARG)");
+        const size_t i = size_t(m);
+        b->counts[i] = size_t(counts[m]) * element;
+        b->displs[i] = size_t(displs[m]) * element;
+        if (b->counts[i]) *extent = std::max(*extent, b->displs[i] + b->counts[i]);
+    }
+    return b;
+}
+
+// The root's side of a rooted move (gather's or gatherv's receive buffer,
+// scatter's or scatterv's send buffer: `counts` / `displs` of `type`, in
+// its elements) as deputy sees it: dense, deputy's blocks are in the
+// buffer itself; derived, in a packed copy with the blocks back to back,
+// which MPI_Pack / MPI_Unpack translate block by block. gather and scatter
+// are the case of equal blocks (root_equal_blocks).
+struct RootBlocks {
     uint8_t *base = nullptr;                     // what deputy reads or writes
     std::shared_ptr<std::vector<uint8_t>> copy;  // the packed copy, if any
-    MPI_Aint extent = 0;                         // of `type`, to find the root's own block
+    std::shared_ptr<ByteBlocks> blocks;          // in base
+    size_t extent = 0;                           // bytes of base deputy touches
+    MPI_Aint type_extent = 0;
+    std::vector<int> counts, displs;  // the caller's, for packing (elements of type)
 };
-bool root_side(Operation op, void *buffer, int count, MPI_Datatype type, size_t block, int size,
-               RootSide *side) {
+bool root_blocks(Operation op, void *buffer, const int *counts, const int *displs,
+                 MPI_Datatype type, int size, RootBlocks *out) {
+    out->counts.assign(counts, counts + size);
+    out->displs.assign(displs, displs + size);
     size_t element = 0;
     PassReason why;
     if (dense_type_bytes(type, &element, &why)) {
-        if (size_t(count > 0 ? count : 0) * element != block) {
-            count_passed(op, PassReason::mixed_datatypes);  // erroneous: MPI says so
-            return false;
-        }
-        side->base = static_cast<uint8_t *>(buffer);
-        side->extent = MPI_Aint(element);
+        out->base = static_cast<uint8_t *>(buffer);
+        out->blocks = byte_blocks(op, counts, displs, size, element, &out->extent);
+        out->type_extent = MPI_Aint(element);
         return true;
     }
     MPI_Aint lb = 0;
-    if (type_size(type) * size_t(count > 0 ? count : 0) != block ||
-        PMPI_Type_get_extent(type, &lb, &side->extent) != MPI_SUCCESS) {
-        count_passed(op, PassReason::mixed_datatypes);
+    if (PMPI_Type_get_extent(type, &lb, &out->type_extent) != MPI_SUCCESS) {
+        count_passed(op, PassReason::derived_datatype);
         return false;
     }
     if (!packing_is_copying())
@@ -473,9 +502,69 @@ bool root_side(Operation op, void *buffer, int count, MPI_Datatype type, size_t 
               ": the root's datatype is derived and this MPI's packed form is not the data's "
               "bytes; give the root a predefined datatype, or set DEPUTY_MPI_THRESHOLDS=" +
               operation_info(op).key + "=never");
-    side->copy = std::make_shared<std::vector<uint8_t>>(block * size_t(size));
-    side->base = side->copy->data();
+    // Packed, block m is counts[m] x the type's size, back to back.
+    std::vector<int> packed_displs(static_cast<size_t>(size), 0);
+    int64_t at = 0;
+    const size_t tsize = type_size(type);
+    for (int m = 0; m < size; ++m) {
+        packed_displs[size_t(m)] = int(at);
+        at += counts[m] > 0 ? counts[m] : 0;
+        if (at > INT_MAX) {
+            count_passed(op, PassReason::too_large);
+            return false;
+        }
+    }
+    out->blocks = byte_blocks(op, counts, packed_displs.data(), size, tsize, &out->extent);
+    out->copy = std::make_shared<std::vector<uint8_t>>(size_t(at) * tsize);
+    out->base = out->copy->data();
     return true;
+}
+
+// gather's and scatter's root side: `size` blocks of `count`, back to back,
+// each of `block` bytes (the side every rank has); blocks of other bytes are
+// erroneous, and MPI says so.
+bool root_equal_blocks(Operation op, void *buffer, int count, MPI_Datatype type, size_t block,
+                       int size, RootBlocks *out) {
+    const int n = count > 0 ? count : 0;
+    if (type_size(type) * size_t(n) != block) {
+        count_passed(op, PassReason::mixed_datatypes);
+        return false;
+    }
+    if (int64_t(n) * size > INT_MAX) {  // (the displacements are ints)
+        count_passed(op, PassReason::too_large);
+        return false;
+    }
+    std::vector<int> counts(size_t(size), n), displs(size_t(size), 0);
+    for (int m = 0; m < size; ++m) displs[size_t(m)] = m * n;
+    return root_blocks(op, buffer, counts.data(), displs.data(), type, size, out);
+}
+
+// A derived root: member m's block of the caller's buffer into the packed
+// copy (its own, in place, for a gather(v); all of them for a scatter(v),
+// whose send buffer MPI lets be read from the call on).
+void pack_root_block(const RootBlocks &side, const void *buffer, MPI_Datatype type, int m) {
+    const size_t i = size_t(m);
+    if (!side.copy || side.counts[i] <= 0) return;
+    int position = 0;
+    PMPI_Pack(static_cast<const uint8_t *>(buffer) + MPI_Aint(side.displs[i]) * side.type_extent,
+              side.counts[i], type, side.base + side.blocks->displs[i],
+              int(side.blocks->counts[i]), &position, MPI_COMM_SELF);
+}
+
+// A derived root of a gather(v): the packed copy into the caller's buffer,
+// block by block, once the operation is done (nothing for a dense one).
+Finish unpack_root_blocks(const RootBlocks &side, void *buffer, MPI_Datatype type) {
+    if (!side.copy) return {};
+    return [copy = side.copy, blocks = side.blocks, c = side.counts, d = side.displs, buffer,
+            type, te = side.type_extent] {
+        for (size_t m = 0; m < c.size(); ++m) {
+            if (c[m] <= 0) continue;
+            int position = 0;
+            PMPI_Unpack(copy->data() + blocks->displs[m], int(blocks->counts[m]), &position,
+                        static_cast<uint8_t *>(buffer) + MPI_Aint(d[m]) * te, c[m], type,
+                        MPI_COMM_SELF);
+        }
+    };
 }
 
 // The team for a gather or scatter decided from the side every rank has
@@ -517,31 +606,21 @@ int gather(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendty
     CommTeam *ct = in_place ? rooted_team(op, recvcount, recvtype, true, root, comm, &block)
                             : rooted_team(op, sendcount, sendtype, false, root, comm, &block);
     if (!ct) return to_mpi();
-    RootSide side;
-    if (me == root && !root_side(op, recvbuf, recvcount, recvtype, block, ct->size, &side))
+    RootBlocks side;
+    if (me == root &&
+        !root_equal_blocks(op, recvbuf, recvcount, recvtype, block, ct->size, &side))
         return to_mpi();
     TunedCall tuned(op, ct, comm, block);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
     const void *src = sendbuf;
-    if (in_place) {
-        uint8_t *own = side.base + size_t(root) * block;
-        if (side.copy) {  // the root's block into the packed copy, where deputy expects it
-            int position = 0;
-            PMPI_Pack(static_cast<uint8_t *>(recvbuf) + MPI_Aint(root) * recvcount * side.extent,
-                      recvcount, recvtype, own, int(block), &position, MPI_COMM_SELF);
-        }
-        src = own;
+    if (in_place) {  // its block, where deputy expects it (the packed copy's, if any)
+        pack_root_block(side, recvbuf, recvtype, root);
+        src = side.base + side.blocks->displs[size_t(root)];
     }
     RangePins pins;
     reach(src, block, &pins, op);
-    if (side.base) reach(side.base, block * size_t(ct->size), &pins, op);
-    Finish then;
-    if (side.copy)
-        then = [copy = side.copy, recvbuf, n = recvcount * ct->size, recvtype] {
-            int position = 0;
-            PMPI_Unpack(copy->data(), int(copy->size()), &position, recvbuf, n, recvtype,
-                        MPI_COMM_SELF);
-        };
+    if (side.base) reach(side.base, side.extent, &pins, op);
+    Finish then = unpack_root_blocks(side, recvbuf, recvtype);
     dp_team_t *team = ct->team;
     uint8_t *dst = side.base;
     return tuned.done(finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
@@ -567,21 +646,17 @@ int scatter(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendt
     CommTeam *ct = in_place ? rooted_team(op, sendcount, sendtype, true, root, comm, &block)
                             : rooted_team(op, recvcount, recvtype, false, root, comm, &block);
     if (!ct) return to_mpi();
-    RootSide side;
-    if (me == root && !root_side(op, const_cast<void *>(sendbuf), sendcount, sendtype, block,
-                                 ct->size, &side))
+    RootBlocks side;
+    if (me == root && !root_equal_blocks(op, const_cast<void *>(sendbuf), sendcount, sendtype,
+                                         block, ct->size, &side))
         return to_mpi();
     TunedCall tuned(op, ct, comm, block);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
-    if (side.copy) {  // MPI lets the root's send buffer be read from the call on
-        int position = 0;
-        PMPI_Pack(sendbuf, sendcount * ct->size, sendtype, side.base, int(side.copy->size()),
-                  &position, MPI_COMM_SELF);
-    }
-    void *dst = in_place ? side.base + size_t(root) * block : recvbuf;
+    for (int m = 0; side.copy && m < ct->size; ++m) pack_root_block(side, sendbuf, sendtype, m);
+    void *dst = in_place ? side.base + side.blocks->displs[size_t(root)] : recvbuf;
     RangePins pins;
     reach(dst, block, &pins, op);
-    if (side.base) reach(side.base, block * size_t(ct->size), &pins, op);
+    if (side.base) reach(side.base, side.extent, &pins, op);
     dp_team_t *team = ct->team;
     const uint8_t *src = side.base;
     return tuned.done(finish(op, ct, std::move(pins), [=, copy = side.copy](dp_request_t **req) {
@@ -592,35 +667,10 @@ int scatter(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendt
 
 // --- the vector gathers and scatters ---
 //
-// Counts and displacements go to deputy in bytes (DP_UINT8), copied now:
-// MPI lets the caller reuse its arrays once the call returns, and a post
-// made again after DP_ERR_RETRY needs them.
-struct ByteBlocks {
-    std::array<size_t, DP_TEAM_MAX_SIZE> counts{}, displs{};
-};
-
-// `counts` / `displs` (elements of `element` bytes, `size` of them) as
-// bytes; the extent they span. A negative entry is the caller's error.
-std::shared_ptr<ByteBlocks> byte_blocks(Operation op, const int *counts, const int *displs,
-                                        int size, size_t element, size_t *extent) {
-    auto b = std::make_shared<ByteBlocks>();
-    *extent = 0;
-    for (int m = 0; m < size; ++m) {
-        if (counts[m] < 0 || displs[m] < 0)
-            fatal(std::string(operation_info(op).mpi_name) +
-                  ": a negative count or displacement (MPI_ERR_COUNT / MPI_ERR_ARG)");
-        const size_t i = size_t(m);
-        b->counts[i] = size_t(counts[m]) * element;
-        b->displs[i] = size_t(displs[m]) * element;
-        if (b->counts[i]) *extent = std::max(*extent, b->displs[i] + b->counts[i]);
-    }
-    return b;
-}
-
 // The ranks' counts of a gatherv or scatterv are the root's alone, so no
 // size can be agreed without communicating: offloaded when the threshold
 // is 0, never otherwise (as alltoallv). Allgatherv's counts are everyone's:
-// its size is their sum.
+// its size is their mean block.
 bool vector_worth_offloading(Operation op) {
     const Runtime &rt = runtime();
     if (!rt.initialized || rt.disabled) {
@@ -676,51 +726,6 @@ int allgatherv(Operation op, const void *sendbuf, int sendcount, MPI_Datatype se
     }, request));
 }
 
-// The root's side of a gatherv or scatterv (its receive or send buffer,
-// `counts` / `displs` of `type`): dense, deputy's blocks are in it; derived,
-// in a packed copy with the blocks back to back, which MPI_Pack /
-// MPI_Unpack translate block by block (as gather's root_side).
-struct RootBlocks {
-    uint8_t *base = nullptr;
-    std::shared_ptr<std::vector<uint8_t>> copy;
-    std::shared_ptr<ByteBlocks> blocks;  // in base
-    size_t extent = 0;                   // bytes of base deputy touches
-    MPI_Aint type_extent = 0;
-};
-bool root_blocks(Operation op, void *buffer, const int *counts, const int *displs,
-                 MPI_Datatype type, int size, RootBlocks *out) {
-    size_t element = 0;
-    PassReason why;
-    if (dense_type_bytes(type, &element, &why)) {
-        out->base = static_cast<uint8_t *>(buffer);
-        out->blocks = byte_blocks(op, counts, displs, size, element, &out->extent);
-        out->type_extent = MPI_Aint(element);
-        return true;
-    }
-    MPI_Aint lb = 0;
-    if (PMPI_Type_get_extent(type, &lb, &out->type_extent) != MPI_SUCCESS) {
-        count_passed(op, PassReason::derived_datatype);
-        return false;
-    }
-    if (!packing_is_copying())
-        fatal(std::string(operation_info(op).mpi_name) +
-              ": the root's datatype is derived and this MPI's packed form is not the data's "
-              "bytes; give the root a predefined datatype, or set DEPUTY_MPI_THRESHOLDS=" +
-              operation_info(op).key + "=never");
-    // Packed, block m is counts[m] x the type's size, back to back.
-    std::vector<int> packed_displs(static_cast<size_t>(size), 0);
-    int at = 0;
-    const size_t tsize = type_size(type);
-    for (int m = 0; m < size; ++m) {
-        packed_displs[size_t(m)] = at;
-        at += counts[m] > 0 ? counts[m] : 0;
-    }
-    out->blocks = byte_blocks(op, counts, packed_displs.data(), size, tsize, &out->extent);
-    out->copy = std::make_shared<std::vector<uint8_t>>(size_t(at) * tsize);
-    out->base = out->copy->data();
-    return true;
-}
-
 // The team for a gatherv or scatterv, or null (counted) to pass. The side
 // every rank has decides (`type`: a gatherv's send type, a scatterv's
 // receive type; *element its bytes); the root in place has only its own.
@@ -760,32 +765,14 @@ int gatherv(Operation op, const void *sendbuf, int sendcount, MPI_Datatype sendt
     const size_t own = me == root ? side.blocks->counts[size_t(me)]
                                   : size_t(sendcount > 0 ? sendcount : 0) * element;
     const void *src = sendbuf;
-    if (in_place) {
-        uint8_t *at = side.base + side.blocks->displs[size_t(me)];
-        if (side.copy) {
-            int position = 0;
-            PMPI_Pack(static_cast<uint8_t *>(recvbuf) + MPI_Aint(displs[me]) * side.type_extent,
-                      recvcounts[me], recvtype, at, int(own), &position, MPI_COMM_SELF);
-        }
-        src = at;
+    if (in_place) {  // its block, where deputy expects it (the packed copy's, if any)
+        pack_root_block(side, recvbuf, recvtype, me);
+        src = side.base + side.blocks->displs[size_t(me)];
     }
     RangePins pins;
     reach(src, own, &pins, op);
     if (side.base) reach(side.base, side.extent, &pins, op);
-    Finish then;
-    if (side.copy) {
-        std::vector<int> c(recvcounts, recvcounts + ct->size), d(displs, displs + ct->size);
-        then = [copy = side.copy, blocks = side.blocks, c = std::move(c), d = std::move(d),
-                recvbuf, recvtype, te = side.type_extent] {
-            for (size_t m = 0; m < c.size(); ++m) {
-                if (c[m] <= 0) continue;
-                int position = 0;
-                PMPI_Unpack(copy->data() + blocks->displs[m], int(blocks->counts[m]), &position,
-                            static_cast<uint8_t *>(recvbuf) + MPI_Aint(d[m]) * te, c[m],
-                            recvtype, MPI_COMM_SELF);
-            }
-        };
-    }
+    Finish then = unpack_root_blocks(side, recvbuf, recvtype);
     dp_team_t *team = ct->team;
     uint8_t *dst = side.base;
     std::shared_ptr<ByteBlocks> blocks = side.blocks;
@@ -815,14 +802,7 @@ int scatterv(Operation op, const void *sendbuf, const int *sendcounts, const int
     if (me == root && !root_blocks(op, const_cast<void *>(sendbuf), sendcounts, displs, sendtype,
                                    ct->size, &side))
         return to_mpi();
-    if (side.copy)  // MPI lets the root's send buffer be read from the call on
-        for (int m = 0; m < ct->size; ++m) {
-            if (sendcounts[m] <= 0) continue;
-            int position = 0;
-            PMPI_Pack(static_cast<const uint8_t *>(sendbuf) + MPI_Aint(displs[m]) * side.type_extent,
-                      sendcounts[m], sendtype, side.base + side.blocks->displs[size_t(m)],
-                      int(side.blocks->counts[size_t(m)]), &position, MPI_COMM_SELF);
-        }
+    for (int m = 0; side.copy && m < ct->size; ++m) pack_root_block(side, sendbuf, sendtype, m);
     const size_t own = me == root ? side.blocks->counts[size_t(me)]
                                   : size_t(recvcount > 0 ? recvcount : 0) * element;
     void *dst = in_place ? side.base + side.blocks->displs[size_t(me)] : recvbuf;
