@@ -1,6 +1,7 @@
 // Every collective of the one table (coll/collective.h) on a team, checked
 // against the one reference (tests/coll/reference.h): counts 0, 1, 13 and
-// 4097, roots first and last, in place where MPI has a form for it, int32
+// 4097 (or others), roots first and last (or every one), in place where MPI
+// has a form for it, int32
 // and float32 sums (floats: the rank order of a reduction shows in the
 // bits). Members a rooted collective does not write to pass NULL there,
 // and what is not written stays untouched. Used on one agent
@@ -96,21 +97,35 @@ inline bool in_place_form(Collective c, int r, int root) {
     return false;
 }
 
+// The cases check_table runs: counts, and roots first and last or every one.
+struct TableShape {
+    std::vector<size_t> counts{0, 1, 13, 4097};
+    bool every_root = false;
+    std::vector<int> roots(const Collective c, int p) const {
+        std::vector<int> out;
+        if (!deputy::coll::rooted(c)) return {0};
+        if (every_root)
+            for (int r = 0; r < p; ++r) out.push_back(r);
+        else
+            out = p == 1 ? std::vector<int>{0} : std::vector<int>{0, p - 1};
+        return out;
+    }
+};
+
 // Every collective of the table on `team` (Team, or nodes_test's team over
 // several agents): team_of(r) is member r's dp_team_t, `label` goes into
 // failure messages.
 template <typename TeamT, typename TeamOf>
-void check_table(TeamT &team, TeamOf team_of, const std::string &label) {
+void check_table(TeamT &team, TeamOf team_of, const std::string &label,
+                 const TableShape &shape_of_cases = {}) {
             const int p = team.size();
             for (int i = 0; i < deputy::coll::kCollectiveCount; ++i) {
                 const auto c = Collective(i);
                 if (c == Collective::alltoallv || c == Collective::barrier) continue;
                 for (dp_dtype_t dtype : {DP_INT32, DP_FLOAT32}) {
                     if (dtype == DP_FLOAT32 && !deputy::coll::reduces(c)) continue;
-                    for (size_t count : {size_t(0), size_t(1), size_t(13), size_t(4097)}) {
-                        for (int root : {0, p - 1}) {
-                            if (root == p - 1 && p == 1) continue;
-                            if (!deputy::coll::rooted(c) && root != 0) continue;
+                    for (size_t count : shape_of_cases.counts) {
+                        for (int root : shape_of_cases.roots(c, p)) {
                             for (bool in_place : {false, true}) {
                                 deputy::coll::CollectiveArgs shape;
                                 shape.collective = c;
