@@ -6,24 +6,28 @@
 # `--compare mpi` in the bench flags also the medians of Overall/MPI (MPI
 # measured in the same run) and of the overlap, for the non-blocking ops.
 #
-# Usage: scripts/ab-coll.sh [--runs N] [--own-core] [--agent-config JSON]
+# Usage: scripts/ab-coll.sh [--runs N] [--ranks N] [--own-core] [--agent-config JSON]
 #            [--old-agent-config JSON] [--new-agent-config JSON] OLD-BUILD NEW-BUILD \
 #            -- BENCH-COLL-FLAGS...
 #   (one build twice with two agent configs compares the configs)
 #   --own-core: the agent's engine pinned to the last CPU and never sleeping,
-#               the 2 ranks on the other CPUs (docs/PERFORMANCE.md, placements)
+#               the ranks on the other CPUs (docs/PERFORMANCE.md, placements)
+#   --ranks N:  N MPI ranks (default 2; more than the CPUs they get are
+#               oversubscribed, and the figures say so)
 # Example (a build of the previous commit in /tmp/old):
 #   git worktree add /tmp/old HEAD~1 && cmake -S /tmp/old -B /tmp/old/build -G Ninja &&
 #   cmake --build /tmp/old/build --target deputy_cli deputy-bench-coll
 #   scripts/ab-coll.sh --runs 6 /tmp/old/build build -- --op allreduce -m 256K:4M --factor 4 -i 300 -x 30
 set -euo pipefail
 runs=4
+ranks=2
 own_core=0
 agent_config=
 old_config= new_config=
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
     --own-core) own_core=1; shift ;;
     --agent-config) agent_config=$2; shift 2 ;;
     --old-agent-config) old_config=$2; shift 2 ;;
@@ -31,7 +35,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
     *) echo "ab-coll: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# -ge 3 && $3 == -- ]] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[[ $# -ge 3 && $3 == -- ]] || { sed -n '2,20p' "$0" >&2; exit 2; }
 old=$1 new=$2
 shift 3
 for b in "$old" "$new"; do
@@ -52,9 +56,11 @@ one() {  # build, agent config (or empty), out-json
     prefix=(taskset -c "0-$(( last_cpu - 1 ))")
     mpi_flags=(--bind-to none --mca mpi_yield_when_idle 1)
   fi
+  local cpus=$(( own_core ? last_cpu : last_cpu + 1 ))
+  (( ranks > cpus )) && mpi_flags+=(--oversubscribe)
   if [[ -n $config ]]; then echo "$config" > "$dir/config.json"; flags+=(--config "$dir/config.json"); fi
   "$b/tools/deputy" agent --daemon --socket "$dir/a.sock" "${flags[@]}" > /dev/null
-  DEPUTY_AGENT=$dir/a.sock "${prefix[@]}" mpirun -np 2 "${mpi_flags[@]}" "$b/tools/deputy" bench coll \
+  DEPUTY_AGENT=$dir/a.sock "${prefix[@]}" mpirun -np "$ranks" "${mpi_flags[@]}" "$b/tools/deputy" bench coll \
     "$@" --out "$out" > "$dir/bench.log" 2>&1 || { echo "ab-coll: $b failed:"; tail -5 "$dir/bench.log"; }
   kill "$(cat "$dir/agent.pid")" 2>/dev/null || true
   sleep 0.3
