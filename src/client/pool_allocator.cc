@@ -8,11 +8,13 @@
 namespace deputy::client {
 namespace {
 
+const uintptr_t kPage = uintptr_t(sysconf(_SC_PAGESIZE));
+
 // The pool is mapped lazily (an attached process commits nothing until it
 // allocates); memory handed out is faulted in now, so that first touches
 // happen here and not inside a timed loop or on the agent's engines.
 void prefault(std::byte *p, size_t bytes) {
-    static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t page = kPage;
     const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
 #ifdef MADV_POPULATE_WRITE
@@ -34,6 +36,26 @@ void PoolAllocator::reset(std::byte *base, size_t bytes) {
     free_.clear();
     used_.clear();
     if (bytes) free_[0] = bytes;
+    faulted_.assign((bytes / kPage + 2 + 63) / 64, 0);  // (+2: base_ unaligned)
+}
+
+// The pages [first, last] that [offset, offset + bytes) of the pool
+// touches, counted from the page that holds base_.
+bool PoolAllocator::faulted_in(size_t offset, size_t bytes) const {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(base_) / kPage;
+    const uintptr_t from = (reinterpret_cast<uintptr_t>(base_) + offset) / kPage - first;
+    const uintptr_t to = (reinterpret_cast<uintptr_t>(base_) + offset + bytes - 1) / kPage - first;
+    for (uintptr_t page = from; page <= to; ++page)
+        if (!(faulted_[page / 64] >> (page % 64) & 1)) return false;
+    return true;
+}
+
+void PoolAllocator::mark_faulted(size_t offset, size_t bytes) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(base_) / kPage;
+    const uintptr_t from = (reinterpret_cast<uintptr_t>(base_) + offset) / kPage - first;
+    const uintptr_t to = (reinterpret_cast<uintptr_t>(base_) + offset + bytes - 1) / kPage - first;
+    for (uintptr_t page = from; page <= to; ++page)
+        faulted_[page / 64] |= uint64_t(1) << (page % 64);
 }
 
 void *PoolAllocator::allocate(size_t bytes) {
@@ -46,8 +68,11 @@ void *PoolAllocator::allocate(size_t bytes) {
         free_.erase(it);
         if (left) free_[offset + need] = left;
         used_[offset] = need;
+        if (faulted_in(offset, need)) return base_ + offset;
         lock.unlock();
         prefault(base_ + offset, need);
+        lock.lock();
+        mark_faulted(offset, need);
         return base_ + offset;
     }
     return nullptr;
