@@ -85,6 +85,8 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
 
 Team::~Team() {
     if (records_) ctx_->pool().release(records_);
+    for (Request &r : slots_)
+        if (r.counts) ctx_->pool().release(r.counts);
 }
 
 bool Team::take_slot(uint32_t *slot) {
@@ -180,15 +182,17 @@ dp_status_t Team::post_vector(coll::Collective c, const void *src, const size_t 
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};
     const uint64_t block_bytes = coll::vector_counts_bytes(uint32_t(size_));
-    auto *block = static_cast<uint64_t *>(ctx_->pool().allocate(block_bytes));
-    if (!block) {
-        release(&r);
-        DP_FAIL(DP_ERR_NOMEM,
-                "deputy {}: no {}-byte counts block in the mapped pool ({} bytes free); "
-                "raise dp_config_t.pool_bytes or the agent's pool_bytes",
-                coll::collective_name(c), block_bytes, ctx_->pool().free_bytes());
+    if (!r.counts) [[unlikely]] {
+        r.counts = ctx_->pool().allocate(block_bytes);
+        if (!r.counts) {
+            release(&r);
+            DP_FAIL(DP_ERR_NOMEM,
+                    "deputy {}: no {}-byte counts block in the mapped pool ({} bytes free); "
+                    "raise dp_config_t.pool_bytes or the agent's pool_bytes",
+                    coll::collective_name(c), block_bytes, ctx_->pool().free_bytes());
+        }
     }
-    r.counts = block;
+    auto *block = static_cast<uint64_t *>(r.counts);
     coll::encode_vector_counts(uint32_t(size_), scounts, sdispls, rcounts, rdispls, block);
     if (staged_) {
         StagedPointers staged;
@@ -229,10 +233,6 @@ void Team::release(Request *req) {
     if (ranks_) ranks_->released(req);
     if (req->staged.active()) [[unlikely]]
         stage_release(ctx_->pool(), &req->staged);
-    if (req->counts) [[unlikely]] {
-        ctx_->pool().release(req->counts);
-        req->counts = nullptr;
-    }
     free_slots_.fetch_or(uint64_t(1) << req->slot, std::memory_order_release);
 }
 

@@ -36,7 +36,9 @@ struct Request {
     dp_completion_t *record = nullptr;
     uint32_t slot = 0;
     StagedCollective staged;  // staged memory mode only
-    void *counts = nullptr;   // alltoallv: its counts block in the pool
+    // The slot's counts block in the pool, made by its first vector post
+    // and kept for the next (freed with the team): a post allocates nothing.
+    void *counts = nullptr;
     uint64_t sequence = 0;    // its operation's number on the team (1-based)
     // An adaptive dp_wait yields before it sleeps (client/context.h): the
     // operation is small.
@@ -54,8 +56,8 @@ class Team {
                                   dp_dtype_t dtype, dp_op_t op, uint64_t root, Request **req);
     // A vector collective (coll::is_vector): alltoallv's four arrays
     // (size() entries each, read now) go into a counts block in the pool
-    // (coll/vector_counts.h), which the agent copies when the post arrives
-    // and which is freed with the request.
+    // (coll/vector_counts.h), the slot's own, which the agent copies when
+    // the post arrives.
     dp_status_t post_vector(coll::Collective c, const void *src, const size_t *scounts,
                             const size_t *sdispls, void *dst, const size_t *rcounts,
                             const size_t *rdispls, dp_dtype_t dtype, dp_op_t op,
