@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures where libdeputy-mpi should offload in one placement, and prints
 # the thresholds (src/mpi/operations.cc's column for it): an unmodified MPI
-# program (deputy-bench-mpi-openmpi, malloc'ed buffers) on 2 ranks under
+# program (deputy-bench-mpi-openmpi, malloc'ed buffers) on 2 ranks (RANKS=N:
+# N; more ranks than cores is what an oversubscribed node sees) under
 # `deputy mpirun`, every size from 8 B to 16 MiB, each operation through
 # the library (everything offloaded) and through Open MPI itself in the same
 # processes; nonblocking forms with the ranks computing on every core
@@ -16,6 +17,11 @@ build=${1:-build}
 out=${2:-results/mpi-thresholds}
 runs=${3:-3}
 placement=${4:-shared}
+ranks=${RANKS:-2}
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "mpi-thresholds: RANKS=$ranks: a number of ranks" >&2; exit 1; }
+# Open MPI refuses more ranks than cores unless told.
+mpi_flags=()
+(( ranks > $(nproc) )) && mpi_flags+=(--oversubscribe)
 # shellcheck source=scripts/mpi-bench-setup.sh
 . "$(dirname "$0")/mpi-bench-setup.sh"
 mpi_bench_setup mpi-thresholds "$build" "$placement"
@@ -40,14 +46,14 @@ for run in $(seq 1 "$runs"); do
   for op in "${nonblocking[@]}"; do
     for compute in cpu idle; do
       echo "== run $run: $op --compute $compute"
-      DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
+      DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" "${mpi_flags[@]}" -np "$ranks" "$bench" --op "$op" \
         -m 8:16m --compute "$compute" -i 20 -x 5 --json "$out/$op-$compute-run$run.json" \
         > /dev/null 2>> "$out/stderr.log"
     done
   done
   for op in "${blocking[@]}"; do
     echo "== run $run: $op"
-    DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" -np 2 "$bench" --op "$op" \
+    DEPUTY_MPI_THRESHOLDS=$all "$deputy" mpirun "${layout[@]}" "${mpi_flags[@]}" -np "$ranks" "$bench" --op "$op" \
       -m 8:16m -i 50 -x 5 --json "$out/$op-run$run.json" > /dev/null 2>> "$out/stderr.log"
   done
 done
