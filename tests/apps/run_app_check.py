@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""ctest: an application of examples/ (a plain MPI program) gives the same
+`result:` lines under `deputy mpirun` (every operation offloaded:
+DEPUTY_MPI_THRESHOLDS=all=0, DEPUTY_MPI_REQUIRE=1) as under the MPI's own
+launcher, and passes its own check (exit 0) in both; the library's reports
+show the named operations offloaded on every rank; deputy mpirun leaves
+nothing behind. Exit 77 (skip) when the MPI, the program or the library is
+missing.
+
+Each --case is RANKS|ARGS|OPS: the rank count, the program's arguments
+(space-separated) and the MPI operations (comma-separated, may be empty)
+every rank must have offloaded at least once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mpi"))
+import pmpi_harness as h  # noqa: E402
+
+
+def results(r: h.Result, what: str) -> list[str]:
+    """The run's `result:` lines; a failed run or one without them is a defect."""
+    lines = [line for line in r.stdout.splitlines() if line.startswith("result:")]
+    if r.returncode != 0 or not lines:
+        raise h.Failure(f"{what}: exit {r.returncode}, {len(lines)} result lines\n"
+                        f"{r.describe()}\nstdout:\n{r.stdout}")
+    return lines
+
+
+def body() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
+    ap.add_argument("--prog", type=Path, required=True)
+    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
+    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
+    ap.add_argument("--case", action="append", required=True, help="RANKS|ARGS|OPS")
+    ap.add_argument("--budget", type=float, default=250,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
+    ap.add_argument("--timeout", type=float, default=90, help="seconds per run")
+    args = ap.parse_args()
+    h.set_budget(args.budget)
+    mpi = h.MPIS[args.mpi]
+    mpi.check()
+    for what, path in (("program", args.prog), ("library", args.lib), ("deputy", args.deputy)):
+        if not path.exists():
+            raise h.Skip(f"{what} {path} not built")
+    prog = str(args.prog.absolute())
+    launch = h.Launch(mpi, args.lib.absolute(), args.deputy.absolute())
+
+    failures: list[str] = []
+    for case in args.case:
+        ranks_text, argv_text, ops_text = case.split("|")
+        ranks = int(ranks_text)
+        argv = [prog, *shlex.split(argv_text)]
+        expect = [op for op in ops_text.split(",") if op]
+        what = f"{ranks} ranks, {argv_text or 'defaults'}"
+        try:
+            native = results(h.run(mpi.command(ranks, argv), h.base_env(), args.timeout),
+                             f"{what}, {mpi.launcher}")
+            work = h.private_dir("deputy-apps-")
+            try:
+                report_dir = work / "report"
+                report_dir.mkdir()
+                env = launch.library_env(report_dir, None)
+                env["TMPDIR"] = str(work)
+                command = launch.by_deputy_mpirun(ranks, argv, 1, work / "agent.log")
+                r = h.run(command, env, args.timeout)
+                got = results(r, f"{what}, deputy mpirun")
+                problems = h.line_diff(native, got, lambda a, b: False)
+                if problems:
+                    failures.append(f"{what}: deputy mpirun's result lines differ from "
+                                    f"{mpi.launcher}'s:\n" + "\n".join(problems))
+                reports = h.read_reports(report_dir, ranks)
+                for doc in reports:
+                    missing = [op for op in expect if h.offloaded(doc, op) <= 0]
+                    if missing:
+                        failures.append(f"{what}: rank {doc['rank']} offloaded no "
+                                        f"{', '.join(missing)}:\n{h.summary(reports)}")
+                failures += [f"{what}: {p}" for p in h.check_setup_reasons(reports)]
+                left = sorted(p.name for p in work.iterdir() if p.name.startswith("deputy-mpirun-"))
+                if left:
+                    failures.append(f"{what}: deputy mpirun left {left} in {work}")
+                h.log(f"  {what}: {'same results' if not problems else 'DIFFERENT'} "
+                      f"({r.seconds:.1f} s); {native[0]}")
+            finally:
+                h.shutil.rmtree(work, ignore_errors=True)
+        except h.Failure as e:
+            failures.append(str(e))
+    if failures:
+        raise h.Failure("\n\n".join(failures))
+    h.log("PASSED")
+
+
+if __name__ == "__main__":
+    h.main(body)

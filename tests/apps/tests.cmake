@@ -1,0 +1,38 @@
+# The applications of examples/ (plain MPI programs), label `mpi`: each
+# gives the same result lines and passes its own check under `deputy
+# mpirun` as under the MPI's own launcher, both MPIs, and the report shows
+# the operations it posts offloaded (tests/apps/run_app_check.py). Not in
+# sanitizer builds, for the reasons of tests/mpi/tests.cmake.
+if(DEPUTY_SANITIZE OR NOT DEPUTY_BUILD_EXAMPLES)
+  return()
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+set(DEPUTY_APPS_PYTHON python3)
+if(Python3_Interpreter_FOUND)
+  set(DEPUTY_APPS_PYTHON ${Python3_EXECUTABLE})
+endif()
+
+# RANKS|ARGS|OPS (run_app_check.py --case). 1 rank: communicators of one
+# rank; even and uneven grids (MPI_Ialltoall / MPI_Ialltoallv); the
+# blocking baseline (MPI_Alltoall).
+set(DEPUTY_FFT3D_CASES
+  "1|-n 12 -i 1 -x 0|"
+  "2|--grid 16,12,10 --pgrid 2x1 --slabs 3 -i 1 -x 0|MPI_Ialltoall"
+  "2|--grid 15,13,11 --pgrid 1x2 --slabs 4 -i 1 -x 0|MPI_Ialltoallv"
+  "3|--grid 9,9,6 -i 1 -x 0|MPI_Ialltoall"
+  "4|--grid 16,16,16 --pgrid 2x2 -i 1 -x 0|MPI_Ialltoall"
+  "4|--grid 17,10,9 --pgrid 2x2 --slabs 2 -i 1 -x 0|MPI_Ialltoallv"
+  "4|--grid 16,12,8 --pgrid 2x2 --blocking -i 1 -x 0|MPI_Alltoall")
+
+foreach(mpi ${DEPUTY_MPI_FLAVORS})
+  set(cases "")
+  foreach(c ${DEPUTY_FFT3D_CASES})
+    list(APPEND cases --case "${c}")
+  endforeach()
+  add_test(NAME mpi.apps.fft3d.${mpi}
+    COMMAND ${DEPUTY_APPS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_app_check.py --mpi ${mpi}
+      --prog $<TARGET_FILE:fft3d_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
+      --lib ${CMAKE_BINARY_DIR}/src/mpi/libdeputy-mpi-${mpi}.so ${cases})
+  set_tests_properties(mpi.apps.fft3d.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+endforeach()
