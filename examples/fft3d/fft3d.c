@@ -418,10 +418,11 @@ static void post_inverse(exchange *e, MPI_Comm comm, int blocking) {
     e->req = r.req;
 }
 
-/* (A blocking exchange's request is MPI_REQUEST_NULL: nothing to wait for.) */
-static void wait_all(fft *f, exchange *e, int n) {
+/* Waits for one slab's exchange (a blocking one has MPI_REQUEST_NULL:
+ * nothing to wait for). */
+static void wait_slab(fft *f, exchange *e) {
     const double t = now();
-    for (int s = 0; s < n; ++s) MPI_Wait(&e[s].req, MPI_STATUS_IGNORE);
+    MPI_Wait(&e->req, MPI_STATUS_IGNORE);
     f->wait_s += now() - t;
 }
 
@@ -433,56 +434,72 @@ static void timed_post(fft *f, exchange *e, MPI_Comm comm, int inverse) {
     if (f->blocking) f->wait_s += now() - t;
 }
 
-/* X pencils in `xp` -> Z pencils in `zp`; `yp` is the Y-pencil buffer. */
+/* X pencils in `xp` -> Z pencils in `zp`; `yp` is the Y-pencil buffer.
+ * Each slab's exchange is posted when its FFTs are done and waited for
+ * only when its bytes are needed, so the FFTs of other slabs run while it
+ * travels: transpose 1 behind the x FFTs of later slabs and the y FFTs of
+ * earlier ones, transpose 2 behind the z FFTs of earlier slabs. */
 static void forward(fft *f, cplx *xp, cplx *yp, cplx *zp) {
     grid *g = &f->g;
-    /* FFT along x and transpose 1, slab by slab over z. */
-    for (int s = 0; s < f->slabs1; ++s) {
+    for (int s = 0; s < f->slabs1; ++s) {  /* x FFTs, slab by slab over z */
         const int z0 = SLAB_START(g->z2, f->slabs1, s), nzs = SLAB_LEN(g->z2, f->slabs1, s);
         fft_lines(xp + (size_t)z0 * g->y1 * g->nx, g->nx, nzs * g->y1, FFTW_FORWARD);
         pack_t1(f, xp, s);
         timed_post(f, &f->t1[s], g->row, 0);
     }
-    wait_all(f, f->t1, f->slabs1);
-    for (int s = 0; s < f->slabs1; ++s) unpack_t1(f, yp, s);
-    /* FFT along y and transpose 2, slab by slab over x. */
-    for (int s = 0; s < f->slabs2; ++s) {
-        const int x0 = SLAB_START(g->x1, f->slabs2, s), nxs = SLAB_LEN(g->x1, f->slabs2, s);
-        for (int z = 0; z < g->z2; ++z)
-            fft_lines(yp + ((size_t)z * g->x1 + x0) * g->ny, g->ny, nxs, FFTW_FORWARD);
+    for (int s = 0; s < f->slabs1; ++s) {  /* y FFTs of each z slab as it lands */
+        const int z0 = SLAB_START(g->z2, f->slabs1, s), nzs = SLAB_LEN(g->z2, f->slabs1, s);
+        wait_slab(f, &f->t1[s]);
+        unpack_t1(f, yp, s);
+        fft_lines(yp + (size_t)z0 * g->x1 * g->ny, g->ny, nzs * g->x1, FFTW_FORWARD);
+    }
+    for (int s = 0; s < f->slabs2; ++s) {  /* transpose 2 needs every z: x slabs now */
         pack_t2(f, yp, s);
         timed_post(f, &f->t2[s], g->col, 0);
     }
-    wait_all(f, f->t2, f->slabs2);
-    for (int s = 0; s < f->slabs2; ++s) unpack_t2(f, zp, s);
-    fft_lines(zp, g->nz, g->y2 * g->x1, FFTW_FORWARD);
+    for (int s = 0; s < f->slabs2; ++s) {  /* z FFTs of each x slab as it lands */
+        const int x0 = SLAB_START(g->x1, f->slabs2, s), nxs = SLAB_LEN(g->x1, f->slabs2, s);
+        wait_slab(f, &f->t2[s]);
+        unpack_t2(f, zp, s);
+        for (int y = 0; y < g->y2; ++y)
+            fft_lines(zp + ((size_t)y * g->x1 + x0) * g->nz, g->nz, nxs, FFTW_FORWARD);
+    }
 }
 
-/* Z pencils in `zp` -> X pencils in `xp`, scaled: the round trip is the identity. */
+/* Z pencils in `zp` -> X pencils in `xp`, scaled: the round trip is the
+ * identity. The forward steps backwards, pipelined the same way. */
 static void inverse(fft *f, cplx *zp, cplx *yp, cplx *xp) {
     grid *g = &f->g;
-    for (int s = 0; s < f->slabs2; ++s) {
+    for (int s = 0; s < f->slabs2; ++s) {  /* z FFTs, slab by slab over x */
         const int x0 = SLAB_START(g->x1, f->slabs2, s), nxs = SLAB_LEN(g->x1, f->slabs2, s);
         for (int y = 0; y < g->y2; ++y)
             fft_lines(zp + ((size_t)y * g->x1 + x0) * g->nz, g->nz, nxs, FFTW_BACKWARD);
         pack_t2_inverse(f, zp, s);
         timed_post(f, &f->t2[s], g->col, 1);
     }
-    wait_all(f, f->t2, f->slabs2);
-    for (int s = 0; s < f->slabs2; ++s) unpack_t2_inverse(f, yp, s);
-    for (int s = 0; s < f->slabs1; ++s) {
-        const int z0 = SLAB_START(g->z2, f->slabs1, s), nzs = SLAB_LEN(g->z2, f->slabs1, s);
-        fft_lines(yp + (size_t)z0 * g->x1 * g->ny, g->ny, nzs * g->x1, FFTW_BACKWARD);
+    for (int s = 0; s < f->slabs2; ++s) {  /* y FFTs of each x slab as it lands */
+        const int x0 = SLAB_START(g->x1, f->slabs2, s), nxs = SLAB_LEN(g->x1, f->slabs2, s);
+        wait_slab(f, &f->t2[s]);
+        unpack_t2_inverse(f, yp, s);
+        for (int z = 0; z < g->z2; ++z)
+            fft_lines(yp + ((size_t)z * g->x1 + x0) * g->ny, g->ny, nxs, FFTW_BACKWARD);
+    }
+    for (int s = 0; s < f->slabs1; ++s) {  /* transpose 1 back needs every x: z slabs */
         pack_t1_inverse(f, yp, s);
         timed_post(f, &f->t1[s], g->row, 1);
     }
-    wait_all(f, f->t1, f->slabs1);
-    for (int s = 0; s < f->slabs1; ++s) unpack_t1_inverse(f, xp, s);
-    fft_lines(xp, g->nx, g->z2 * g->y1, FFTW_BACKWARD);
     const double scale = 1.0 / ((double)g->nx * g->ny * g->nz);
-    for (size_t i = 0; i < g->xp; ++i) {
-        xp[i][0] *= scale;
-        xp[i][1] *= scale;
+    for (int s = 0; s < f->slabs1; ++s) {  /* x FFTs of each z slab as it lands */
+        const int z0 = SLAB_START(g->z2, f->slabs1, s), nzs = SLAB_LEN(g->z2, f->slabs1, s);
+        wait_slab(f, &f->t1[s]);
+        unpack_t1_inverse(f, xp, s);
+        cplx *slab = xp + (size_t)z0 * g->y1 * g->nx;
+        const size_t n = (size_t)nzs * g->y1 * g->nx;
+        fft_lines(slab, g->nx, nzs * g->y1, FFTW_BACKWARD);
+        for (size_t i = 0; i < n; ++i) {
+            slab[i][0] *= scale;
+            slab[i][1] *= scale;
+        }
     }
 }
 

@@ -24,15 +24,30 @@ set(DEPUTY_FFT3D_CASES
   "4|--grid 17,10,9 --pgrid 2x2 --slabs 2 -i 1 -x 0|MPI_Ialltoallv"
   "4|--grid 16,12,8 --pgrid 2x2 --blocking -i 1 -x 0|MPI_Alltoall")
 
+# lu: 1-4 ranks, column grids (the default) and 2-D ones (the pivot search
+# across ranks), n not a multiple of nb, ranks holding no block, the
+# baseline without look-ahead (blocking MPI_Bcast).
+set(DEPUTY_LU_CASES
+  "1|-n 100 --nb 16|"
+  "2|-n 257 --nb 32|MPI_Ibcast,MPI_Allreduce"
+  "2|-n 257 --nb 32 --no-lookahead|MPI_Bcast"
+  "3|-n 200 --nb 16 -p 3 -q 1|MPI_Allreduce"
+  "4|-n 300 --nb 16 -p 2 -q 2|MPI_Ibcast,MPI_Allreduce"
+  "4|-n 10 --nb 8|")
+
 foreach(mpi ${DEPUTY_MPI_FLAVORS})
-  set(cases "")
-  foreach(c ${DEPUTY_FFT3D_CASES})
-    list(APPEND cases --case "${c}")
+  foreach(app fft3d lu)
+    string(TOUPPER ${app} APP)
+    set(cases "")
+    foreach(c ${DEPUTY_${APP}_CASES})
+      list(APPEND cases --case "${c}")
+    endforeach()
+    add_test(NAME mpi.apps.${app}.${mpi}
+      COMMAND ${DEPUTY_APPS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_app_check.py --mpi ${mpi}
+        --prog $<TARGET_FILE:${app}_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
+        --lib ${CMAKE_BINARY_DIR}/src/mpi/libdeputy-mpi-${mpi}.so ${cases})
+    # OpenBLAS single-threaded: ranks already fill the cores.
+    set_tests_properties(mpi.apps.${app}.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+      TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2 ENVIRONMENT OPENBLAS_NUM_THREADS=1)
   endforeach()
-  add_test(NAME mpi.apps.fft3d.${mpi}
-    COMMAND ${DEPUTY_APPS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_app_check.py --mpi ${mpi}
-      --prog $<TARGET_FILE:fft3d_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
-      --lib ${CMAKE_BINARY_DIR}/src/mpi/libdeputy-mpi-${mpi}.so ${cases})
-  set_tests_properties(mpi.apps.fft3d.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
 endforeach()
