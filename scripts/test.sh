@@ -66,7 +66,7 @@ python_tests() {
     /usr/bin/python3 -m venv --system-site-packages "$venv" || return 1
   fi
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
-  DEPUTY_BIN=$root/build/tools/deputy "$venv/bin/python" -m pytest -q -rfE python/tests tests/bench \
+  DEPUTY_BIN=$root/build/tools/deputy DEPUTY_LIB=$root/build/libdeputy.so "$venv/bin/python" -m pytest -q -rfE python/tests tests/python tests/bench \
     tests/launch tests/multinode 2>&1 | tee "$marker.pytest"
 }
 

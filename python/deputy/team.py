@@ -1,0 +1,365 @@
+"""Teams and their collectives (include/deputy/coll.h) on NumPy arrays and
+anything NumPy can view without a copy (the buffer protocol, torch CPU
+tensors through __array__)."""
+
+from __future__ import annotations
+
+import ctypes
+import secrets
+import threading
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from deputy._lib import c_size_p, lib
+from deputy.constants import _FROM_NUMPY as _DTYPES, _OPS, DType, Op, dtype_of, op_of
+from deputy.context import Context
+from deputy.errors import DeputyError, check
+
+ArrayLike = Any  # an ndarray, a buffer, a torch CPU tensor
+
+
+_address_of_writable = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+_byref = ctypes.byref
+
+
+class _Buffer:
+    """An array as the C API sees it: address, element count, type. (On the
+    posting path: each attribute read here is a measured share of a post's
+    cost; python/deputy/README.md.)"""
+
+    __slots__ = ("array", "address", "count", "dtype", "nbytes")
+
+    def __init__(self, obj: ArrayLike, what: str, writable: bool):
+        a = obj if type(obj) is np.ndarray else np.asarray(obj)
+        flags = a.flags
+        if not flags.c_contiguous:
+            raise ValueError(f"deputy: {what} is not contiguous (strides {a.strides}); "
+                             "give a contiguous array (np.ascontiguousarray copies one)")
+        if writable and not flags.writeable:
+            raise ValueError(f"deputy: {what} is read-only; the operation writes it")
+        self.array = a
+        self.nbytes = n = a.nbytes
+        # A writable buffer's address through ctypes costs a fifth of
+        # __array_interface__'s.
+        self.address = (_addressof(_address_of_writable(a)) if n and flags.writeable
+                        else a.__array_interface__["data"][0])
+        self.count = a.size
+        self.dtype = _DTYPES.get(a.dtype) or dtype_of(a.dtype)
+
+
+class Request:
+    """An operation in flight. test() and wait() may be called from any
+    thread (one at a time: a lock orders them); wait() releases the GIL
+    while it waits. The arrays are held until the operation is done; a
+    request dropped while in flight is waited for first (the agent may still
+    write its buffers)."""
+
+    __slots__ = ("_ptr", "_keep", "_ctx", "_keys", "_status", "_lock", "_call", "__weakref__")
+
+    def __init__(self, call: str, ptr: ctypes.c_void_p, ctx: Context, keep: tuple,
+                 keys: list):
+        self._call = call
+        self._ptr = ptr
+        self._ctx = ctx
+        self._keep = keep
+        self._keys = keys
+        self._status: Optional[int] = None
+        self._lock = threading.Lock()
+
+    def _finish(self, status: int) -> None:
+        self._status = status
+        lib.dp_request_free(self._ptr)
+        self._ptr = None
+        for k in self._keys:
+            self._ctx.release(k)
+        self._keep = ()
+
+    def test(self) -> bool:
+        """True once the operation is done (raising its error if it failed)."""
+        with self._lock:
+            if self._status is None:
+                done = ctypes.c_int(0)
+                status = lib.dp_test(self._ptr, ctypes.byref(done))
+                if not done.value and status == 0:
+                    return False
+                self._finish(status)
+        check(self._call, self._status)
+        return True
+
+    def wait(self) -> None:
+        """Waits until the operation is done; DeputyError if it failed."""
+        with self._lock:
+            if self._status is None:
+                self._finish(lib.dp_wait(self._ptr))
+        check(self._call, self._status)
+
+    @property
+    def done(self) -> bool:
+        return self._status is not None
+
+    def __del__(self) -> None:
+        try:
+            if self._ptr is not None:
+                self.wait()
+        except Exception:
+            pass
+
+
+class Team:
+    """A team of `size` processes (one Context each, the same job secret)
+    that agreed on `key`; this process is `rank`. Collectives follow MPI's
+    rules (include/deputy/coll.h): every member posts the same operations
+    in the same order with matching counts, types and roots."""
+
+    def __init__(self, ctx: Context, key: str, rank: int, size: int, timeout_ms: int = 0):
+        self.ctx = ctx
+        self._ptr = ctypes.c_void_p()
+        check("dp_team_create", lib.dp_team_create_timeout(ctx.handle, key.encode(), rank, size,
+                                                            timeout_ms, ctypes.byref(self._ptr)),
+              f"team {key!r}, rank {rank} of {size}")
+        self.key = key
+        self._rank, self._size = lib.dp_team_rank(self._ptr), lib.dp_team_size(self._ptr)
+
+    @classmethod
+    def from_mpi4py(cls, comm: Any, ctx: Optional[Context] = None, **options: Any) -> "Team":
+        """A team of an mpi4py communicator's ranks: rank 0 draws a key and
+        (when no context is given) the job secret, and broadcasts both; each
+        rank then attaches (options: Context's) and joins."""
+        key, secret = comm.bcast((f"mpi4py-{secrets.token_hex(8)}", secrets.token_hex(16))
+                                 if comm.Get_rank() == 0 else None, root=0)
+        if ctx is None:
+            options.setdefault("job_secret", secret)
+            ctx = Context(**options)
+        return cls(ctx, key, comm.Get_rank(), comm.Get_size())
+
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def _handle(self) -> int:
+        if not self._ptr:
+            raise DeputyError("deputy.Team", -1, "the team is closed")
+        return self._ptr.value  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Leaves the team (dp_team_destroy); its requests must be done."""
+        if self._ptr:
+            ptr, self._ptr = self._ptr, ctypes.c_void_p()
+            check("dp_team_destroy", lib.dp_team_destroy(ptr))
+
+    def __enter__(self) -> "Team":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- posting ---
+
+    def _post(self, call: str, fn: Any, args: Sequence[Any], buffers: Sequence[_Buffer],
+              keep: tuple = ()) -> Request:
+        reach = self.ctx.reach
+        keys = []
+        try:
+            for b in buffers:
+                k = reach(b.address, b.nbytes)
+                if k is not None:
+                    keys.append(k)
+            req = ctypes.c_void_p()
+            status = fn(*args, self._ptr, _byref(req))
+            if status:
+                raise DeputyError(call, status)
+        except BaseException:
+            for k in keys:
+                self.ctx.release(k)
+            raise
+        return Request(call, req, self.ctx, (*buffers, *keep), keys)
+
+    @staticmethod
+    def _same_type(call: str, a: _Buffer, b: _Buffer) -> None:
+        if a.dtype != b.dtype:
+            raise ValueError(f"{call}: src is {a.dtype.name.lower()}, dst "
+                             f"{b.dtype.name.lower()}: give both the same type")
+
+    def _sized(self, call: str, what: str, b: _Buffer, count: int) -> None:
+        if b.count != count:
+            raise ValueError(f"{call}: {what} holds {b.count} elements, the operation "
+                             f"{count}")
+
+    def iallreduce(self, src: ArrayLike, dst: Optional[ArrayLike] = None,
+                   op: "Op | str" = "sum") -> Request:
+        """dst = src reduced over the members (dst None: in place in src)."""
+        s = _Buffer(src, "src", dst is None)
+        d = s if dst is None else _Buffer(dst, "dst", True)
+        if d.dtype != s.dtype or d.count != s.count:
+            self._same_type("dp_iallreduce", s, d)
+            self._sized("dp_iallreduce", "dst", d, s.count)
+        return self._post("dp_iallreduce", lib.dp_iallreduce,
+                          (s.address, d.address, s.count, s.dtype, _OPS.get(op) or op_of(op)),
+                          (s, d))
+
+    def ireduce_scatter(self, src: ArrayLike, dst: ArrayLike, op: "Op | str" = "sum") -> Request:
+        """src holds size blocks of dst's length; member r's dst gets block r reduced."""
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type("dp_ireduce_scatter", s, d)
+        self._sized("dp_ireduce_scatter", "src", s, d.count * self.size)
+        return self._post("dp_ireduce_scatter", lib.dp_ireduce_scatter,
+                          (s.address, d.address, d.count, d.dtype, op_of(op)), (s, d))
+
+    def iallgather(self, src: ArrayLike, dst: ArrayLike) -> Request:
+        """dst holds size blocks of src's length: block m is member m's src."""
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type("dp_iallgather", s, d)
+        self._sized("dp_iallgather", "dst", d, s.count * self.size)
+        return self._post("dp_iallgather", lib.dp_iallgather,
+                          (s.address, d.address, s.count, s.dtype), (s, d))
+
+    def ialltoall(self, src: ArrayLike, dst: ArrayLike) -> Request:
+        """Block m of src (size equal blocks) goes to member m's dst block rank."""
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type("dp_ialltoall", s, d)
+        self._sized("dp_ialltoall", "dst", d, s.count)
+        if s.count % self.size:
+            raise ValueError(f"dp_ialltoall: src holds {s.count} elements, not {self.size} "
+                             "equal blocks")
+        return self._post("dp_ialltoall", lib.dp_ialltoall,
+                          (s.address, d.address, s.count // self.size, s.dtype), (s, d))
+
+    def ibcast(self, buf: ArrayLike, root: int = 0) -> Request:
+        """The root's buf into every member's."""
+        b = _Buffer(buf, "buf", True)
+        return self._post("dp_ibcast", lib.dp_ibcast, (b.address, b.count, b.dtype, root), (b,))
+
+    def ibarrier(self) -> Request:
+        return self._post("dp_ibarrier", lib.dp_ibarrier, (), ())
+
+    def ireduce(self, src: ArrayLike, dst: Optional[ArrayLike] = None, op: "Op | str" = "sum",
+                root: int = 0) -> Request:
+        """The root's dst = every member's src reduced (dst only at the root)."""
+        s = _Buffer(src, "src", False)
+        d = _Buffer(dst, "dst", True) if dst is not None else None
+        if d is not None:
+            self._same_type("dp_ireduce", s, d)
+            self._sized("dp_ireduce", "dst", d, s.count)
+        return self._post("dp_ireduce", lib.dp_ireduce,
+                          (s.address, d.address if d else None, s.count, s.dtype, op_of(op),
+                           root), (s,) + ((d,) if d else ()))
+
+    def igather(self, src: ArrayLike, dst: Optional[ArrayLike] = None, root: int = 0) -> Request:
+        """The root's dst (size blocks of src's length) gets every member's src."""
+        s = _Buffer(src, "src", False)
+        d = _Buffer(dst, "dst", True) if dst is not None else None
+        if d is not None:
+            self._same_type("dp_igather", s, d)
+            self._sized("dp_igather", "dst", d, s.count * self.size)
+        return self._post("dp_igather", lib.dp_igather,
+                          (s.address, d.address if d else None, s.count, s.dtype, root),
+                          (s,) + ((d,) if d else ()))
+
+    def iscatter(self, src: Optional[ArrayLike], dst: ArrayLike, root: int = 0) -> Request:
+        """Member m's dst gets block m of the root's src (src only at the root)."""
+        d = _Buffer(dst, "dst", True)
+        s = _Buffer(src, "src", False) if src is not None else None
+        if s is not None:
+            self._same_type("dp_iscatter", s, d)
+            self._sized("dp_iscatter", "src", s, d.count * self.size)
+        return self._post("dp_iscatter", lib.dp_iscatter,
+                          (s.address if s else None, d.address, d.count, d.dtype, root),
+                          ((s,) if s else ()) + (d,))
+
+    def _prefix(self, call: str, fn: Any, src: ArrayLike, dst: ArrayLike, op: Any) -> Request:
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type(call, s, d)
+        self._sized(call, "dst", d, s.count)
+        return self._post(call, fn, (s.address, d.address, s.count, s.dtype, op_of(op)), (s, d))
+
+    def iscan(self, src: ArrayLike, dst: ArrayLike, op: "Op | str" = "sum") -> Request:
+        """Member r's dst = src of members 0..r reduced."""
+        return self._prefix("dp_iscan", lib.dp_iscan, src, dst, op)
+
+    def iexscan(self, src: ArrayLike, dst: ArrayLike, op: "Op | str" = "sum") -> Request:
+        """Member r's dst = src of members 0..r-1 reduced (rank 0's untouched)."""
+        return self._prefix("dp_iexscan", lib.dp_iexscan, src, dst, op)
+
+    # --- vector forms: counts and displacements in elements, size entries ---
+
+    def _sizes(self, call: str, name: str, values: Optional[Sequence[int]]):
+        if values is None:
+            return None
+        v = list(values)
+        if len(v) != self.size or any(x < 0 for x in v):
+            raise ValueError(f"{call}: {name} needs {self.size} non-negative entries, got {v}")
+        return (ctypes.c_size_t * len(v))(*v)
+
+    def ialltoallv(self, src: ArrayLike, scounts: Sequence[int], sdispls: Sequence[int],
+                   dst: ArrayLike, rcounts: Sequence[int], rdispls: Sequence[int]) -> Request:
+        call = "dp_ialltoallv"
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type(call, s, d)
+        arrays = [self._sizes(call, n, v) for n, v in
+                  (("scounts", scounts), ("sdispls", sdispls), ("rcounts", rcounts),
+                   ("rdispls", rdispls))]
+        return self._post(call, lib.dp_ialltoallv,
+                          (s.address, arrays[0], arrays[1], d.address, arrays[2], arrays[3],
+                           s.dtype), (s, d), tuple(arrays))
+
+    def iallgatherv(self, src: ArrayLike, dst: ArrayLike, rcounts: Sequence[int],
+                    rdispls: Sequence[int]) -> Request:
+        call = "dp_iallgatherv"
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type(call, s, d)
+        rc, rd = self._sizes(call, "rcounts", rcounts), self._sizes(call, "rdispls", rdispls)
+        return self._post(call, lib.dp_iallgatherv,
+                          (s.address, s.count, d.address, rc, rd, s.dtype), (s, d), (rc, rd))
+
+    def igatherv(self, src: ArrayLike, dst: Optional[ArrayLike] = None,
+                 rcounts: Optional[Sequence[int]] = None, rdispls: Optional[Sequence[int]] = None,
+                 root: int = 0) -> Request:
+        call = "dp_igatherv"
+        s = _Buffer(src, "src", False)
+        d = _Buffer(dst, "dst", True) if dst is not None else None
+        rc, rd = self._sizes(call, "rcounts", rcounts), self._sizes(call, "rdispls", rdispls)
+        return self._post(call, lib.dp_igatherv,
+                          (s.address, s.count, d.address if d else None, rc, rd, s.dtype, root),
+                          (s,) + ((d,) if d else ()), (rc, rd))
+
+    def iscatterv(self, src: Optional[ArrayLike], scounts: Optional[Sequence[int]],
+                  sdispls: Optional[Sequence[int]], dst: ArrayLike, root: int = 0) -> Request:
+        call = "dp_iscatterv"
+        d = _Buffer(dst, "dst", True)
+        s = _Buffer(src, "src", False) if src is not None else None
+        sc, sd = self._sizes(call, "scounts", scounts), self._sizes(call, "sdispls", sdispls)
+        return self._post(call, lib.dp_iscatterv,
+                          (s.address if s else None, sc, sd, d.address, d.count, d.dtype, root),
+                          ((s,) if s else ()) + (d,), (sc, sd))
+
+    def ireduce_scatterv(self, src: ArrayLike, dst: ArrayLike, counts: Sequence[int],
+                         op: "Op | str" = "sum") -> Request:
+        call = "dp_ireduce_scatterv"
+        s, d = _Buffer(src, "src", False), _Buffer(dst, "dst", True)
+        self._same_type(call, s, d)
+        c = self._sizes(call, "counts", counts)
+        return self._post(call, lib.dp_ireduce_scatterv,
+                          (s.address, d.address, c, s.dtype, op_of(op)), (s, d), (c,))
+
+
+def _blocking(name: str):
+    nonblocking = getattr(Team, "i" + name)
+
+    def call(self: Team, *args: Any, **kwargs: Any) -> None:
+        nonblocking(self, *args, **kwargs).wait()
+
+    call.__name__ = name
+    call.__doc__ = f"The blocking form of i{name}: posts it and waits.\n\n{nonblocking.__doc__ or ''}"
+    return call
+
+
+for _name in ("allreduce", "reduce_scatter", "allgather", "alltoall", "bcast", "barrier",
+              "reduce", "gather", "scatter", "scan", "exscan", "alltoallv", "allgatherv",
+              "gatherv", "scatterv", "reduce_scatterv"):
+    setattr(Team, _name, _blocking(_name))

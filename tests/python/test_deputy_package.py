@@ -1,0 +1,332 @@
+"""The `deputy` Python package against a real agent: its constants match the
+C headers, every collective gives NumPy's reference result on teams of 1, 2
+and 3 processes (in place, shared-heap arrays, ordinary arrays), bad input
+is refused with a clear error before anything is posted, a request can be
+waited from another thread, and a dead agent is an exception within the
+bound, never a hang. The agent is `deputy agent` from $DEPUTY_BIN."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import deputy
+from deputy._lib import Config, lib
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "python-package-test"
+
+
+@pytest.fixture(scope="module")
+def agent():
+    """A private agent; its socket path."""
+    binary = os.environ.get("DEPUTY_BIN")
+    if not binary:
+        pytest.skip("DEPUTY_BIN (build/tools/deputy) not set")
+    d = Path(tempfile.mkdtemp(prefix="deputy-py-"))
+    sock = d / "a.sock"
+    subprocess.run([binary, "agent", "--daemon", "--socket", str(sock), "--log-file",
+                    str(d / "agent.log")], check=True, capture_output=True, timeout=30)
+    pid = int((d / "agent.pid").read_text().split()[0])
+    yield str(sock)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+# --- the ABI: the Python side's constants are the headers' ---
+
+def header_enum(header: str, typedef: str) -> dict[str, int]:
+    """NAME -> value of `typedef enum ... { ... } typedef;` in a header
+    (values implicit after the first count up, as C's do)."""
+    text = re.sub(r"/\*.*?\*/", "", (ROOT / "include" / "deputy" / header).read_text(), flags=re.S)
+    body = re.search(r"typedef enum \w+ \{([^}]*)\}\s*" + typedef + ";", text).group(1)
+    values, nxt = {}, 0
+    for item in (x.strip() for x in body.split(",")):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        nxt = int(value.strip(), 0) if value.strip() else nxt
+        values[name.strip()] = nxt
+        nxt += 1
+    return values
+
+
+@pytest.mark.parametrize("header,typedef,enum,prefix,skip", [
+    ("status.h", "dp_status_t", deputy.Status, "DP_", ()),
+    ("mover.h", "dp_dtype_t", deputy.DType, "DP_", ("DP_DTYPE_COUNT",)),
+    ("mover.h", "dp_op_t", deputy.Op, "DP_", ("DP_OP_COUNT",)),
+])
+def test_constants_match_the_headers(header, typedef, enum, prefix, skip):
+    c = {k: v for k, v in header_enum(header, typedef).items() if k not in skip}
+    py = {prefix + m.name: int(m) for m in enum}
+    assert py == c
+
+
+def test_numpy_types_have_the_c_sizes_and_config_the_c_fields():
+    for d, np_type in deputy.NUMPY.items():
+        assert np_type.itemsize == lib.dp_dtype_size(int(d)), d
+    text = (ROOT / "include" / "deputy" / "context.h").read_text()
+    body = re.search(r"typedef struct dp_config \{(.*?)\} dp_config_t;", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = re.findall(r"(\w+);", body)
+    assert [f[0] for f in Config._fields_] == fields
+
+
+# --- one process ---
+
+def test_every_collective_on_a_team_of_one(agent):
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "solo", 0, 1) as team:
+        rng = np.random.default_rng(1)
+        a = rng.standard_normal(1000).astype(np.float64)
+        out = np.zeros_like(a)
+        team.allreduce(a, out)
+        assert np.array_equal(out, a)
+        h = deputy.empty(1000, np.float64)  # in the shared heap: no registration
+        assert lib.dp_heap_contains(h.ctypes.data, h.nbytes)
+        h[:] = a
+        team.allreduce(h, op="max")  # in place
+        assert np.array_equal(h, a)
+        for name in ("allgather", "alltoall", "scan"):
+            got = np.zeros_like(a)
+            getattr(team, name)(a, got)
+            assert np.array_equal(got, a), name
+        got = np.zeros_like(a)
+        team.reduce(a, got, op=deputy.Op.SUM, root=0)
+        team.gather(a, got, root=0)
+        team.scatter(a, got, root=0)
+        team.reduce_scatter(a, got)
+        assert np.array_equal(got, a)
+        b = a.copy()
+        team.bcast(b, root=0)
+        team.barrier()
+        assert np.array_equal(b, a)
+        got = np.zeros_like(a)
+        team.alltoallv(a, [1000], [0], got, [1000], [0])
+        team.allgatherv(a, got, [1000], [0])
+        assert np.array_equal(got, a)
+
+
+def test_bad_input_is_refused_before_posting(agent):
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "bad", 0, 1) as team:
+        a = np.arange(10, dtype=np.float32)
+        with pytest.raises(ValueError, match="not contiguous"):
+            team.allreduce(a[::2], np.zeros(5, np.float32))
+        ro = np.zeros(10, np.float32)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            team.allreduce(a, ro)
+        with pytest.raises(ValueError, match="holds 9 elements"):
+            team.allreduce(a, np.zeros(9, np.float32))
+        with pytest.raises(ValueError, match="src is float32, dst float64"):
+            team.allreduce(a, np.zeros(10, np.float64))
+        with pytest.raises(ValueError, match="no reduction 'avg'"):
+            team.allreduce(a, np.zeros(10, np.float32), op="avg")
+        with pytest.raises(ValueError, match="no deputy element type"):
+            team.allreduce(np.zeros(4, np.complex64), np.zeros(4, np.complex64))
+        with pytest.raises(deputy.DeputyError) as e:
+            team.allreduce(a, np.zeros(10, np.float32), op="band")  # integers only
+        assert e.value.status == deputy.Status.ERR_INVALID and e.value.name == "DP_ERR_INVALID"
+        assert e.value.call == "dp_iallreduce"
+        # Nothing is left registered or outstanding after the refusals.
+        assert all(users == 0 for users in ctx._registered.values())
+        team.allreduce(a, np.zeros(10, np.float32))
+
+
+def test_no_agent_is_an_exception_naming_it():
+    with pytest.raises(deputy.DeputyError) as e:
+        deputy.Context(agent="/nonexistent/agent.sock", connect_timeout_ms=100)
+    assert e.value.status == deputy.Status.ERR_NO_AGENT
+
+
+# --- several processes ---
+
+def _member(sock: str, key: str, rank: int, size: int, case: str, conn) -> None:
+    try:
+        with deputy.Context(agent=sock, job_secret=SECRET) as ctx, \
+                deputy.Team(ctx, key, rank, size) as team:
+            conn.send(("ok", _run_case(team, rank, size, case)))
+    except BaseException as e:  # (reported to the parent)
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def _data(rank: int, n: int, dtype) -> np.ndarray:
+    rng = np.random.default_rng(100 + rank)
+    if np.dtype(dtype).kind == "f":
+        return rng.integers(-50, 50, n).astype(dtype)  # exact sums in any order
+    return rng.integers(0, 100, n).astype(dtype)
+
+
+def _run_case(team: deputy.Team, rank: int, size: int, case: str):
+    n = 4099
+    if case == "reductions":
+        for dtype in (np.float32, np.float64, np.int32, np.int64, np.uint8):
+            mine = _data(rank, n, dtype)
+            alls = [_data(r, n, dtype) for r in range(size)]
+            for op, ref in (("sum", np.sum), ("max", np.max), ("min", np.min)):
+                want = ref(np.stack(alls), axis=0).astype(dtype)
+                got = deputy.zeros(n, dtype) if rank % 2 else np.zeros(n, dtype)
+                team.allreduce(mine, got, op=op)
+                assert np.array_equal(got, want), (dtype, op)
+                red = np.zeros(n, dtype)
+                team.reduce(mine, red if rank == size - 1 else None, op=op, root=size - 1)
+                if rank == size - 1:
+                    assert np.array_equal(red, want), ("reduce", dtype, op)
+                scan = np.zeros(n, dtype)
+                team.scan(mine, scan, op=op)
+                assert np.array_equal(scan, ref(np.stack(alls[:rank + 1]), axis=0).astype(dtype)), \
+                    (dtype, op)
+            inplace = mine.copy()
+            team.allreduce(inplace)
+            assert np.array_equal(inplace, np.sum(np.stack(alls), axis=0).astype(dtype))
+        return "reductions"
+    if case == "moves":
+        mine = _data(rank, n, np.float32)
+        alls = [_data(r, n, np.float32) for r in range(size)]
+        got = np.zeros(n * size, np.float32)
+        team.allgather(mine, got)
+        assert np.array_equal(got, np.concatenate(alls))
+        blocks = np.arange(size * 7, dtype=np.int64) + 1000 * rank
+        out = np.zeros_like(blocks)
+        team.alltoall(blocks, out)
+        assert np.array_equal(out, np.concatenate(
+            [np.arange(size * 7, dtype=np.int64)[rank * 7:(rank + 1) * 7] + 1000 * r
+             for r in range(size)]))
+        b = mine.copy() if rank == 0 else np.zeros(n, np.float32)
+        team.bcast(b, root=0)
+        assert np.array_equal(b, alls[0])
+        g = np.zeros(n * size, np.float32) if rank == 0 else None
+        team.gather(mine, g, root=0)
+        if rank == 0:
+            assert np.array_equal(g, np.concatenate(alls))
+        s = np.zeros(n, np.float32)
+        team.scatter(np.concatenate(alls) if rank == 0 else None, s, root=0)
+        assert np.array_equal(s, alls[rank])
+        counts = [r + 1 for r in range(size)]
+        displs = list(np.cumsum([0] + counts[:-1]))
+        mine_v = np.full(rank + 1, rank, np.int32)
+        gv = np.zeros(sum(counts), np.int32)
+        team.allgatherv(mine_v, gv, counts, displs)
+        assert np.array_equal(gv, np.concatenate([np.full(r + 1, r, np.int32) for r in range(size)]))
+        team.barrier()
+        return "moves"
+    if case == "mismatch":
+        # The members disagree on the count: every member fails, nothing hangs.
+        a = np.ones(10 + rank, np.float32)
+        try:
+            team.allreduce(a, np.zeros_like(a))
+        except deputy.DeputyError as e:
+            return e.name
+        return "no error"
+    raise AssertionError(case)
+
+
+def run_team(sock: str, size: int, case: str, timeout: float = 60) -> list:
+    ctx = mp.get_context("spawn")
+    pipes, procs = [], []
+    for r in range(size):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_member, args=(sock, f"{case}-{size}", r, size, case, child))
+        p.start()
+        pipes.append(parent)
+        procs.append(p)
+    results = []
+    for p, pipe in zip(procs, pipes):
+        assert pipe.poll(timeout), f"a member of {case} gave no answer in {timeout} s"
+        results.append(pipe.recv())
+        p.join(10)
+        assert p.exitcode == 0
+    return results
+
+
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("case", ["reductions", "moves"])
+def test_collectives_match_numpy_across_processes(agent, size, case):
+    results = run_team(agent, size, case)
+    assert all(status == "ok" for status, _ in results), results
+
+
+def test_disagreeing_counts_fail_every_member(agent):
+    results = run_team(agent, 2, "mismatch")
+    assert [v for _, v in results] == ["DP_ERR_MISMATCH", "DP_ERR_MISMATCH"], results
+
+
+def test_a_request_waited_from_another_thread(agent):
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "thread", 0, 1) as team:
+        a = deputy.empty(1 << 20, np.float32)
+        a[:] = 3
+        req = team.iallreduce(a)
+        errors = []
+        t = threading.Thread(target=lambda: errors.append(req.wait()))
+        t.start()
+        t.join(10)
+        assert not t.is_alive() and errors == [None] and req.done and req.test()
+        assert a[0] == 3
+
+
+def test_a_dead_agent_is_an_exception_within_the_bound():
+    binary = os.environ.get("DEPUTY_BIN")
+    if not binary:
+        pytest.skip("DEPUTY_BIN not set")
+    with tempfile.TemporaryDirectory(prefix="deputy-py-dead-") as d:
+        sock = Path(d) / "a.sock"
+        subprocess.run([binary, "agent", "--daemon", "--socket", str(sock), "--log-file",
+                        str(Path(d) / "agent.log")], check=True, capture_output=True, timeout=30)
+        pid = int((Path(d) / "agent.pid").read_text().split()[0])
+        ctx = deputy.Context(agent=str(sock), job_secret=SECRET, lost_timeout_ms=500)
+        # A team of 2 whose second member never comes: its operation stays
+        # outstanding until the agent dies.
+        team_holder = {}
+        err = []
+
+        def join():
+            try:
+                team_holder["t"] = deputy.Team(ctx, "dead", 0, 2, timeout_ms=20000)
+            except deputy.DeputyError as e:
+                err.append(e)
+        t = threading.Thread(target=join)
+        t.start()
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        start = time.monotonic()
+        t.join(15)
+        assert not t.is_alive(), "dp_team_create did not return after the agent died"
+        assert err and err[0].status == deputy.Status.ERR_AGENT_LOST, err
+        assert time.monotonic() - start < 5
+        with pytest.raises(deputy.DeputyError):
+            deputy.Team(ctx, "after", 0, 1)
+        try:
+            ctx.close()
+        except deputy.DeputyError:
+            pass
+
+
+def test_ordinary_arrays_are_registered_once_and_evicted_beyond_the_cap(agent):
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "registered", 0, 1) as team:
+        a, out = np.arange(64, dtype=np.float64), np.zeros(64)
+        team.allreduce(a, out)
+        first = dict(ctx._registered)
+        team.allreduce(a, out)
+        assert ctx._registered == first  # kept for the next operation, not registered twice
+        arrays = [np.full(8, i, np.int64) for i in range(3 * deputy.Context.KEEP_REGISTERED)]
+        for x in arrays:
+            got = np.zeros(8, np.int64)
+            team.allreduce(x, got)
+            assert got[0] == x[0]
+        assert len(ctx._registered) <= deputy.Context.KEEP_REGISTERED
+        assert all(users == 0 for users in ctx._registered.values())
