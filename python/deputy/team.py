@@ -120,19 +120,29 @@ class Team:
                                                             timeout_ms, ctypes.byref(self._ptr)),
               f"team {key!r}, rank {rank} of {size}")
         self.key = key
+        self._owns_ctx = False  # from_mpi4py's own context: closed with the team
         self._rank, self._size = lib.dp_team_rank(self._ptr), lib.dp_team_size(self._ptr)
 
     @classmethod
     def from_mpi4py(cls, comm: Any, ctx: Optional[Context] = None, **options: Any) -> "Team":
         """A team of an mpi4py communicator's ranks: rank 0 draws a key and
         (when no context is given) the job secret, and broadcasts both; each
-        rank then attaches (options: Context's) and joins."""
+        rank then attaches (options: Context's) and joins. A context made
+        here is the team's: close() closes it."""
         key, secret = comm.bcast((f"mpi4py-{secrets.token_hex(8)}", secrets.token_hex(16))
                                  if comm.Get_rank() == 0 else None, root=0)
-        if ctx is None:
+        own = ctx is None
+        if own:
             options.setdefault("job_secret", secret)
             ctx = Context(**options)
-        return cls(ctx, key, comm.Get_rank(), comm.Get_size())
+        try:
+            team = cls(ctx, key, comm.Get_rank(), comm.Get_size())
+        except BaseException:
+            if own:
+                ctx.close()
+            raise
+        team._owns_ctx = own
+        return team
 
     @property
     def rank(self) -> int:
@@ -148,10 +158,13 @@ class Team:
         return self._ptr.value  # type: ignore[return-value]
 
     def close(self) -> None:
-        """Leaves the team (dp_team_destroy); its requests must be done."""
+        """Leaves the team (dp_team_destroy); its requests must be done. A
+        team made by from_mpi4py without a context closes its own too."""
         if self._ptr:
             ptr, self._ptr = self._ptr, ctypes.c_void_p()
             check("dp_team_destroy", lib.dp_team_destroy(ptr))
+            if self._owns_ctx:
+                self.ctx.close()
 
     def __enter__(self) -> "Team":
         return self

@@ -330,3 +330,47 @@ def test_ordinary_arrays_are_registered_once_and_evicted_beyond_the_cap(agent):
             assert got[0] == x[0]
         assert len(ctx._registered) <= deputy.Context.KEEP_REGISTERED
         assert all(users == 0 for users in ctx._registered.values())
+
+
+MPI4PY_SCRIPT = r'''
+import sys
+import numpy as np
+from mpi4py import MPI
+import deputy
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+team = deputy.Team.from_mpi4py(comm, agent=sys.argv[1])
+assert (team.rank, team.size) == (rank, size)
+x = np.arange(1000, dtype=np.float64) * (rank + 1)
+got = np.zeros_like(x)
+team.allreduce(x, got)
+want = np.zeros_like(x)
+comm.Allreduce(x, want)  # MPI's own answer: integers, exact in any order
+assert np.array_equal(got, want)
+team.close()  # (and its context: from_mpi4py made it)
+assert not team.ctx._ptr
+print("ok", rank, flush=True)
+'''
+
+
+def test_team_from_mpi4py_under_mpirun(agent, tmp_path):
+    """Team.from_mpi4py agrees a key and the job secret over an mpi4py
+    communicator (Debian's python3-mpi4py, Open MPI) and gives MPI's answer."""
+    import shutil
+    mpirun = shutil.which("mpirun.openmpi")
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import mpi4py, numpy"],
+                           capture_output=True)
+    if not mpirun or probe.returncode != 0:
+        pytest.skip("needs mpirun.openmpi and /usr/bin/python3 with mpi4py (python3-mpi4py)")
+    script = tmp_path / "from_mpi4py.py"
+    script.write_text(MPI4PY_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEPUTY_") or k == "DEPUTY_LIB"}
+    env["PYTHONPATH"] = str(ROOT / "python")
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", "/usr/bin/python3", str(script),
+                        agent], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(x for x in r.stdout.splitlines() if x.startswith("ok")) == ["ok 0", "ok 1"], \
+        r.stdout
