@@ -19,6 +19,9 @@ test_packages=(
   # tests/mpi: offload_check for the second MPI, Fortran programs against both,
   # and unmodified MPI applications (docs/pmpi-tests.md)
   mpich libmpich-dev gfortran hpcc python3-mpi4py python3-numpy
+  # the Python package's tests on torch CPU tensors (Debian's PyTorch: PyPI's
+  # Linux wheel is a multi-gigabyte CUDA build)
+  python3-torch
 )
 # The fuzz step of scripts/test.sh (libFuzzer lives in libclang-rt-14-dev).
 # Optional for `test`: installed when root, only suggested otherwise, since

@@ -33,7 +33,13 @@ class _Buffer:
     __slots__ = ("array", "address", "count", "dtype", "nbytes")
 
     def __init__(self, obj: ArrayLike, what: str, writable: bool):
-        a = obj if type(obj) is np.ndarray else np.asarray(obj)
+        override = None
+        if type(obj) is np.ndarray:
+            a = obj
+        elif _is_torch_tensor(obj):
+            a, override = _tensor_array(obj, what)
+        else:
+            a = np.asarray(obj)
         flags = a.flags
         if not flags.c_contiguous:
             raise ValueError(f"deputy: {what} is not contiguous (strides {a.strides}); "
@@ -47,7 +53,31 @@ class _Buffer:
         self.address = (_addressof(_address_of_writable(a)) if n and flags.writeable
                         else a.__array_interface__["data"][0])
         self.count = a.size
-        self.dtype = _DTYPES.get(a.dtype) or dtype_of(a.dtype)
+        self.dtype = override or _DTYPES.get(a.dtype) or dtype_of(a.dtype)
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    # (torch is not imported unless a tensor is given)
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
+
+
+def _tensor_array(t: Any, what: str):
+    """A torch CPU tensor as a NumPy array over the same memory (no copy),
+    and the deputy type when NumPy has none (bfloat16). A tensor that
+    requires grad is read through detach(), which shares its storage."""
+    import torch
+    if t.device.type != "cpu":
+        raise ValueError(f"deputy: {what} is on {t.device}; deputy moves CPU memory "
+                         "(tensor.cpu() copies it)")
+    if not t.is_contiguous():
+        raise ValueError(f"deputy: {what} is not contiguous (strides {tuple(t.stride())}); "
+                         "tensor.contiguous() copies it")
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy(), DType.BFLOAT16
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8).numpy(), None
+    return t.numpy(), None
 
 
 class Request:

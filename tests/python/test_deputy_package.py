@@ -374,3 +374,50 @@ def test_team_from_mpi4py_under_mpirun(agent, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(x for x in r.stdout.splitlines() if x.startswith("ok")) == ["ok 0", "ok 1"], \
         r.stdout
+
+
+def _torch_member(sock: str, rank: int, size: int, conn) -> None:
+    try:
+        import torch
+        with deputy.Context(agent=sock, job_secret=SECRET) as ctx, \
+                deputy.Team(ctx, f"torch-{size}", rank, size) as team:
+            for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.int64):
+                x = (torch.arange(1000) % 7 + rank).to(dtype)
+                got = torch.zeros(1000, dtype=dtype)
+                team.allreduce(x, got)
+                want = sum((torch.arange(1000) % 7 + r) for r in range(size)).to(dtype)
+                assert torch.equal(got, want), dtype
+            w = torch.full((64,), float(rank), requires_grad=True)  # read through detach()
+            g = torch.zeros(64 * size)
+            team.allgather(w, g)
+            assert torch.equal(g, torch.cat([torch.full((64,), float(r)) for r in range(size)]))
+            b = torch.arange(32, dtype=torch.int32) if rank == 0 else torch.zeros(32, dtype=torch.int32)
+            team.bcast(b, root=0)
+            assert torch.equal(b, torch.arange(32, dtype=torch.int32))
+        conn.send(("ok", rank))
+    except BaseException as e:
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def test_torch_cpu_tensors_across_processes(agent):
+    """torch CPU tensors (Debian's python3-torch) go through with no copy:
+    float, bfloat16 (no NumPy type: deputy's DP_BFLOAT16), integers, a
+    tensor that requires grad; GPU or non-contiguous ones are refused."""
+    torch = pytest.importorskip("torch")
+    ctx = mp.get_context("spawn")
+    pipes, procs = [], []
+    for r in range(2):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_torch_member, args=(agent, r, 2, child))
+        p.start()
+        pipes.append(parent)
+        procs.append(p)
+    results = []
+    for p, pipe in zip(procs, pipes):
+        assert pipe.poll(120), "a torch member gave no answer"
+        results.append(pipe.recv())
+        p.join(10)
+    assert all(status == "ok" for status, _ in results), results
+    with deputy.Context(agent=agent, job_secret=SECRET) as c, deputy.Team(c, "torch-bad", 0, 1) as team:
+        with pytest.raises(ValueError, match="not contiguous"):
+            team.allreduce(torch.arange(10.).reshape(2, 5).t(), torch.zeros(10))
