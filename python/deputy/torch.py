@@ -1,7 +1,7 @@
-"""deputy for PyTorch: a DDP communication hook that posts each gradient
-bucket to deputy and completes a torch Future when the agent is done, for
-users who keep gloo (or NCCL) as their process group. (The torch.distributed
-backend itself is the next step of this module.)
+"""deputy for PyTorch: the torch.distributed backend "deputy" (registered
+on import: init_process_group("deputy")), and a DDP communication hook that
+posts each gradient bucket to deputy and completes a torch Future when the
+agent is done, for users who keep gloo (or NCCL) as their process group.
 
     import deputy.torch
     state = deputy.torch.HookState(agent=os.environ.get("DEPUTY_AGENT"))
@@ -84,3 +84,224 @@ def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.F
     future: torch.futures.Future = torch.futures.Future()
     state._posted.put((request, tensor, future))
     return future
+
+
+# --- the torch.distributed backend "deputy" ---
+#
+# A Python ProcessGroup (torch 1.13 dispatches dist.* calls to a Python
+# subclass's methods): each group is a deputy team whose key rank 0 puts
+# in the group's store; the job secret, drawn once by the world's rank 0,
+# is the process's one context's. Works are deputy requests; outputs that
+# are lists of tensors are reduced or gathered in one flat buffer and copied
+# out when the work completes (a list of separate tensors is not one
+# buffer).
+
+_context: Optional[Context] = None
+_context_lock = threading.Lock()
+_REDUCE_OPS = {
+    dist.ReduceOp.RedOpType.SUM: "sum", dist.ReduceOp.RedOpType.PRODUCT: "prod",
+    dist.ReduceOp.RedOpType.MIN: "min", dist.ReduceOp.RedOpType.MAX: "max",
+    dist.ReduceOp.RedOpType.BAND: "band", dist.ReduceOp.RedOpType.BOR: "bor",
+    dist.ReduceOp.RedOpType.BXOR: "bxor",
+}
+
+
+def _shared_context(store: Any, rank: int) -> Context:
+    """The process's context: the first group's rank 0 draws the job secret
+    and puts it in that group's store (the world's, under init_process_group)."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            if rank == 0:
+                store.set("deputy/secret", secrets.token_hex(16))
+            secret = store.get("deputy/secret").decode()
+            import os
+            _context = Context(agent=os.environ.get("DEPUTY_AGENT"), job_secret=secret)
+        return _context
+
+
+def _reduce_op(opts: Any) -> str:
+    kind = getattr(opts.reduceOp, "op", opts.reduceOp)
+    name = _REDUCE_OPS.get(kind)
+    if name is None:
+        raise RuntimeError(f"deputy backend: reduction {kind} is not one deputy has "
+                           "(SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR)")
+    return name
+
+
+class _Work(dist._Work):
+    """A deputy request as torch's Work; `then` copies results out once."""
+
+    def __init__(self, request: Any, result: list, then: Optional[Any] = None):
+        super().__init__()
+        self._request = request
+        self._result = result
+        self._then = then
+        self._finished = False
+        self._lock = threading.Lock()
+
+    def _finish(self) -> None:
+        with self._lock:
+            if not self._finished:
+                if self._request is not None:
+                    self._request.wait()
+                if self._then is not None:
+                    self._then()
+                self._finished = True
+
+    def wait(self, timeout: Any = None) -> bool:
+        self._finish()
+        return True
+
+    def is_completed(self) -> bool:
+        if self._finished:
+            return True
+        if self._request is None or self._request.test():
+            self._finish()
+            return True
+        return False
+
+    def is_success(self) -> bool:
+        return self.is_completed()
+
+    def result(self) -> list:
+        self._finish()
+        return self._result
+
+    def get_future(self) -> "torch.futures.Future":
+        future: torch.futures.Future = torch.futures.Future()
+
+        def complete() -> None:
+            try:
+                self._finish()
+                future.set_result(self._result)
+            except BaseException as e:
+                future.set_exception(e)
+        threading.Thread(target=complete, name="deputy-work", daemon=True).start()
+        return future
+
+
+def _flat(tensors: list) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in tensors]) if tensors else torch.empty(0)
+
+
+class ProcessGroupDeputy(dist.ProcessGroup):
+    """torch.distributed's process group on a deputy team."""
+
+    def __init__(self, store: Any, rank: int, size: int, timeout: Any):
+        super().__init__(rank, size)
+        ctx = _shared_context(store, rank)
+        if rank == 0:
+            store.set("deputy/key", f"torch-{secrets.token_hex(8)}")
+        key = store.get("deputy/key").decode()
+        self.team = Team(ctx, key, rank, size)
+
+    def getBackendName(self) -> str:
+        return "deputy"
+
+    @staticmethod
+    def _one(tensors: list, what: str) -> torch.Tensor:
+        if len(tensors) != 1:
+            raise RuntimeError(f"deputy backend: {what} takes one tensor per process "
+                               f"(got {len(tensors)})")
+        return tensors[0]
+
+    def allreduce(self, tensors: list, opts: Any) -> _Work:
+        t = self._one(tensors, "allreduce")
+        return _Work(self.team.iallreduce(t, None, _reduce_op(opts)), tensors)
+
+    def broadcast(self, tensors: list, opts: Any) -> _Work:
+        t = self._one(tensors, "broadcast")
+        return _Work(self.team.ibcast(t, opts.rootRank), tensors)
+
+    def reduce(self, tensors: list, opts: Any) -> _Work:
+        t = self._one(tensors, "reduce")
+        root = opts.rootRank
+        # In place at the root (src == dst); elsewhere the result is not kept.
+        return _Work(self.team.ireduce(t, t if self.rank() == root else None, _reduce_op(opts),
+                                       root), tensors)
+
+    def barrier(self, opts: Any = None) -> _Work:
+        return _Work(self.team.ibarrier(), [])
+
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> _Work:
+        return _Work(self.team.iallgather(input, output), [output])
+
+    def allgather(self, output_tensors: list, input_tensors: list, opts: Any = None) -> _Work:
+        t = self._one(input_tensors, "allgather")
+        outs = self._one(output_tensors, "allgather")
+        flat = torch.empty(t.numel() * self.size(), dtype=t.dtype)
+
+        def copy_out() -> None:
+            for i, o in enumerate(outs):
+                o.copy_(flat[i * t.numel():(i + 1) * t.numel()].view_as(o))
+        return _Work(self.team.iallgather(t, flat), output_tensors, copy_out)
+
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
+                             opts: Any) -> _Work:
+        return _Work(self.team.ireduce_scatter(input, output, _reduce_op(opts)), [output])
+
+    def reduce_scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+        out = self._one(output_tensors, "reduce_scatter")
+        flat = _flat(self._one(input_tensors, "reduce_scatter"))
+        return _Work(self.team.ireduce_scatter(flat, out, _reduce_op(opts)), output_tensors,
+                     lambda: flat)  # (holds the flat input)
+
+    def alltoall_base(self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: list,
+                      input_split_sizes: list, opts: Any = None) -> _Work:
+        n = self.size()
+        if not output_split_sizes and not input_split_sizes:
+            return _Work(self.team.ialltoall(input, output), [output])
+        # Split sizes count rows of the first dimension.
+        row_in = input[0].numel() if input.dim() > 1 else 1
+        row_out = output[0].numel() if output.dim() > 1 else 1
+        sc = [s * row_in for s in (input_split_sizes or [input.size(0) // n] * n)]
+        rc = [s * row_out for s in (output_split_sizes or [output.size(0) // n] * n)]
+        sd = [sum(sc[:i]) for i in range(n)]
+        rd = [sum(rc[:i]) for i in range(n)]
+        return _Work(self.team.ialltoallv(input, sc, sd, output, rc, rd), [output])
+
+    def alltoall(self, output_tensors: list, input_tensors: list, opts: Any = None) -> _Work:
+        flat_in = _flat(input_tensors)
+        sizes_in = [t.numel() for t in input_tensors]
+        sizes_out = [t.numel() for t in output_tensors]
+        flat_out = torch.empty(sum(sizes_out), dtype=flat_in.dtype)
+        n = self.size()
+        req = self.team.ialltoallv(flat_in, sizes_in, [sum(sizes_in[:i]) for i in range(n)],
+                                   flat_out, sizes_out, [sum(sizes_out[:i]) for i in range(n)])
+
+        def copy_out() -> None:
+            at = 0
+            for o in output_tensors:
+                o.copy_(flat_out[at:at + o.numel()].view_as(o))
+                at += o.numel()
+        return _Work(req, output_tensors, copy_out)
+
+    def gather(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+        t = self._one(input_tensors, "gather")
+        root = opts.rootRank
+        if self.rank() != root:
+            return _Work(self.team.igather(t, None, root), [])
+        outs = self._one(output_tensors, "gather")
+        flat = torch.empty(t.numel() * self.size(), dtype=t.dtype)
+
+        def copy_out() -> None:
+            for i, o in enumerate(outs):
+                o.copy_(flat[i * t.numel():(i + 1) * t.numel()].view_as(o))
+        return _Work(self.team.igather(t, flat, root), output_tensors, copy_out)
+
+    def scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+        out = self._one(output_tensors, "scatter")
+        root = opts.rootRank
+        src = _flat(self._one(input_tensors, "scatter")) if self.rank() == root else None
+        return _Work(self.team.iscatter(src, out, root), output_tensors,
+                     (lambda: src) if src is not None else None)
+
+
+def _create(store: Any, rank: int, size: int, timeout: Any) -> ProcessGroupDeputy:
+    return ProcessGroupDeputy(store, rank, size, timeout)
+
+
+# `import deputy.torch` registers the backend: init_process_group("deputy").
+if "deputy" not in dist.Backend.__dict__ and not hasattr(dist.Backend, "DEPUTY"):
+    dist.Backend.register_backend("deputy", _create)

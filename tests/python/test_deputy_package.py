@@ -483,3 +483,142 @@ def test_ddp_hook_gives_gloos_parameters(agent, tmp_path):
     with_hook = run_ddp(agent, tmp_path, True)
     plain = run_ddp(agent, tmp_path, False)
     assert with_hook[0] == with_hook[1] == plain[0] == plain[1]
+
+
+def _backend_member(sock: str, rdv: str, rank: int, size: int, conn) -> None:
+    try:
+        os.environ["DEPUTY_AGENT"] = sock
+        import torch
+        import torch.distributed as dist
+        import deputy.torch  # noqa: F401  (registers "deputy")
+        dist.init_process_group("deputy", init_method=f"file://{rdv}", rank=rank, world_size=size)
+        gloo = dist.new_group(backend="gloo")
+        checked = []
+
+        def same(name, run, ref=None):
+            # ref: the same result through operations gloo has (it lacks some)
+            a, b = run(None), (ref or run)(gloo)
+            for x, y in zip(a, b):
+                assert torch.equal(x, y), (name, x, y)
+            checked.append(name)
+
+        def data(n=37, dtype=torch.float64):
+            return (torch.arange(n) % 11 + 3 * rank).to(dtype)
+
+        R = dist.ReduceOp
+        for op in (R.SUM, R.MAX, R.MIN, R.PRODUCT):
+            same(f"all_reduce {op}", lambda g: [_ar(dist, data(), op, g)])
+        for op in (R.BAND, R.BOR, R.BXOR):
+            same(f"all_reduce {op}", lambda g: [_ar(dist, data(dtype=torch.int64), op, g)])
+
+        def bcast(g):
+            t = data()
+            dist.broadcast(t, src=size - 1, group=g)
+            return [t]
+        same("broadcast", bcast)
+
+        def reduce(g):
+            t = data()
+            dist.reduce(t, dst=0, group=g)
+            return [t] if rank == 0 else []
+        same("reduce", reduce)
+
+        def all_gather(g):
+            outs = [torch.zeros(37, dtype=torch.float64) for _ in range(size)]
+            dist.all_gather(outs, data(), group=g)
+            return outs
+        same("all_gather", all_gather)
+
+        def all_gather_base(g):
+            out = torch.zeros(37 * size, dtype=torch.float64)
+            dist._all_gather_base(out, data(), group=g)
+            return [out]
+        same("_all_gather_base", all_gather_base, lambda g: [torch.cat(all_gather(g))])
+
+        def reduce_scatter(g):
+            out = torch.zeros(5, dtype=torch.float64)
+            dist.reduce_scatter(out, [data(5) + i for i in range(size)], group=g)
+            return [out]
+        def reduce_scatter_ref(g):
+            whole = torch.cat([data(5) + i for i in range(size)])
+            dist.all_reduce(whole, group=g)
+            return [whole[5 * rank:5 * (rank + 1)]]
+        same("reduce_scatter", reduce_scatter, reduce_scatter_ref)
+
+        def all_to_all_single(g, splits=False):
+            inp = data(6 * size)
+            out = torch.zeros(6 * size, dtype=torch.float64)
+            if splits:
+                sizes_in = [1 + (r + rank) % 3 for r in range(size)]
+                # what member r sends me is 1 + (rank + r) % 3
+                sizes_out = [1 + (rank + r) % 3 for r in range(size)]
+                inp = data(sum(sizes_in))
+                out = torch.zeros(sum(sizes_out), dtype=torch.float64)
+                dist.all_to_all_single(out, inp, sizes_out, sizes_in, group=g)
+            else:
+                dist.all_to_all_single(out, inp, group=g)
+            return [out]
+        same("all_to_all_single", all_to_all_single)
+        same("all_to_all_single with splits", lambda g: all_to_all_single(g, True))
+
+        def gather(g):
+            outs = [torch.zeros(37, dtype=torch.float64) for _ in range(size)] if rank == 0 else None
+            dist.gather(data(), outs, dst=0, group=g)
+            return outs or []
+        same("gather", gather)
+
+        def scatter(g):
+            out = torch.zeros(37, dtype=torch.float64)
+            src = [torch.full((37,), float(i)) .to(torch.float64) for i in range(size)]
+            dist.scatter(out, src if rank == size - 1 else None, src=size - 1, group=g)
+            return [out]
+        same("scatter", scatter)
+
+        dist.barrier()
+        t = data()
+        work = dist.all_reduce(t, async_op=True)
+        fut = work.get_future()
+        fut.wait()
+        assert work.is_completed()
+        sub = dist.new_group(ranks=list(range(max(1, size - 1))))  # a deputy sub-group
+        if rank < max(1, size - 1):
+            s = data()
+            dist.all_reduce(s, group=sub)
+            assert torch.equal(s, sum((torch.arange(37) % 11 + 3 * r).to(torch.float64)
+                                      for r in range(max(1, size - 1))))
+        dist.barrier()
+        dist.destroy_process_group()
+        conn.send(("ok", checked))
+    except BaseException as e:
+        import traceback
+        conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
+
+
+def _ar(dist, t, op, g):
+    dist.all_reduce(t, op=op, group=g)
+    return t
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_torch_backend_matches_gloo(agent, tmp_path, size):
+    """init_process_group("deputy") after `import deputy.torch`: every op of
+    the backend against gloo's result on the same ranks (a gloo sub-group of
+    the same processes), 1, 2 and 3 ranks; async work, futures; a deputy
+    sub-group."""
+    pytest.importorskip("torch")
+    ctx = mp.get_context("spawn")
+    pipes, procs = [], []
+    for r in range(size):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_backend_member,
+                        args=(agent, str(tmp_path / "rdv"), r, size, child))
+        p.start()
+        pipes.append(parent)
+        procs.append(p)
+    results = []
+    for p, pipe in zip(procs, pipes):
+        assert pipe.poll(180), "a backend member gave no answer"
+        results.append(pipe.recv())
+        p.join(20)
+    assert all(s == "ok" for s, _ in results), results
+    assert len(results[0][1]) == 16, results[0][1]
