@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import _create_work_from_future
 
 from deputy.context import Context
 from deputy.team import Team
@@ -129,56 +130,38 @@ def _reduce_op(opts: Any) -> str:
     return name
 
 
-class _Work(dist._Work):
-    """A deputy request as torch's Work; `then` copies results out once."""
+# Works: torch's C++ side (DDP's reducer, parameter checks) waits on the
+# C++ Work it gets back and never calls a Python subclass's wait() in torch
+# 1.13, so each operation is a torch Future wrapped by torch's own
+# _create_work_from_future, completed by one thread of the process in the
+# order the operations were posted (collectives complete in that order).
+_posted: "queue.Queue" = queue.Queue()
+_completer: Optional[threading.Thread] = None
 
-    def __init__(self, request: Any, result: list, then: Optional[Any] = None):
-        super().__init__()
-        self._request = request
-        self._result = result
-        self._then = then
-        self._finished = False
-        self._lock = threading.Lock()
 
-    def _finish(self) -> None:
-        with self._lock:
-            if not self._finished:
-                if self._request is not None:
-                    self._request.wait()
-                if self._then is not None:
-                    self._then()
-                self._finished = True
+def _complete_posted() -> None:
+    while True:
+        request, then, result, future = _posted.get()
+        try:
+            if request is not None:
+                request.wait()  # (releases the GIL)
+            if then is not None:
+                then()
+            future.set_result(result)
+        except BaseException as e:
+            future.set_exception(e)
 
-    def wait(self, timeout: Any = None) -> bool:
-        self._finish()
-        return True
 
-    def is_completed(self) -> bool:
-        if self._finished:
-            return True
-        if self._request is None or self._request.test():
-            self._finish()
-            return True
-        return False
-
-    def is_success(self) -> bool:
-        return self.is_completed()
-
-    def result(self) -> list:
-        self._finish()
-        return self._result
-
-    def get_future(self) -> "torch.futures.Future":
-        future: torch.futures.Future = torch.futures.Future()
-
-        def complete() -> None:
-            try:
-                self._finish()
-                future.set_result(self._result)
-            except BaseException as e:
-                future.set_exception(e)
-        threading.Thread(target=complete, name="deputy-work", daemon=True).start()
-        return future
+def _work(request: Any, result: list, then: Optional[Any] = None) -> Any:
+    global _completer
+    with _context_lock:
+        if _completer is None:
+            _completer = threading.Thread(target=_complete_posted, name="deputy-works",
+                                          daemon=True)
+            _completer.start()
+    future: torch.futures.Future = torch.futures.Future()
+    _posted.put((request, then, result, future))
+    return _create_work_from_future(future)
 
 
 def _flat(tensors: list) -> torch.Tensor:
@@ -206,28 +189,28 @@ class ProcessGroupDeputy(dist.ProcessGroup):
                                f"(got {len(tensors)})")
         return tensors[0]
 
-    def allreduce(self, tensors: list, opts: Any) -> _Work:
+    def allreduce(self, tensors: list, opts: Any) -> Any:
         t = self._one(tensors, "allreduce")
-        return _Work(self.team.iallreduce(t, None, _reduce_op(opts)), tensors)
+        return _work(self.team.iallreduce(t, None, _reduce_op(opts)), tensors)
 
-    def broadcast(self, tensors: list, opts: Any) -> _Work:
+    def broadcast(self, tensors: list, opts: Any) -> Any:
         t = self._one(tensors, "broadcast")
-        return _Work(self.team.ibcast(t, opts.rootRank), tensors)
+        return _work(self.team.ibcast(t, opts.rootRank), tensors)
 
-    def reduce(self, tensors: list, opts: Any) -> _Work:
+    def reduce(self, tensors: list, opts: Any) -> Any:
         t = self._one(tensors, "reduce")
         root = opts.rootRank
         # In place at the root (src == dst); elsewhere the result is not kept.
-        return _Work(self.team.ireduce(t, t if self.rank() == root else None, _reduce_op(opts),
+        return _work(self.team.ireduce(t, t if self.rank() == root else None, _reduce_op(opts),
                                        root), tensors)
 
-    def barrier(self, opts: Any = None) -> _Work:
-        return _Work(self.team.ibarrier(), [])
+    def barrier(self, opts: Any = None) -> Any:
+        return _work(self.team.ibarrier(), [])
 
-    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> _Work:
-        return _Work(self.team.iallgather(input, output), [output])
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:
+        return _work(self.team.iallgather(input, output), [output])
 
-    def allgather(self, output_tensors: list, input_tensors: list, opts: Any = None) -> _Work:
+    def allgather(self, output_tensors: list, input_tensors: list, opts: Any = None) -> Any:
         t = self._one(input_tensors, "allgather")
         outs = self._one(output_tensors, "allgather")
         flat = torch.empty(t.numel() * self.size(), dtype=t.dtype)
@@ -235,23 +218,23 @@ class ProcessGroupDeputy(dist.ProcessGroup):
         def copy_out() -> None:
             for i, o in enumerate(outs):
                 o.copy_(flat[i * t.numel():(i + 1) * t.numel()].view_as(o))
-        return _Work(self.team.iallgather(t, flat), output_tensors, copy_out)
+        return _work(self.team.iallgather(t, flat), output_tensors, copy_out)
 
     def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
-                             opts: Any) -> _Work:
-        return _Work(self.team.ireduce_scatter(input, output, _reduce_op(opts)), [output])
+                             opts: Any) -> Any:
+        return _work(self.team.ireduce_scatter(input, output, _reduce_op(opts)), [output])
 
-    def reduce_scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+    def reduce_scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> Any:
         out = self._one(output_tensors, "reduce_scatter")
         flat = _flat(self._one(input_tensors, "reduce_scatter"))
-        return _Work(self.team.ireduce_scatter(flat, out, _reduce_op(opts)), output_tensors,
+        return _work(self.team.ireduce_scatter(flat, out, _reduce_op(opts)), output_tensors,
                      lambda: flat)  # (holds the flat input)
 
     def alltoall_base(self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: list,
-                      input_split_sizes: list, opts: Any = None) -> _Work:
+                      input_split_sizes: list, opts: Any = None) -> Any:
         n = self.size()
         if not output_split_sizes and not input_split_sizes:
-            return _Work(self.team.ialltoall(input, output), [output])
+            return _work(self.team.ialltoall(input, output), [output])
         # Split sizes count rows of the first dimension.
         row_in = input[0].numel() if input.dim() > 1 else 1
         row_out = output[0].numel() if output.dim() > 1 else 1
@@ -259,9 +242,9 @@ class ProcessGroupDeputy(dist.ProcessGroup):
         rc = [s * row_out for s in (output_split_sizes or [output.size(0) // n] * n)]
         sd = [sum(sc[:i]) for i in range(n)]
         rd = [sum(rc[:i]) for i in range(n)]
-        return _Work(self.team.ialltoallv(input, sc, sd, output, rc, rd), [output])
+        return _work(self.team.ialltoallv(input, sc, sd, output, rc, rd), [output])
 
-    def alltoall(self, output_tensors: list, input_tensors: list, opts: Any = None) -> _Work:
+    def alltoall(self, output_tensors: list, input_tensors: list, opts: Any = None) -> Any:
         flat_in = _flat(input_tensors)
         sizes_in = [t.numel() for t in input_tensors]
         sizes_out = [t.numel() for t in output_tensors]
@@ -275,26 +258,26 @@ class ProcessGroupDeputy(dist.ProcessGroup):
             for o in output_tensors:
                 o.copy_(flat_out[at:at + o.numel()].view_as(o))
                 at += o.numel()
-        return _Work(req, output_tensors, copy_out)
+        return _work(req, output_tensors, copy_out)
 
-    def gather(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+    def gather(self, output_tensors: list, input_tensors: list, opts: Any) -> Any:
         t = self._one(input_tensors, "gather")
         root = opts.rootRank
         if self.rank() != root:
-            return _Work(self.team.igather(t, None, root), [])
+            return _work(self.team.igather(t, None, root), [])
         outs = self._one(output_tensors, "gather")
         flat = torch.empty(t.numel() * self.size(), dtype=t.dtype)
 
         def copy_out() -> None:
             for i, o in enumerate(outs):
                 o.copy_(flat[i * t.numel():(i + 1) * t.numel()].view_as(o))
-        return _Work(self.team.igather(t, flat, root), output_tensors, copy_out)
+        return _work(self.team.igather(t, flat, root), output_tensors, copy_out)
 
-    def scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> _Work:
+    def scatter(self, output_tensors: list, input_tensors: list, opts: Any) -> Any:
         out = self._one(output_tensors, "scatter")
         root = opts.rootRank
         src = _flat(self._one(input_tensors, "scatter")) if self.rank() == root else None
-        return _Work(self.team.iscatter(src, out, root), output_tensors,
+        return _work(self.team.iscatter(src, out, root), output_tensors,
                      (lambda: src) if src is not None else None)
 
 

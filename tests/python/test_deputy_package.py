@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -350,7 +351,8 @@ comm.Allreduce(x, want)  # MPI's own answer: integers, exact in any order
 assert np.array_equal(got, want)
 team.close()  # (and its context: from_mpi4py made it)
 assert not team.ctx._ptr
-print("ok", rank, flush=True)
+# (a file per rank: mpirun may interleave the ranks' output within a line)
+open(f"{sys.argv[2]}/ok-{rank}", "w").write("ok")
 '''
 
 
@@ -370,10 +372,10 @@ def test_team_from_mpi4py_under_mpirun(agent, tmp_path):
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", "/usr/bin/python3", str(script),
-                        agent], capture_output=True, text=True, timeout=120, env=env)
+                        agent, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert sorted(x for x in r.stdout.splitlines() if x.startswith("ok")) == ["ok 0", "ok 1"], \
-        r.stdout
+    assert sorted(p.name for p in tmp_path.glob("ok-*")) == ["ok-0", "ok-1"], r.stdout + r.stderr
 
 
 def _torch_member(sock: str, rank: int, size: int, conn) -> None:
@@ -622,3 +624,20 @@ def test_torch_backend_matches_gloo(agent, tmp_path, size):
         p.join(20)
     assert all(s == "ok" for s, _ in results), results
     assert len(results[0][1]) == 16, results[0][1]
+
+
+def test_examples_ddp_three_modes_give_the_same_parameters(agent):
+    """examples/ddp/train.py with 2 ranks, 4 steps: gloo, the deputy
+    backend and gloo with deputy's hook end with the same parameter bytes."""
+    pytest.importorskip("torch")
+    env = dict(os.environ, DEPUTY_AGENT=agent, PYTHONPATH=str(ROOT / "python"))
+    sums = {}
+    for mode in ("gloo", "deputy", "gloo+hook"):
+        r = subprocess.run([sys.executable, str(ROOT / "examples" / "ddp" / "train.py"), "--mode",
+                            mode, "--steps", "4", "--warmup", "1", "--batch", "8",
+                            "--bucket-mb", "0.5"], capture_output=True, text=True, timeout=180,
+                           env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        sums[mode] = [x for x in r.stdout.splitlines() if x.startswith("result:")]
+        assert len(sums[mode]) == 1, r.stdout
+    assert sums["gloo"] == sums["deputy"] == sums["gloo+hook"], sums
