@@ -983,16 +983,22 @@ dp_status_t kill_a_member_mid_operation(const AgentProcess &agent, int attempt,
     char c;
     EXPECT_EQ(read(ready[0], &c, 1), 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The agent is stopped from the parent's post until the child is dead:
+    // it cannot take the operation first, so the members run it (whichever
+    // of them waits last claims it), and the agent learns of the death
+    // only when it runs again, as it would from a member killed mid-copy.
+    kill(agent.pid(), SIGSTOP);
     dp_request_t *req = nullptr;
     EXPECT_EQ(dp_ialltoall(src, dst, kCount, DP_INT32, team, &req), DP_OK);
     std::thread killer([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+        kill(agent.pid(), SIGCONT);
     });
     const auto start = std::chrono::steady_clock::now();
     const dp_status_t st = dp_wait(req);
     killer.join();
-    waitpid(child, nullptr, 0);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - start).count();
     EXPECT_LE(ms, 2000) << "the survivor waited too long for a dead member";
@@ -1018,13 +1024,15 @@ dp_status_t kill_a_member_mid_operation(const AgentProcess &agent, int attempt,
 TEST(CollRankExecution, MemberThatDiesWhileTheMembersRunAnOperationFailsTheTeam) {
     const std::string dir = deputy::testing::make_private_dir();
     const std::string config = dir + "/agent.json";
-    // An agent that sleeps as soon as it is idle: the members, both waiting
-    // by then, often claim the operation before it wakes up (1 try in 15
-    // here; the loop stops at the first).
+    // The agent is stopped while the members post and run the operation
+    // (kill_a_member_mid_operation), so they claim it; the victim may have
+    // read its source before it dies (then the survivor's status is DP_OK)
+    // or the agent may see the death before the members' claim (then it is
+    // not counted as theirs): the loop stops at the first try that is both.
     std::ofstream(config)
         << R"({"agent": {"rank_execution_bytes": 1073741824, "idle_spin_us": 0}})";
     AgentProcess agent({"--config", config});
-    const int fds_before = agent.count_fds();
+    const int fds_before = agent.settled_fds();
     int lost_mid_operation = 0;
     for (int attempt = 0; attempt < 120 && lost_mid_operation == 0; ++attempt) {
         const uint64_t before = run_by_members(agent);

@@ -199,8 +199,7 @@ class HostileTest : public ::testing::Test {
         ASSERT_TRUE(agent.running());
         victim = std::make_unique<Victim>(agent);
         bystander = std::make_unique<Bystander>(agent);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        fds_before = agent.count_fds();
+        fds_before = agent.settled_fds();
         mappings_before = agent.count_client_mappings();
         rss_before_kib = agent.rss_kib();
         ASSERT_EQ(mappings_before, 2);
