@@ -61,12 +61,15 @@ struct ClientOptions {
 // a teammate), so unlike spinning it starves nobody, and a result that
 // comes within the phase costs no sleep and no wake-up (20-40 us each on
 // the 2-vCPU machine of docs/PERFORMANCE.md, "A waiting rank yields before
-// it sleeps"). Larger operations take long enough that a wake-up is a small
-// part of them, and yielding ranks there measured no better. The CPU a wait
-// burns is at most the yield phase's, and only when nobody else wants it.
+// it sleeps"). 4 MiB since members run operations up to 16 MiB themselves:
+// a member that slept while its teammate arrived must be woken to do its
+// part, which doubled the blocking calls of 256 KiB-1 MiB ("Waits yield up
+// to 4 MiB"); above 4 MiB a wake-up is a small part of the operation and
+// yielding measured no better. The CPU a wait burns is at most the yield
+// phase's, and only when nobody else wants it.
 inline constexpr int64_t kAdaptivePollNs = 2'000;
 inline constexpr int64_t kAdaptiveYieldNs = 50'000;
-inline constexpr uint64_t kYieldFirstMaxBytes = 256 << 10;
+inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
 // $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION.

@@ -698,7 +698,10 @@ TEST_F(CollTest, OutstandingLimitIsExactAndAFreedSlotServesTheNextPost) {
 // kind of count (the whole vector, a block per member, alltoallv's sums).
 TEST_F(CollTest, WaitsYieldBeforeSleepingOnlyForOperationsUpToTheLimit) {
     constexpr uint64_t kLimit = deputy::client::kYieldFirstMaxBytes;
-    static_assert(kLimit == 256 << 10, "the cases below are written for 256 KiB");
+    // Counts of 4-byte elements and of bytes at the limit: the whole vector
+    // (allreduce), a block per member of 2 (alltoall, reduce_scatter,
+    // alltoallv's), bytes (bcast).
+    constexpr size_t kVector = kLimit / 4, kBlock = kLimit / 8, kBytes = kLimit;
     Team a(agent, 2, key());
     std::vector<uint8_t *> src(2), dst(2);
     for (int r = 0; r < 2; ++r) {
@@ -708,22 +711,22 @@ TEST_F(CollTest, WaitsYieldBeforeSleepingOnlyForOperationsUpToTheLimit) {
     enum Kind { kAllreduceF32, kAlltoallI32, kReduceScatterF32, kBcastU8, kAlltoallvI32 };
     struct Case {
         Kind kind;
-        size_t count;  // alltoallv: member 1's count to member 0 (the others 32768)
+        size_t count;  // alltoallv: member 1's count to member 0 (the others kBlock)
         bool yields;
     };
     const Case cases[] = {
-        {kAllreduceF32, 65536, true},        {kAllreduceF32, 65537, false},
-        {kAlltoallI32, 32768, true},         {kAlltoallI32, 32769, false},  // P x n
-        {kReduceScatterF32, 32768, true},    {kReduceScatterF32, 32769, false},
-        {kBcastU8, 262144, true},            {kBcastU8, 262145, false},
-        {kAlltoallvI32, 32768, true},        {kAlltoallvI32, 32769, false},
+        {kAllreduceF32, kVector, true},     {kAllreduceF32, kVector + 1, false},
+        {kAlltoallI32, kBlock, true},       {kAlltoallI32, kBlock + 1, false},  // P x n
+        {kReduceScatterF32, kBlock, true},  {kReduceScatterF32, kBlock + 1, false},
+        {kBcastU8, kBytes, true},           {kBcastU8, kBytes + 1, false},
+        {kAlltoallvI32, kBlock, true},      {kAlltoallvI32, kBlock + 1, false},
     };
     for (const Case &c : cases) {
         dp_request_t *req[2] = {};
         // alltoallv: member 0 receives c.count from member 1 (and sends
-        // 32768 to it); member 1 sends it, receiving 32768.
-        const size_t v_counts[2][2] = {{32768, 32768}, {c.count, 32768}};
-        const size_t v_recv[2][2] = {{32768, c.count}, {32768, 32768}};
+        // kBlock to it); member 1 sends it, receiving kBlock.
+        const size_t v_counts[2][2] = {{kBlock, kBlock}, {c.count, kBlock}};
+        const size_t v_recv[2][2] = {{kBlock, c.count}, {kBlock, kBlock}};
         for (int r = 0; r < 2; ++r) {
             dp_team_t *t = a[r].team;
             dp_status_t s = DP_ERR_INVALID;
