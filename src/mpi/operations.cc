@@ -68,14 +68,16 @@ constexpr std::array<OperationInfo, kOperationCount> kOperations{{
     // The vector forms: allgatherv by its mean block (allgather's unit),
     // measured with scripts/mpi-thresholds.sh once the waiting members ran
     // vector plans themselves (shared: 0.31-0.77x MPI from 64 KiB with
-    // every core computing, 2-80x below; blocking 1.42x at 256 KiB, 0.78x
-    // from 1 MiB); gatherv and scatterv, whose counts only the root has,
+    // every core computing, 2-80x below), the blocking form on shared cores
+    // again once waits yielded up to 4 MiB (client/context.h; 2 and 4
+    // ranks: 0.87x at 64 KiB, 0.48-0.52x from 256 KiB; it lost 1.42x at
+    // 256 KiB before); gatherv and scatterv, whose counts only the root has,
     // as alltoallv (0 or never: below 64 KiB they lose 2-80x on shared
     // cores, so never there).
     {Operation::iallgatherv,          "MPI_Iallgatherv",           "iallgatherv",           true,  0,       64 * K},
     {Operation::igatherv,             "MPI_Igatherv",              "igatherv",              true,  0,       kNever},
     {Operation::iscatterv,            "MPI_Iscatterv",             "iscatterv",             true,  0,       kNever},
-    {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   1 * M},
+    {Operation::allgatherv,           "MPI_Allgatherv",            "allgatherv",            false, 1 * M,   64 * K},
     {Operation::gatherv,              "MPI_Gatherv",               "gatherv",               false, kNever,  kNever},
     {Operation::scatterv,             "MPI_Scatterv",              "scatterv",              false, kNever,  kNever},
     // By the largest count: reduce_scatter_block's values (deputy-bench-mpi
