@@ -8,6 +8,7 @@
 #include <deputy/heap.h>
 #include <deputy/log.h>
 #include <deputy/mover.h>
+#include <deputy/p2p.h>
 #include <deputy/status.h>
 #include <deputy/version.h>
 

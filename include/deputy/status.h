@@ -25,6 +25,7 @@ typedef enum dp_status {
     DP_ERR_RETRY = -10,      /* queue full: submit again later (like ENQCMD) */
     DP_ERR_INTERNAL = -11,   /* a bug or an unexpected system error */
     DP_ERR_IO = -12,         /* a file or socket operation failed */
+    DP_ERR_TRUNCATED = -13,  /* a message longer than the buffer posted to receive it */
 } dp_status_t;
 
 /* Static, never-NULL description of a status ("DP_ERR_RETRY: queue full..."). */

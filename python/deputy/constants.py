@@ -26,6 +26,7 @@ class Status(enum.IntEnum):
     ERR_RETRY = -10
     ERR_INTERNAL = -11
     ERR_IO = -12
+    ERR_TRUNCATED = -13
 
 
 class DType(enum.IntEnum):

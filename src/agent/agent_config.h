@@ -112,6 +112,14 @@ struct AgentConfig {
     // ranks wait is the overlap it is there for).
     uint64_t rank_execution_bytes = 16 << 20;
     bool rank_execution_set = false;  // from the file
+    // Point-to-point (agent/team/p2p.h): a message of at most
+    // p2p_eager_bytes that arrives before its receive is copied into the
+    // agent's memory and its send completes, while all such copies together
+    // stay within p2p_held_bytes and p2p_held_messages; beyond, a send waits
+    // for its receive. 0 bytes: every send waits for its receive.
+    uint64_t p2p_eager_bytes = 64 << 10;
+    uint64_t p2p_held_bytes = 64ull << 20;
+    uint64_t p2p_held_messages = 65536;
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent
     // for as long as the client is attached: address space, committed only

@@ -5,6 +5,7 @@
 
 #include "agent/agent.h"
 #include "channel/coll_post.h"
+#include "channel/p2p_post.h"
 #include "common/timing.h"
 
 namespace deputy::agent {
@@ -14,6 +15,14 @@ namespace {
 // Descriptors taken from one client per turn, so one busy client cannot
 // starve the others.
 constexpr int kDescriptorsPerTurn = 32;
+
+template <typename Post>
+Post decoded(const dp_desc_t &slot) {
+    static_assert(sizeof(Post) == sizeof(dp_desc_t));
+    Post p;
+    std::memcpy(&p, &slot, sizeof p);
+    return p;
+}
 
 }  // namespace
 
@@ -45,11 +54,17 @@ bool Agent::poll_rings() {
             dp_desc_t d;
             if (s->pending) d = *s->pending;
             else if (!s->ring.pop(&d)) break;
+            // A team's post (its opcode's range says which kind): the
+            // slot's copy, decoded as that post, to the team engine.
+            if (channel::is_p2p_post(d.opcode)) {
+                s->pending.reset();
+                teams_->post_p2p(*s, decoded<channel::P2pPost>(d));
+                worked = true;
+                continue;
+            }
             if (channel::is_coll_post(d.opcode)) {
                 s->pending.reset();
-                channel::CollPost post;
-                std::memcpy(&post, &d, sizeof(post));  // the slot's copy, decoded as a post
-                teams_->post(*s, post);
+                teams_->post(*s, decoded<channel::CollPost>(d));
                 worked = true;
                 continue;
             }

@@ -11,6 +11,8 @@ const char *coll_status_name(uint8_t status) {
         case kCollMismatch: return "mismatch";
         case kCollMemberLost: return "member_lost";
         case kCollQueueFull: return "queue_full";
+        case kP2pTruncated: return "truncated";
+        case kP2pUnsupported: return "unsupported";
         default: return mover::comp_status_name(status);
     }
 }

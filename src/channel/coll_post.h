@@ -57,6 +57,9 @@ enum CollStatus : uint8_t {
     kCollMismatch = 0x80,    // the members disagree (operation, count, dtype, op, root)
     kCollMemberLost = 0x81,  // a member of the team left or died
     kCollQueueFull = 0x82,   // the member's queue at the agent was full: post again later
+    // Point-to-point records (channel/p2p_post.h) share the mapping.
+    kP2pTruncated = 0x83,    // the message is longer than the receive's buffer: nothing written
+    kP2pUnsupported = 0x84,  // the peer is on another node (not built yet)
 };
 const char *coll_status_name(uint8_t status);  // "mismatch", ...; else the mover's name
 

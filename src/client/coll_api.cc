@@ -13,14 +13,6 @@
 #include "common/log.h"
 #include "mover/names.h"
 
-struct dp_team {
-    deputy::client::Team *impl;
-};
-
-struct dp_request {
-    deputy::client::Request impl;
-};
-
 namespace {
 
 using deputy::client::Request;
@@ -405,7 +397,8 @@ namespace {
         *done = 1;
         return deputy::client::request_result(r);
     }
-    if (deputy::client::RankExecution *ranks = r->team->ranks()) [[unlikely]] {
+    if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
+        [[unlikely]] {
         // The members' own operations move only while they call us.
         if (in_wait)
             ranks->progress_in_wait(r);
@@ -462,7 +455,7 @@ extern "C" dp_status_t dp_teams_leave_wait(dp_team_t *const *teams, size_t count
 extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (req == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
-    if (deputy::client::RankExecution *ranks = r->team->ranks())
+    if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
         DP_CHECK(ranks->wait(r));
     else
         DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1, r->yield_first));

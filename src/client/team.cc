@@ -1,5 +1,7 @@
 #include "client/team.h"
 
+#include "client/p2p.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -21,6 +23,8 @@ dp_status_t coll_status(uint8_t status) {
         case channel::kCollMismatch: return DP_ERR_MISMATCH;
         case channel::kCollMemberLost: return DP_ERR_AGENT_LOST;
         case channel::kCollQueueFull: return DP_ERR_RETRY;
+        case channel::kP2pTruncated: return DP_ERR_TRUNCATED;
+        case channel::kP2pUnsupported: return DP_ERR_UNSUPPORTED;
         case DP_COMP_ADDRESS_DENIED:
         case DP_COMP_PAGE_FAULT: return DP_ERR_DENIED;
         case DP_COMP_INVALID_SIZE: return DP_ERR_TOO_LARGE;
@@ -35,8 +39,11 @@ dp_status_t coll_status(uint8_t status) {
 
 dp_status_t request_result(Request *req) {
     const uint8_t status = __atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE);
-    if (status == DP_COMP_SUCCESS && req->staged.active()) [[unlikely]]
+    if (status == DP_COMP_SUCCESS && req->staged.active()) [[unlikely]] {
+        // A receive's result is the message, which may be shorter than its buffer.
+        if (req->p2p) req->staged.out_bytes = std::min(req->staged.out_bytes, req->record->bytes_completed);
         stage_out(&req->staged);
+    }
     return coll_status(status);
 }
 
@@ -230,10 +237,26 @@ dp_status_t Team::post_vector(coll::Collective c, const void *src, const size_t 
 }
 
 void Team::release(Request *req) {
+    if (req->p2p) [[unlikely]]
+        return p2p_->release(req);
     if (ranks_) ranks_->released(req);
     if (req->staged.active()) [[unlikely]]
         stage_release(ctx_->pool(), &req->staged);
     free_slots_.fetch_or(uint64_t(1) << req->slot, std::memory_order_release);
+}
+
+dp_status_t Team::p2p(TeamP2p **out) {
+    if (TeamP2p *p = p2p_ready_.load(std::memory_order_acquire)) [[likely]] {
+        *out = p;
+        return DP_OK;
+    }
+    std::lock_guard<std::mutex> lock(p2p_mutex_);
+    if (!p2p_) {
+        DP_CHECK(TeamP2p::create(this, &p2p_));
+        p2p_ready_.store(p2p_.get(), std::memory_order_release);
+    }
+    *out = p2p_.get();
+    return DP_OK;
 }
 
 dp_status_t Team::leave() {

@@ -20,6 +20,8 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "channel/coll_post.h"
 #include "client/context.h"
@@ -43,7 +45,13 @@ struct Request {
     // An adaptive dp_wait yields before it sleeps (client/context.h): the
     // operation is small.
     bool yield_first = false;
+    // A point-to-point request (client/p2p.h): its slot is the team's
+    // TeamP2p's, and no teammate runs it.
+    bool p2p = false;
+    uint8_t p2p_opcode = 0;  // channel::kP2pSend or kP2pRecv
 };
+
+class TeamP2p;
 
 class Team {
   public:
@@ -71,6 +79,10 @@ class Team {
     [[gnu::hot]] void release(Request *req);
     // The members may run operations themselves (client/rank_execution.h).
     RankExecution *ranks() const { return ranks_.get(); }
+    uint32_t id() const { return id_; }
+    // The team's point-to-point side, made by its first message (its
+    // records take pool room that teams without messages never use).
+    dp_status_t p2p(TeamP2p **out);
     int outstanding() const {
         return DP_TEAM_MAX_OUTSTANDING - std::popcount(free_slots_.load(std::memory_order_relaxed));
     }
@@ -95,6 +107,9 @@ class Team {
 
     std::array<Request, DP_TEAM_MAX_OUTSTANDING> slots_;
     std::unique_ptr<RankExecution> ranks_;  // null: the agent runs every operation
+    std::mutex p2p_mutex_;                  // making p2p_
+    std::atomic<TeamP2p *> p2p_ready_{nullptr};
+    std::unique_ptr<TeamP2p> p2p_;
 };
 
 // After the record says done: copies a staged result out (once) and maps

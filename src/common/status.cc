@@ -14,7 +14,7 @@ struct StatusText {
 
 // Kept in enum order; the static_assert below catches an enum grown without
 // its row.
-constexpr std::array<StatusText, 14> kStatusTable{{
+constexpr std::array<StatusText, 15> kStatusTable{{
     {DP_OK, "DP_OK", "DP_OK: success"},
     {DP_INPROGRESS, "DP_INPROGRESS", "DP_INPROGRESS: operation still in progress"},
     {DP_ERR_INVALID, "DP_ERR_INVALID", "DP_ERR_INVALID: invalid argument or field"},
@@ -29,8 +29,9 @@ constexpr std::array<StatusText, 14> kStatusTable{{
     {DP_ERR_RETRY, "DP_ERR_RETRY", "DP_ERR_RETRY: queue full, submit again"},
     {DP_ERR_INTERNAL, "DP_ERR_INTERNAL", "DP_ERR_INTERNAL: internal error"},
     {DP_ERR_IO, "DP_ERR_IO", "DP_ERR_IO: file or socket operation failed"},
+    {DP_ERR_TRUNCATED, "DP_ERR_TRUNCATED", "DP_ERR_TRUNCATED: message longer than the receive buffer"},
 }};
-static_assert(kStatusTable.back().status == DP_ERR_IO, "status table out of date");
+static_assert(kStatusTable.back().status == DP_ERR_TRUNCATED, "status table out of date");
 
 const StatusText *find(dp_status_t status) {
     for (const auto &row : kStatusTable) {

@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "channel/coll_post.h"
+#include "channel/p2p_post.h"
 #include "coll/collective.h"
 #include "raw_client.h"
 
@@ -469,6 +470,15 @@ int join(const char *socket, const char *key, int rank, int size) {
     return 0;
 }
 
+// A raw member's record, once the agent wrote it (or still pending after 5 s).
+uint8_t wait_record(const dp_completion_t *r) {
+    const double end = now_s() + 5;
+    uint8_t st;
+    while ((st = __atomic_load_n(&r->status, __ATOMIC_ACQUIRE)) == DP_COMP_PENDING && now_s() < end)
+        std::this_thread::yield();
+    return st;
+}
+
 // A team of 2 in this one process: rank 0 a raw client (its own ring and
 // counts block), rank 1 through libdeputy. Rank 0 posts an alltoallv,
 // proves the agent took the post (a NOOP pushed behind it completed: the
@@ -480,19 +490,23 @@ int join(const char *socket, const char *key, int rank, int size) {
 // Then two posts the agent must refuse on both ranks: a counts block
 // outside rank 0's pool (DP_ERR_DENIED) and one of the wrong length
 // (DP_ERR_INVALID).
-int alltoallv_rewrite(const char *socket) {
-    constexpr const char *kSecret = "rewrite-secret";
-    constexpr uint8_t kGap = 0x5A;
+// A team of 2 in this one process: rank 0 a raw client (its own ring, no
+// library checks), rank 1 through libdeputy (a context of its own). False
+// when either could not join.
+struct RawPair {
     RawClient raw;
-    if (!raw.attach(socket)) return 2;
-    dp_config_t config = config_for(socket);
-    config.job_secret = kSecret;
-    dp_context_t *ctx;
-    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    dp_context_t *ctx = nullptr;
     dp_team_t *team = nullptr;
+    uint32_t team_id = 0;  // as the agent named it to the raw member
+};
+bool join_raw_pair(const char *socket, const char *key, const char *secret, RawPair *pair) {
+    if (!pair->raw.attach(socket)) return false;
+    dp_config_t config = config_for(socket);
+    config.job_secret = secret;
+    if (dp_init(&config, &pair->ctx) != DP_OK) return false;
     dp_status_t joined = DP_ERR_INTERNAL;
-    std::thread joiner([&] { joined = dp_team_create_timeout(ctx, "rewrite", 1, 2, 5000, &team); });
-    control::TeamJoin m{1, "rewrite", kSecret, 0, 2, 5000};
+    std::thread joiner([&] { joined = dp_team_create_timeout(pair->ctx, key, 1, 2, 5000, &pair->team); });
+    control::TeamJoin m{1, key, secret, 0, 2, 5000};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
     MsgType type{};
@@ -503,19 +517,31 @@ int alltoallv_rewrite(const char *socket) {
     std::vector<deputy::UniqueFd> board_fds(1 + DP_TEAM_MAX_SIZE);
     size_t nfds = 0;
     const bool raw_joined =
-        control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+        control::send_message(pair->raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
                               2'000'000'000, "raw") == DP_OK &&
-        control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer,
+        control::recv_message(pair->raw.fd.get(), control::kMaxControlMessage, &type, &answer,
                               board_fds.data(), board_fds.size(), &nfds, 6'000'000'000,
                               "raw") == DP_OK &&
         type == MsgType::kTeamReady &&
         control::decode(answer.data(), answer.size(), &ready, &error) == DP_OK &&
         ready.join_id == 1 && ready.status == DP_OK;
     joiner.join();
+    pair->team_id = ready.team_id;
     if (!raw_joined || joined != DP_OK) {
         say("join", "failed");
-        return 2;
+        return false;
     }
+    return true;
+}
+
+int alltoallv_rewrite(const char *socket) {
+    constexpr uint8_t kGap = 0x5A;
+    RawPair pair;
+    if (!join_raw_pair(socket, "rewrite", "rewrite-secret", &pair)) return 2;
+    RawClient &raw = pair.raw;
+    dp_context_t *ctx = pair.ctx;
+    dp_team_t *team = pair.team;
+    const uint32_t team_id = pair.team_id;
     // Rank 0's pool: records, its counts block, then src and dst (int32).
     uint8_t *pool = raw.pool();
     auto *record = reinterpret_cast<dp_completion_t *>(pool);
@@ -534,21 +560,13 @@ int alltoallv_rewrite(const char *socket) {
     // Rank 1: 50 to rank 0, 30 to itself; receives 200 and 30.
     const uint64_t counts0[8] = {100, 200, 0, 300, 100, 50, 10, 500};
     const size_t sc1[2] = {50, 30}, sd1[2] = {7, 100}, rc1[2] = {200, 30}, rd1[2] = {0, 400};
-    auto wait_record = [](const dp_completion_t *r) {
-        const double end = now_s() + 5;
-        uint8_t st;
-        while ((st = __atomic_load_n(&r->status, __ATOMIC_ACQUIRE)) == DP_COMP_PENDING &&
-               now_s() < end)
-            std::this_thread::yield();
-        return st;
-    };
     auto post0 = [&](uint64_t counts_addr, uint32_t counts_bytes) {
         std::memset(record, 0, sizeof *record);
         deputy::channel::CollPost post{};
         post.opcode = uint8_t(deputy::channel::kCollPostBase +
                               uint8_t(deputy::coll::Collective::alltoallv));
         post.dtype = DP_INT32;
-        post.team = ready.team_id;
+        post.team = team_id;
         post.completion = uint64_t(record);
         post.src = uint64_t(src0);
         post.dst = uint64_t(dst0);
@@ -638,7 +656,7 @@ int alltoallv_rewrite(const char *socket) {
                               uint8_t(deputy::coll::Collective::reduce_scatterv));
         post.dtype = DP_INT32;
         post.redop = DP_SUM;
-        post.team = ready.team_id;
+        post.team = team_id;
         post.completion = uint64_t(record);
         post.src = uint64_t(src0);
         post.dst = uint64_t(dst0);
@@ -681,6 +699,77 @@ int alltoallv_rewrite(const char *socket) {
     dp_team_destroy(team);
     dp_finalize(ctx);
     return exact && untouched && rs_exact && rs_untouched && s0 == DP_COMP_SUCCESS ? 0 : 1;
+}
+
+// Point-to-point posts a raw member writes by hand (channel/p2p_post.h),
+// on a team whose other member is the library: fields out of range and
+// buffers outside the member's memory are refused in its own record; a
+// member that ignores the library's bound of open posts is told to post
+// again (queue_full) and the agent keeps nothing more of it; the library
+// member's sends then fill every receive the bound let in, bytes exact.
+int p2p_raw(const char *socket) {
+    RawPair pair;
+    if (!join_raw_pair(socket, "p2p", "p2p-secret", &pair)) return 2;
+    uint8_t *pool = pair.raw.pool();
+    auto *records = reinterpret_cast<dp_completion_t *>(pool);
+    auto *in = reinterpret_cast<uint64_t *>(pool + (64 << 10));
+    auto post = [&](uint32_t i, uint8_t opcode, uint64_t buf, uint64_t bytes, int32_t peer,
+                    int32_t tag, auto edit) {
+        std::memset(&records[i], 0, sizeof records[i]);
+        deputy::channel::P2pPost p{};
+        p.opcode = opcode;
+        p.team = pair.team_id;
+        p.completion = uint64_t(&records[i]);
+        p.buf = buf;
+        p.bytes = bytes;
+        p.peer = peer;
+        p.tag = tag;
+        edit(p);
+        dp_desc_t d;
+        std::memcpy(&d, &p, sizeof d);
+        pair.raw.push(d);
+    };
+    using deputy::channel::kP2pProbe;
+    using deputy::channel::kP2pRecv;
+    using deputy::channel::kP2pSend;
+    using deputy::channel::P2pPost;
+    const uint64_t b = uint64_t(in);
+    auto none = [](P2pPost &) {};
+    post(0, kP2pSend, b, 8, 1, 0, [](P2pPost &p) { p.reserved0[1] = 1; });
+    post(1, kP2pSend, b, 8, 2, 0, none);                // no rank 2
+    post(2, kP2pSend, b, 8, DP_ANY_SOURCE, 0, none);    // a send names one rank
+    post(3, kP2pSend, b, 8, 1, -1, none);               // and one tag
+    post(4, kP2pProbe, b, 8, 1, 0, none);               // a probe has no buffer
+    post(5, kP2pSend, b, 1ull << 40, 1, 0, none);
+    post(6, kP2pSend, uint64_t(pool) + (64ull << 30), 64, 1, 0, none);
+    post(7, kP2pRecv, b, 8, 1, 0, [&](P2pPost &p) { p.team = pair.team_id + 1000; });
+    const char *names[] = {"reserved", "peer", "any_source_send", "negative_tag", "probe_buffer",
+                           "too_large", "outside", "other_team"};
+    for (uint32_t i = 0; i < 8; ++i)
+        say(names[i], deputy::channel::coll_status_name(wait_record(&records[i])));
+    // One receive more than the bound, from the library member (rank 1).
+    constexpr uint32_t kFirst = 16, kOpen = DP_P2P_MAX_OUTSTANDING;
+    for (uint32_t k = 0; k <= kOpen; ++k)
+        post(kFirst + k, kP2pRecv, b + 8 * k, 8, 1, 5, none);
+    say("over_bound", deputy::channel::coll_status_name(wait_record(&records[kFirst + kOpen])));
+    auto *out = static_cast<uint64_t *>(dp_malloc(pair.ctx, 8));
+    if (!out) return 2;
+    bool sent = true;
+    for (uint32_t k = 0; k < kOpen; ++k) {
+        *out = 0xD0000000ull + k;
+        sent &= dp_send(out, 8, 0, 5, pair.team) == DP_OK;
+    }
+    say("sent", sent ? "yes" : "no");
+    bool exact = true;
+    for (uint32_t k = 0; k < kOpen; ++k)
+        exact &= wait_record(&records[kFirst + k]) == DP_COMP_SUCCESS &&
+                 in[k] == 0xD0000000ull + k && records[kFirst + k].result == 1 &&
+                 records[kFirst + k].bytes_completed == 8;
+    say("received", exact ? "exact" : "wrong");
+    dp_free(pair.ctx, out);
+    dp_team_destroy(pair.team);
+    dp_finalize(pair.ctx);
+    return sent && exact ? 0 : 1;
 }
 
 // --- attacks of a process of the same user, until stdin closes ---
@@ -1159,6 +1248,7 @@ int main(int argc, char **argv) {
     if (attack == "batch-registered") return batch_registered(socket, std::atof(arg(0)));
     if (attack == "join") return join(socket, arg(0), std::atoi(arg(1)), std::atoi(arg(2)));
     if (attack == "alltoallv-rewrite") return alltoallv_rewrite(socket);
+    if (attack == "p2p-raw") return p2p_raw(socket);
     if (attack == "fd-racer") {
         std::vector<pid_t> pids;
         for (int i = 3; i < argc; ++i) pids.push_back(pid_t(std::atoi(argv[i])));

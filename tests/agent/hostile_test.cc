@@ -736,6 +736,27 @@ TEST_F(HostileTest, AlltoallvCountsRewrittenAfterThePostAreNeverReadAgain) {
     expect_nothing_left();
 }
 
+// Point-to-point posts written by hand (hostile_client.cc, p2p_raw):
+// each field out of range, a buffer outside the member's memory and a team
+// it is not in are refused in its own record; its open posts past
+// DP_P2P_MAX_OUTSTANDING are told to retry; the library member on the team
+// is served throughout, bytes exact.
+TEST_F(HostileTest, PointToPointPostsOutOfRangeAreRefusedInTheirOwnRecord) {
+    const Attack a = run_attack(agent, {"p2p-raw"});
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    auto said = [&](const char *key) { return a.said.count(key) ? a.said.at(key) : ""; };
+    for (const char *k : {"reserved", "peer", "any_source_send", "negative_tag", "probe_buffer",
+                          "other_team"})
+        EXPECT_EQ(said(k), "invalid_field") << k << "\n" << a.output;
+    EXPECT_EQ(said("too_large"), "invalid_size") << a.output;
+    EXPECT_EQ(said("outside"), "address_denied") << a.output;
+    EXPECT_EQ(said("over_bound"), "queue_full") << a.output;
+    EXPECT_EQ(said("sent"), "yes") << a.output;
+    EXPECT_EQ(said("received"), "exact") << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
 // 6. Direct memory: a FILL over a writable page and a read-only one. The
 // denied page is untouched and the status says exactly where writing
 // stopped (docs/agent.md, "Direct memory that faults").

@@ -39,6 +39,7 @@ const std::vector<StatusRow> kAllStatuses = {
     {DP_ERR_RETRY, "DP_ERR_RETRY"},
     {DP_ERR_INTERNAL, "DP_ERR_INTERNAL"},
     {DP_ERR_IO, "DP_ERR_IO"},
+    {DP_ERR_TRUNCATED, "DP_ERR_TRUNCATED"},
 };
 
 TEST(Status, AbiNumbersNeverChange) {
@@ -56,6 +57,7 @@ TEST(Status, AbiNumbersNeverChange) {
     EXPECT_EQ(DP_ERR_RETRY, -10);
     EXPECT_EQ(DP_ERR_INTERNAL, -11);
     EXPECT_EQ(DP_ERR_IO, -12);
+    EXPECT_EQ(DP_ERR_TRUNCATED, -13);
 }
 
 TEST(Status, NameAndTextForEveryCode) {
@@ -77,7 +79,7 @@ TEST(Status, TextsAreDistinct) {
 }
 
 TEST(Status, UnknownValues) {
-    for (int value : {2, -13, 100, -100, INT_MAX, INT_MIN}) {
+    for (int value : {2, -14, 100, -100, INT_MAX, INT_MIN}) {
         SCOPED_TRACE(value);
         EXPECT_STREQ(dp_status_name(dp_status_t(value)), "DP_UNKNOWN");
         const char *text = dp_strerror(dp_status_t(value));

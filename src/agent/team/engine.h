@@ -69,6 +69,7 @@
 #include "agent/internode.h"
 #include "channel/coll_post.h"
 #include "channel/control.h"
+#include "channel/p2p_post.h"
 #include "channel/team_board.h"
 #include "mover/device.h"
 #include "mover/execute.h"
@@ -100,6 +101,9 @@ class TeamEngine {
     size_t boards() const;
     dp_status_t leave(ClientSession &s, uint32_t team_id, std::string *reason);
     void post(ClientSession &s, const channel::CollPost &post);
+    // A point-to-point post (channel/p2p_post.h): a send or receive matched,
+    // held or queued, a probe answered (p2p.cc).
+    void post_p2p(ClientSession &s, const channel::P2pPost &post);
     // A client left or died: fails what its teams have queued and breaks
     // them. Never waits: an operation running over its buffers holds their
     // memory (ClientMemory) until the engines are done with it.
@@ -125,6 +129,9 @@ class TeamEngine {
     struct Team;
     struct Execution;
     struct Posted;
+    struct P2pMessage;
+    struct P2pQueues;
+    struct Transfer;
 
     Team *find_member_team(const ClientSession &s, uint32_t team_id, uint32_t *rank);
     void try_start(Team &t);
@@ -199,6 +206,24 @@ class TeamEngine {
     // An operation of the team finished (its records written): the board says so.
     void finished_on_board(Team &t);
     void forget_joins(uint32_t client);
+    // Point-to-point (p2p.cc): a matched message's bytes moving (the
+    // members' buffers checked when their posts arrived);
+    void start_transfer(Team &t, std::unique_ptr<Transfer> x);
+    // a receive took `m` (it may still be holding);
+    void take_message(Team &t, const std::shared_ptr<P2pMessage> &m,
+                      const channel::P2pPost &recv, uint32_t receiver);
+    // the transfers on the engines; true when one finished;
+    bool progress_p2p();
+    void finish_transfer(Transfer &x, uint8_t status, const std::string &why);
+    // a broken team: its receives fail, and so do the sends waiting for one
+    // (messages held stay for receives that come);
+    void fail_p2p(Team &t);
+    // a team going away: its held messages go with it;
+    void drop_p2p(Team &t);
+    // a post's record: status, the message's length, its source and tag;
+    void publish_p2p(uint32_t client, const channel::P2pPost &p, uint8_t status, uint64_t bytes,
+                     uint32_t source, int32_t tag);
+    void p2p_answered(Team *t, uint32_t rank);
 
     mover::Device *device_;
     // The agent's own address space for collective tasks (coll_tasks.h).
@@ -230,6 +255,9 @@ class TeamEngine {
     // still write into them, so they are never freed.
     std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned_;
     uint64_t completed_ops_ = 0, failed_ops_ = 0, bytes_ = 0, rank_ops_ = 0;
+    std::vector<std::unique_ptr<Transfer>> transfers_;  // point-to-point bytes moving
+    uint64_t held_bytes_ = 0, held_messages_ = 0;       // early messages' copies, all teams
+    uint64_t p2p_messages_ = 0, p2p_bytes_ = 0, p2p_failed_ = 0, p2p_held_total_ = 0;
 };
 
 }  // namespace deputy::agent

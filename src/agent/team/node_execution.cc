@@ -227,6 +227,7 @@ void TeamEngine::retire(Team &t) {
     // The engines may still run tasks of it: keep its records and the
     // members' memory until they are done (poll_orphans).
     if (t.running && !t.running->idle()) orphans_.push_back(std::move(t.running));
+    drop_p2p(t);
     by_uid_.erase(t.uid);
 }
 

@@ -290,6 +290,7 @@ bool TeamEngine::progress() {
     form_timeouts();
     bool worked = poll_internode();
     if (!orphans_.empty()) worked |= poll_orphans();
+    if (!transfers_.empty()) worked |= progress_p2p();
     for (auto &[id, t] : teams_) {
         if (t->running) {
             worked |= advance(*t);
@@ -308,6 +309,8 @@ bool TeamEngine::in_flight() const {
     // Internode's event fd; only the engines' tasks need watching.
     for (const auto &[id, t] : teams_)
         if (t->running && !t->running->idle()) return true;
+    for (const auto &x : transfers_)
+        if (!x->tasks.idle()) return true;
     return false;
 }
 
@@ -318,10 +321,15 @@ void TeamEngine::wait_for_progress(int64_t timeout_ns) {
                 mover::wait_completion(record, DP_WAIT_BLOCK, timeout_ns);
                 return;
             }
+    for (auto &x : transfers_)
+        if (dp_completion_t *record = x->tasks.pending()) {
+            mover::wait_completion(record, DP_WAIT_BLOCK, timeout_ns);
+            return;
+        }
 }
 
 bool TeamEngine::busy() const {
-    if (!forming_.empty() || !orphans_.empty()) return true;
+    if (!forming_.empty() || !orphans_.empty() || !transfers_.empty()) return true;
     // Members running an operation ring when they finish it; until then the
     // next one waits here, so look now and then too.
     for (const auto &[id, t] : teams_)
@@ -350,6 +358,13 @@ void TeamEngine::info(nlohmann::json *out) const {
                              {"run_by_members", rank_ops_},
                              {"bytes", bytes_},
                              {"orphaned_running", orphans_.size()}};
+    (*out)["p2p"] = {{"messages", p2p_messages_},
+                     {"bytes", p2p_bytes_},
+                     {"failed", p2p_failed_},
+                     {"held_total", p2p_held_total_},
+                     {"held_now", held_messages_},
+                     {"held_bytes_now", held_bytes_},
+                     {"moving", transfers_.size()}};
 }
 
 }  // namespace deputy::agent

@@ -18,6 +18,7 @@
 
 #include "agent/team/engine.h"
 #include "agent/team/execution.h"
+#include "agent/team/p2p.h"
 #include "channel/team_board.h"
 #include "channel/coll_post.h"
 #include "coll/collective.h"
@@ -92,6 +93,8 @@ struct TeamEngine::Team {
     Segment board_segment;
     channel::TeamBoard board;
     uint64_t rank_ops = 0;  // operations the members ran
+    // Point-to-point messages (p2p.h), made by the first post.
+    std::unique_ptr<P2pQueues> p2p;
 };
 
 }  // namespace deputy::agent
