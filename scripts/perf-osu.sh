@@ -11,7 +11,9 @@
 #                            [shared|own-core] [benchmark...]
 #   benchmark: an OSU binary without its osu_ prefix (default: the
 #   nonblocking collectives libdeputy-mpi offloads, then their blocking
-#   forms); OSU_FLAGS adds flags to every run (e.g. OSU_FLAGS="-m 65536:").
+#   forms; point-to-point ones too: latency, bw, bibw ...); OSU_FLAGS adds
+#   flags to every run (e.g. OSU_FLAGS="-m 65536:"); P2P=1 runs deputy
+#   mpirun --p2p (point-to-point through deputy).
 # Prints per benchmark and size the medians over the runs: Open MPI's and
 # deputy's latency (blocking) or Overall (nonblocking) in us, deputy / Open
 # MPI, and both overlaps; with each benchmark the calls libdeputy-mpi
@@ -37,36 +39,24 @@ mpi_bench_setup perf-osu "$build" "$placement"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-# OSU, built once (configure in a build directory of its own).
-osu=$out/osu
-bindir=$osu/install/libexec/osu-micro-benchmarks/mpi/collective
-if [[ ! -x $bindir/osu_iallreduce ]]; then
-  command -v mpicc.openmpi > /dev/null || { echo "perf-osu: mpicc.openmpi not found (Debian: libopenmpi-dev)" >&2; exit 1; }
-  if [[ -f $src ]]; then
-    mkdir -p "$osu/src"
-    tar -xzf "$src" -C "$osu/src" --strip-components=1
-    src=$osu/src
-  fi
-  [[ -x $src/configure ]] || { echo "perf-osu: $src: no OSU configure script there" >&2; exit 1; }
-  src=$(cd "$src" && pwd)
-  echo "== building OSU from $src into $osu (logs: $out/osu-build.log)"
-  mkdir -p "$osu/build"
-  (cd "$osu/build" && "$src/configure" CC=mpicc.openmpi CXX=mpicxx.openmpi --prefix="$osu/install" &&
-     make -j"$(nproc)" && make install) > "$out/osu-build.log" 2>&1 ||
-    { echo "perf-osu: building OSU failed: $out/osu-build.log" >&2; exit 1; }
-fi
+# OSU, built once (scripts/osu-build.sh).
+osudir=$("$(dirname "$0")/osu-build.sh" "$src" "$out/osu")
 
 read -r -a extra <<< "${OSU_FLAGS:-}"
+# P2P=1: point-to-point through deputy too (deputy mpirun --p2p).
+p2p=()
+[[ ${P2P:-0} == 1 ]] && p2p=(--p2p)
 for run in $(seq 1 "$runs"); do
   for b in "${benchmarks[@]}"; do
-    bin=$bindir/osu_$b
-    [[ -x $bin ]] || { echo "perf-osu: $bin: no such OSU benchmark" >&2; exit 1; }
+    bin=$osudir/collective/osu_$b
+    [[ -x $bin ]] || bin=$osudir/pt2pt/osu_$b
+    [[ -x $bin ]] || { echo "perf-osu: osu_$b: no such OSU benchmark in $osudir" >&2; exit 1; }
     echo "== run $run: osu_$b ${extra[*]}"
     mpirun.openmpi --oversubscribe -np 2 "$bin" "${extra[@]}" > "$out/mpi-$b-run$run.txt" \
       2>> "$out/stderr.log"
     rm -rf "$out/report-$b-run$run"
     mkdir -p "$out/report-$b-run$run"
-    DEPUTY_MPI_REPORT="json:$out/report-$b-run$run" "$deputy" mpirun "${layout[@]}" -np 2 \
+    DEPUTY_MPI_REPORT="json:$out/report-$b-run$run" "$deputy" mpirun "${layout[@]}" "${p2p[@]}" -np 2 \
       "$bin" "${extra[@]}" > "$out/deputy-$b-run$run.txt" 2>> "$out/stderr.log"
   done
 done
@@ -111,11 +101,15 @@ for b in benchmarks:
     dep = medians(sorted(glob.glob(str(out / f"deputy-{b}-run*.txt"))))
     counts = {}
     for f in glob.glob(str(out / f"report-{b}-run*" / "deputy-mpi-rank0.json")):
-        for name, op in json.load(open(f))["operations"].items():
+        doc = json.load(open(f))
+        for name, op in doc["operations"].items():
             if op["offloaded"] or op["passed"]:
                 c = counts.setdefault(name, [0, 0])
                 c[0] += op["offloaded"]
                 c[1] += sum(op["passed"].values())
+        for name, n in doc.get("p2p", {}).items():  # point-to-point calls (P2P=1)
+            if n:
+                counts.setdefault(name, [0, 0])[0] += n
     print(f"osu_{b}: " + (", ".join(f"{k} offloaded {v[0]} passed {v[1]}" for k, v in
                                       sorted(counts.items())) or "no report"))
     rows = []
@@ -125,6 +119,7 @@ for b in benchmarks:
         rows.append({"size": size, "mpi_us": tm, "deputy_us": td, "ratio": ratio,
                      "mpi_overlap": om, "deputy_overlap": od})
         ovl = f"  overlap {om:5.1f} -> {od:5.1f} %" if om is not None else ""
+        # (osu_bw, osu_bibw, osu_mbw_mr: MB/s, where more is better)
         print(f"  {size:>9}  mpi {tm:10.2f}  deputy {td:10.2f}  x{ratio:5.2f}{ovl}")
     summary[b] = {"rows": rows, "report_rank0": counts}
 json.dump(summary, open(out / "summary.json", "w"), indent=1)

@@ -31,7 +31,8 @@
  *   DP_ERR_TRUNCATED   the receive's buffer is shorter than the message: nothing is written
  *                      to it, its status gives the message's source, tag and full length (the
  *                      send itself completes as usual)
- *   DP_ERR_AGENT_LOST  a member of the team left or died (the team is then broken), or the
+ *   DP_ERR_AGENT_LOST  the peer left the team or died (a receive naming it, a send to it;
+ *                      messages it sent that the agent holds are still received), or the
  *                      agent died
  *   DP_ERR_DENIED      a buffer is outside what its member owns or registered
  *   DP_ERR_RETRY       the member has more messages pending at the agent than its bound

@@ -147,7 +147,14 @@ void team_use_end(CommTeam *ct) {
     if (ct->freed && g_teams.count(ct) && ct->outstanding.load() == 0) destroy(ct);
 }
 
-void world_team_start() { g_world = comm_team(MPI_COMM_WORLD); }
+void world_team_start() {
+    g_world = comm_team(MPI_COMM_WORLD);
+    offload_p2p(g_world);
+}
+
+void offload_p2p(CommTeam *ct) {
+    if (runtime().p2p && ct->team) ct->p2p = true;
+}
 
 void comm_teams_stop() {
     g_world = nullptr;

@@ -36,6 +36,11 @@ struct CommTeam {
     // Posted to deputy and not yet complete: deputy holds at most
     // DP_TEAM_MAX_OUTSTANDING per member, so a post beyond waits for one.
     std::atomic<int> in_flight{0};
+    // Its point-to-point goes to deputy (DEPUTY_MPI_P2P=1 and the team
+    // formed when the communicator was created: intercept_p2p.cc), with
+    // DP_P2P_MAX_OUTSTANDING requests of its own in flight.
+    bool p2p = false;
+    std::atomic<int> p2p_in_flight{0};
     bool freed = false;               // the communicator is gone (under the teams' mutex)
     Tuning *tuning = nullptr;         // blocking forms tuned on it (tuning.h), or none yet
 };
@@ -55,6 +60,12 @@ CommTeam *comm_team(MPI_Comm comm, bool may_form = true);
 // MPI_Init: MPI_COMM_WORLD's team (collective over it), kept for the
 // lookups until comm_teams_stop.
 void world_team_start();
+// A communicator's team formed as the communicator was created (MPI_Init's
+// world, the creations intercept_communicators.cc sees): with
+// DEPUTY_MPI_P2P=1 its point-to-point goes to deputy from its first message
+// on. Never for a team formed later: messages sent through MPI before
+// would be overtaken.
+void offload_p2p(CommTeam *team);
 // A request on `team` was posted / has completed and been freed.
 void team_use_begin(CommTeam *team);
 void team_use_end(CommTeam *team);

@@ -68,8 +68,9 @@ bool reach(const void *p, size_t bytes, RangePins *pins, Operation op) {
 int finish(Operation op, CommTeam *ct, RangePins pins, Post post, MPI_Request *request,
            Finish then = {}) {
     if (request)
-        return start_request(op, ct, std::move(pins), std::move(post), std::move(then), request);
-    return run_blocking(op, ct, std::move(pins), post, then);
+        return start_request(request_kind(op), ct, std::move(pins), std::move(post),
+                             std::move(then), request);
+    return run_blocking(request_kind(op), ct, std::move(pins), post, then);
 }
 
 // The team for a reduction of `count` elements, or null (counted) to pass;

@@ -27,7 +27,7 @@ int formed(int rc, MPI_Comm *newcomm) {
     // MPI_COMM_NULL, does not); rt.disabled is the same on every rank.
     if (rc == MPI_SUCCESS && newcomm && *newcomm != MPI_COMM_NULL && rt.initialized &&
         !rt.disabled)
-        deputy::mpi::comm_team(*newcomm);
+        deputy::mpi::offload_p2p(deputy::mpi::comm_team(*newcomm));
     return rc;
 }
 

@@ -15,7 +15,7 @@ namespace deputy::mpi {
 namespace {
 
 struct OffloadRequest {
-    Operation op;
+    RequestKind kind;
     CommTeam *team;
     RangePins pins;
     Post post;  // kept to post again after DP_ERR_RETRY
@@ -23,7 +23,21 @@ struct OffloadRequest {
     dp_request_t *dp = nullptr;
     MPI_Request handle = MPI_REQUEST_NULL;
     dp_status_t status = DP_OK;
+    dp_msg_status_t message{};  // a receive's, once complete
 };
+
+// The MPI error of a deputy status.
+int mpi_error(dp_status_t st) {
+    return st == DP_OK ? MPI_SUCCESS : st == DP_ERR_TRUNCATED ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+}
+
+// The team's slots a request of this kind takes, and how many there are.
+std::atomic<int> &in_flight(const RequestKind &kind, CommTeam *team) {
+    return kind.p2p ? team->p2p_in_flight : team->in_flight;
+}
+int max_in_flight(const RequestKind &kind) {
+    return kind.p2p ? DP_P2P_MAX_OUTSTANDING : DP_TEAM_MAX_OUTSTANDING;
+}
 
 std::mutex g_mutex;                       // g_pending
 std::vector<OffloadRequest *> g_pending;  // posted, not yet complete
@@ -41,13 +55,10 @@ void release(OffloadRequest *r) {
 
 int query_status(void *state, MPI_Status *status) {
     auto *r = static_cast<OffloadRequest *>(state);
-    PMPI_Status_set_elements(status, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(status, 0);
     // What Open MPI 4.1 and MPICH 4.0 leave in the status of their own
-    // nonblocking collectives.
-    status->MPI_SOURCE = 0;
-    status->MPI_TAG = 0;
-    status->MPI_ERROR = r->status == DP_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
+    // nonblocking collectives and sends (source and tag 0, no elements);
+    // a receive's message.
+    fill_status(r->message, mpi_error(r->status), status);
     return status->MPI_ERROR;
 }
 
@@ -58,23 +69,32 @@ int free_request(void *state) {
 
 int cancel_request(void *, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled
 
-void report_failure(Operation op, dp_status_t st) {
-    warn(fmt::format("{} offloaded to deputy failed: {} ({})", operation_info(op).mpi_name,
-                     dp_strerror(st), dp_status_name(st)));
+void report_failure(const RequestKind &kind, dp_status_t st) {
+    // A truncated receive is the program's error, which MPI reports as
+    // MPI_ERR_TRUNCATE (and its error handler acts on): nothing to add.
+    if (st == DP_ERR_TRUNCATED) return;
+    warn(fmt::format("{} offloaded to deputy failed: {} ({})", kind.mpi_name, dp_strerror(st),
+                     dp_status_name(st)));
 }
 
 // Posts r->post, waiting (and progressing the others) while this member
-// has DP_TEAM_MAX_OUTSTANDING operations in flight on the team.
+// has all of the team's slots of its kind in flight.
 dp_status_t post(OffloadRequest *r) {
-    CommTeam *team = r->team;
-    while (team->in_flight.fetch_add(1, std::memory_order_acq_rel) >= DP_TEAM_MAX_OUTSTANDING) {
-        team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    std::atomic<int> &slots = in_flight(r->kind, r->team);
+    while (slots.fetch_add(1, std::memory_order_acq_rel) >= max_in_flight(r->kind)) {
+        slots.fetch_sub(1, std::memory_order_acq_rel);
         progress_requests();
         sched_yield();
     }
     dp_status_t st = r->post(&r->dp);
-    if (st != DP_OK) team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    if (st != DP_OK) slots.fetch_sub(1, std::memory_order_acq_rel);
     return st;
+}
+
+// A finished request's message (a receive's), before its dp request goes.
+void keep_message(OffloadRequest *r, dp_status_t st) {
+    if (r->kind.receive && (st == DP_OK || st == DP_ERR_TRUNCATED))
+        dp_request_status(r->dp, &r->message);
 }
 
 
@@ -219,9 +239,10 @@ int progress_requests() {
             ++i;
             continue;
         }
+        keep_message(r, st);
         dp_request_free(r->dp);
         r->dp = nullptr;
-        r->team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+        in_flight(r->kind, r->team).fetch_sub(1, std::memory_order_acq_rel);
         if (st == DP_ERR_RETRY) {  // the agent's queue was full: nothing was done
             st = post(r);
             if (st == DP_OK) {
@@ -237,7 +258,7 @@ int progress_requests() {
     g_pending_count.store(int(g_pending.size()), std::memory_order_relaxed);
     lock.unlock();
     for (OffloadRequest *r : done) {
-        if (r->status != DP_OK) report_failure(r->op, r->status);
+        if (r->status != DP_OK) report_failure(r->kind, r->status);
         else if (r->then) r->then();
         PMPI_Grequest_complete(r->handle);
     }
@@ -256,13 +277,31 @@ void complete_finished(MPI_Request request) {
     progress_requests();
 }
 
-int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn, Finish then,
-                  MPI_Request *request) {
-    auto *r = new OffloadRequest{op, team, std::move(pins), std::move(post_fn), std::move(then)};
+RequestKind request_kind(Operation op) {
+    return {operation_info(op).mpi_name, &runtime().counters[size_t(op)].offloaded, false, false};
+}
+
+RequestKind request_kind(P2pCall call) {
+    const bool receive = call == P2pCall::irecv || call == P2pCall::recv;
+    return {p2p_call_name(call), &runtime().p2p_offloaded[size_t(call)], true, receive};
+}
+
+void fill_status(const dp_msg_status_t &msg, int error, MPI_Status *status) {
+    if (status == MPI_STATUS_IGNORE) return;
+    PMPI_Status_set_elements(status, MPI_BYTE, int(msg.bytes));
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = msg.source;
+    status->MPI_TAG = msg.tag;
+    status->MPI_ERROR = error;
+}
+
+int start_request(const RequestKind &kind, CommTeam *team, RangePins pins, Post post_fn,
+                  Finish then, MPI_Request *request) {
+    auto *r = new OffloadRequest{kind, team, std::move(pins), std::move(post_fn), std::move(then)};
     team_use_begin(team);
     dp_status_t st = post(r);
     if (st != DP_OK) {
-        report_failure(op, st);
+        report_failure(kind, st);
         release(r);
         return MPI_ERR_OTHER;
     }
@@ -272,21 +311,22 @@ int start_request(Operation op, CommTeam *team, RangePins pins, Post post_fn, Fi
     std::lock_guard lock(g_mutex);
     g_pending.push_back(r);
     g_pending_count.store(int(g_pending.size()), std::memory_order_relaxed);
-    count_offloaded(op);
+    if (kind.offloaded) count(*kind.offloaded);
     return MPI_SUCCESS;
 }
 
-int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_fn,
-                 const Finish &then) {
+int run_blocking(const RequestKind &kind, CommTeam *team, RangePins pins, const Post &post_fn,
+                 const Finish &then, MPI_Status *status) {
     team_use_begin(team);
     dp_status_t st;
+    OffloadRequest r{kind, team, {}, post_fn, {}};
     for (;;) {
-        OffloadRequest r{op, team, {}, post_fn, {}};
         st = post(&r);
         if (st == DP_OK) {
             st = dp_wait(r.dp);
+            keep_message(&r, st);
             dp_request_free(r.dp);
-            team->in_flight.fetch_sub(1, std::memory_order_acq_rel);
+            in_flight(kind, team).fetch_sub(1, std::memory_order_acq_rel);
         }
         if (st != DP_ERR_RETRY) break;
         progress_requests();
@@ -294,11 +334,17 @@ int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post_
     if (st == DP_OK && then) then();
     release_memory(pins);
     team_use_end(team);
-    if (st != DP_OK) {
-        report_failure(op, st);
-        return MPI_ERR_OTHER;
+    // A blocking call's status carries no error field (MPI leaves it as is).
+    if (status != MPI_STATUS_IGNORE) {
+        const int kept = status->MPI_ERROR;
+        fill_status(r.message, MPI_SUCCESS, status);
+        status->MPI_ERROR = kept;
     }
-    count_offloaded(op);
+    if (st != DP_OK) {
+        report_failure(kind, st);
+        return mpi_error(st);
+    }
+    if (kind.offloaded) count(*kind.offloaded);
     return MPI_SUCCESS;
 }
 

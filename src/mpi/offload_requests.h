@@ -12,20 +12,37 @@
 //  - MPICH: MPIX_Grequest_start's poll function, which its progress engine
 //    calls for every outstanding generalized request.
 // The MPI request then fills its status as MPI does for a collective (source
-// and tag 0, zero elements) and fails with MPI_ERR_OTHER when deputy's
-// operation failed (the reason printed once on stderr).
+// and tag 0, zero elements), or for a receive as the message says (source,
+// tag, its bytes), and fails with MPI_ERR_OTHER when deputy's operation
+// failed (the reason printed once on stderr), MPI_ERR_TRUNCATE when a
+// message was longer than its receive.
 #pragma once
 
 #include "mpi/comm_teams.h"
 #include "mpi/operations.h"
+#include "mpi/p2p_calls.h"
 #include "mpi/registered_memory.h"
 
 #include <deputy/coll.h>
+#include <deputy/p2p.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <functional>
 
 namespace deputy::mpi {
+
+// What a request is: its MPI name (failures), the report's counter, and
+// whether it takes one of the team's point-to-point slots (and, for a
+// receive, reports a message's status) or one of its collective slots.
+struct RequestKind {
+    const char *mpi_name;
+    std::atomic<uint64_t> *offloaded;  // null: counted by another request of the same call
+    bool p2p = false;
+    bool receive = false;
+};
+RequestKind request_kind(Operation op);
+RequestKind request_kind(P2pCall call);
 
 // Posts the operation again (with the same arguments) into *req.
 using Post = std::function<dp_status_t(dp_request_t **req)>;
@@ -41,12 +58,14 @@ bool requests_start();
 // Posts `post` on `team` (waiting while deputy's outstanding slots are
 // full) and returns the MPI request in *request. MPI_SUCCESS, or the MPI
 // error after printing deputy's reason.
-int start_request(Operation op, CommTeam *team, RangePins pins, Post post, Finish then,
-                  MPI_Request *request);
+int start_request(const RequestKind &kind, CommTeam *team, RangePins pins, Post post,
+                  Finish then, MPI_Request *request);
 // Runs a blocking form: posts, waits, runs `then`, releases. MPI_SUCCESS or
-// an MPI error.
-int run_blocking(Operation op, CommTeam *team, RangePins pins, const Post &post,
-                 const Finish &then);
+// an MPI error; a receive's status in *status (MPI_STATUS_IGNORE: none).
+int run_blocking(const RequestKind &kind, CommTeam *team, RangePins pins, const Post &post,
+                 const Finish &then, MPI_Status *status = MPI_STATUS_IGNORE);
+// A received message's status as MPI reports it (elements counted in bytes).
+void fill_status(const dp_msg_status_t &msg, int error, MPI_Status *status);
 // Tests every outstanding request and completes those deputy finished.
 int progress_requests();
 // If `request` is one of this library's outstanding requests, tests them

@@ -66,6 +66,10 @@ void print_report() {
             }
             json += "}}";
         }
+        json += "},\"p2p\":{";
+        for (int i = 0; i < kP2pCallCount; ++i)
+            json += fmt::format("{}\"{}\":{}", i ? "," : "", p2p_call_name(P2pCall(i)),
+                                rt.p2p_offloaded[size_t(i)].load());
         json += "},\"tuned\":" + tuning_report_json() + "}\n";
         FILE *f = std::fopen(path.c_str(), "w");
         if (!f) {
@@ -102,6 +106,10 @@ void print_report() {
     }
     if (text.find("offloaded") == std::string::npos)
         text += fmt::format("deputy-mpi: rank {}: no collective was called\n", rt.world_rank);
+    for (int i = 0; i < kP2pCallCount; ++i)
+        if (const uint64_t n = rt.p2p_offloaded[size_t(i)].load())
+            text += fmt::format("deputy-mpi: rank {}: {:<26} offloaded {:>8}  (point-to-point)\n",
+                                rt.world_rank, p2p_call_name(P2pCall(i)), n);
     text += tuning_report_text(rt.world_rank);
     std::fputs(text.c_str(), stderr);
 }
@@ -277,10 +285,17 @@ void runtime_start(int provided) {
     const char *agent = std::getenv("DEPUTY_AGENT");
     rt.agent = agent ? agent : "the default socket";
     // How many ranks have no agent, and how many share their cores with it.
-    int counts[2] = {rt.disabled || rt.context ? 0 : 1,
-                     rt.context && local_placement(rt.context) == Placement::shared ? 1 : 0};
-    PMPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    // And how many asked for point-to-point offload, which all must.
+    rt.p2p = env_flag("DEPUTY_MPI_P2P");
+    int counts[3] = {rt.disabled || rt.context ? 0 : 1,
+                     rt.context && local_placement(rt.context) == Placement::shared ? 1 : 0,
+                     rt.p2p ? 1 : 0};
+    PMPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     const int missing = counts[0];
+    if (counts[2] != 0 && counts[2] != rt.world_size)
+        fatal(fmt::format("DEPUTY_MPI_P2P=1 on {} of {} ranks: every rank must say the same (a "
+                          "message deputy carries is never seen by MPI's receive)",
+                          counts[2], rt.world_size));
     rt.placement_given = given.has_value();
     rt.placement = given ? *given : counts[1] > 0 ? Placement::shared : Placement::own_core;
     for (int i = 0; i < kOperationCount; ++i) {

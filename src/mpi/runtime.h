@@ -6,6 +6,7 @@
 #pragma once
 
 #include "mpi/operations.h"
+#include "mpi/p2p_calls.h"
 #include "mpi/placement.h"
 
 #include <deputy/context.h>
@@ -37,6 +38,10 @@ struct Runtime {
     bool placement_given = false;  // DEPUTY_MPI_PLACEMENT, not measured
     std::array<size_t, kOperationCount> thresholds{};
     std::array<OperationCounters, kOperationCount> counters;
+    // DEPUTY_MPI_P2P=1: communicators' point-to-point goes to deputy
+    // (intercept_p2p.cc); the calls offloaded.
+    bool p2p = false;
+    std::array<std::atomic<uint64_t>, kP2pCallCount> p2p_offloaded{};
     std::string report;  // DEPUTY_MPI_REPORT: "", "1" or "json:DIR"
 };
 

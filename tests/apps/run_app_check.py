@@ -9,7 +9,8 @@ missing.
 
 Each --case is RANKS|ARGS|OPS: the rank count, the program's arguments
 (space-separated) and the MPI operations (comma-separated, may be empty)
-every rank must have offloaded at least once.
+every rank must have offloaded at least once. --p2p runs `deputy mpirun
+--p2p` (point-to-point through deputy too; OPS may name MPI_Isend ...).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def body() -> None:
     ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
     ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
     ap.add_argument("--case", action="append", required=True, help="RANKS|ARGS|OPS")
+    ap.add_argument("--p2p", action="store_true", help="deputy mpirun --p2p")
     ap.add_argument("--budget", type=float, default=250,
                     help="seconds for the whole test (below ctest's TIMEOUT)")
     ap.add_argument("--timeout", type=float, default=90, help="seconds per run")
@@ -62,13 +64,11 @@ def body() -> None:
         try:
             native = results(h.run(mpi.command(ranks, argv), h.base_env(), args.timeout),
                              f"{what}, {mpi.launcher}")
-            work = h.private_dir("deputy-apps-")
+            run = h.mpirun_run(launch, "deputy-apps-")
+            work, report_dir, env = run.work, run.report_dir, run.env
             try:
-                report_dir = work / "report"
-                report_dir.mkdir()
-                env = launch.library_env(report_dir, None)
-                env["TMPDIR"] = str(work)
-                command = launch.by_deputy_mpirun(ranks, argv, 1, work / "agent.log")
+                command = launch.by_deputy_mpirun(ranks, argv, 1, work / "agent.log",
+                                                  p2p=args.p2p)
                 r = h.run(command, env, args.timeout)
                 got = results(r, f"{what}, deputy mpirun")
                 problems = h.line_diff(native, got, lambda a, b: False)

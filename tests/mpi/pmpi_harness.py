@@ -412,11 +412,12 @@ class Launch:
         return mpirun
 
     def by_deputy_mpirun(self, ranks: int, argv: Sequence[str], nodes: int,
-                         agent_log: Path) -> list[str]:
+                         agent_log: Path, p2p: bool = False) -> list[str]:
+        """p2p: `--p2p`, point-to-point through deputy too."""
         assert self.deputy
         return [str(self.deputy), "mpirun", "--mpirun", self.deputy_mpirun_launcher(), "--mpi-lib",
-                str(self.lib), "--nodes", str(nodes), "--agent-log", str(agent_log), "--",
-                *self.mpi.arguments(ranks, argv)]
+                str(self.lib), "--nodes", str(nodes), "--agent-log", str(agent_log),
+                *(["--p2p"] if p2p else []), "--", *self.mpi.arguments(ranks, argv)]
 
     def on_nodes(self, ranks: int, agents: NodeAgents, argv: Sequence[str]) -> list[str]:
         """Rank r attaches to agent r mod K (DEPUTY_AGENT set per rank)."""
@@ -425,6 +426,26 @@ class Launch:
                   'exec "$@"')
         return self.mpi.command(ranks, ["sh", "-c", script, str(agents.dir), "env",
                                         f"LD_PRELOAD={self.lib}", *argv])
+
+
+@dataclass
+class MpirunRun:
+    """A private directory for one `deputy mpirun` run: its TMPDIR (where
+    deputy mpirun makes its own directory, so a test sees it is gone after)
+    and the reports' directory, with the library's environment."""
+    work: Path
+    report_dir: Path
+    env: dict[str, str]
+
+
+def mpirun_run(launch: "Launch", prefix: str) -> MpirunRun:
+    """The caller removes .work (shutil.rmtree) when done."""
+    work = private_dir(prefix)
+    report_dir = work / "report"
+    report_dir.mkdir()
+    env = launch.library_env(report_dir, None)
+    env["TMPDIR"] = str(work)
+    return MpirunRun(work, report_dir, env)
 
 
 def read_reports(report_dir: Path, ranks: int) -> list[dict]:
@@ -450,6 +471,10 @@ def read_reports(report_dir: Path, ranks: int) -> list[dict]:
 
 
 def offloaded(report: dict, op: str) -> int:
+    """Calls of `op` the report says were offloaded: a collective's, or a
+    point-to-point call's (DEPUTY_MPI_P2P=1)."""
+    if op in report.get("p2p", {}):
+        return int(report["p2p"][op])
     return int(report["operations"].get(op, {}).get("offloaded", 0))
 
 

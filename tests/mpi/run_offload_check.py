@@ -194,12 +194,9 @@ def nodes_by_deputy_mpirun(args: argparse.Namespace, launch: h.Launch, prog: lis
     """`deputy mpirun --nodes K`: it starts the K agents (in its own private
     directory, made under our TMPDIR so we can see it is gone afterwards) and
     attaches rank r of S to node r*K/S."""
-    work = h.private_dir("deputy-pmpi-mpirun-")
+    run = h.mpirun_run(launch, "deputy-pmpi-mpirun-")
+    work, report_dir, env = run.work, run.report_dir, run.env
     try:
-        report_dir = work / "report"
-        report_dir.mkdir()
-        env = launch.library_env(report_dir, None)
-        env["TMPDIR"] = str(work)
         argv = launch.by_deputy_mpirun(4, prog, nodes, work / "agents.log")
         r = h.run(argv, env, args.timeout)
         failures = compare(reference, r, what, shlex.join(argv))

@@ -74,3 +74,39 @@ set_tests_properties(mpi.mpi4py mpi.hpcc PROPERTIES LABELS mpi SKIP_RETURN_CODE 
 
 # The Fortran program and its runner (tests/mpi/fortran.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
+
+# Point-to-point through deputy (deputy mpirun --p2p): p2p_check, a plain
+# MPI program of point-to-point calls, gives the same result lines as under
+# the MPI's own launcher on 1-4 ranks, and every rank offloaded each call
+# (tests/apps/run_app_check.py; the probes, which even and odd ranks make
+# differently, are in the reports but not required of every rank; one rank
+# sends nothing blocking but to MPI_PROC_NULL, which MPI handles).
+set(DEPUTY_P2P_OPS "MPI_Isend,MPI_Irecv,MPI_Send,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace")
+foreach(mpi ${DEPUTY_MPI_FLAVORS})
+  add_executable(p2p_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/p2p_check.c)
+  target_link_libraries(p2p_check_${mpi} PRIVATE deputy_mpi_api_${mpi})
+  set_target_properties(p2p_check_${mpi} PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
+  add_test(NAME mpi.p2p_check.${mpi}
+    COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/../apps/run_app_check.py --p2p
+      --mpi ${mpi} --prog $<TARGET_FILE:p2p_check_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
+      --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so
+      --case "1||MPI_Isend,MPI_Irecv,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace"
+      --case "2||${DEPUTY_P2P_OPS}"
+      --case "3||${DEPUTY_P2P_OPS}" --case "4||${DEPUTY_P2P_OPS}")
+  set_tests_properties(mpi.p2p_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+endforeach()
+
+# OSU Micro-Benchmarks' point-to-point binaries, unmodified, with their
+# validation (-c), under `deputy mpirun --p2p` (Open MPI): built once from
+# DEPUTY_OSU_SOURCE (its tarball or tree) into the build tree; skipped,
+# saying so, when that is unset (tests/mpi/run_osu_p2p_check.py).
+if(openmpi IN_LIST DEPUTY_MPI_FLAVORS)
+  add_test(NAME mpi.osu_p2p.openmpi
+    COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_osu_p2p_check.py
+      --deputy $<TARGET_FILE:deputy_cli> --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-openmpi.so
+      --cache ${CMAKE_BINARY_DIR}/osu)
+  set_tests_properties(mpi.osu_p2p.openmpi PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+    TIMEOUT 290 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+endif()

@@ -58,6 +58,7 @@ struct MpirunFlags {
     // What deputy mpirun runs on the nodes (mpirun_helpers.h); hidden.
     bool rank_shim = false;
     bool operations = false;
+    bool p2p = false;
     std::string await_agent;
     std::string remove_agent_dir;
 };
@@ -105,6 +106,9 @@ void add_options(CLI::App *cmd, MpirunFlags *f) {
     cmd->add_flag("--operations", f->operations,
                   "list the MPI operations the library intercepts, with their "
                   "DEPUTY_MPI_THRESHOLDS names and default thresholds, and run nothing");
+    cmd->add_flag("--p2p", f->p2p,
+                  "offload point-to-point too (DEPUTY_MPI_P2P=1): every message on the "
+                  "communicators the library serves goes through deputy (docs/mpi.md)");
     cmd->add_flag("--rank-shim", f->rank_shim)->group("");
     cmd->add_option("--await-agent", f->await_agent)->group("");
     cmd->add_option("--remove-agent-dir", f->remove_agent_dir)->group("");
@@ -123,6 +127,7 @@ struct Plan {
     launch::JobPlacement placement;      // --agent-cores on this machine
     std::vector<std::string> binding;    // mpirun's options binding the ranks to it
     std::vector<std::string> sharing;    // ... and making ranks that share a CPU yield it
+    bool p2p = false;                    // --p2p: DEPUTY_MPI_P2P=1 for the ranks
 };
 
 // Everything decided before anything starts; false with `*error` (and
@@ -131,6 +136,7 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
                std::string *error, int *code) {
     *code = 1;
     p->deputy = launch::self_path();
+    p->p2p = f.p2p;
     const std::string mpirun = launch::find_program(f.mpirun);
     if (mpirun.empty()) {
         *error = "cannot find the MPI launcher '" + f.mpirun + "' in PATH (--mpirun PATH)";
@@ -261,8 +267,10 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         if (entry.rfind("DEPUTY_MPI_", 0) != 0) continue;
         const size_t eq = entry.find('=');
         if (eq == std::string::npos) continue;
+        if (p.p2p && entry.substr(0, eq) == "DEPUTY_MPI_P2P") continue;  // --p2p says
         passed.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
     }
+    if (p.p2p) passed.emplace_back("DEPUTY_MPI_P2P", "1");
     std::sort(passed.begin(), passed.end());
     env.insert(env.end(), passed.begin(), passed.end());
 
@@ -560,6 +568,7 @@ Examples:
   deputy mpirun --dry-run -np 4 ./app              # show the commands only
   deputy mpirun --agent-cores last -np 6 ./app     # the agent on the last core of each socket
   DEPUTY_MPI_REPORT=1 deputy mpirun -np 2 ./app    # DEPUTY_MPI_* reach the ranks
+  deputy mpirun --p2p -np 2 ./app                  # point-to-point through deputy too
   deputy mpirun --operations                       # what the library offloads, and from which size
 See docs/launch.md.)");
     add_options(cmd, f.get());

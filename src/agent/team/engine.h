@@ -215,9 +215,12 @@ class TeamEngine {
     // the transfers on the engines; true when one finished;
     bool progress_p2p();
     void finish_transfer(Transfer &x, uint8_t status, const std::string &why);
-    // a broken team: its receives fail, and so do the sends waiting for one
-    // (messages held stay for receives that come);
-    void fail_p2p(Team &t);
+    // member `rank` (client `client`) left the team or died: its posts and
+    // the messages for it go, what waits for it fails (messages it sent
+    // that the agent holds stay for their receives). The others' messages
+    // go on: a communicator freed by one member is still the others' until
+    // they free it (MPI_Comm_free);
+    void p2p_member_gone(Team &t, uint32_t rank, uint32_t client);
     // a team going away: its held messages go with it;
     void drop_p2p(Team &t);
     // a post's record: status, the message's length, its source and tag;

@@ -87,11 +87,16 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
     if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(t->size);
     P2pQueues &q = *t->p2p;
     auto &arrived = q.arrived[rank];
+    // A member that left or died sends nothing more (a message it sent
+    // before is still received).
+    auto gone = [&](int32_t rank_or_any) {
+        return rank_or_any >= 0 && t->members[uint32_t(rank_or_any)] == 0;
+    };
     if (p.opcode == ch::kP2pProbe) {
         for (const auto &m : arrived)
             if (ch::p2p_accepts(p, m->from, m->send.tag))
                 return publish_p2p(s.id, p, DP_COMP_SUCCESS, m->send.bytes, m->from, m->send.tag);
-        if (t->broken) return refuse(ch::kCollMemberLost);  // nothing more will come
+        if (gone(p.peer)) return refuse(ch::kCollMemberLost);
         return publish_p2p(s.id, p, DP_COMP_SUCCESS, 0, kNoSource, 0);
     }
     if (q.open[rank] >= DP_P2P_MAX_OUTSTANDING) {
@@ -113,13 +118,13 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
             take_message(*t, m, p, s.id);
             return;
         }
-        if (t->broken) return refuse(ch::kCollMemberLost);
+        if (gone(p.peer)) return refuse(ch::kCollMemberLost);
         ++q.open[rank];
         q.recvs[rank].push_back(p);
         return;
     }
     // A send.
-    if (t->broken) return refuse(ch::kCollMemberLost);
+    if (gone(p.peer)) return refuse(ch::kCollMemberLost);
     ++q.open[rank];
     auto m = std::make_shared<P2pMessage>();
     m->send = p;
@@ -335,29 +340,51 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
     }
 }
 
-void TeamEngine::fail_p2p(Team &t) {
+void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
     if (!t.p2p) return;
     P2pQueues &q = *t.p2p;
-    for (uint32_t r = 0; r < t.size; ++r) {
-        for (const ch::P2pPost &recv : q.recvs[r]) {
-            publish_p2p(t.members[r], recv, ch::kCollMemberLost, 0, 0, 0);
-            p2p_answered(&t, r);
-            ++p2p_failed_;
+    auto fail = [&](uint32_t to_client, const ch::P2pPost &post, uint32_t of_rank) {
+        publish_p2p(to_client, post, ch::kCollMemberLost, 0, 0, 0);
+        p2p_answered(&t, of_rank);
+        ++p2p_failed_;
+    };
+    // Its own receives: nobody is there to take a message any more.
+    for (const ch::P2pPost &recv : q.recvs[rank]) fail(client, recv, rank);
+    q.recvs[rank].clear();
+    // Messages for it: copies dropped, senders still waiting told.
+    for (const auto &m : q.arrived[rank]) {
+        if (m->copy) {
+            held_bytes_ -= m->copy->size();
+            --held_messages_;
+            m->copy.reset();  // (a copy still being made is its transfer's too)
+        } else {
+            fail(m->sender, m->send, m->from);
         }
-        q.recvs[r].clear();
-        // Sends waiting for their receive fail; messages held (or being
-        // copied) stay for a receive that may still come.
+    }
+    q.arrived[rank].clear();
+    for (uint32_t r = 0; r < t.size; ++r) {
+        if (r == rank) continue;
+        // Its sends that wait for a receive: their bytes will not be there
+        // (a copy the agent holds stays, for the receive that comes).
         auto &arrived = q.arrived[r];
         for (auto it = arrived.begin(); it != arrived.end();) {
-            P2pMessage &m = **it;
-            if (m.copy) {
+            if ((*it)->from != rank || (*it)->copy) {
                 ++it;
                 continue;
             }
-            publish_p2p(m.sender, m.send, ch::kCollMemberLost, 0, 0, 0);
-            p2p_answered(&t, m.from);
-            ++p2p_failed_;
+            fail(client, (*it)->send, rank);
             it = arrived.erase(it);
+        }
+        // Receives that name it: no message of it waits (one that arrived
+        // was matched then), and none will come.
+        auto &recvs = q.recvs[r];
+        for (auto it = recvs.begin(); it != recvs.end();) {
+            if (it->peer != int32_t(rank)) {
+                ++it;
+                continue;
+            }
+            fail(t.members[r], *it, r);
+            it = recvs.erase(it);
         }
     }
 }

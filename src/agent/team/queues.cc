@@ -146,7 +146,6 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
         // (Not when another node broke it from there already.)
         if (t.spans_nodes && t.ops + 1 < t.broken_from) internode_->broken(t.uid, t.ops + 1, why);
     }
-    fail_p2p(t);
     for (uint32_t r = 0; r < t.size; ++r) {
         // Position p of the queue is operation t.ops + p + 1; one the members
         // claimed is theirs to fail (and one a member scribbled on is

@@ -233,6 +233,7 @@ dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *r
     // An operation still running keeps going: it holds the memory it uses.
     break_team(*t, fmt::format("rank {} left team '{}'", rank, t->key));
     t->members[rank] = 0;
+    p2p_member_gone(*t, rank, s.id);
     if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) {
         retire(*t);
         teams_.erase(team_id);
@@ -257,6 +258,7 @@ void TeamEngine::client_gone(ClientSession &s) {
         *at = 0;
         break_team(t, fmt::format("rank {} (pid {}) of team '{}' left or died", rank, s.creds.pid,
                                   t.key));
+        p2p_member_gone(t, rank, s.id);
         DP_LOG_WARN("agent: {}", t.broken_reason);
         if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
     }
