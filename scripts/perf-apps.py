@@ -4,7 +4,8 @@ both placements, runs alternated, and prints medians and ratios
 (docs/PERFORMANCE.md, "fft3d and lu").
 
 Usage: scripts/perf-apps.py [--build build] [--runs 5] [--ranks 2]
-           [--app fft3d|lu ...] [--args "ARGS"] [--mpi openmpi|mpich]
+           [--app fft3d|lu|stencil3d ...] [--args "ARGS"] [--mpi openmpi|mpich]
+           [--p2p]
 
 Per run and application, four launches on the same ranks count:
   plain         mpirun -np R APP          (nothing pinned: every CPU)
@@ -16,7 +17,8 @@ Per run and application, four launches on the same ranks count:
                 take whole time slices from each other)
   deputy-own    deputy mpirun --agent-cores last -np R APP
                 (the agent on a core of its own, the ranks on the others)
-Ratios: deputy/plain (shared), deputy-own/plain-cpu0 (own core, the same
+--p2p: the deputy launches with `deputy mpirun --p2p` (point-to-point
+through deputy too: stencil3d's halos). Ratios: deputy/plain (shared), deputy-own/plain-cpu0 (own core, the same
 ranks' CPUs) and deputy-own/plain (own core charged honestly: plain MPI on
 every CPU). Each application prints its time per iteration and the time
 it waited for communication; OPENBLAS_NUM_THREADS=1 for every run.
@@ -33,8 +35,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEFAULT_ARGS = {"fft3d": "-n 128 -i 10 -x 2 --no-check", "lu": "-n 3000 --iterations 3 --warmup 1"}
-# "time per ... S s" and "waiting for ... S s" (fft3d: transposes; lu: panels)
+DEFAULT_ARGS = {"fft3d": "-n 128 -i 10 -x 2 --no-check", "lu": "-n 3000 --iterations 3 --warmup 1",
+                "stencil3d": "-n 128 -i 20 -x 3 --no-check"}
+# "time per ... S s" and "waiting for ... S s" (fft3d: transposes; lu:
+# panels; stencil3d: halos)
 TIME = re.compile(r"time per [^0-9]*([0-9.]+) s")
 WAIT = re.compile(r"waiting for [a-z]+ ([0-9.]+) s|of which waiting for panels ([0-9.]+) s")
 
@@ -66,6 +70,7 @@ def main() -> None:
     ap.add_argument("--app", action="append", choices=sorted(DEFAULT_ARGS))
     ap.add_argument("--args", help="the application's arguments (default per app)")
     ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
+    ap.add_argument("--p2p", action="store_true", help="deputy mpirun --p2p")
     args = ap.parse_args()
     deputy = args.build / "tools" / "deputy"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -77,6 +82,8 @@ def main() -> None:
     cpus = ranks_cpus()
     oversub = ["--oversubscribe"] if args.mpi == "openmpi" else []
     deputy_launcher = [] if args.mpi == "openmpi" else ["--mpirun", mpirun]
+    if args.p2p:
+        deputy_launcher.append("--p2p")
     for app in args.app or ["fft3d", "lu"]:
         prog = str(args.build / "examples" / f"{app}-{args.mpi}")
         app_args = (args.args or DEFAULT_ARGS[app]).split()
@@ -104,12 +111,12 @@ def main() -> None:
                 t, w = run(launches[k], env)
                 times[k].append(t)
                 waits[k].append(w)
-            print(f"  run {r + 1}: " + ", ".join(f"{k} {times[k][-1]:.4f} s" for k in launches),
+            print(f"  run {r + 1}: " + ", ".join(f"{k} {times[k][-1]:.6f} s" for k in launches),
                   flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
         for k in launches:
-            print(f"  {k:11s} median {med[k]:.4f} s (min {min(times[k]):.4f}, max "
-                  f"{max(times[k]):.4f}); waiting {statistics.median(waits[k]):.4f} s "
+            print(f"  {k:11s} median {med[k]:.6f} s (min {min(times[k]):.6f}, max "
+                  f"{max(times[k]):.6f}); waiting {statistics.median(waits[k]):.6f} s "
                   f"({100 * statistics.median(waits[k]) / med[k]:.0f} %)")
         print(f"  shared: deputy / plain {med['deputy'] / med['plain']:.3f}x")
         print(f"  own core, same CPUs: deputy-own / plain-cpu0 "

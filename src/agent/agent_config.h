@@ -116,8 +116,12 @@ struct AgentConfig {
     // p2p_eager_bytes that arrives before its receive is copied into the
     // agent's memory and its send completes, while all such copies together
     // stay within p2p_held_bytes and p2p_held_messages; beyond, a send waits
-    // for its receive. 0 bytes: every send waits for its receive.
-    uint64_t p2p_eager_bytes = 64 << 10;
+    // for its receive. 0 bytes: every send waits for its receive. 4 KiB
+    // (Open MPI's shared-memory eager limit too): with 64 KiB, osu_bw's
+    // window of early 16-64 KiB messages, each copied twice, ran at
+    // 2-9 GB/s instead of 15-54 with the agent on a core of its own
+    // (docs/PERFORMANCE.md, "Point-to-point through the agent").
+    uint64_t p2p_eager_bytes = 4 << 10;
     uint64_t p2p_held_bytes = 64ull << 20;
     uint64_t p2p_held_messages = 65536;
     uint32_t max_registrations = 256;        // direct ranges per client

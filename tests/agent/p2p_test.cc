@@ -48,12 +48,12 @@ class P2pTest : public ::testing::Test {
     std::string key() { return "p" + std::to_string(next_key++); }
 };
 
-// Every memory mode, sizes around the agent's eager bound (64 KiB) and past
+// Every memory mode, sizes around the agent's eager bound (4 KiB) and past
 // a task's chunk, the receive posted before the send and after it: the
 // receiver's bytes are the sender's, its status names the sender, the tag
 // and the length, and nothing past the message is written.
 TEST_F(P2pTest, BytesExactInEveryMemoryModeSizeAndOrder) {
-    const size_t sizes[] = {0, 1, 4095, 65536, 65537, (1u << 20) + 1};
+    const size_t sizes[] = {0, 1, 4096, 4097, 65537, (1u << 20) + 1};
     for (Memory memory : deputy::testing::kAllMemory) {
         Team team(agent, 2, key(), memory);
         for (size_t n : sizes)

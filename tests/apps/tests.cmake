@@ -35,13 +35,27 @@ set(DEPUTY_LU_CASES
   "4|-n 300 --nb 16 -p 2 -q 2|MPI_Ibcast,MPI_Allreduce"
   "4|-n 10 --nb 8|")
 
+# stencil3d under `deputy mpirun --p2p` (its halos through deputy): 1-4
+# ranks (8 is more than this machine's tests can afford; 2x2x2 by hand:
+# examples/stencil3d/README.md), uneven blocks, the baseline without
+# overlap; the checksum and the serial check as under plain MPI.
+set(DEPUTY_STENCIL3D_CASES
+  "1|-n 12 -i 2 -x 1|"
+  "2|--grid 17,9,8 -i 3 -x 1|MPI_Isend,MPI_Irecv"
+  "3|-n 10 -i 2 -x 0|MPI_Isend,MPI_Irecv"
+  "4|--grid 16,12,9 --pgrid 2x2x1 -i 3 -x 1|MPI_Isend,MPI_Irecv"
+  "4|-n 12 --no-overlap -i 2 -x 1|MPI_Isend,MPI_Irecv")
+
 foreach(mpi ${DEPUTY_MPI_FLAVORS})
-  foreach(app fft3d lu)
+  foreach(app fft3d lu stencil3d)
     string(TOUPPER ${app} APP)
     set(cases "")
     foreach(c ${DEPUTY_${APP}_CASES})
       list(APPEND cases --case "${c}")
     endforeach()
+    if(app STREQUAL stencil3d)
+      list(APPEND cases --p2p)
+    endif()
     add_test(NAME mpi.apps.${app}.${mpi}
       COMMAND ${DEPUTY_APPS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_app_check.py --mpi ${mpi}
         --prog $<TARGET_FILE:${app}_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
