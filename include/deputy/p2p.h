@@ -16,7 +16,7 @@
  *
  * A send completes when its bytes are out of the buffer: copied into the
  * receiver's memory, or, for a message of at most the agent's eager size
- * (p2p_eager_bytes, 64 KiB by default) that arrives before its receive,
+ * (p2p_eager_bytes, 4 KiB by default) that arrives before its receive,
  * copied into memory the agent holds for it. The agent holds such messages
  * up to its bounds (p2p_held_bytes, p2p_held_messages); beyond them a send
  * waits for its receive (back-pressure: nothing is ever dropped). So a
