@@ -70,12 +70,17 @@ typedef struct dp_msg_status {
  * 0..DP_TAG_MAX. The buffer must stay untouched until the request completes. */
 DP_API dp_status_t dp_isend(const void *buf, size_t bytes, int dest, int tag, dp_team_t *team,
                             dp_request_t **req);
+/* A synchronous send (MPI_Issend): as dp_isend, but it completes only once a receive took
+ * the message, never early from a copy the agent holds. */
+DP_API dp_status_t dp_issend(const void *buf, size_t bytes, int dest, int tag, dp_team_t *team,
+                             dp_request_t **req);
 /* Posts a receive of at most `bytes` bytes from member `source` (or DP_ANY_SOURCE) with tag
  * `tag` (or DP_ANY_TAG). */
 DP_API dp_status_t dp_irecv(void *buf, size_t bytes, int source, int tag, dp_team_t *team,
                             dp_request_t **req);
 /* Blocking forms: post + wait + free. status may be NULL. */
 DP_API dp_status_t dp_send(const void *buf, size_t bytes, int dest, int tag, dp_team_t *team);
+DP_API dp_status_t dp_ssend(const void *buf, size_t bytes, int dest, int tag, dp_team_t *team);
 DP_API dp_status_t dp_recv(void *buf, size_t bytes, int source, int tag, dp_team_t *team,
                            dp_msg_status_t *status);
 /* A completed receive's source, tag and length (before dp_request_free). DP_ERR_INVALID for a

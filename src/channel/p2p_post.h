@@ -33,9 +33,17 @@ inline bool is_p2p_post(uint8_t opcode) { return opcode >= kP2pSend && opcode <=
 static_assert(kCollPostBase + coll::kCollectiveCount <= kP2pSend,
               "point-to-point opcodes lie above every collective's");
 
+// P2pPost::flags.
+enum P2pFlags : uint8_t {
+    // A send that completes only once a receive took it (MPI_Ssend): never
+    // held early by the agent.
+    kP2pSynchronous = 1,
+};
+
 struct P2pPost {
     uint8_t opcode;        // P2pOpcode
-    uint8_t reserved0[3];  // 0
+    uint8_t flags;         // P2pFlags (sends); 0 otherwise
+    uint8_t reserved0[2];  // 0
     uint32_t team;         // the team's id, as the agent gave it at join
     uint64_t completion;   // the member's completion record (its pool)
     uint64_t buf;          // send: the source; receive: the destination; probe: 0

@@ -80,8 +80,8 @@ void TeamP2p::release(Request *req) {
     free_[req->slot / 64].fetch_or(uint64_t(1) << (req->slot % 64), std::memory_order_release);
 }
 
-dp_status_t TeamP2p::post(uint8_t opcode, const void *buf, uint64_t bytes, int peer, int tag,
-                          Request **req) {
+dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64_t bytes,
+                          int peer, int tag, Request **req) {
     *req = nullptr;
     uint32_t slot;
     if (!take_slot(&slot)) [[unlikely]]
@@ -114,6 +114,7 @@ dp_status_t TeamP2p::post(uint8_t opcode, const void *buf, uint64_t bytes, int p
     }
     channel::P2pPost post{};
     post.opcode = opcode;
+    post.flags = flags;
     post.team = team_->id();
     post.completion = reinterpret_cast<uint64_t>(r.record);
     post.buf = reinterpret_cast<uint64_t>(buf);

@@ -25,9 +25,10 @@ class TeamP2p {
     static dp_status_t create(Team *team, std::unique_ptr<TeamP2p> *out);
     ~TeamP2p();
 
-    // A send or receive (channel::kP2pSend, kP2pRecv); *req gets a slot.
-    dp_status_t post(uint8_t opcode, const void *buf, uint64_t bytes, int peer, int tag,
-                     Request **req);
+    // A send or receive (channel::kP2pSend, kP2pRecv; flags: channel::P2pFlags
+    // of a send); *req gets a slot.
+    dp_status_t post(uint8_t opcode, uint8_t flags, const void *buf, uint64_t bytes, int peer,
+                     int tag, Request **req);
     // Asks the agent whether a receive of (source, tag) would find a message.
     dp_status_t probe(int source, int tag, int *flag, dp_msg_status_t *status);
     // Gives the request's slot back (any thread; lock-free).

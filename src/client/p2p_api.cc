@@ -34,15 +34,15 @@ dp_status_t check(const char *fn, bool send, const void *buf, size_t bytes, int 
     return DP_OK;
 }
 
-dp_status_t post(const char *fn, uint8_t opcode, const void *buf, size_t bytes, int peer,
-                 int tag, dp_team_t *team, dp_request_t **req) {
+dp_status_t post(const char *fn, uint8_t opcode, uint8_t flags, const void *buf, size_t bytes,
+                 int peer, int tag, dp_team_t *team, dp_request_t **req) {
     if (req == nullptr) return DP_ERR_INVALID;
     *req = nullptr;
     DP_CHECK(check(fn, opcode == ch::kP2pSend, buf, bytes, peer, tag, team));
     TeamP2p *p2p = nullptr;
     DP_CHECK(team->impl->p2p(&p2p));
     Request *r = nullptr;
-    DP_CHECK(p2p->post(opcode, buf, bytes, peer, tag, &r));
+    DP_CHECK(p2p->post(opcode, flags, buf, bytes, peer, tag, &r));
     // A dp_request_t is the Request itself (as for collectives).
     *req = reinterpret_cast<dp_request_t *>(r);
     return DP_OK;
@@ -52,18 +52,32 @@ dp_status_t post(const char *fn, uint8_t opcode, const void *buf, size_t bytes, 
 
 extern "C" dp_status_t dp_isend(const void *buf, size_t bytes, int dest, int tag,
                                 dp_team_t *team, dp_request_t **req) {
-    return post("dp_isend", ch::kP2pSend, buf, bytes, dest, tag, team, req);
+    return post("dp_isend", ch::kP2pSend, 0, buf, bytes, dest, tag, team, req);
+}
+
+extern "C" dp_status_t dp_issend(const void *buf, size_t bytes, int dest, int tag,
+                                 dp_team_t *team, dp_request_t **req) {
+    return post("dp_issend", ch::kP2pSend, ch::kP2pSynchronous, buf, bytes, dest, tag, team, req);
 }
 
 extern "C" dp_status_t dp_irecv(void *buf, size_t bytes, int source, int tag, dp_team_t *team,
                                 dp_request_t **req) {
-    return post("dp_irecv", ch::kP2pRecv, buf, bytes, source, tag, team, req);
+    return post("dp_irecv", ch::kP2pRecv, 0, buf, bytes, source, tag, team, req);
 }
 
 extern "C" dp_status_t dp_send(const void *buf, size_t bytes, int dest, int tag,
                                dp_team_t *team) {
     dp_request_t *req = nullptr;
     DP_CHECK(dp_isend(buf, bytes, dest, tag, team, &req));
+    const dp_status_t s = dp_wait(req);
+    dp_request_free(req);
+    return s;
+}
+
+extern "C" dp_status_t dp_ssend(const void *buf, size_t bytes, int dest, int tag,
+                                dp_team_t *team) {
+    dp_request_t *req = nullptr;
+    DP_CHECK(dp_issend(buf, bytes, dest, tag, team, &req));
     const dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;

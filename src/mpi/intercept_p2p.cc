@@ -8,9 +8,11 @@
 // same on every member. On such a communicator every message is a deputy
 // message (include/deputy/p2p.h: matched by the agent with MPI's rules,
 // sources and tags as the communicator's ranks and MPI's tags); a call this
-// library cannot carry there (a derived datatype, a synchronous, buffered
+// library cannot carry there (a derived datatype, a buffered
 // or persistent send, a matched probe) stops the program with an error
 // naming it and how to switch the offload off, never a silent reorder.
+// (Synchronous sends are carried: deputy's never complete before a
+// receive took them.)
 // Messages to or from MPI_PROC_NULL involve no peer: MPI handles them.
 #include "mpi/comm_teams.h"
 #include "mpi/datatypes.h"
@@ -77,13 +79,18 @@ int raised(MPI_Comm comm, int rc) {
 int source_of(int source) { return source == MPI_ANY_SOURCE ? DP_ANY_SOURCE : source; }
 int tag_of(int tag) { return tag == MPI_ANY_TAG ? DP_ANY_TAG : tag; }
 
-// A send (the call's kind, or `kind` when given: MPI_Sendrecv's part).
+// A send (the call's kind, or `kind` when given: MPI_Sendrecv's part); a
+// synchronous one (MPI_Ssend) completes only once a receive took it.
 int isend(P2pCall call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
           CommTeam *ct, MPI_Request *request, const RequestKind *kind = nullptr) {
     const size_t bytes = message_bytes(call, count, type);
     RangePins pins = reach(call, buf, bytes);
     dp_team_t *team = ct->team;
-    Post post = [=](dp_request_t **req) { return dp_isend(buf, bytes, dest, tag, team, req); };
+    const bool synchronous = call == P2pCall::issend || call == P2pCall::ssend;
+    Post post = [=](dp_request_t **req) {
+        return synchronous ? dp_issend(buf, bytes, dest, tag, team, req)
+                           : dp_isend(buf, bytes, dest, tag, team, req);
+    };
     RequestKind k = kind ? *kind : request_kind(call);
     k.receive = false;
     if (request) return start_request(k, ct, std::move(pins), std::move(post), {}, request);
@@ -248,13 +255,16 @@ DEPUTY_MPI_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *
 
 DEPUTY_MPI_EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                                 MPI_Comm comm) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Ssend", comm, "synchronous sends are not carried yet");
-    return PMPI_Ssend(buf, count, type, dest, tag, comm);
+    deputy::mpi::CommTeam *ct = dest == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Ssend(buf, count, type, dest, tag, comm);
+    return deputy::mpi::raised(
+        comm, deputy::mpi::isend(P2pCall::ssend, buf, count, type, dest, tag, ct, nullptr));
 }
 DEPUTY_MPI_EXPORT int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest,
                                  int tag, MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Issend", comm, "synchronous sends are not carried yet");
-    return PMPI_Issend(buf, count, type, dest, tag, comm, request);
+    deputy::mpi::CommTeam *ct = dest == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Issend(buf, count, type, dest, tag, comm, request);
+    return deputy::mpi::isend(P2pCall::issend, buf, count, type, dest, tag, ct, request);
 }
 DEPUTY_MPI_EXPORT int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                                 MPI_Comm comm) {

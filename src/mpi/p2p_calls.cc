@@ -19,6 +19,8 @@ constexpr std::array<P2pCallInfo, kP2pCallCount> kCalls{{
     {P2pCall::sendrecv_replace, "MPI_Sendrecv_replace"},
     {P2pCall::iprobe, "MPI_Iprobe"},
     {P2pCall::probe, "MPI_Probe"},
+    {P2pCall::issend, "MPI_Issend"},
+    {P2pCall::ssend, "MPI_Ssend"},
 }};
 constexpr bool in_order() {
     for (int i = 0; i < kP2pCallCount; ++i)

@@ -18,8 +18,10 @@ enum class P2pCall : uint8_t {
     sendrecv_replace,
     iprobe,
     probe,
+    issend,
+    ssend,
 };
-inline constexpr int kP2pCallCount = 8;
+inline constexpr int kP2pCallCount = 10;
 
 const char *p2p_call_name(P2pCall call);  // "MPI_Isend", as the report prints it
 

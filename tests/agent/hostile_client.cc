@@ -743,9 +743,12 @@ int p2p_raw(const char *socket) {
     post(5, kP2pSend, b, 1ull << 40, 1, 0, none);
     post(6, kP2pSend, uint64_t(pool) + (64ull << 30), 64, 1, 0, none);
     post(7, kP2pRecv, b, 8, 1, 0, [&](P2pPost &p) { p.team = pair.team_id + 1000; });
+    post(8, kP2pRecv, b, 8, 1, 0, [](P2pPost &p) { p.flags = deputy::channel::kP2pSynchronous; });
+    post(9, kP2pSend, b, 8, 1, 0, [](P2pPost &p) { p.flags = 0x80; });  // no such flag
     const char *names[] = {"reserved", "peer", "any_source_send", "negative_tag", "probe_buffer",
-                           "too_large", "outside", "other_team"};
-    for (uint32_t i = 0; i < 8; ++i)
+                           "too_large", "outside", "other_team", "receive_flags",
+                           "unknown_flag"};
+    for (uint32_t i = 0; i < 10; ++i)
         say(names[i], deputy::channel::coll_status_name(wait_record(&records[i])));
     // One receive more than the bound, from the library member (rank 1).
     constexpr uint32_t kFirst = 16, kOpen = DP_P2P_MAX_OUTSTANDING;

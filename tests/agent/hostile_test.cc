@@ -746,7 +746,7 @@ TEST_F(HostileTest, PointToPointPostsOutOfRangeAreRefusedInTheirOwnRecord) {
     EXPECT_EQ(a.exit_code, 0) << a.output;
     auto said = [&](const char *key) { return a.said.count(key) ? a.said.at(key) : ""; };
     for (const char *k : {"reserved", "peer", "any_source_send", "negative_tag", "probe_buffer",
-                          "other_team"})
+                          "other_team", "receive_flags", "unknown_flag"})
         EXPECT_EQ(said(k), "invalid_field") << k << "\n" << a.output;
     EXPECT_EQ(said("too_large"), "invalid_size") << a.output;
     EXPECT_EQ(said("outside"), "address_denied") << a.output;

@@ -301,6 +301,40 @@ TEST_F(P2pTest, ProbeSeesAnArrivedMessageAndTheNextReceiveTakesIt) {
     dp_request_free(send);
 }
 
+// A synchronous send of an early message is not held: it completes only
+// once a receive took it, while a standard one of the same size completes
+// at once.
+TEST_F(P2pTest, SynchronousSendCompletesOnlyOnceReceived) {
+    Team team(agent, 2, key());
+    auto *out = reinterpret_cast<uint64_t *>(team.buffer(0, 16));
+    auto *in = reinterpret_cast<uint64_t *>(team.buffer(1, 16));
+    out[0] = 11;
+    out[1] = 22;
+    dp_request_t *standard = nullptr, *sync = nullptr;
+    ASSERT_EQ(dp_isend(&out[0], 8, 1, 1, team[0].team, &standard), DP_OK);
+    ASSERT_EQ(dp_issend(&out[1], 8, 1, 2, team[0].team, &sync), DP_OK);
+    EXPECT_EQ(dp_wait(standard), DP_OK) << "an early standard send is held and completes";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int done = 1;
+    EXPECT_EQ(dp_test(sync, &done), DP_OK);
+    EXPECT_EQ(done, 0) << "the synchronous send completed before any receive";
+    EXPECT_EQ(dp_recv(&in[1], 8, 0, 2, team[1].team, nullptr), DP_OK);
+    EXPECT_EQ(dp_wait(sync), DP_OK);
+    EXPECT_EQ(dp_recv(&in[0], 8, 0, 1, team[1].team, nullptr), DP_OK);
+    EXPECT_EQ(in[0], 11u);
+    EXPECT_EQ(in[1], 22u);
+    dp_request_free(standard);
+    dp_request_free(sync);
+    // The blocking form returns once the receive, posted later, took it.
+    dp_status_t sent = DP_ERR_INTERNAL;
+    std::thread sender([&] { sent = dp_ssend(&out[0], 8, 1, 3, team[0].team); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(dp_recv(&in[0], 8, 0, 3, team[1].team, nullptr), DP_OK);
+    sender.join();
+    EXPECT_EQ(sent, DP_OK);
+    EXPECT_EQ(in[0], 11u);
+}
+
 // The arguments the library refuses itself, with the error naming them.
 TEST_F(P2pTest, BadArgumentsAreRefusedAtThePost) {
     Team team(agent, 2, key());

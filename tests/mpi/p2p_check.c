@@ -10,7 +10,7 @@
  * MPI_Sendrecv and MPI_Sendrecv_replace around the ring, MPI_Probe and
  * MPI_Iprobe before a receive of the probed size, 500 early messages per
  * rank received in order by tag (MPI_Send and MPI_Recv in any_source and
- * the ring of sizes), MPI_PROC_NULL, and a truncated receive
+ * the ring of sizes), MPI_Issend and MPI_Ssend around the ring, MPI_PROC_NULL, and a truncated receive
  * (MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN). Usage: p2p_check (no
  * arguments); exit 1 on a wrong result. */
 #include <mpi.h>
@@ -188,6 +188,22 @@ static void early(void) {
     result("early", sum);
 }
 
+/* Synchronous sends around the ring: MPI_Issend waited after the receive,
+ * MPI_Ssend with the receive posted first. */
+static void synchronous(void) {
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int out = 100 + rank, in = -1, in2 = -1;
+    MPI_Request req;
+    MPI_Issend(&out, 1, MPI_INT, right, 21, MPI_COMM_WORLD, &req);
+    MPI_Recv(&in, 1, MPI_INT, left, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Irecv(&in2, 1, MPI_INT, left, 22, MPI_COMM_WORLD, &req);
+    MPI_Ssend(&out, 1, MPI_INT, right, 22, MPI_COMM_WORLD);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    check(in == 100 + left && in2 == 100 + left, "synchronous sends");
+    result("synchronous", (uint64_t)(in + in2));
+}
+
 static void proc_null_and_truncation(void) {
     int x = 42;
     MPI_Status st;
@@ -222,6 +238,7 @@ int main(int argc, char **argv) {
     sendrecv();
     probe();
     early();
+    synchronous();
     proc_null_and_truncation();
     int any = 0;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -141,8 +141,9 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
     }
     q.arrived[m->to].push_back(m);
     // Early and small: copied now within the bounds, so that its send
-    // completes; otherwise it waits for its receive.
-    if (p.bytes <= config_.p2p_eager_bytes && held_bytes_ + p.bytes <= config_.p2p_held_bytes &&
+    // completes; otherwise (or synchronous) it waits for its receive.
+    if (!(p.flags & ch::kP2pSynchronous) && p.bytes <= config_.p2p_eager_bytes &&
+        held_bytes_ + p.bytes <= config_.p2p_held_bytes &&
         held_messages_ < config_.p2p_held_messages) {
         held_bytes_ += p.bytes;
         ++held_messages_;
