@@ -65,22 +65,28 @@ extern "C" dp_status_t dp_irecv(void *buf, size_t bytes, int source, int tag, dp
     return post("dp_irecv", ch::kP2pRecv, 0, buf, bytes, source, tag, team, req);
 }
 
-extern "C" dp_status_t dp_send(const void *buf, size_t bytes, int dest, int tag,
-                               dp_team_t *team) {
+namespace {
+
+// A blocking send: its nonblocking form posted, waited for, freed.
+dp_status_t send_and_wait(decltype(&dp_isend) isend, const void *buf, size_t bytes, int dest,
+                          int tag, dp_team_t *team) {
     dp_request_t *req = nullptr;
-    DP_CHECK(dp_isend(buf, bytes, dest, tag, team, &req));
+    DP_CHECK(isend(buf, bytes, dest, tag, team, &req));
     const dp_status_t s = dp_wait(req);
     dp_request_free(req);
     return s;
 }
 
+}  // namespace
+
+extern "C" dp_status_t dp_send(const void *buf, size_t bytes, int dest, int tag,
+                               dp_team_t *team) {
+    return send_and_wait(dp_isend, buf, bytes, dest, tag, team);
+}
+
 extern "C" dp_status_t dp_ssend(const void *buf, size_t bytes, int dest, int tag,
                                 dp_team_t *team) {
-    dp_request_t *req = nullptr;
-    DP_CHECK(dp_issend(buf, bytes, dest, tag, team, &req));
-    const dp_status_t s = dp_wait(req);
-    dp_request_free(req);
-    return s;
+    return send_and_wait(dp_issend, buf, bytes, dest, tag, team);
 }
 
 extern "C" dp_status_t dp_recv(void *buf, size_t bytes, int source, int tag, dp_team_t *team,
