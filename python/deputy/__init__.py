@@ -12,10 +12,12 @@ keep computing while the agent moves and reduces the bytes.
 The C library is libdeputy (include/deputy/*.h); errors are DeputyError
 with the dp_status_t. See python/deputy/README.md."""
 
-from deputy.constants import DType, MemoryMode, Op, Status, WaitMode, NUMPY, dtype_of, op_of
+from deputy.constants import (ANY_SOURCE, ANY_TAG, DType, MemoryMode, Op, Status, WaitMode, NUMPY,
+                              dtype_of, op_of)
 from deputy.context import Context, empty, zeros
 from deputy.errors import DeputyError
-from deputy.team import Request, Team
+from deputy.team import Message, Request, Team
 
-__all__ = ["Context", "Team", "Request", "DeputyError", "DType", "Op", "Status", "MemoryMode",
-           "WaitMode", "NUMPY", "dtype_of", "op_of", "empty", "zeros"]
+__all__ = ["Context", "Team", "Request", "Message", "DeputyError", "DType", "Op", "Status",
+           "MemoryMode", "WaitMode", "NUMPY", "ANY_SOURCE", "ANY_TAG", "dtype_of", "op_of", "empty",
+           "zeros"]

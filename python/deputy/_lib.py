@@ -113,3 +113,16 @@ _proto("dp_iallgatherv", _st, _vp, ctypes.c_size_t, _vp, c_size_p, c_size_p, _in
 _proto("dp_igatherv", _st, _vp, ctypes.c_size_t, _vp, c_size_p, c_size_p, _int, _int, _vp, _req)
 _proto("dp_iscatterv", _st, _vp, c_size_p, c_size_p, _vp, ctypes.c_size_t, _int, _int, _vp, _req)
 _proto("dp_ireduce_scatterv", _st, _vp, _vp, c_size_p, _int, _int, _vp, _req)
+
+
+class MsgStatus(ctypes.Structure):
+    """dp_msg_status_t (include/deputy/p2p.h)."""
+
+    _fields_ = [("source", ctypes.c_int), ("tag", ctypes.c_int), ("bytes", ctypes.c_size_t)]
+
+
+# Point-to-point: (buf, bytes, peer, tag, team, req)
+for _name in ("dp_isend", "dp_issend", "dp_irecv"):
+    _proto(_name, _st, _vp, ctypes.c_size_t, _int, _int, _vp, _req)
+_proto("dp_request_status", _st, _vp, ctypes.POINTER(MsgStatus))
+_proto("dp_iprobe", _st, _int, _int, _vp, ctypes.POINTER(_int), ctypes.POINTER(MsgStatus))

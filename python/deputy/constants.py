@@ -29,6 +29,11 @@ class Status(enum.IntEnum):
     ERR_TRUNCATED = -13
 
 
+# include/deputy/p2p.h: a receive's or probe's wildcards.
+ANY_SOURCE = -1
+ANY_TAG = -1
+
+
 class DType(enum.IntEnum):
     """dp_dtype_t: the element types; the pairs are MPI's (value, index)
     types laid out as C's struct { value; index; } with its padding."""

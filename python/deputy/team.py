@@ -7,12 +7,13 @@ from __future__ import annotations
 import ctypes
 import secrets
 import threading
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from deputy._lib import c_size_p, lib
-from deputy.constants import _FROM_NUMPY as _DTYPES, _OPS, DType, Op, dtype_of, op_of
+from deputy._lib import MsgStatus, c_size_p, lib
+from deputy.constants import (_FROM_NUMPY as _DTYPES, _OPS, ANY_SOURCE, ANY_TAG, DType, Op,
+                               Status, dtype_of, op_of)
 from deputy.context import Context
 from deputy.errors import DeputyError, check
 
@@ -80,6 +81,15 @@ def _tensor_array(t: Any, what: str):
     return t.numpy(), None
 
 
+class Message(NamedTuple):
+    """What a receive took or a probe found: the sender's rank, the tag and
+    the message's length in bytes."""
+
+    source: int
+    tag: int
+    nbytes: int
+
+
 class Request:
     """An operation in flight. test() and wait() may be called from any
     thread (one at a time: a lock orders them); wait() releases the GIL
@@ -87,10 +97,11 @@ class Request:
     request dropped while in flight is waited for first (the agent may still
     write its buffers)."""
 
-    __slots__ = ("_ptr", "_keep", "_ctx", "_keys", "_status", "_lock", "_call", "__weakref__")
+    __slots__ = ("_ptr", "_keep", "_ctx", "_keys", "_status", "_lock", "_call", "_receive",
+                 "_message", "__weakref__")
 
     def __init__(self, call: str, ptr: ctypes.c_void_p, ctx: Context, keep: tuple,
-                 keys: list):
+                 keys: list, receive: bool = False):
         self._call = call
         self._ptr = ptr
         self._ctx = ctx
@@ -98,9 +109,15 @@ class Request:
         self._keys = keys
         self._status: Optional[int] = None
         self._lock = threading.Lock()
+        self._receive = receive
+        self._message: Optional[Message] = None
 
     def _finish(self, status: int) -> None:
         self._status = status
+        if self._receive and status in (0, int(Status.ERR_TRUNCATED)):
+            m = MsgStatus()
+            if lib.dp_request_status(self._ptr, ctypes.byref(m)) == 0:
+                self._message = Message(m.source, m.tag, m.bytes)
         lib.dp_request_free(self._ptr)
         self._ptr = None
         for k in self._keys:
@@ -129,6 +146,12 @@ class Request:
     @property
     def done(self) -> bool:
         return self._status is not None
+
+    @property
+    def message(self) -> "Optional[Message]":
+        """A completed receive's message (its source, tag and length; also
+        after ERR_TRUNCATED, which wait() raises); None otherwise."""
+        return self._message
 
     def __del__(self) -> None:
         try:
@@ -417,6 +440,62 @@ class Team:
         c = self._sizes(call, "counts", counts)
         return self._post(call, lib.dp_ireduce_scatterv,
                           (s.address, d.address, c, s.dtype, op_of(op)), (s, d), (c,))
+
+
+    # --- point-to-point (include/deputy/p2p.h) ---
+
+    def _p2p(self, call: str, fn: Any, buf: Optional[ArrayLike], peer: int, tag: int,
+             writable: bool) -> Request:
+        b = _Buffer(buf if buf is not None else np.empty(0, np.uint8), "buf", writable)
+        reach = self.ctx.reach
+        keys = []
+        try:
+            k = reach(b.address, b.nbytes)
+            if k is not None:
+                keys.append(k)
+            req = ctypes.c_void_p()
+            status = fn(b.address, b.nbytes, peer, tag, self._ptr, _byref(req))
+            if status:
+                raise DeputyError(call, status)
+        except BaseException:
+            for k in keys:
+                self.ctx.release(k)
+            raise
+        # A receive (the writable side) reports its message.
+        return Request(call, req, self.ctx, (b,), keys, receive=writable)
+
+    def isend(self, buf: ArrayLike, dest: int, tag: int = 0) -> Request:
+        """Sends the array's bytes to member `dest` with `tag` (0..2^31-1)."""
+        return self._p2p("isend", lib.dp_isend, buf, dest, tag, False)
+
+    def issend(self, buf: ArrayLike, dest: int, tag: int = 0) -> Request:
+        """A synchronous send: done only once a receive took the message."""
+        return self._p2p("issend", lib.dp_issend, buf, dest, tag, False)
+
+    def irecv(self, buf: ArrayLike, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Receives into the array (at most its bytes) from `source` with
+        `tag` (ANY_SOURCE, ANY_TAG: any); the request's .message says which
+        once it is done."""
+        return self._p2p("irecv", lib.dp_irecv, buf, source, tag, True)
+
+    def send(self, buf: ArrayLike, dest: int, tag: int = 0) -> None:
+        self.isend(buf, dest, tag).wait()
+
+    def ssend(self, buf: ArrayLike, dest: int, tag: int = 0) -> None:
+        self.issend(buf, dest, tag).wait()
+
+    def recv(self, buf: ArrayLike, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> "Message":
+        """The blocking receive: the message's source, tag and length."""
+        r = self.irecv(buf, source, tag)
+        r.wait()
+        assert r.message is not None
+        return r.message
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> "Optional[Message]":
+        """The message a receive of (source, tag) would take, if one arrived."""
+        flag, m = ctypes.c_int(0), MsgStatus()
+        check("iprobe", lib.dp_iprobe(source, tag, self._ptr, ctypes.byref(flag), ctypes.byref(m)))
+        return Message(m.source, m.tag, m.bytes) if flag.value else None
 
 
 def _blocking(name: str):

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import deputy
-from deputy._lib import Config, lib
+from deputy._lib import Config, MsgStatus, lib
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "python-package-test"
@@ -85,6 +85,16 @@ def test_numpy_types_have_the_c_sizes_and_config_the_c_fields():
     assert [f[0] for f in Config._fields_] == fields
 
 
+def test_p2p_wildcards_and_message_status_are_the_headers():
+    text = (ROOT / "include" / "deputy" / "p2p.h").read_text()
+    for name in ("ANY_SOURCE", "ANY_TAG"):
+        value = re.search(r"#define DP_" + name + r" \((-?\d+)\)", text).group(1)
+        assert getattr(deputy, name) == int(value), name
+    body = re.search(r"typedef struct dp_msg_status \{(.*?)\} dp_msg_status_t;", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    assert [f[0] for f in MsgStatus._fields_] == re.findall(r"(\w+);", body)
+
+
 # --- one process ---
 
 def test_every_collective_on_a_team_of_one(agent):
@@ -118,6 +128,39 @@ def test_every_collective_on_a_team_of_one(agent):
         team.alltoallv(a, [1000], [0], got, [1000], [0])
         team.allgatherv(a, got, [1000], [0])
         assert np.array_equal(got, a)
+
+
+def test_point_to_point_on_a_team_of_one(agent):
+    """Messages to itself: bytes, the receive's message (source, tag,
+    length), wildcards, a probe, truncation as DP_ERR_TRUNCATED with the
+    message's length, a zero-byte message."""
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "p2p-solo", 0, 1) as team:
+        out = np.arange(5000, dtype=np.float32)
+        got = np.zeros(6000, np.float32)
+        assert team.iprobe() is None
+        s = team.isend(out, 0, tag=9)
+        assert team.iprobe(tag=9) == deputy.Message(0, 9, out.nbytes)
+        r = team.irecv(got)
+        r.wait()
+        s.wait()
+        assert r.message == deputy.Message(0, 9, out.nbytes)
+        assert np.array_equal(got[:5000], out) and not got[5000:].any()
+        h = deputy.zeros(10, np.int64)  # the shared heap
+        team.send(np.full(10, 7, np.int64), 0, tag=1)
+        assert team.recv(h, source=0, tag=1) == deputy.Message(0, 1, 80)
+        assert (h == 7).all()
+        short = np.zeros(3, np.float32)
+        team.send(out[:10], 0, tag=2)
+        r = team.irecv(short, tag=2)
+        with pytest.raises(deputy.DeputyError) as e:
+            r.wait()
+        assert e.value.name == "DP_ERR_TRUNCATED"
+        assert r.message == deputy.Message(0, 2, 40) and not short.any()
+        team.send(None, 0, tag=3)
+        assert team.recv(None, tag=3) == deputy.Message(0, 3, 0)
+        with pytest.raises(deputy.DeputyError):
+            team.isend(out, 1)  # no rank 1
 
 
 def test_bad_input_is_refused_before_posting(agent):
@@ -224,6 +267,24 @@ def _run_case(team: deputy.Team, rank: int, size: int, case: str):
         assert np.array_equal(gv, np.concatenate([np.full(r + 1, r, np.int32) for r in range(size)]))
         team.barrier()
         return "moves"
+    if case == "p2p":
+        # Around the ring: each sends its right neighbour a block and a
+        # synchronous one, receives from any source.
+        right, left = (rank + 1) % size, (rank - 1) % size
+        mine = _data(rank, n, np.float64)
+        got = np.zeros(n, np.float64)
+        r = team.irecv(got, tag=5)
+        team.send(mine, right, tag=5)
+        r.wait()
+        assert r.message == deputy.Message(left, 5, mine.nbytes), r.message
+        assert np.array_equal(got, _data(left, n, np.float64))
+        big = np.full(1 << 18, rank, np.int32)  # 1 MiB: waits for its receive
+        s = team.issend(big, right, tag=6)
+        into = np.zeros_like(big)
+        m = team.recv(into)
+        s.wait()
+        assert m == deputy.Message(left, 6, big.nbytes) and (into == left).all()
+        return "p2p"
     if case == "mismatch":
         # The members disagree on the count: every member fails, nothing hangs.
         a = np.ones(10 + rank, np.float32)
@@ -254,7 +315,7 @@ def run_team(sock: str, size: int, case: str, timeout: float = 60) -> list:
 
 
 @pytest.mark.parametrize("size", [2, 3])
-@pytest.mark.parametrize("case", ["reductions", "moves"])
+@pytest.mark.parametrize("case", ["reductions", "moves", "p2p"])
 def test_collectives_match_numpy_across_processes(agent, size, case):
     results = run_team(agent, size, case)
     assert all(status == "ok" for status, _ in results), results
