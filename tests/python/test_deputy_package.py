@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,8 +43,12 @@ def agent():
     yield str(sock)
     try:
         os.kill(pid, signal.SIGTERM)
+        for _ in range(100):  # gone within 5 s, then its directory too
+            os.kill(pid, 0)
+            time.sleep(0.05)
     except ProcessLookupError:
         pass
+    shutil.rmtree(d, ignore_errors=True)
 
 
 # --- the ABI: the Python side's constants are the headers' ---
