@@ -229,7 +229,7 @@ class Team:
     # --- posting ---
 
     def _post(self, call: str, fn: Any, args: Sequence[Any], buffers: Sequence[_Buffer],
-              keep: tuple = ()) -> Request:
+              keep: tuple = (), receive: bool = False) -> Request:
         reach = self.ctx.reach
         keys = []
         try:
@@ -245,7 +245,7 @@ class Team:
             for k in keys:
                 self.ctx.release(k)
             raise
-        return Request(call, req, self.ctx, (*buffers, *keep), keys)
+        return Request(call, req, self.ctx, (*buffers, *keep), keys, receive)
 
     @staticmethod
     def _same_type(call: str, a: _Buffer, b: _Buffer) -> None:
@@ -447,22 +447,8 @@ class Team:
     def _p2p(self, call: str, fn: Any, buf: Optional[ArrayLike], peer: int, tag: int,
              writable: bool) -> Request:
         b = _Buffer(buf if buf is not None else np.empty(0, np.uint8), "buf", writable)
-        reach = self.ctx.reach
-        keys = []
-        try:
-            k = reach(b.address, b.nbytes)
-            if k is not None:
-                keys.append(k)
-            req = ctypes.c_void_p()
-            status = fn(b.address, b.nbytes, peer, tag, self._ptr, _byref(req))
-            if status:
-                raise DeputyError(call, status)
-        except BaseException:
-            for k in keys:
-                self.ctx.release(k)
-            raise
         # A receive (the writable side) reports its message.
-        return Request(call, req, self.ctx, (b,), keys, receive=writable)
+        return self._post(call, fn, (b.address, b.nbytes, peer, tag), (b,), receive=writable)
 
     def isend(self, buf: ArrayLike, dest: int, tag: int = 0) -> Request:
         """Sends the array's bytes to member `dest` with `tag` (0..2^31-1)."""
