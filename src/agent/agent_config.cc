@@ -106,6 +106,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "p2p_held_bytes") c->p2p_held_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "p2p_held_messages")
             c->p2p_held_messages = get_uint(v, path, 1ull << 32);
+        else if (key == "p2p_node_eager_bytes")
+            c->p2p_node_eager_bytes = get_uint(v, path, 16ull << 20);
+        else if (key == "p2p_node_credit_bytes")
+            c->p2p_node_credit_bytes = get_uint(v, path, 1ull << 40);
+        else if (key == "p2p_node_stage_bytes")
+            c->p2p_node_stage_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "max_registrations")
             c->max_registrations = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_heap_bytes") c->max_heap_bytes = get_uint(v, path, 1ull << 46);

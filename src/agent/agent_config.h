@@ -124,6 +124,15 @@ struct AgentConfig {
     uint64_t p2p_eager_bytes = 4 << 10;
     uint64_t p2p_held_bytes = 64ull << 20;
     uint64_t p2p_held_messages = 65536;
+    // Between nodes (agent/team/node_p2p.cc): a message of at most
+    // p2p_node_eager_bytes goes with its head, while this agent has credit
+    // with the receiving node: at most p2p_node_credit_bytes of such
+    // messages (heads counted) not yet received there. Larger ones go when
+    // their receive is posted, into buffers of the receiving agent's, at
+    // most p2p_node_stage_bytes of them at once (one larger message alone).
+    uint64_t p2p_node_eager_bytes = 64 << 10;
+    uint64_t p2p_node_credit_bytes = 4ull << 20;
+    uint64_t p2p_node_stage_bytes = 256ull << 20;
     uint32_t max_registrations = 256;        // direct ranges per client
     // A client's shared heap (include/deputy/heap.h), mapped by the agent
     // for as long as the client is attached: address space, committed only

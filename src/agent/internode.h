@@ -11,6 +11,7 @@
 #include <deputy/status.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,37 @@ struct InterOp {
     void *recv = nullptr;
 };
 
+// Point-to-point between the agents of two nodes (agent/team/node_p2p.cc):
+// what one agent tells another about a team's messages, as the head of a
+// message on the agents' point-to-point channel. Every such message from
+// one agent to another arrives in the order it was sent, so a pair of
+// members' messages are matched in their sending order.
+struct InterMessage {
+    enum Kind : uint8_t {
+        eager = 1,   // a message whose bytes follow this head
+        ready = 2,   // request to send: a message of `bytes`, its bytes on request
+        clear = 3,   // ready's answer: send message `id`'s bytes on data slot `slot`
+                     // (status not DP_COMP_SUCCESS: do not; the send completes
+                     // with it, or as sent when it is kP2pTruncated)
+        credit = 4,  // `bytes` of early messages from the receiver's node were received
+        gone = 5,    // member `from` left the team: nothing more comes from it
+    };
+    uint8_t kind = 0;
+    uint8_t flags = 0;  // channel::kP2pSynchronous
+    uint8_t status = 0; // clear
+    uint8_t pad = 0;
+    int32_t tag = 0;
+    uint32_t from = 0, to = 0;  // ranks
+    uint32_t slot = 0;          // clear
+    uint32_t pad2 = 0;
+    uint64_t team_uid = 0;
+    uint64_t bytes = 0;
+    uint64_t id = 0;  // ready, clear: the sending node's name of the message
+};
+static_assert(sizeof(InterMessage) == 48);
+
 struct InternodeEvent {
-    enum class Kind : uint8_t { formed, join_failed, done, broken };
+    enum class Kind : uint8_t { formed, join_failed, done, broken, p2p, p2p_data };
     Kind kind = Kind::done;
     std::string key;             // formed, join_failed
     uint32_t rank = 0;           // join_failed: the rank whose join failed (or all: UINT32_MAX)
@@ -53,6 +83,13 @@ struct InternodeEvent {
     // before it were started by the node that broke it and run on.
     uint64_t from_sequence = 0;
     std::string algorithm;       // done: what the inter-node step ran
+    // p2p: a message from the agent of node `node`: its head (checked for
+    // size only) in `message`, and all of it, head first, in `bytes`.
+    // p2p_data: the data of receive `op_id` arrived (comp_status) in the
+    // buffer it was given, `bytes` long.
+    uint32_t node = 0;
+    InterMessage message;
+    std::shared_ptr<std::vector<uint8_t>> bytes;
 };
 
 class Internode {
@@ -75,6 +112,21 @@ class Internode {
     virtual void broken(uint64_t team_uid, uint64_t from_sequence, const std::string &why) = 0;
     virtual void start(InterOp op) = 0;
     virtual bool poll(InternodeEvent *out) = 0;
+    // Point-to-point between agents, in the order of the calls: a message
+    // (an InterMessage head, then an eager message's bytes) to the agent of
+    // `node`; a rendezvous
+    // message's bytes to it on data slot `slot` (an empty buffer: the
+    // message is withdrawn); and the receive of such bytes from `node` on
+    // `slot` into `into` (its size: the bytes expected), answered by a
+    // p2p_data event with `id`. The buffers stay the Internode's until sent
+    // or received.
+    virtual void send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>> message) = 0;
+    virtual void send_p2p_data(uint32_t node, uint32_t slot,
+                               std::shared_ptr<std::vector<uint8_t>> bytes) = 0;
+    virtual void receive_p2p_data(uint32_t node, uint32_t slot,
+                                  std::shared_ptr<std::vector<uint8_t>> into, uint64_t id) = 0;
+    // Data slots per agent: rendezvous receives in flight at once.
+    static constexpr uint32_t kP2pSlots = 4096;
     // For `deputy info`.
     virtual std::string describe() const = 0;
 };

@@ -12,7 +12,6 @@ const char *coll_status_name(uint8_t status) {
         case kCollMemberLost: return "member_lost";
         case kCollQueueFull: return "queue_full";
         case kP2pTruncated: return "truncated";
-        case kP2pUnsupported: return "unsupported";
         default: return mover::comp_status_name(status);
     }
 }

@@ -59,7 +59,6 @@ enum CollStatus : uint8_t {
     kCollQueueFull = 0x82,   // the member's queue at the agent was full: post again later
     // Point-to-point records (channel/p2p_post.h) share the mapping.
     kP2pTruncated = 0x83,    // the message is longer than the receive's buffer: nothing written
-    kP2pUnsupported = 0x84,  // the peer is on another node (not built yet)
 };
 const char *coll_status_name(uint8_t status);  // "mismatch", ...; else the mover's name
 

@@ -24,7 +24,6 @@ dp_status_t coll_status(uint8_t status) {
         case channel::kCollMemberLost: return DP_ERR_AGENT_LOST;
         case channel::kCollQueueFull: return DP_ERR_RETRY;
         case channel::kP2pTruncated: return DP_ERR_TRUNCATED;
-        case channel::kP2pUnsupported: return DP_ERR_UNSUPPORTED;
         case DP_COMP_ADDRESS_DENIED:
         case DP_COMP_PAGE_FAULT: return DP_ERR_DENIED;
         case DP_COMP_INVALID_SIZE: return DP_ERR_TOO_LARGE;

@@ -18,6 +18,7 @@ if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_membership.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_operations.cc
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_p2p.cc
     ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc)
   set_target_properties(deputy_agent_mpi PROPERTIES OUTPUT_NAME deputy-agent-mpi)
   target_include_directories(deputy_agent_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -26,6 +26,7 @@ using nlohmann::json;
 // sleeps in short naps while operations are in flight (two agents and their
 // clients share two cores here).
 constexpr uint64_t kSpinNs = 200'000;
+constexpr uint64_t kP2pActiveNs = 1'000'000'000;
 
 }  // namespace
 
@@ -46,6 +47,8 @@ std::unique_ptr<MpiInternode> MpiInternode::create(const Options &options, std::
     // codes (a lost node must fail operations, not abort the agent).
     MPI_Comm_dup(MPI_COMM_WORLD, &self->control_);
     MPI_Comm_set_errhandler(self->control_, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &self->p2p_);
+    MPI_Comm_set_errhandler(self->p2p_, MPI_ERRORS_RETURN);
     self->event_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!self->event_fd_) {
         *error = fmt::format("eventfd: {}", std::strerror(errno));
@@ -106,9 +109,47 @@ bool MpiInternode::poll(InternodeEvent *out) {
     return true;
 }
 
+void MpiInternode::send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>> message) {
+    Command c;
+    c.kind = Command::Kind::p2p_head;
+    c.node = node;
+    c.bytes = std::move(message);
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_.push_back(std::move(c));
+    wake_.notify_one();
+}
+
+void MpiInternode::send_p2p_data(uint32_t node, uint32_t slot,
+                                 std::shared_ptr<std::vector<uint8_t>> bytes) {
+    Command c;
+    c.kind = Command::Kind::p2p_data_send;
+    c.node = node;
+    c.slot = slot;
+    c.bytes = std::move(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_.push_back(std::move(c));
+    wake_.notify_one();
+}
+
+void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot,
+                                    std::shared_ptr<std::vector<uint8_t>> into, uint64_t id) {
+    Command c;
+    c.kind = Command::Kind::p2p_data_receive;
+    c.node = node;
+    c.slot = slot;
+    c.bytes = std::move(into);
+    c.uid = id;
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_.push_back(std::move(c));
+    wake_.notify_one();
+}
+
 std::string MpiInternode::describe() const {
-    return fmt::format("node {} of {} (MPI); teams formed {}, inter-node steps done {}, failed {}",
-                       node_, nodes_, teams_formed_.load(), ops_done_.load(), ops_failed_.load());
+    return fmt::format(
+        "node {} of {} (MPI); teams formed {}, inter-node steps done {}, failed {}; "
+        "point-to-point heads sent {}, received {}, data bytes {}",
+        node_, nodes_, teams_formed_.load(), ops_done_.load(), ops_failed_.load(),
+        p2p_heads_sent_.load(), p2p_heads_received_.load(), p2p_data_bytes_.load());
 }
 
 void MpiInternode::push_event(InternodeEvent e) {
@@ -176,17 +217,21 @@ void MpiInternode::loop() {
                     it->second->ops.push_back(std::move(r));
                     break;
                 }
+                case Command::Kind::p2p_head:
+                case Command::Kind::p2p_data_send:
+                case Command::Kind::p2p_data_receive: p2p_command(c); break;
             }
         }
         receive_control();
         if (node_ == 0) sequencer_timeouts();
         progressed |= progress_ops();
+        progressed |= progress_p2p();
         for (auto it = sends_.begin(); it != sends_.end();) {
             int done = 0;
             MPI_Test(&it->first, &done, MPI_STATUS_IGNORE);
             it = done ? sends_.erase(it) : std::next(it);
         }
-        bool in_flight = !sends_.empty();
+        bool in_flight = !sends_.empty() || p2p_in_flight();
         for (auto &[uid, t] : teams_) in_flight |= !t->ops.empty();
         const uint64_t now = timing::now_ns();
         if (progressed) last_progress = now;
@@ -194,10 +239,13 @@ void MpiInternode::loop() {
             sched_yield();
             continue;
         }
+        // Heads from other nodes come unannounced: while members exchange
+        // messages (one came or went within kP2pActiveNs), nap briefly.
+        const bool p2p_active = now - last_p2p_ns_ < kP2pActiveNs;
         std::unique_lock<std::mutex> lock(mutex_);
         if (commands_.empty())
-            wake_.wait_for(lock, in_flight ? std::chrono::microseconds(50)
-                                           : std::chrono::microseconds(1000));
+            wake_.wait_for(lock, in_flight || p2p_active ? std::chrono::microseconds(50)
+                                                         : std::chrono::microseconds(1000));
     }
 }
 

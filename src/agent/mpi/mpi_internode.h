@@ -63,6 +63,11 @@ class MpiInternode final : public Internode {
     void broken(uint64_t team_uid, uint64_t from_sequence, const std::string &why) override;
     void start(InterOp op) override;
     bool poll(InternodeEvent *out) override;
+    void send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>> message) override;
+    void send_p2p_data(uint32_t node, uint32_t slot,
+                       std::shared_ptr<std::vector<uint8_t>> bytes) override;
+    void receive_p2p_data(uint32_t node, uint32_t slot, std::shared_ptr<std::vector<uint8_t>> into,
+                          uint64_t id) override;
     std::string describe() const override;
 
   private:
@@ -70,6 +75,8 @@ class MpiInternode final : public Internode {
     struct Running;
     struct TeamComm;
     struct Forming;
+    struct P2pSend;
+    struct P2pReceive;
 
     MpiInternode() = default;
     void loop();
@@ -90,10 +97,18 @@ class MpiInternode final : public Internode {
     void reduce_fused(Running &r, size_t nodes);
     bool start_schedule(Running &r, TeamComm &t);
     bool uses_schedule(const InterOp &op) const;
+    // Point-to-point between agents (mpi_p2p.cc): commands posted, heads
+    // received, data moving; true when something happened.
+    void p2p_command(Command &c);
+    bool progress_p2p();
+    bool p2p_in_flight() const;
 
     Options options_;
     uint32_t node_ = 0, nodes_ = 1;
     MPI_Comm control_ = MPI_COMM_NULL;
+    // Point-to-point between agents on a communicator of its own: its tags
+    // never meet MPI_Comm_create_group's on control_.
+    MPI_Comm p2p_ = MPI_COMM_NULL;
     UniqueFd event_fd_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
@@ -106,7 +121,11 @@ class MpiInternode final : public Internode {
     std::map<uint64_t, std::unique_ptr<TeamComm>> teams_;
     std::map<std::string, Forming> forming_;  // sequencer only
     uint64_t next_uid_ = 1;
+    std::list<P2pSend> p2p_sends_;
+    std::list<P2pReceive> p2p_receives_;
+    uint64_t last_p2p_ns_ = 0;  // the last head that came or went
     std::atomic<uint64_t> teams_formed_{0}, ops_done_{0}, ops_failed_{0};
+    std::atomic<uint64_t> p2p_heads_sent_{0}, p2p_heads_received_{0}, p2p_data_bytes_{0};
 };
 
 }  // namespace deputy::agent

@@ -34,13 +34,33 @@ struct Header {
 static_assert(sizeof(Header) == 24);
 
 struct MpiInternode::Command {
-    enum class Kind { join, broken, start } kind = Kind::join;
+    enum class Kind { join, broken, start, p2p_head, p2p_data_send, p2p_data_receive } kind =
+        Kind::join;
     std::string key;
     uint32_t rank = 0, size = 0, timeout_ms = 0;
     uint64_t uid = 0;
     uint64_t from_sequence = 0;  // broken
     std::string why;
     InterOp op;
+    // p2p_*: the peer node, the data slot, the bytes, the receive's id.
+    uint32_t node = 0, slot = 0;
+    std::shared_ptr<std::vector<uint8_t>> bytes;
+};
+
+// Point-to-point between agents (mpi_p2p.cc): a send in flight (one MPI
+// request per piece of at most kP2pPieceBytes), its buffer kept until done;
+struct MpiInternode::P2pSend {
+    std::vector<MPI_Request> requests;
+    std::shared_ptr<std::vector<uint8_t>> bytes;
+};
+// a rendezvous message's data being received.
+struct MpiInternode::P2pReceive {
+    std::vector<MPI_Request> requests;
+    std::vector<size_t> piece_bytes;
+    std::shared_ptr<std::vector<uint8_t>> into;
+    uint64_t id = 0;
+    uint32_t node = 0;
+    bool short_piece = false;
 };
 
 struct MpiInternode::Running {

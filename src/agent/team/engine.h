@@ -132,6 +132,9 @@ class TeamEngine {
     struct P2pMessage;
     struct P2pQueues;
     struct Transfer;
+    struct NodeOutgoing;
+    struct NodeSend;
+    struct NodeReceive;
 
     Team *find_member_team(const ClientSession &s, uint32_t team_id, uint32_t *rank);
     void try_start(Team &t);
@@ -227,6 +230,34 @@ class TeamEngine {
     void publish_p2p(uint32_t client, const channel::P2pPost &p, uint8_t status, uint64_t bytes,
                      uint32_t source, int32_t tag);
     void p2p_answered(Team *t, uint32_t rank);
+    // an agent's copy of a message is no longer needed: freed, and its
+    // bound (held, a node's credit, the stage) given back;
+    void release_copy(P2pMessage &m);
+    // Point-to-point between nodes (node_p2p.cc): whether `rank` is on
+    // another node; a send to such a rank; a head or data from another
+    // node's agent; a receive taking a message whose bytes are still there;
+    bool on_other_node(const Team &t, uint32_t rank) const;
+    void send_to_node(Team &t, const std::shared_ptr<P2pMessage> &m);
+    void on_node_p2p(const InternodeEvent &e);
+    void on_node_data(const InternodeEvent &e);
+    void ask_for_data(Team &t, const std::shared_ptr<P2pMessage> &m,
+                      const channel::P2pPost &recv, uint32_t receiver);
+    bool start_asking(NodeReceive &r);  // false: no room yet
+    void outgoing_done(Transfer &x, uint8_t status);
+    void answer_node_send(const P2pMessage &m, uint8_t status, uint32_t slot);
+    void send_head(uint32_t node, const InterMessage &head);
+    void flush_outbox();
+    void return_credit(uint32_t node, uint64_t bytes);
+    // this node's member `rank` left (tell the others), or another node's
+    // did (its agent said so): sends waiting for it fail.
+    void node_member_gone(Team &t, uint32_t rank);
+    void drop_node_p2p(const Team &t);
+    // heads about a team that has not formed here yet (its agents learn of
+    // it in no fixed order with its messages): kept until it forms, then
+    // taken in order, or refused after the team timeout.
+    void replay_parked(uint64_t uid);
+    void expire_parked();
+    void refuse_node_message(const InternodeEvent &e);
 
     mover::Device *device_;
     // The agent's own address space for collective tasks (coll_tasks.h).
@@ -261,6 +292,27 @@ class TeamEngine {
     std::vector<std::unique_ptr<Transfer>> transfers_;  // point-to-point bytes moving
     uint64_t held_bytes_ = 0, held_messages_ = 0;       // early messages' copies, all teams
     uint64_t p2p_messages_ = 0, p2p_bytes_ = 0, p2p_failed_ = 0, p2p_held_total_ = 0;
+    // Point-to-point between nodes (node_p2p.cc): heads not sent yet, in
+    // order; sends waiting for their receive on another node and receives
+    // waiting for their bytes, by id; credit per node (early bytes this
+    // agent may still send it) and credit owed (early bytes received from
+    // it, not yet said); data slots free; bytes asked for and not delivered.
+    std::deque<std::shared_ptr<NodeOutgoing>> outbox_;
+    std::map<uint64_t, NodeSend> node_sends_;
+    std::map<uint64_t, NodeReceive> node_receives_;
+    std::deque<NodeReceive> node_waiting_;
+    std::vector<uint64_t> node_credit_, node_owed_;
+    std::vector<uint32_t> free_slots_;
+    uint64_t staged_bytes_ = 0, next_node_id_ = 1;
+    uint64_t node_eager_sent_ = 0, node_ready_sent_ = 0, node_received_ = 0;
+    struct Parked {
+        uint64_t deadline_ns = 0;
+        std::deque<InternodeEvent> events;
+    };
+    std::map<uint64_t, Parked> node_parked_;  // by team uid
+    // Teams that were here and went (the last kRetiredUids): their heads
+    // are refused at once rather than kept.
+    std::deque<uint64_t> retired_uids_;
 };
 
 }  // namespace deputy::agent

@@ -229,6 +229,8 @@ void TeamEngine::retire(Team &t) {
     if (t.running && !t.running->idle()) orphans_.push_back(std::move(t.running));
     drop_p2p(t);
     by_uid_.erase(t.uid);
+    retired_uids_.push_back(t.uid);
+    if (retired_uids_.size() > 4096) retired_uids_.pop_front();
 }
 
 }  // namespace deputy::agent

@@ -67,6 +67,8 @@ bool TeamEngine::poll_internode() {
             case InternodeEvent::Kind::formed: on_formed(e); break;
             case InternodeEvent::Kind::join_failed: on_join_failed(e); break;
             case InternodeEvent::Kind::done: on_step_done(e); break;
+            case InternodeEvent::Kind::p2p: on_node_p2p(e); break;
+            case InternodeEvent::Kind::p2p_data: on_node_data(e); break;
             case InternodeEvent::Kind::broken: {
                 auto it = by_uid_.find(e.team_uid);
                 if (it == by_uid_.end() || !teams_.count(it->second)) break;
@@ -126,6 +128,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""}, {});
         else gone = fmt::format("rank {} of team '{}' left before the team formed", r, t.key);
     }
+    replay_parked(t.uid);
     if (!gone.empty()) break_team(t, gone);
 }
 

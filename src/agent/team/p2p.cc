@@ -46,6 +46,26 @@ void TeamEngine::publish_p2p(uint32_t client, const ch::P2pPost &p, uint8_t stat
                        c->id, ch::p2p_opcode_name(p.opcode), p.completion);
 }
 
+void TeamEngine::release_copy(P2pMessage &m) {
+    if (!m.copy) return;
+    switch (m.copy_of) {
+        case P2pMessage::CopyOf::early:
+            held_bytes_ -= m.send.bytes;
+            --held_messages_;
+            break;
+        case P2pMessage::CopyOf::node_early:
+            return_credit(m.from_node, m.send.bytes + sizeof(InterMessage));
+            break;
+        case P2pMessage::CopyOf::node_data: staged_bytes_ -= m.send.bytes; break;
+    }
+    m.copy.reset();
+    // Room for a receive waiting to ask for its bytes.
+    if (m.copy_of == P2pMessage::CopyOf::node_data) {
+        while (!node_waiting_.empty() && start_asking(node_waiting_.front()))
+            node_waiting_.pop_front();
+    }
+}
+
 void TeamEngine::p2p_answered(Team *t, uint32_t rank) {
     if (t && t->p2p && rank < t->p2p->open.size() && t->p2p->open[rank]) --t->p2p->open[rank];
 }
@@ -70,13 +90,6 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
                        p.bytes, mover::comp_status_name(bad));
         return refuse(bad);
     }
-    if (t->spans_nodes) {
-        DP_LOG_LIMITED(s.space().log(),
-                       "client {}: {} on team '{}', whose members are on several nodes: "
-                       "point-to-point between nodes is not built yet",
-                       s.id, ch::p2p_opcode_name(p.opcode), t->key);
-        return refuse(ch::kP2pUnsupported);
-    }
     if (!reachable(s.space(), p.buf, p.bytes)) {
         DP_LOG_LIMITED(s.space().log(),
                        "client {}: {} on team '{}': buffer [0x{:x}, +{}) is outside its pool and "
@@ -88,9 +101,11 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
     P2pQueues &q = *t->p2p;
     auto &arrived = q.arrived[rank];
     // A member that left or died sends nothing more (a message it sent
-    // before is still received).
+    // before is still received); one on another node, when its agent said so.
     auto gone = [&](int32_t rank_or_any) {
-        return rank_or_any >= 0 && t->members[uint32_t(rank_or_any)] == 0;
+        if (rank_or_any < 0) return false;
+        const uint32_t r = uint32_t(rank_or_any);
+        return on_other_node(*t, r) ? q.node_gone[r] != 0 : t->members[r] == 0;
     };
     if (p.opcode == ch::kP2pProbe) {
         for (const auto &m : arrived)
@@ -131,6 +146,7 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
     m->from = rank;
     m->to = uint32_t(p.peer);
     m->sender = s.id;
+    if (on_other_node(*t, m->to)) return send_to_node(*t, m);
     auto &recvs = q.recvs[m->to];
     for (auto it = recvs.begin(); it != recvs.end(); ++it) {
         if (!ch::p2p_accepts(*it, rank, p.tag)) continue;
@@ -177,9 +193,10 @@ void TeamEngine::take_message(Team &t, const std::shared_ptr<P2pMessage> &m,
         ++p2p_failed_;
         p2p_answered(&t, m->to);
         if (m->copy) {
-            held_bytes_ -= m->copy->size();
-            --held_messages_;
-            m->copy.reset();
+            release_copy(*m);
+        } else if (m->from_node != kThisNode) {
+            // As under MPI, the send itself completes.
+            answer_node_send(*m, ch::kP2pTruncated, 0);
         } else {
             // As under MPI, the send itself completes.
             publish_p2p(m->sender, m->send, DP_COMP_SUCCESS, m->send.bytes, 0, 0);
@@ -187,6 +204,8 @@ void TeamEngine::take_message(Team &t, const std::shared_ptr<P2pMessage> &m,
         }
         return;
     }
+    // Another node's message whose bytes are still there: asked for now.
+    if (m->from_node != kThisNode && !m->copy) return ask_for_data(t, m, recv, receiver);
     auto x = std::make_unique<Transfer>();
     x->kind = m->held ? Transfer::Kind::deliver : Transfer::Kind::direct;
     x->team = t.id;
@@ -229,9 +248,15 @@ void TeamEngine::start_transfer(Team &t, std::unique_ptr<Transfer> x) {
         case Transfer::Kind::deliver:
             bound = bind(x->receiver, m.to, false, x->recv.buf);
             x->copy = m.copy;
-            x->buffers.send = x->copy->data();
-            x->buffers.send_bytes = x->copy->size();
+            x->buffers.send = x->copy->data() + m.copy_at;
+            x->buffers.send_bytes = bytes;
             from = {coll::Where::agent_send, 0, 0};
+            break;
+        case Transfer::Kind::outgoing:
+            bound = bind(m.sender, m.from, true, m.send.buf);
+            x->buffers.recv = x->copy->data() + (x->eager ? sizeof(InterMessage) : 0);
+            x->buffers.recv_bytes = bytes;
+            to = {coll::Where::agent_recv, 0, 0};
             break;
     }
     if (!bound) return finish_transfer(*x, ch::kCollMemberLost, "a member left");
@@ -283,12 +308,7 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
         DP_LOG_WARN("agent: team {}: message of {} bytes from rank {} to rank {} (tag {}): {}{}{}",
                     t ? t->key : std::to_string(x.team), m.send.bytes, m.from, m.to, m.send.tag,
                     ch::coll_status_name(status), why.empty() ? "" : ": ", why);
-    auto release_copy = [&] {
-        if (!m.copy) return;
-        held_bytes_ -= m.copy->size();
-        --held_messages_;
-        m.copy.reset();
-    };
+    auto release = [&] { release_copy(m); };
     switch (x.kind) {
         case Transfer::Kind::direct:
             publish_p2p(m.sender, m.send, status, m.send.bytes, 0, 0);
@@ -303,7 +323,7 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
             if (!ok) {
                 // The message is lost with its send: a receive that took
                 // it fails alike; otherwise it leaves the queue.
-                release_copy();
+                release();
                 if (m.taken) {
                     publish_p2p(m.receiver, m.recv, status, 0, m.from, m.send.tag);
                     p2p_answered(t, m.to);
@@ -320,7 +340,7 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
                 if (t) {
                     take_message(*t, x.message, m.recv, m.receiver);
                 } else {
-                    release_copy();
+                    release();
                     publish_p2p(m.receiver, m.recv, ch::kCollMemberLost, 0, m.from, m.send.tag);
                 }
             } else if (!m.copy) {
@@ -328,10 +348,16 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
             }
             return;
         case Transfer::Kind::deliver:
-            release_copy();
+            release();
             publish_p2p(x.receiver, x.recv, status, m.send.bytes, m.from, m.send.tag);
             p2p_answered(t, m.to);
             break;
+        case Transfer::Kind::outgoing:
+            publish_p2p(m.sender, m.send, status, m.send.bytes, 0, 0);
+            p2p_answered(t, m.from);
+            outgoing_done(x, status);
+            if (!ok) ++p2p_failed_;
+            return;  // counted as moved where it is received
     }
     if (ok) {
         ++p2p_messages_;
@@ -352,12 +378,11 @@ void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
     // Its own receives: nobody is there to take a message any more.
     for (const ch::P2pPost &recv : q.recvs[rank]) fail(client, recv, rank);
     q.recvs[rank].clear();
-    // Messages for it: copies dropped, senders still waiting told.
+    // Messages for it: copies dropped (a copy still being made is its
+    // transfer's too), senders still waiting told.
     for (const auto &m : q.arrived[rank]) {
         if (m->copy) {
-            held_bytes_ -= m->copy->size();
-            --held_messages_;
-            m->copy.reset();  // (a copy still being made is its transfer's too)
+            release_copy(*m);
         } else {
             fail(m->sender, m->send, m->from);
         }
@@ -388,17 +413,14 @@ void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
             it = recvs.erase(it);
         }
     }
+    if (t.spans_nodes) node_member_gone(t, rank);
 }
 
 void TeamEngine::drop_p2p(Team &t) {
     if (!t.p2p) return;
     for (auto &arrived : t.p2p->arrived)
-        for (const auto &m : arrived)
-            if (m->copy) {  // a copy still being made is the hold transfer's too
-                held_bytes_ -= m->copy->size();
-                --held_messages_;
-                m->copy.reset();
-            }
+        for (const auto &m : arrived) release_copy(*m);  // (one being made is its transfer's too)
+    if (t.spans_nodes) drop_node_p2p(t);
     t.p2p.reset();
 }
 

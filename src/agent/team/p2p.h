@@ -12,12 +12,22 @@
 // receive that takes it later gets the copy ("deliver"). Beyond the bounds
 // the send just waits for its receive: back-pressure, never loss.
 //
+// A message between members on different nodes (node_p2p.cc) goes from
+// the sender's agent to the receiver's: at most p2p_node_eager_bytes
+// eagerly, its bytes behind its head, within the sending agent's credit
+// with the receiving node (p2p_node_credit_bytes of such messages not yet
+// received there); otherwise as a request to send, whose bytes follow once
+// a receive took it, into a buffer of the receiving agent's
+// (p2p_node_stage_bytes of those at once). Either way it waits in its
+// receiver's queue among the local ones, in the order it arrived.
+//
 // What a member can make the agent keep is bounded: its posts not yet
 // answered (queued, or moving) by DP_P2P_MAX_OUTSTANDING per team, as the
 // library counts them; held copies by the agent's p2p_held_bytes and
 // p2p_held_messages, all clients together.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -31,15 +41,29 @@
 
 namespace deputy::agent {
 
+// P2pMessage::from_node of a message from a member of this node.
+inline constexpr uint32_t kThisNode = UINT32_MAX;
+
 // One send, from its arrival until its bytes reached the receiver (or its
 // team went and took it along).
 struct TeamEngine::P2pMessage {
     channel::P2pPost send{};
     uint32_t from = 0, to = 0;  // ranks
-    uint32_t sender = 0;        // the sender's client id (its record)
-    // An early message copied into the agent's memory: the copy runs
-    // (holding) or is done (held: the send completed).
+    uint32_t sender = 0;        // the sender's client id (its record); 0: on another node
+    // From another node: the sending agent's node and its name for the
+    // message (the request to send's id).
+    uint32_t from_node = kThisNode;
+    uint64_t node_id = 0;
+    // The message's bytes in the agent's memory, at copy_at: an early
+    // message's copy, whose making runs (holding) or is done (held: the
+    // send completed); or what came from another node.
     std::shared_ptr<std::vector<uint8_t>> copy;
+    size_t copy_at = 0;
+    enum class CopyOf : uint8_t {
+        early,       // this node's early message: p2p_held_bytes / messages
+        node_early,  // another node's early message: that node's credit
+        node_data,   // another node's message, asked for: p2p_node_stage_bytes
+    } copy_of = CopyOf::early;
     bool holding = false, held = false;
     // The receive that took it while its copy was still running: the
     // delivery starts when the copy is done.
@@ -49,7 +73,8 @@ struct TeamEngine::P2pMessage {
 };
 
 struct TeamEngine::P2pQueues {
-    explicit P2pQueues(uint32_t size) : recvs(size), arrived(size), open(size, 0) {}
+    explicit P2pQueues(uint32_t size)
+        : recvs(size), arrived(size), open(size, 0), node_gone(size, 0) {}
     // By receiving rank: its receives no message matched yet, in order.
     std::vector<std::deque<channel::P2pPost>> recvs;
     // By receiving rank: the messages addressed to it that no receive
@@ -57,12 +82,43 @@ struct TeamEngine::P2pQueues {
     std::vector<std::deque<std::shared_ptr<P2pMessage>>> arrived;
     // By rank: its posts the agent took and has not answered yet.
     std::vector<uint32_t> open;
+    // By rank, for members on other nodes: its agent said it left.
+    std::vector<uint8_t> node_gone;
+};
+
+// Several nodes (node_p2p.cc): a head for another node's agent, sent in the
+// order heads were made once every one before it is ready (an early
+// message's bytes are copied in first), so a pair's messages arrive there
+// in their sending order.
+struct TeamEngine::NodeOutgoing {
+    uint32_t node = 0;
+    std::shared_ptr<std::vector<uint8_t>> message;  // null: withdrawn
+    bool ready = false;
+};
+
+// A send to another node waiting for its receive (a request to send went),
+// by the id it went with.
+struct TeamEngine::NodeSend {
+    uint32_t team = 0;
+    std::shared_ptr<P2pMessage> message;
+};
+
+// A receive that took a message of another node whose bytes are asked
+// for (slot and buffer given) or wait for room (slot UINT32_MAX).
+struct TeamEngine::NodeReceive {
+    uint32_t team = 0;
+    std::shared_ptr<P2pMessage> message;
+    channel::P2pPost recv{};
+    uint32_t receiver = 0;
+    uint32_t slot = UINT32_MAX;
 };
 
 // The bytes of one message moving: from the sender's buffer to the
 // receiver's, into the agent's copy, or from the copy to the receiver.
 struct TeamEngine::Transfer {
-    enum class Kind : uint8_t { direct, hold, deliver };
+    // outgoing: a message for another node copied out of the sender's
+    // buffer, behind its head (eager) or for its data slot.
+    enum class Kind : uint8_t { direct, hold, deliver, outgoing };
     Kind kind = Kind::direct;
     uint32_t team = 0;  // the team's id (it may be gone when this ends)
     std::shared_ptr<P2pMessage> message;
@@ -72,6 +128,9 @@ struct TeamEngine::Transfer {
     // hold, deliver: the agent's copy, kept while the engines may touch it
     // (even if its team goes meanwhile).
     std::shared_ptr<std::vector<uint8_t>> copy;
+    // outgoing: the eager head it fills, or the data slot it goes to.
+    std::shared_ptr<NodeOutgoing> eager;
+    uint32_t node = 0, slot = 0;
     // The members' memory the tasks touch, held until the last finished.
     std::vector<std::shared_ptr<ClientMemory>> memories;
     MemberBuffers buffers;

@@ -59,6 +59,11 @@ TeamEngine::TeamEngine(mover::Device *device, const AgentConfig &config, Hooks h
     // The first slot after the device's own: the table is empty at start.
     if (device_->add_address_space(&task_space_, &task_pasid_) != DP_OK)
         DP_LOG_ERROR("agent: no address space left for collective tasks");
+    if (multi_node()) {
+        node_credit_.assign(internode_->nodes(), config_.p2p_node_credit_bytes);
+        node_owed_.assign(internode_->nodes(), 0);
+        for (uint32_t slot = Internode::kP2pSlots; slot-- > 0;) free_slots_.push_back(slot);
+    }
 }
 
 size_t TeamEngine::window() const {
@@ -290,6 +295,7 @@ bool TeamEngine::poll_orphans() {
 
 bool TeamEngine::progress() {
     form_timeouts();
+    if (!node_parked_.empty()) expire_parked();
     bool worked = poll_internode();
     if (!orphans_.empty()) worked |= poll_orphans();
     if (!transfers_.empty()) worked |= progress_p2p();
@@ -331,7 +337,8 @@ void TeamEngine::wait_for_progress(int64_t timeout_ns) {
 }
 
 bool TeamEngine::busy() const {
-    if (!forming_.empty() || !orphans_.empty() || !transfers_.empty()) return true;
+    if (!forming_.empty() || !orphans_.empty() || !transfers_.empty() || !node_parked_.empty())
+        return true;
     // Members running an operation ring when they finish it; until then the
     // next one waits here, so look now and then too.
     for (const auto &[id, t] : teams_)
@@ -367,6 +374,15 @@ void TeamEngine::info(nlohmann::json *out) const {
                      {"held_now", held_messages_},
                      {"held_bytes_now", held_bytes_},
                      {"moving", transfers_.size()}};
+    if (multi_node())
+        (*out)["p2p"]["between_nodes"] = {{"eager_sent", node_eager_sent_},
+                                          {"ready_sent", node_ready_sent_},
+                                          {"data_received", node_received_},
+                                          {"sends_waiting", node_sends_.size()},
+                                          {"receives_moving", node_receives_.size()},
+                                          {"receives_waiting_room", node_waiting_.size()},
+                                          {"staged_bytes_now", staged_bytes_},
+                                          {"heads_queued", outbox_.size()}};
 }
 
 }  // namespace deputy::agent
