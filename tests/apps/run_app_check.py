@@ -7,9 +7,10 @@ show the named operations offloaded on every rank; deputy mpirun leaves
 nothing behind. Exit 77 (skip) when the MPI, the program or the library is
 missing.
 
-Each --case is RANKS|ARGS|OPS: the rank count, the program's arguments
-(space-separated) and the MPI operations (comma-separated, may be empty)
-every rank must have offloaded at least once. --p2p runs `deputy mpirun
+Each --case is RANKS|ARGS|OPS[|NODES]: the rank count, the program's
+arguments (space-separated), the MPI operations (comma-separated, may be
+empty) every rank must have offloaded at least once, and the simulated
+nodes `deputy mpirun --nodes` runs it on (1 when absent). --p2p runs `deputy mpirun
 --p2p` (point-to-point through deputy too; OPS may name MPI_Isend ...).
 """
 
@@ -39,7 +40,7 @@ def body() -> None:
     ap.add_argument("--prog", type=Path, required=True)
     ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
     ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
-    ap.add_argument("--case", action="append", required=True, help="RANKS|ARGS|OPS")
+    ap.add_argument("--case", action="append", required=True, help="RANKS|ARGS|OPS[|NODES]")
     ap.add_argument("--p2p", action="store_true", help="deputy mpirun --p2p")
     ap.add_argument("--budget", type=float, default=250,
                     help="seconds for the whole test (below ctest's TIMEOUT)")
@@ -56,18 +57,19 @@ def body() -> None:
 
     failures: list[str] = []
     for case in args.case:
-        ranks_text, argv_text, ops_text = case.split("|")
+        ranks_text, argv_text, ops_text, *nodes_text = case.split("|")
         ranks = int(ranks_text)
+        nodes = int(nodes_text[0]) if nodes_text else 1
         argv = [prog, *shlex.split(argv_text)]
         expect = [op for op in ops_text.split(",") if op]
-        what = f"{ranks} ranks, {argv_text or 'defaults'}"
+        what = f"{ranks} ranks{f' on {nodes} nodes' if nodes > 1 else ''}, {argv_text or 'defaults'}"
         try:
             native = results(h.run(mpi.command(ranks, argv), h.base_env(), args.timeout),
                              f"{what}, {mpi.launcher}")
             run = h.mpirun_run(launch, "deputy-apps-")
             work, report_dir, env = run.work, run.report_dir, run.env
             try:
-                command = launch.by_deputy_mpirun(ranks, argv, 1, work / "agent.log",
+                command = launch.by_deputy_mpirun(ranks, argv, nodes, work / "agent.log",
                                                   p2p=args.p2p)
                 r = h.run(command, env, args.timeout)
                 got = results(r, f"{what}, deputy mpirun")
