@@ -32,6 +32,9 @@ mapfile -t known < <("$bench" --list-ops)
 ((${#known[@]})) || { echo "mpi-thresholds: $bench --list-ops listed nothing" >&2; exit 1; }
 nonblocking=() blocking=()
 for op in "${known[@]}"; do
+  # The point-to-point exchange has no threshold (--p2p carries all of a
+  # communicator's messages or none): only when OPS names it.
+  [[ $op == *exchange && " ${OPS:-} " != *" $op "* ]] && continue
   if [[ $op == i* ]]; then nonblocking+=("$op"); else blocking+=("$op"); fi
 done
 if [[ -n ${OPS:-} ]]; then

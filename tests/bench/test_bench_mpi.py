@@ -80,7 +80,7 @@ def test_blocking_forms_alternate_rounds_and_report_the_median_ratio(tmp_path: P
 @pytest.mark.parametrize("op", ["ireduce", "igather", "iscatter", "iscan", "iexscan",
                                 "iallgatherv", "igatherv", "iscatterv", "reduce", "gather",
                                 "scatter", "scan", "exscan", "allgatherv", "gatherv",
-                                "scatterv"])
+                                "scatterv", "iexchange", "exchange"])
 def test_every_operation_runs(op: str, tmp_path: Path) -> None:
     _, doc = run(tmp_path, "--op", op, "-m", "4k:8k", "-i", "3", "-x", "1")
     assert doc["op"] == op and len(doc["rows"]) == 2, doc

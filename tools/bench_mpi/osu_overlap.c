@@ -1,6 +1,8 @@
 /* deputy-bench-mpi: the OSU method on an unmodified MPI program.
  *
- * Measures an MPI collective the way OSU's micro-benchmarks do (pure
+ * Measures an MPI collective, or a halo-style exchange (each rank sends
+ * to the next rank and receives from the previous one: MPI_Irecv + MPI_Isend,
+ * blocking: MPI_Sendrecv), the way OSU's micro-benchmarks do (pure
  * communication time; then post, compute as long, wait: Overall, Compute,
  * Overlap %), on ordinary malloc'ed buffers, through two entry points in
  * the same processes, alternating per size (blocking forms: in alternating
@@ -32,16 +34,16 @@
  * forms with equal counts (the plain forms' layouts). */
 enum op {
     IALLREDUCE, IREDUCE_SCATTER, IALLGATHER, IALLTOALL, IBCAST, IREDUCE, IGATHER, ISCATTER,
-    ISCAN, IEXSCAN, IALLGATHERV, IGATHERV, ISCATTERV,
+    ISCAN, IEXSCAN, IALLGATHERV, IGATHERV, ISCATTERV, IEXCHANGE,
     ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, BCAST, REDUCE, GATHER, SCATTER,
-    SCAN, EXSCAN, ALLGATHERV, GATHERV, SCATTERV, OP_COUNT
+    SCAN, EXSCAN, ALLGATHERV, GATHERV, SCATTERV, EXCHANGE, OP_COUNT
 };
 #define FIRST_BLOCKING ALLREDUCE
 static const char *const op_names[OP_COUNT] = {
     "iallreduce", "ireduce_scatter", "iallgather", "ialltoall", "ibcast", "ireduce", "igather",
-    "iscatter", "iscan", "iexscan", "iallgatherv", "igatherv", "iscatterv",
+    "iscatter", "iscan", "iexscan", "iallgatherv", "igatherv", "iscatterv", "iexchange",
     "allreduce",  "reduce_scatter",  "allgather",  "alltoall",  "bcast", "reduce", "gather",
-    "scatter", "scan", "exscan", "allgatherv", "gatherv", "scatterv"};
+    "scatter", "scan", "exscan", "allgatherv", "gatherv", "scatterv", "exchange"};
 _Static_assert(OP_COUNT == 2 * FIRST_BLOCKING, "each nonblocking form and its blocking one");
 /* The nonblocking form of an operation (the shapes below go by it). */
 static enum op nonblocking_form(enum op op) {
@@ -172,6 +174,7 @@ struct buffers {
     void *send, *recv;
     int count; /* elements per block */
     int *counts, *displs; /* the vector forms': count each, blocks back to back */
+    int next, previous;   /* the exchange's partners */
 };
 
 /* The operations added with reduce, gather, scatter, scan and the vector
@@ -231,15 +234,31 @@ static int post_more(int via, enum op op, struct buffers *b, MPI_Request *req) {
         case SCATTERV:
             return via ? PMPI_Scatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w)
                        : MPI_Scatterv(s, c, d, MPI_CHAR, r, n, MPI_CHAR, 0, w);
+        case IEXCHANGE: {
+            /* The receive first, as halo codes post them. */
+            const int rc = via ? PMPI_Irecv(r, n, MPI_CHAR, b->previous, 0, w, &req[0])
+                               : MPI_Irecv(r, n, MPI_CHAR, b->previous, 0, w, &req[0]);
+            if (rc != MPI_SUCCESS) return rc;
+            return via ? PMPI_Isend(s, n, MPI_CHAR, b->next, 0, w, &req[1])
+                       : MPI_Isend(s, n, MPI_CHAR, b->next, 0, w, &req[1]);
+        }
+        case EXCHANGE:
+            return via ? PMPI_Sendrecv(s, n, MPI_CHAR, b->next, 0, r, n, MPI_CHAR, b->previous, 0,
+                                       w, MPI_STATUS_IGNORE)
+                       : MPI_Sendrecv(s, n, MPI_CHAR, b->next, 0, r, n, MPI_CHAR, b->previous, 0,
+                                      w, MPI_STATUS_IGNORE);
         default:
             return MPI_ERR_ARG;
     }
 }
 
 /* One call of the operation, through MPI_ (via = 0) or PMPI_ (via = 1).
- * Nonblocking operations return their request; allreduce completes. */
+ * Nonblocking operations return their requests (req[0..1]: the exchange's
+ * receive and send; a collective's, then MPI_REQUEST_NULL); blocking ones
+ * complete. */
 static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
     const int n = b->count;
+    req[1] = MPI_REQUEST_NULL;
     switch (op) {
         case IALLREDUCE:
             return via ? PMPI_Iallreduce(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req)
@@ -286,22 +305,26 @@ static int post(int via, enum op op, struct buffers *b, MPI_Request *req) {
     return post_more(via, op, b, req);
 }
 
+/* Completes req[0..1] (each one that is not MPI_REQUEST_NULL). */
 static void complete(int via, enum wait_call wait, MPI_Request *req) {
-    if (*req == MPI_REQUEST_NULL) return;
-    int index, outcount;
-    MPI_Status status[1]; /* not MPI_STATUSES_IGNORE: MPICH's header declares 1 status written */
-    switch (wait) {
-        case WAITANY:
-            if (via) PMPI_Waitany(1, req, &index, MPI_STATUS_IGNORE);
-            else MPI_Waitany(1, req, &index, MPI_STATUS_IGNORE);
-            break;
-        case WAITSOME:
-            if (via) PMPI_Waitsome(1, req, &outcount, &index, status);
-            else MPI_Waitsome(1, req, &outcount, &index, status);
-            break;
-        default:
-            if (via) PMPI_Wait(req, MPI_STATUS_IGNORE);
-            else MPI_Wait(req, MPI_STATUS_IGNORE);
+    for (int k = 0; k < 2; ++k) {
+        if (req[k] == MPI_REQUEST_NULL) continue;
+        int index, outcount;
+        MPI_Status status[1]; /* not MPI_STATUSES_IGNORE: MPICH's header declares 1 status written */
+        switch (wait) {
+            case WAITANY:
+                if (via) PMPI_Waitany(1, &req[k], &index, MPI_STATUS_IGNORE);
+                else MPI_Waitany(1, &req[k], &index, MPI_STATUS_IGNORE);
+                break;
+            case WAITSOME:
+                if (via) PMPI_Waitsome(1, &req[k], &outcount, &index, status);
+                else MPI_Waitsome(1, &req[k], &outcount, &index, status);
+                break;
+            case WAIT:
+            case WAIT_CALL_COUNT:
+                if (via) PMPI_Wait(&req[k], MPI_STATUS_IGNORE);
+                else MPI_Wait(&req[k], MPI_STATUS_IGNORE);
+        }
     }
 }
 
@@ -353,10 +376,10 @@ struct blocking_result {
 };
 
 static struct blocking_result measure_blocking(const struct options *o, struct buffers *b) {
-    MPI_Request req;
+    MPI_Request req[2];
     for (int via = 0; via < 2; ++via)
         for (int i = 0; i < o->warmup; ++i)
-            if (post(via, o->op, b, &req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
+            if (post(via, o->op, b, req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
     const int rounds = o->iterations < ROUNDS ? o->iterations : ROUNDS;
     int calls = o->iterations / rounds;
     /* Each half lasts at least HALF_US where a call is short, so that its
@@ -366,7 +389,7 @@ static struct blocking_result measure_blocking(const struct options *o, struct b
     if (o->warmup > 0) {
         PMPI_Barrier(MPI_COMM_WORLD);
         const double t0 = now_us();
-        for (int i = 0; i < o->warmup; ++i) post(1, o->op, b, &req);
+        for (int i = 0; i < o->warmup; ++i) post(1, o->op, b, req);
         double per_call = (now_us() - t0) / o->warmup, slowest;
         PMPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         const double wanted = HALF_US / (slowest > 0.01 ? slowest : 0.01);
@@ -380,7 +403,7 @@ static struct blocking_result measure_blocking(const struct options *o, struct b
             nanosleep(&pause, NULL);
             PMPI_Barrier(MPI_COMM_WORLD);
             const double t0 = now_us();
-            for (int i = 0; i < calls; ++i) post(via, o->op, b, &req);
+            for (int i = 0; i < calls; ++i) post(via, o->op, b, req);
             us[via][r] = world_average((now_us() - t0) / calls);
         }
         ratio[r] = us[0][r] / us[1][r];
@@ -396,17 +419,17 @@ static struct blocking_result measure_blocking(const struct options *o, struct b
 
 static struct result measure(int via, const struct options *o, struct buffers *b) {
     struct result r = {0, 0, 0, 0, 0, 0};
-    MPI_Request req;
+    MPI_Request req[2];
     for (int i = 0; i < o->warmup; ++i) {
-        if (post(via, o->op, b, &req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
-        complete(via, o->wait, &req);
+        if (post(via, o->op, b, req) != MPI_SUCCESS) PMPI_Abort(MPI_COMM_WORLD, 2);
+        complete(via, o->wait, req);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     double pure = 0;
     for (int i = 0; i < o->iterations; ++i) {
         const double t0 = now_us();
-        post(via, o->op, b, &req);
-        complete(via, o->wait, &req);
+        post(via, o->op, b, req);
+        complete(via, o->wait, req);
         pure += now_us() - t0;
     }
     pure /= o->iterations;
@@ -415,11 +438,11 @@ static struct result measure(int via, const struct options *o, struct buffers *b
     double overall = 0, comp = 0, posting = 0, waiting = 0;
     for (int i = 0; i < o->warmup + o->iterations; ++i) {
         const double t0 = now_us();
-        post(via, o->op, b, &req);
+        post(via, o->op, b, req);
         const double t1 = now_us();
         compute_for(pure, o->idle);
         const double t2 = now_us();
-        complete(via, o->wait, &req);
+        complete(via, o->wait, req);
         const double t3 = now_us();
         if (i >= o->warmup)
             overall += t3 - t0, comp += t2 - t1, posting += t1 - t0, waiting += t3 - t2;
@@ -511,6 +534,8 @@ int main(int argc, char **argv) {
         if (!b.send || !b.recv || !b.counts) PMPI_Abort(MPI_COMM_WORLD, 2);
         b.displs = b.counts + size;
         for (int m = 0; m < size; m++) b.counts[m] = b.count, b.displs[m] = m * b.count;
+        b.next = (rank + 1) % size;
+        b.previous = (rank + size - 1) % size;
         /* first touch here, not in the timed loop */
         memset(b.send, 1, bytes * blocks);
         memset(b.recv, 0, bytes * recv_blocks);
