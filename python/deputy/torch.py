@@ -21,6 +21,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
 
 from deputy.context import Context
+from deputy.constants import ANY_SOURCE
 from deputy.team import Team
 
 
@@ -279,6 +280,59 @@ class ProcessGroupDeputy(dist.ProcessGroup):
         src = _flat(self._one(input_tensors, "scatter")) if self.rank() == root else None
         return _work(self.team.iscatter(src, out, root), output_tensors,
                      (lambda: src) if src is not None else None)
+
+
+    # Point-to-point (dist.send / recv / isend / irecv): deputy's messages on
+    # the group's team, tags as torch gives them. A tensor is sent as its
+    # bytes (contiguous, as gloo requires too).
+    @staticmethod
+    def _contiguous(tensors: list, what: str) -> torch.Tensor:
+        t = ProcessGroupDeputy._one(tensors, what)
+        if not t.is_contiguous():
+            raise RuntimeError(f"deputy backend: {what} takes a contiguous tensor")
+        return t
+
+    def send(self, tensors: list, dstRank: int, tag: int) -> Any:
+        t = self._contiguous(tensors, "send")
+        return _work(self.team.isend(t, dstRank, tag), tensors)
+
+    def recv(self, tensors: list, srcRank: int, tag: int) -> Any:
+        t = self._contiguous(tensors, "recv")
+        return _work(self.team.irecv(t, srcRank, tag), tensors)
+
+    def recv_anysource(self, tensors: list, tag: int) -> Any:
+        t = self._contiguous(tensors, "recv")
+        return _SourceWork(self.team.irecv(t, ANY_SOURCE, tag), tensors)
+
+
+class _SourceWork(dist.Work):
+    """A receive from any source: torch asks its Work which rank sent
+    (dist.recv(src=None) returns it), which a Work made from a Future
+    cannot say."""
+
+    def __init__(self, request: Any, tensors: list):
+        super().__init__()
+        self._request = request
+        self._tensors = tensors
+
+    def wait(self, timeout: Any = None) -> bool:
+        self._request.wait()  # (releases the GIL)
+        return True
+
+    def is_completed(self) -> bool:
+        return self._request.test()
+
+    def is_success(self) -> bool:
+        return self._request.test()
+
+    def result(self) -> list:
+        return self._tensors
+
+    def _source_rank(self) -> int:
+        self._request.wait()
+        message = self._request.message
+        assert message is not None
+        return message.source
 
 
 def _create(store: Any, rank: int, size: int, timeout: Any) -> ProcessGroupDeputy:

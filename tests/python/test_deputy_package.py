@@ -301,22 +301,30 @@ def _run_case(team: deputy.Team, rank: int, size: int, case: str):
     raise AssertionError(case)
 
 
-def run_team(sock: str, size: int, case: str, timeout: float = 60) -> list:
+def spawn_members(target, args: list, what: str, timeout: float = 60) -> list:
+    """One process per entry of `args` (spawned: no state of the test
+    process), each running target(*entry, conn) and sending one answer on
+    conn; their answers in rank order, every process gone."""
     ctx = mp.get_context("spawn")
     pipes, procs = [], []
-    for r in range(size):
+    for a in args:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_member, args=(sock, f"{case}-{size}", r, size, case, child))
+        p = ctx.Process(target=target, args=(*a, child))
         p.start()
         pipes.append(parent)
         procs.append(p)
     results = []
     for p, pipe in zip(procs, pipes):
-        assert pipe.poll(timeout), f"a member of {case} gave no answer in {timeout} s"
+        assert pipe.poll(timeout), f"a member of {what} gave no answer in {timeout} s"
         results.append(pipe.recv())
-        p.join(10)
-        assert p.exitcode == 0
+        p.join(20)
+        assert p.exitcode == 0, f"a member of {what} exited with {p.exitcode}"
     return results
+
+
+def run_team(sock: str, size: int, case: str, timeout: float = 60) -> list:
+    return spawn_members(_member, [(sock, f"{case}-{size}", r, size, case) for r in range(size)],
+                         case, timeout)
 
 
 @pytest.mark.parametrize("size", [2, 3])
@@ -472,19 +480,7 @@ def test_torch_cpu_tensors_across_processes(agent):
     float, bfloat16 (no NumPy type: deputy's DP_BFLOAT16), integers, a
     tensor that requires grad; GPU or non-contiguous ones are refused."""
     torch = pytest.importorskip("torch")
-    ctx = mp.get_context("spawn")
-    pipes, procs = [], []
-    for r in range(2):
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_torch_member, args=(agent, r, 2, child))
-        p.start()
-        pipes.append(parent)
-        procs.append(p)
-    results = []
-    for p, pipe in zip(procs, pipes):
-        assert pipe.poll(120), "a torch member gave no answer"
-        results.append(pipe.recv())
-        p.join(10)
+    results = spawn_members(_torch_member, [(agent, r, 2) for r in range(2)], "torch", 120)
     assert all(status == "ok" for status, _ in results), results
     with deputy.Context(agent=agent, job_secret=SECRET) as c, deputy.Team(c, "torch-bad", 0, 1) as team:
         with pytest.raises(ValueError, match="not contiguous"):
@@ -524,20 +520,9 @@ def _ddp_member(sock: str, rdv: str, rank: int, use_hook: bool, conn) -> None:
 
 
 def run_ddp(agent: str, tmp: Path, use_hook: bool) -> list:
-    ctx = mp.get_context("spawn")
-    pipes, procs = [], []
     rdv = tmp / f"rdv-{use_hook}"
-    for r in range(2):
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_ddp_member, args=(agent, str(rdv), r, use_hook, child))
-        p.start()
-        pipes.append(parent)
-        procs.append(p)
-    out = []
-    for p, pipe in zip(procs, pipes):
-        assert pipe.poll(180), "a DDP member gave no answer"
-        out.append(pipe.recv())
-        p.join(20)
+    out = spawn_members(_ddp_member, [(agent, str(rdv), r, use_hook) for r in range(2)], "DDP",
+                        180)
     assert all(s == "ok" for s, _ in out), out
     return [v for _, v in out]
 
@@ -642,6 +627,43 @@ def _backend_member(sock: str, rdv: str, rank: int, size: int, conn) -> None:
             return [out]
         same("scatter", scatter)
 
+        if size > 1:  # (gloo sends to no rank of its own)
+            nxt, prv = (rank + 1) % size, (rank - 1) % size
+
+            def ring(g):
+                out = torch.zeros(37, dtype=torch.float64)
+                if rank % 2 == 0:
+                    dist.send(data(), nxt, group=g, tag=5)
+                    dist.recv(out, prv, group=g, tag=5)
+                else:
+                    dist.recv(out, prv, group=g, tag=5)
+                    dist.send(data(), nxt, group=g, tag=5)
+                return [out]
+            same("send/recv", ring)
+
+            def ring_async(g):
+                out = torch.zeros(3000, dtype=torch.float32)
+                w = [dist.irecv(out, prv, group=g, tag=6),
+                     dist.isend(data(3000, torch.float32), nxt, group=g, tag=6)]
+                for x in w:
+                    x.wait()
+                return [out]
+            same("isend/irecv", ring_async)
+
+            def any_source(g):
+                # Rank 0 takes one message from every other rank, in any
+                # order, and learns each sender from recv's answer.
+                if rank != 0:
+                    dist.send(data(9), 0, group=g, tag=7)
+                    return []
+                got = {}
+                for _ in range(size - 1):
+                    out = torch.zeros(9, dtype=torch.float64)
+                    src = dist.recv(out, None, group=g, tag=7)
+                    got[src] = out
+                return [torch.tensor(sorted(got))] + [got[r] for r in sorted(got)]
+            same("recv from any source", any_source)
+
         dist.barrier()
         t = data()
         work = dist.all_reduce(t, async_op=True)
@@ -671,25 +693,15 @@ def _ar(dist, t, op, g):
 def test_torch_backend_matches_gloo(agent, tmp_path, size):
     """init_process_group("deputy") after `import deputy.torch`: every op of
     the backend against gloo's result on the same ranks (a gloo sub-group of
-    the same processes), 1, 2 and 3 ranks; async work, futures; a deputy
-    sub-group."""
+    the same processes), 1, 2 and 3 ranks, point-to-point (send/recv,
+    isend/irecv, recv from any source) included; async work, futures; a
+    deputy sub-group."""
     pytest.importorskip("torch")
-    ctx = mp.get_context("spawn")
-    pipes, procs = [], []
-    for r in range(size):
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_backend_member,
-                        args=(agent, str(tmp_path / "rdv"), r, size, child))
-        p.start()
-        pipes.append(parent)
-        procs.append(p)
-    results = []
-    for p, pipe in zip(procs, pipes):
-        assert pipe.poll(180), "a backend member gave no answer"
-        results.append(pipe.recv())
-        p.join(20)
+    results = spawn_members(_backend_member,
+                            [(agent, str(tmp_path / "rdv"), r, size) for r in range(size)],
+                            "the backend", 180)
     assert all(s == "ok" for s, _ in results), results
-    assert len(results[0][1]) == 16, results[0][1]
+    assert len(results[0][1]) == (16 if size == 1 else 19), results[0][1]
 
 
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
