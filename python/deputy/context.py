@@ -4,6 +4,7 @@ agent reaches in place."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import weakref
 from typing import Optional
@@ -11,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from deputy._lib import Config, lib
-from deputy.constants import MemoryMode, WaitMode
+from deputy.constants import MemoryMode, Status, WaitMode
 from deputy.errors import DeputyError, check
 
 
@@ -24,13 +25,16 @@ class Context:
     "pause", "yield", "block", "default"), `lost_timeout_ms`,
     `connect_timeout_ms`, `job_secret` (the job's secret: only contexts
     holding the same one form a team; default from the environment).
+    `start_agent=True`: where no agent answers, start the node's agent
+    (deputy/agent_start.py; it stops by itself once unused).
     Use it as a context manager, or call close(); teams and requests made
     from it must be closed first."""
 
     def __init__(self, *, agent: Optional[str] = None, token: Optional[str] = None,
                  pool_bytes: int = 0, ring_size: int = 0, memory_mode: str = "direct",
                  wait_mode: str = "default", lost_timeout_ms: int = 0,
-                 connect_timeout_ms: int = 0, job_secret: Optional[str] = None):
+                 connect_timeout_ms: int = 0, job_secret: Optional[str] = None,
+                 start_agent: bool = False):
         self._strings = [s.encode() if s is not None else None for s in (agent, token, job_secret)]
         try:
             mode = MemoryMode[memory_mode.upper()]
@@ -42,8 +46,23 @@ class Context:
                      ring_size, mode, 0, wait, lost_timeout_ms, connect_timeout_ms,
                      self._strings[2])
         self._ptr = ctypes.c_void_p()
-        check("dp_init", lib.dp_init(ctypes.byref(cfg), ctypes.byref(self._ptr)),
-              f"agent {agent or '$DEPUTY_AGENT'}")
+
+        def attach() -> None:
+            check("dp_init", lib.dp_init(ctypes.byref(cfg), ctypes.byref(self._ptr)),
+                  f"agent {agent or '$DEPUTY_AGENT'}")
+        address = agent or os.environ.get("DEPUTY_AGENT") or None
+        # (A socket that is not there needs no attempt, nor its error line.)
+        missing = start_agent and address is not None and not os.path.exists(address)
+        try:
+            if missing:
+                raise DeputyError("dp_init", Status.ERR_NO_AGENT)
+            attach()
+        except DeputyError as e:
+            if not start_agent or e.name != "DP_ERR_NO_AGENT":
+                raise
+            from deputy import agent_start
+            agent_start.start_agent(address)
+            agent_start.wait_until(attach)
         # Ordinary memory registered with the agent: (address, bytes) ->
         # operations using it now, least recently used first.
         self._registered: dict[tuple[int, int], int] = {}

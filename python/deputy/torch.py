@@ -11,6 +11,7 @@ agent is done, for users who keep gloo (or NCCL) as their process group.
 
 Supported: Debian's python3-torch 1.13 (`GradBucket.buffer()`), CPU tensors."""
 
+import os
 import queue
 import secrets
 import threading
@@ -30,8 +31,9 @@ class HookState:
     `process_group` (default: the world) agree a key and a job secret over
     it (rank 0 draws them; `broadcast_object_list`), then each attaches to
     its node's agent (`options`: deputy.Context's keywords, e.g. `agent`)
-    and joins. One thread completes the Futures in the order the buckets
-    were posted. close() when training is done."""
+    and joins; where no agent answers, one is started (as the backend
+    does). One thread completes the Futures in the order the buckets were
+    posted. close() when training is done."""
 
     def __init__(self, process_group: Optional[Any] = None, **options: Any):
         group = process_group or dist.group.WORLD
@@ -42,6 +44,7 @@ class HookState:
                                    if group is not dist.group.WORLD else 0, group=group)
         key, secret = drawn[0]
         options.setdefault("job_secret", secret)
+        options.setdefault("start_agent", _start_agent())
         self.size = size
         self.ctx = Context(**options)
         try:
@@ -117,9 +120,15 @@ def _shared_context(store: Any, rank: int) -> Context:
             if rank == 0:
                 store.set("deputy/secret", secrets.token_hex(16))
             secret = store.get("deputy/secret").decode()
-            import os
-            _context = Context(agent=os.environ.get("DEPUTY_AGENT"), job_secret=secret)
+            _context = Context(agent=os.environ.get("DEPUTY_AGENT"), job_secret=secret,
+                               start_agent=_start_agent())
         return _context
+
+
+def _start_agent() -> bool:
+    """Where no agent answers, the first rank of the node starts one
+    (deputy/agent_start.py), unless $DEPUTY_START_AGENT is 0."""
+    return os.environ.get("DEPUTY_START_AGENT", "1") != "0"
 
 
 def _reduce_op(opts: Any) -> str:

@@ -259,6 +259,15 @@ void Agent::housekeeping() {
         if (!reserve_fd_) reserve_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
         set_listening(true);  // accept_clients() pauses it again if still out of fds
     }
+    // An agent started on demand (exit_when_unused_ms) goes once nobody
+    // has been attached for that long, its start counting as a use.
+    if (!clients_.empty() || !unused_since_ns_) unused_since_ns_ = now;
+    if (config_.exit_when_unused_ms &&
+        now - unused_since_ns_ >= uint64_t(config_.exit_when_unused_ms) * 1'000'000) {
+        DP_LOG_INFO("agent: no client for exit_when_unused_ms = {}: stopping",
+                    config_.exit_when_unused_ms);
+        stop();
+    }
     const uint64_t attach_ns = uint64_t(config_.attach_timeout_ms) * 1'000'000;
     const uint64_t request_ns = uint64_t(config_.request_timeout_ms) * 1'000'000;
     struct Doomed {

@@ -204,6 +204,7 @@ class Agent {
     pid_t service_tid_ = 0;  // the thread in run()
     Topology topology_;      // this machine, for `deputy info`
     uint64_t next_housekeeping_ns_ = 0;
+    uint64_t unused_since_ns_ = 0;  // when the last client went (or the agent started)
     AgentCounters counters_;
     // Warnings about connections that never attached (anyone of our uid
     // can open them): rate-limited together.

@@ -106,6 +106,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "p2p_held_bytes") c->p2p_held_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "p2p_held_messages")
             c->p2p_held_messages = get_uint(v, path, 1ull << 32);
+        else if (key == "exit_when_unused_ms")
+            c->exit_when_unused_ms = uint32_t(get_uint(v, path, 86'400'000));
         else if (key == "p2p_node_eager_bytes")
             c->p2p_node_eager_bytes = get_uint(v, path, 16ull << 20);
         else if (key == "p2p_node_credit_bytes")

@@ -130,6 +130,10 @@ struct AgentConfig {
     // messages (heads counted) not yet received there. Larger ones go when
     // their receive is posted, into buffers of the receiving agent's, at
     // most p2p_node_stage_bytes of them at once (one larger message alone).
+    // An agent started on demand (a torch rank that found none): it stops
+    // once no client has been attached for this long. 0: it runs until
+    // stopped.
+    uint32_t exit_when_unused_ms = 0;
     uint64_t p2p_node_eager_bytes = 64 << 10;
     uint64_t p2p_node_credit_bytes = 4ull << 20;
     uint64_t p2p_node_stage_bytes = 256ull << 20;

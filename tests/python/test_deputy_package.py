@@ -704,6 +704,65 @@ def test_torch_backend_matches_gloo(agent, tmp_path, size):
     assert len(results[0][1]) == (16 if size == 1 else 19), results[0][1]
 
 
+def _started_member(sock: str, rdv: str, rank: int, size: int, conn) -> None:
+    try:
+        os.environ["DEPUTY_AGENT"] = sock  # where nothing listens yet
+        import torch
+        import torch.distributed as dist
+        import deputy.torch  # noqa: F401
+        dist.init_process_group("deputy", init_method=f"file://{rdv}", rank=rank, world_size=size)
+        t = torch.full((1000,), float(rank + 1))
+        dist.all_reduce(t)
+        assert torch.equal(t, torch.full((1000,), float(size * (size + 1) // 2)))
+        dist.destroy_process_group()
+        conn.send(("ok", rank))
+    except BaseException as e:
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def test_torch_backend_starts_the_nodes_agent_where_none_answers(tmp_path):
+    """No agent at $DEPUTY_AGENT: the ranks of init_process_group("deputy")
+    start one between them (one wins, the others attach to it), it serves
+    the job, and it stops by itself once unused (exit_when_unused_ms),
+    leaving neither process nor socket."""
+    pytest.importorskip("torch")
+    if not os.environ.get("DEPUTY_BIN"):
+        pytest.skip("DEPUTY_BIN (build/tools/deputy) not set")
+    from deputy import agent_start
+    d = Path(tempfile.mkdtemp(prefix="deputy-start-"))
+    try:
+        sock = d / "agent.sock"
+        results = spawn_members(_started_member,
+                                [(str(sock), str(tmp_path / "rdv"), r, 3) for r in range(3)],
+                                "the started agent's job", 120)
+        assert all(s == "ok" for s, _ in results), results
+        pid = int((d / "agent.pid").read_text().split()[0])
+        os.kill(pid, 0)  # one agent, still there right after its clients left
+        deadline = time.monotonic() + agent_start.EXIT_WHEN_UNUSED_MS / 1000 + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError("the agent started on demand did not stop once unused")
+        assert not sock.exists()
+        # Without permission to start one, no agent is an error as before.
+        env = dict(os.environ, DEPUTY_START_AGENT="0")
+        r = subprocess.run([sys.executable, "-c",
+                            "import deputy.torch as t\n"
+                            "class Store:\n"
+                            "    def get(self, key): return b'0' * 32\n"
+                            "t._shared_context(Store(), 1)"],
+                           env=dict(env, DEPUTY_AGENT=str(sock)), capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode != 0 and "DP_ERR_NO_AGENT" in r.stderr, r.stderr[-2000:]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
     """examples/ddp/train.py with 2 ranks, 4 steps: gloo, the deputy
     backend and gloo with deputy's hook end with the same parameter bytes."""

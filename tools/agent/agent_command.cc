@@ -34,6 +34,7 @@ struct AgentFlags {
     std::string token_file;
     std::string pool_size;
     uint32_t max_clients = 0;
+    uint32_t exit_when_unused_ms = 0;
     bool daemon = false;
     bool dumpable = false;
     std::string pidfile;
@@ -116,6 +117,7 @@ bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *
     }
     if (!f.pool_size.empty()) config->pool_bytes = cli::parse_size_or_die(f.pool_size);
     if (f.max_clients) config->max_clients = f.max_clients;
+    if (f.exit_when_unused_ms) config->exit_when_unused_ms = f.exit_when_unused_ms;
     if (f.dumpable) config->dumpable = true;
     if (!f.inter.empty()) {
         if (!agent::valid_inter_algorithm(f.inter)) {
@@ -256,6 +258,9 @@ void register_agent(CLI::App &app) {
     cmd->add_option("--pool-size", f->pool_size, "mapped pool per client (default 64m)")
         ->check(cli::size_validator());
     cmd->add_option("--max-clients", f->max_clients, "clients attached at once (default 256)");
+    cmd->add_option("--exit-when-unused", f->exit_when_unused_ms,
+                    "stop once no client has been attached for this many ms (an agent started "
+                    "on demand; default: run until stopped)");
     cmd->add_option("--inter", f->inter,
                     std::string("several nodes (under mpirun): allreduce among the agents: ") +
                         agent::kInterAlgorithms + " (default auto: by size)");
