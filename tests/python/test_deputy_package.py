@@ -763,6 +763,40 @@ def test_torch_backend_starts_the_nodes_agent_where_none_answers(tmp_path):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_examples_ddp_under_torchrun_with_no_agent_running(tmp_path):
+    """torchrun (torch.distributed.run, env:// rendezvous) starts 2 ranks of
+    examples/ddp/train.py on the deputy backend with no agent at
+    $DEPUTY_AGENT: they start one, train, and leave the same parameter bytes
+    as gloo under torchrun."""
+    pytest.importorskip("torch")
+    if not os.environ.get("DEPUTY_BIN"):
+        pytest.skip("DEPUTY_BIN (build/tools/deputy) not set")
+    d = Path(tempfile.mkdtemp(prefix="deputy-run-"))
+    try:
+        env = dict(os.environ, DEPUTY_AGENT=str(d / "agent.sock"),
+                   PYTHONPATH=str(ROOT / "python"), OMP_NUM_THREADS="1")
+        sums = {}
+        for mode in ("gloo", "deputy"):
+            # --redirects 1 --tee 1: torch 1.13's default (0) fails under
+            # Python 3.11 (examples/ddp/README.md); its lines then carry a
+            # "[defaultN]:" prefix.
+            r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+                                str(ROOT / "examples" / "ddp" / "train.py"),
+                                "--mode", mode, "--steps", "3", "--warmup", "1", "--batch", "8",
+                                "--bucket-mb", "0.5"], capture_output=True, text=True,
+                               timeout=240, env=env)
+            assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+            sums[mode] = sorted(re.sub(r"^\[default\d+\]:", "", x) for x in r.stdout.splitlines()
+                                if "]:result:" in x)
+            assert sums[mode], r.stdout
+        assert sums["gloo"] == sums["deputy"], sums
+        pid = int((d / "agent.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)  # (it would stop by itself 5 s later)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
     """examples/ddp/train.py with 2 ranks, 4 steps: gloo, the deputy
     backend and gloo with deputy's hook end with the same parameter bytes."""
