@@ -199,6 +199,12 @@ DP_API dp_status_t dp_scatterv(const void *src, const size_t *scounts, const siz
 DP_API dp_status_t dp_reduce_scatterv(const void *src, void *dst, const size_t *counts,
                                       dp_dtype_t dtype, dp_op_t op, dp_team_t *team);
 
+/* nccl-tests' bus bandwidth factor of the collective named `name` ("allreduce",
+ * "reduce_scatter", "allgather", ...: as `deputy bench coll --op` names them) on `size`
+ * ranks: busbw = algbw x factor, for benchmarks that report as nccl-tests do (the one
+ * table deputy's own benchmarks use). 0 for an unknown name or size < 1. */
+DP_API double dp_coll_bus_factor(const char *name, int size);
+
 #ifdef __cplusplus
 }
 #endif

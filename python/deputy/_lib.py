@@ -126,3 +126,4 @@ for _name in ("dp_isend", "dp_issend", "dp_irecv"):
     _proto(_name, _st, _vp, ctypes.c_size_t, _int, _int, _vp, _req)
 _proto("dp_request_status", _st, _vp, ctypes.POINTER(MsgStatus))
 _proto("dp_iprobe", _st, _int, _int, _vp, ctypes.POINTER(_int), ctypes.POINTER(MsgStatus))
+_proto("dp_coll_bus_factor", ctypes.c_double, ctypes.c_char_p, _int)

@@ -556,3 +556,9 @@ extern "C" dp_status_t dp_scatterv(const void *src, const size_t *scounts, const
     dp_request_free(req);
     return s;
 }
+
+extern "C" double dp_coll_bus_factor(const char *name, int size) {
+    if (!name || size < 1) return 0;
+    const std::optional<Collective> c = deputy::coll::collective_from_name(name);
+    return c ? deputy::coll::collective_info(*c).bus_factor(size) : 0;
+}

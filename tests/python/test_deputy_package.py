@@ -7,6 +7,7 @@ bound, never a hang. The agent is `deputy agent` from $DEPUTY_BIN."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import re
@@ -795,6 +796,36 @@ def test_examples_ddp_under_torchrun_with_no_agent_running(tmp_path):
         os.kill(pid, signal.SIGTERM)  # (it would stop by itself 5 s later)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_bench_reports_both_backends_as_nccl_tests_does(agent, tmp_path):
+    """python -m deputy.bench: a row per size with gloo's and deputy's time,
+    algbw, busbw (the factor from libdeputy's table) and #wrong (0), in the
+    table and the JSON document."""
+    pytest.importorskip("torch")
+    assert lib.dp_coll_bus_factor(b"allreduce", 4) == 1.5
+    assert lib.dp_coll_bus_factor(b"allgather", 4) == 0.75
+    assert lib.dp_coll_bus_factor(b"no-such", 4) == 0 and lib.dp_coll_bus_factor(b"allreduce", 0) == 0
+    out = tmp_path / "b.json"
+    env = dict(os.environ, DEPUTY_AGENT=agent, PYTHONPATH=str(ROOT / "python"))
+    r = subprocess.run([sys.executable, "-m", "deputy.bench", "-n", "3", "-m", "4k:16k",
+                        "--iters", "2", "--warmup", "1", "--runs", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line.split() for line in r.stdout.splitlines() if not line.startswith("#")]
+    assert [int(x[0]) for x in rows] == [4096, 8192, 16384], r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["ranks"] == 3 and abs(doc["bus_factor"] - 4 / 3) < 1e-12
+    for row in doc["rows"]:
+        for b in ("gloo", "deputy"):
+            x = row[b]
+            assert x["wrong"] == 0 and x["time_us"] > 0 and len(x["time_us_rounds"]) == 2
+            assert abs(x["algbw"] - row["bytes"] / x["time_us"] / 1e3) < 1e-9
+            assert abs(x["busbw"] - x["algbw"] * 4 / 3) < 1e-9
+        assert abs(row["busbw_x"] - row["deputy"]["busbw"] / row["gloo"]["busbw"]) < 1e-9
+    bad = subprocess.run([sys.executable, "-m", "deputy.bench", "-m", "8:4"], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert bad.returncode == 2 and "need 4 <= MIN <= MAX" in bad.stderr
 
 
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
