@@ -1,6 +1,7 @@
 """Teams and their collectives (include/deputy/coll.h) on NumPy arrays and
 anything NumPy can view without a copy (the buffer protocol, torch CPU
-tensors through __array__)."""
+tensors through __array__), and any object that offers DLPack
+(deputy/dlpack.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from deputy._lib import MsgStatus, c_size_p, lib
 from deputy.constants import (_FROM_NUMPY as _DTYPES, _OPS, ANY_SOURCE, ANY_TAG, DType, Op,
                                Status, dtype_of, op_of)
 from deputy.context import Context
+from deputy.dlpack import View, offers_dlpack
 from deputy.errors import DeputyError, check
 
-ArrayLike = Any  # an ndarray, a buffer, a torch CPU tensor
+ArrayLike = Any  # an ndarray, a buffer, a torch CPU tensor, a DLPack producer
 
 
 _address_of_writable = ctypes.c_char.from_buffer
@@ -39,6 +41,12 @@ class _Buffer:
             a = obj
         elif _is_torch_tensor(obj):
             a, override = _tensor_array(obj, what)
+        elif offers_dlpack(obj) and not isinstance(obj, np.ndarray):
+            # (no NumPy array over it: NumPy's are read-only, deputy.dlpack)
+            v = View(obj, what)
+            self.array, self.address, self.count = v, v.address, v.count
+            self.nbytes, self.dtype = v.nbytes, v.dtype
+            return
         else:
             a = np.asarray(obj)
         flags = a.flags

@@ -136,6 +136,54 @@ def test_every_collective_on_a_team_of_one(agent):
         assert np.array_equal(got, a)
 
 
+class _DLPackOnly:
+    """An object that offers its memory through DLPack only (as JAX or CuPy
+    arrays do), over a NumPy array or a torch tensor."""
+
+    def __init__(self, inner, device=(1, 0)):
+        self.inner, self.device, self.deleted = inner, device, 0
+
+    def __dlpack__(self, stream=None):
+        return self.inner.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_objects_go_through_without_a_copy(agent):
+    """Sources and destinations that offer only __dlpack__ (writable, unlike
+    NumPy's from_dlpack views): float64, int32, bfloat16 through torch;
+    collectives and a message on a team of two processes' worth of posts
+    (one process, a team of one); another device or a strided view refused
+    naming it."""
+    torch = pytest.importorskip("torch")
+    with deputy.Context(agent=agent, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "dlpack", 0, 1) as team:
+        a = np.arange(1000, dtype=np.float64) * 0.5
+        out = np.zeros_like(a)
+        team.allreduce(_DLPackOnly(a), _DLPackOnly(out))
+        assert np.array_equal(out, a)
+        i = np.arange(77, dtype=np.int32)
+        got = np.zeros(77, dtype=np.int32)
+        team.allgather(_DLPackOnly(i), _DLPackOnly(got))
+        assert np.array_equal(got, i)
+        bf = torch.arange(64, dtype=torch.bfloat16)
+        bf_out = torch.zeros(64, dtype=torch.bfloat16)
+        team.allreduce(_DLPackOnly(bf), _DLPackOnly(bf_out), op="max")
+        assert torch.equal(bf_out, bf)
+        m = np.zeros(1000, dtype=np.float64)
+        r = team.irecv(_DLPackOnly(m), 0, 3)
+        team.send(_DLPackOnly(a), 0, 3)
+        r.wait()
+        assert np.array_equal(m, a) and r.message.nbytes == a.nbytes
+        with pytest.raises(ValueError, match="DLPack device"):
+            team.allreduce(_DLPackOnly(a, device=(2, 0)), out)
+        with pytest.raises(ValueError, match="not contiguous"):
+            team.allreduce(_DLPackOnly(torch.arange(20.).reshape(4, 5).t()), torch.zeros(20))
+        with pytest.raises(ValueError, match="no deputy element type"):
+            team.allreduce(_DLPackOnly(torch.zeros(4, dtype=torch.complex64)), torch.zeros(8))
+
+
 def test_point_to_point_on_a_team_of_one(agent):
     """Messages to itself: bytes, the receive's message (source, tag,
     length), wildcards, a probe, truncation as DP_ERR_TRUNCATED with the
