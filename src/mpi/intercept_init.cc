@@ -1,6 +1,5 @@
 // MPI_Init / MPI_Finalize and memory: where libdeputy-mpi attaches to the
 // agent and detaches, and where MPI_Alloc_mem hands out mapped memory.
-#include "mpi/offload_requests.h"
 #include "mpi/registered_memory.h"
 #include "mpi/runtime.h"
 
@@ -31,16 +30,6 @@ DEPUTY_MPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int
 DEPUTY_MPI_EXPORT int MPI_Finalize(void) {
     deputy::mpi::runtime_stop();
     return PMPI_Finalize();
-}
-
-// MPICH's MPI_Request_get_status never calls a generalized request's poll
-// function (MPI_Test and MPI_Wait do), so an offloaded request would never
-// be seen complete there; Open MPI's runs its progress engine, which calls
-// ours. Testing deputy's requests first costs one load when none is
-// outstanding.
-DEPUTY_MPI_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
-    deputy::mpi::progress_requests();
-    return PMPI_Request_get_status(request, flag, status);
 }
 
 // Memory from deputy's pool: the agent reads and writes it in place (zero

@@ -8,16 +8,18 @@
 // same on every member. On such a communicator every message is a deputy
 // message (include/deputy/p2p.h: matched by the agent with MPI's rules,
 // sources and tags as the communicator's ranks and MPI's tags); a call this
-// library cannot carry there (a derived datatype, a buffered
-// or persistent send, a matched probe) stops the program with an error
-// naming it and how to switch the offload off, never a silent reorder.
-// (Synchronous sends are carried: deputy's never complete before a
-// receive took them.)
+// library cannot carry there (a derived datatype, a buffered send, a
+// matched probe, MPI_Cancel of a posted operation: intercept_wait.cc)
+// stops the program with an error naming it and how to switch the offload
+// off, never a silent reorder. (Synchronous sends are carried: deputy's
+// never complete before a receive took them. Persistent requests are
+// carried: persistent_requests.h.)
 // Messages to or from MPI_PROC_NULL involve no peer: MPI handles them.
 #include "mpi/comm_teams.h"
 #include "mpi/datatypes.h"
 #include "mpi/offload_requests.h"
 #include "mpi/p2p_calls.h"
+#include "mpi/persistent_requests.h"
 #include "mpi/runtime.h"
 
 #include <deputy/p2p.h>
@@ -79,18 +81,28 @@ int raised(MPI_Comm comm, int rc) {
 int source_of(int source) { return source == MPI_ANY_SOURCE ? DP_ANY_SOURCE : source; }
 int tag_of(int tag) { return tag == MPI_ANY_TAG ? DP_ANY_TAG : tag; }
 
-// A send (the call's kind, or `kind` when given: MPI_Sendrecv's part); a
-// synchronous one (MPI_Ssend) completes only once a receive took it.
+// A send's post; a synchronous one (MPI_Ssend, MPI_Issend, MPI_Ssend_init)
+// completes only once a receive took it.
+Post send_post(P2pCall call, const void *buf, size_t bytes, int dest, int tag, dp_team_t *team) {
+    const bool synchronous =
+        call == P2pCall::issend || call == P2pCall::ssend || call == P2pCall::ssend_init;
+    return [=](dp_request_t **req) {
+        return synchronous ? dp_issend(buf, bytes, dest, tag, team, req)
+                           : dp_isend(buf, bytes, dest, tag, team, req);
+    };
+}
+
+Post recv_post(void *buf, size_t bytes, int source, int tag, dp_team_t *team) {
+    const int from = source_of(source), t = tag_of(tag);
+    return [=](dp_request_t **req) { return dp_irecv(buf, bytes, from, t, team, req); };
+}
+
+// A send (the call's kind, or `kind` when given: MPI_Sendrecv's part).
 int isend(P2pCall call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
           CommTeam *ct, MPI_Request *request, const RequestKind *kind = nullptr) {
     const size_t bytes = message_bytes(call, count, type);
     RangePins pins = reach(call, buf, bytes);
-    dp_team_t *team = ct->team;
-    const bool synchronous = call == P2pCall::issend || call == P2pCall::ssend;
-    Post post = [=](dp_request_t **req) {
-        return synchronous ? dp_issend(buf, bytes, dest, tag, team, req)
-                           : dp_isend(buf, bytes, dest, tag, team, req);
-    };
+    Post post = send_post(call, buf, bytes, dest, tag, ct->team);
     RequestKind k = kind ? *kind : request_kind(call);
     k.receive = false;
     if (request) return start_request(k, ct, std::move(pins), std::move(post), {}, request);
@@ -102,13 +114,30 @@ int irecv(P2pCall call, void *buf, int count, MPI_Datatype type, int source, int
           CommTeam *ct, MPI_Request *request, MPI_Status *status) {
     const size_t bytes = message_bytes(call, count, type);
     RangePins pins = reach(call, buf, bytes);
-    dp_team_t *team = ct->team;
-    const int from = source_of(source), t = tag_of(tag);
-    Post post = [=](dp_request_t **req) { return dp_irecv(buf, bytes, from, t, team, req); };
+    Post post = recv_post(buf, bytes, source, tag, ct->team);
     RequestKind k = request_kind(call);
     k.receive = true;
     if (request) return start_request(k, ct, std::move(pins), std::move(post), {}, request);
     return run_blocking(k, ct, std::move(pins), post, {}, status);
+}
+
+// MPI_Send_init, MPI_Ssend_init, MPI_Recv_init: a persistent request
+// (persistent_requests.h) each of whose starts posts what the nonblocking
+// call would, its buffer reached anew as each MPI_Isend's is.
+int persistent(P2pCall call, const void *buf, size_t bytes, Post post, CommTeam *ct,
+               MPI_Comm comm, MPI_Request *request) {
+    const RequestKind kind = request_kind(call);
+    Starter start = [=](MPI_Request *operation) {
+        return start_request(kind, ct, reach(call, buf, bytes), post, {}, operation);
+    };
+    return persistent_create(ct, comm, std::move(start), request);
+}
+
+int send_init(P2pCall call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+              CommTeam *ct, MPI_Comm comm, MPI_Request *request) {
+    const size_t bytes = message_bytes(call, count, type);
+    return persistent(call, buf, bytes, send_post(call, buf, bytes, dest, tag, ct->team), ct, comm,
+                      request);
 }
 
 // MPI_Sendrecv: both posted, then both waited for (each may need the
@@ -287,28 +316,38 @@ DEPUTY_MPI_EXPORT int MPI_Irsend(const void *buf, int count, MPI_Datatype type, 
 }
 DEPUTY_MPI_EXPORT int MPI_Send_init(const void *buf, int count, MPI_Datatype type, int dest,
                                     int tag, MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Send_init", comm, "persistent requests are not carried yet");
-    return PMPI_Send_init(buf, count, type, dest, tag, comm, request);
-}
-DEPUTY_MPI_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
-                                    MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Recv_init", comm, "persistent requests are not carried yet");
-    return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
+    deputy::mpi::CommTeam *ct = dest == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Send_init(buf, count, type, dest, tag, comm, request);
+    return deputy::mpi::send_init(P2pCall::send_init, buf, count, type, dest, tag, ct, comm,
+                                  request);
 }
 DEPUTY_MPI_EXPORT int MPI_Ssend_init(const void *buf, int count, MPI_Datatype type, int dest,
                                      int tag, MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Ssend_init", comm, "persistent requests are not carried yet");
-    return PMPI_Ssend_init(buf, count, type, dest, tag, comm, request);
-}
-DEPUTY_MPI_EXPORT int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest,
-                                     int tag, MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Bsend_init", comm, "persistent requests are not carried yet");
-    return PMPI_Bsend_init(buf, count, type, dest, tag, comm, request);
+    deputy::mpi::CommTeam *ct = dest == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Ssend_init(buf, count, type, dest, tag, comm, request);
+    return deputy::mpi::send_init(P2pCall::ssend_init, buf, count, type, dest, tag, ct, comm,
+                                  request);
 }
 DEPUTY_MPI_EXPORT int MPI_Rsend_init(const void *buf, int count, MPI_Datatype type, int dest,
                                      int tag, MPI_Comm comm, MPI_Request *request) {
-    DEPUTY_REFUSE_ON_P2P("MPI_Rsend_init", comm, "persistent requests are not carried yet");
-    return PMPI_Rsend_init(buf, count, type, dest, tag, comm, request);
+    // A ready send may be a standard one (MPI 3.1, 3.4).
+    deputy::mpi::CommTeam *ct = dest == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Rsend_init(buf, count, type, dest, tag, comm, request);
+    return MPI_Send_init(buf, count, type, dest, tag, comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
+                                    MPI_Comm comm, MPI_Request *request) {
+    deputy::mpi::CommTeam *ct = source == MPI_PROC_NULL ? nullptr : p2p_team(comm);
+    if (!ct) return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
+    const size_t bytes = deputy::mpi::message_bytes(P2pCall::recv_init, count, type);
+    return deputy::mpi::persistent(P2pCall::recv_init, buf, bytes,
+                                   deputy::mpi::recv_post(buf, bytes, source, tag, ct->team), ct,
+                                   comm, request);
+}
+DEPUTY_MPI_EXPORT int MPI_Bsend_init(const void *buf, int count, MPI_Datatype type, int dest,
+                                     int tag, MPI_Comm comm, MPI_Request *request) {
+    DEPUTY_REFUSE_ON_P2P("MPI_Bsend_init", comm, "buffered sends are not carried yet");
+    return PMPI_Bsend_init(buf, count, type, dest, tag, comm, request);
 }
 DEPUTY_MPI_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
                                  MPI_Status *status) {

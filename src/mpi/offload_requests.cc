@@ -24,6 +24,12 @@ struct OffloadRequest {
     MPI_Request handle = MPI_REQUEST_NULL;
     dp_status_t status = DP_OK;
     dp_msg_status_t message{};  // a receive's, once complete
+    // Released by whichever comes last of MPI's free function and this
+    // library's MPI_Grequest_complete: MPI says the free function runs
+    // after the completion, and Open MPI holds to it, but MPICH runs it
+    // within MPI_Request_free on a request still pending (an MPI_Isend
+    // freed at once, a persistent request freed while started).
+    std::atomic<int> holders{2};
 };
 
 // The MPI error of a deputy status.
@@ -62,8 +68,13 @@ int query_status(void *state, MPI_Status *status) {
     return status->MPI_ERROR;
 }
 
+// Drops one of the request's two holders (OffloadRequest::holders).
+void let_go(OffloadRequest *r) {
+    if (r->holders.fetch_sub(1, std::memory_order_acq_rel) == 1) release(r);
+}
+
 int free_request(void *state) {
-    release(static_cast<OffloadRequest *>(state));
+    let_go(static_cast<OffloadRequest *>(state));
     return MPI_SUCCESS;
 }
 
@@ -261,8 +272,19 @@ int progress_requests() {
         if (r->status != DP_OK) report_failure(r->kind, r->status);
         else if (r->then) r->then();
         PMPI_Grequest_complete(r->handle);
+        let_go(r);
     }
     return int(done.size());
+}
+
+bool p2p_pending(MPI_Request request) {
+    if (g_pending_count.load(std::memory_order_relaxed) == 0 || request == MPI_REQUEST_NULL)
+        return false;
+    progress_requests();  // one deputy finished is complete: nothing left to cancel
+    std::lock_guard lock(g_mutex);
+    return std::any_of(g_pending.begin(), g_pending.end(), [&](const OffloadRequest *r) {
+        return r->handle == request && r->kind.p2p;
+    });
 }
 
 void complete_finished(MPI_Request request) {
@@ -282,7 +304,8 @@ RequestKind request_kind(Operation op) {
 }
 
 RequestKind request_kind(P2pCall call) {
-    const bool receive = call == P2pCall::irecv || call == P2pCall::recv;
+    const bool receive =
+        call == P2pCall::irecv || call == P2pCall::recv || call == P2pCall::recv_init;
     return {p2p_call_name(call), &runtime().p2p_offloaded[size_t(call)], true, receive};
 }
 

@@ -68,6 +68,9 @@ int run_blocking(const RequestKind &kind, CommTeam *team, RangePins pins, const 
 void fill_status(const dp_msg_status_t &msg, int error, MPI_Status *status);
 // Tests every outstanding request and completes those deputy finished.
 int progress_requests();
+// Whether `request` is one of this library's point-to-point requests that
+// deputy has not finished (those it has are completed first).
+bool p2p_pending(MPI_Request request);
 // If `request` is one of this library's outstanding requests, tests them
 // all (as progress_requests) so that a finished one is complete when MPI
 // looks at it; nothing otherwise (one relaxed load when none is outstanding).

@@ -21,6 +21,9 @@ constexpr std::array<P2pCallInfo, kP2pCallCount> kCalls{{
     {P2pCall::probe, "MPI_Probe"},
     {P2pCall::issend, "MPI_Issend"},
     {P2pCall::ssend, "MPI_Ssend"},
+    {P2pCall::send_init, "MPI_Send_init"},
+    {P2pCall::ssend_init, "MPI_Ssend_init"},
+    {P2pCall::recv_init, "MPI_Recv_init"},
 }};
 constexpr bool in_order() {
     for (int i = 0; i < kP2pCallCount; ++i)

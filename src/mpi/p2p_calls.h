@@ -20,8 +20,14 @@ enum class P2pCall : uint8_t {
     probe,
     issend,
     ssend,
+    // Persistent requests (persistent_requests.h): counted once per
+    // MPI_Start / MPI_Startall of a request they made. MPI_Rsend_init's
+    // count as MPI_Send_init's (a ready send is a standard one).
+    send_init,
+    ssend_init,
+    recv_init,
 };
-inline constexpr int kP2pCallCount = 10;
+inline constexpr int kP2pCallCount = 13;
 
 const char *p2p_call_name(P2pCall call);  // "MPI_Isend", as the report prints it
 

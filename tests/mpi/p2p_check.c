@@ -10,9 +10,10 @@
  * MPI_Sendrecv and MPI_Sendrecv_replace around the ring, MPI_Probe and
  * MPI_Iprobe before a receive of the probed size, 500 early messages per
  * rank received in order by tag (MPI_Send and MPI_Recv in any_source and
- * the ring of sizes), MPI_Issend and MPI_Ssend around the ring, MPI_PROC_NULL, and a truncated receive
- * (MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN). Usage: p2p_check (no
- * arguments); exit 1 on a wrong result. */
+ * the ring of sizes), MPI_Issend and MPI_Ssend around the ring, MPI_PROC_NULL, a truncated receive
+ * (MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN), and persistent requests
+ * (persistent(), below). Usage: p2p_check (no arguments); exit 1 on a
+ * wrong result. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,6 +230,203 @@ static void proc_null_and_truncation(void) {
     result("proc_null_truncate", (uint64_t)(cls == MPI_ERR_TRUNCATE) + (uint64_t)x);
 }
 
+/* An inactive persistent request: complete at once, an empty status (MPI
+ * 3.1, 3.7.3), and still allocated. */
+static void check_inactive(MPI_Request *req, int use_wait, const char *what) {
+    const MPI_Request before = *req;
+    MPI_Status st;
+    int flag = 0, count = -1;
+    st.MPI_SOURCE = st.MPI_TAG = 12345;
+    if (use_wait) {
+        MPI_Wait(req, &st);
+        flag = 1;
+    } else {
+        MPI_Test(req, &flag, &st);
+    }
+    MPI_Get_count(&st, MPI_INT, &count);
+    check(flag && *req == before && *req != MPI_REQUEST_NULL && st.MPI_SOURCE == MPI_ANY_SOURCE &&
+              st.MPI_TAG == MPI_ANY_TAG && count == 0,
+          what);
+}
+
+static int persistent_value(int from, int i, int round) { return from * 1000003 + i * 31 + round; }
+
+/* Persistent requests around the ring. MPI_Recv_init / MPI_Send_init of
+ * PN ints (past the eager bound), started ROUNDS times with MPI_Startall
+ * together with a persistent pair of MPI's own (a message to itself on
+ * MPI_COMM_SELF, whose point-to-point MPI carries), and an MPI_Ibarrier
+ * beside them; the send buffer changed before each start, the received one
+ * checked after each completion, which is in turn MPI_Waitall,
+ * MPI_Waitsome, MPI_Testany, MPI_Testall, MPI_Waitany. Then MPI_Start with
+ * MPI_Test and MPI_Wait; waits and tests of inactive requests; an
+ * MPI_Ssend_init against an MPI_Recv_init of MPI_ANY_SOURCE / MPI_ANY_TAG
+ * polled with MPI_Request_get_status; MPI_Request_free of inactive
+ * requests, of an active one and of an active MPI_Isend; MPI_Cancel of an
+ * inactive persistent request (each MPI's own answer, the same with
+ * deputy). */
+enum { PN = 5000, ROUNDS = 6 };
+static int p_out[PN], p_in[PN + 1], p_self_out, p_self_in, p_free_out[2], p_free_in[2];
+
+static void persistent(void) {
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Request reqs[5];
+    MPI_Recv_init(p_in, PN, MPI_INT, left, 30, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send_init(p_out, PN, MPI_INT, right, 30, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Recv_init(&p_self_in, 1, MPI_INT, 0, 31, MPI_COMM_SELF, &reqs[2]);
+    MPI_Send_init(&p_self_out, 1, MPI_INT, 0, 31, MPI_COMM_SELF, &reqs[3]);
+    const MPI_Request handles[4] = {reqs[0], reqs[1], reqs[2], reqs[3]};
+    check_inactive(&reqs[0], 0, "persistent: MPI_Test of a receive never started");
+    check_inactive(&reqs[1], 1, "persistent: MPI_Wait of a send never started");
+    uint64_t sum = 0;
+    for (int round = 0; round < ROUNDS; ++round) {
+        for (int i = 0; i < PN; ++i) p_out[i] = persistent_value(rank, i, round);
+        for (int i = 0; i <= PN; ++i) p_in[i] = -1;
+        p_self_out = 1000 * rank + round;
+        p_self_in = -1;
+        MPI_Startall(4, reqs);
+        MPI_Ibarrier(MPI_COMM_WORLD, &reqs[4]);
+        MPI_Status st[5];
+        int seen[5] = {0, 0, 0, 0, 0};
+        const int method = round % 5;
+        if (method == 0) {
+            MPI_Waitall(5, reqs, st);
+            for (int k = 0; k < 5; ++k) seen[k] = 1;
+        } else if (method == 1 || method == 4) {
+            /* MPI_Waitsome / MPI_Waitany until nothing is active. */
+            for (;;) {
+                int n = 0, idx[5];
+                MPI_Status got[5];
+                if (method == 1) {
+                    MPI_Waitsome(5, reqs, &n, idx, got);
+                } else {
+                    MPI_Waitany(5, reqs, &idx[0], &got[0]);
+                    n = idx[0] == MPI_UNDEFINED ? MPI_UNDEFINED : 1;
+                }
+                if (n == MPI_UNDEFINED) break;
+                for (int k = 0; k < n; ++k) {
+                    check(!seen[idx[k]], "persistent: a request returned twice");
+                    seen[idx[k]] = 1;
+                    st[idx[k]] = got[k];
+                }
+            }
+        } else if (method == 2) {
+            for (int done = 0; done < 5;) {
+                int idx = MPI_UNDEFINED, flag = 0;
+                MPI_Status got;
+                MPI_Testany(5, reqs, &idx, &flag, &got);
+                if (flag && idx == MPI_UNDEFINED) break;
+                if (!flag) continue;
+                check(!seen[idx], "persistent: MPI_Testany returned a request twice");
+                seen[idx] = 1;
+                st[idx] = got;
+                ++done;
+            }
+        } else {
+            int flag = 0;
+            while (!flag) MPI_Testall(5, reqs, &flag, st);
+            for (int k = 0; k < 5; ++k) seen[k] = 1;
+        }
+        check(seen[0] && seen[1] && seen[2] && seen[3] && seen[4],
+              "persistent: every request completed once");
+        check(reqs[0] == handles[0] && reqs[1] == handles[1] && reqs[2] == handles[2] &&
+                  reqs[3] == handles[3] && reqs[4] == MPI_REQUEST_NULL,
+              "persistent: requests inactive, not freed, after completion");
+        int count = -1;
+        MPI_Get_count(&st[0], MPI_INT, &count);
+        check(count == PN && st[0].MPI_SOURCE == left && st[0].MPI_TAG == 30,
+              "persistent: the ring receive's status");
+        MPI_Get_count(&st[2], MPI_INT, &count);
+        check(count == 1 && st[2].MPI_SOURCE == 0 && st[2].MPI_TAG == 31 &&
+                  p_self_in == 1000 * rank + round,
+              "persistent: MPI's own persistent pair");
+        int ok = p_in[PN] == -1;
+        for (int i = 0; i < PN && ok; ++i) ok = p_in[i] == persistent_value(left, i, round);
+        check(ok, "persistent: the bytes of each round");
+        sum += checksum((unsigned char *)p_in, PN * sizeof(int)) + (uint64_t)method;
+        check_inactive(&reqs[0], round % 2, "persistent: a completed receive, waited again");
+    }
+
+    /* MPI_Start; the receive tested until done, the send waited for. */
+    for (int i = 0; i < PN; ++i) p_out[i] = persistent_value(rank, i, ROUNDS);
+    MPI_Start(&reqs[0]);
+    MPI_Start(&reqs[1]);
+    MPI_Status st;
+    int flag = 0, count = -1;
+    while (!flag) MPI_Test(&reqs[0], &flag, &st);
+    MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+    MPI_Get_count(&st, MPI_INT, &count);
+    int ok = count == PN && st.MPI_SOURCE == left && st.MPI_TAG == 30 && reqs[0] == handles[0] &&
+             reqs[1] == handles[1];
+    for (int i = 0; i < PN && ok; ++i) ok = p_in[i] == persistent_value(left, i, ROUNDS);
+    check(ok, "persistent: MPI_Start, MPI_Test, MPI_Wait");
+    sum += checksum((unsigned char *)p_in, PN * sizeof(int));
+    for (int k = 0; k < 4; ++k) {
+        MPI_Request_free(&reqs[k]);
+        check(reqs[k] == MPI_REQUEST_NULL, "persistent: MPI_Request_free of an inactive one");
+    }
+
+    /* A synchronous persistent send against a persistent receive of any
+     * source and tag, polled with MPI_Request_get_status (which frees
+     * nothing), started twice. */
+    MPI_Request ss, rr;
+    MPI_Ssend_init(&p_self_out, 1, MPI_INT, right, 34, MPI_COMM_WORLD, &ss);
+    MPI_Recv_init(&p_self_in, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &rr);
+    for (int k = 0; k < 2; ++k) {
+        p_self_out = 200 + 10 * rank + k;
+        p_self_in = -1;
+        MPI_Start(&rr);
+        MPI_Start(&ss);
+        flag = 0;
+        while (!flag) MPI_Request_get_status(rr, &flag, MPI_STATUS_IGNORE);
+        MPI_Request pair[2] = {rr, ss};
+        MPI_Status sts[2];
+        MPI_Waitall(2, pair, sts);
+        MPI_Get_count(&sts[0], MPI_INT, &count);
+        check(pair[0] == rr && pair[1] == ss && p_self_in == 200 + 10 * left + k &&
+                  sts[0].MPI_SOURCE == left && sts[0].MPI_TAG == 34 && count == 1,
+              "persistent: MPI_Ssend_init to MPI_Recv_init of any source and tag");
+        sum += (uint64_t)p_self_in;
+    }
+    MPI_Request_free(&ss);
+    MPI_Request_free(&rr);
+
+    /* Freed while active, a persistent send and an MPI_Isend: each message
+     * still arrives. */
+    MPI_Request r[2], s;
+    p_free_out[0] = 300 + rank;
+    p_free_out[1] = 400 + rank;
+    p_free_in[0] = p_free_in[1] = -1;
+    MPI_Irecv(&p_free_in[0], 1, MPI_INT, left, 35, MPI_COMM_WORLD, &r[0]);
+    MPI_Irecv(&p_free_in[1], 1, MPI_INT, left, 36, MPI_COMM_WORLD, &r[1]);
+    MPI_Send_init(&p_free_out[0], 1, MPI_INT, right, 35, MPI_COMM_WORLD, &s);
+    MPI_Start(&s);
+    MPI_Request_free(&s);
+    check(s == MPI_REQUEST_NULL, "persistent: MPI_Request_free of an active one");
+    MPI_Isend(&p_free_out[1], 1, MPI_INT, right, 36, MPI_COMM_WORLD, &s);
+    MPI_Request_free(&s);
+    MPI_Status ignored[2]; /* (GCC 12 warns of MPICH's MPI_STATUSES_IGNORE) */
+    MPI_Waitall(2, r, ignored);
+    check(p_free_in[0] == 300 + left && p_free_in[1] == 400 + left,
+          "persistent: messages of requests freed while active");
+    sum += (uint64_t)(p_free_in[0] + p_free_in[1]);
+
+    /* MPI_Cancel of an inactive persistent request: whatever this MPI
+     * answers for its own (Open MPI 4.1: success; MPICH 4.0: an error). */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Recv_init(p_in, PN, MPI_INT, left, 37, MPI_COMM_WORLD, &rr);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(MPI_Cancel(&rr), &cls);
+    check(rr != MPI_REQUEST_NULL, "persistent: MPI_Cancel of an inactive request keeps it");
+    MPI_Request_free(&rr);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    /* The sends freed above are complete once every rank has its message. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    result("persistent", sum);
+    result("persistent_cancel_inactive", (uint64_t)cls);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -240,6 +438,7 @@ int main(int argc, char **argv) {
     early();
     synchronous();
     proc_null_and_truncation();
+    persistent();
     int any = 0;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) printf("result: %s\n", any ? "WRONG" : "all right");

@@ -80,9 +80,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
 # the MPI's own launcher on 1-4 ranks, and every rank offloaded each call
 # (tests/apps/run_app_check.py; the probes, which even and odd ranks make
 # differently, are in the reports but not required of every rank; one rank
-# sends nothing blocking but to MPI_PROC_NULL, which MPI handles).
+# sends nothing blocking but to MPI_PROC_NULL, which MPI handles; the
+# persistent requests count their starts).
+set(DEPUTY_P2P_PERSISTENT_OPS "MPI_Send_init,MPI_Recv_init,MPI_Ssend_init")
 set(DEPUTY_P2P_OPS
-  "MPI_Isend,MPI_Irecv,MPI_Send,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Issend,MPI_Ssend")
+  "MPI_Isend,MPI_Irecv,MPI_Send,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Issend,MPI_Ssend,${DEPUTY_P2P_PERSISTENT_OPS}")
 foreach(mpi ${DEPUTY_MPI_FLAVORS})
   add_executable(p2p_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/p2p_check.c)
   target_link_libraries(p2p_check_${mpi} PRIVATE deputy_mpi_api_${mpi})
@@ -92,7 +94,7 @@ foreach(mpi ${DEPUTY_MPI_FLAVORS})
     COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/../apps/run_app_check.py --p2p
       --mpi ${mpi} --prog $<TARGET_FILE:p2p_check_${mpi}> --deputy $<TARGET_FILE:deputy_cli>
       --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so
-      --case "1||MPI_Isend,MPI_Irecv,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Ssend"
+      --case "1||MPI_Isend,MPI_Irecv,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Ssend,${DEPUTY_P2P_PERSISTENT_OPS}"
       --case "2||${DEPUTY_P2P_OPS}"
       --case "3||${DEPUTY_P2P_OPS}" --case "4||${DEPUTY_P2P_OPS}")
   set_tests_properties(mpi.p2p_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
