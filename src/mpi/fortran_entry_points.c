@@ -18,16 +18,20 @@
  * routine name: gfortran's `mpi_iallreduce_`, f2c/g77's `mpi_iallreduce__`
  * (names with an underscore get two), `mpi_iallreduce` (xlf, -fno-underscoring)
  * and `MPI_IALLREDUCE` (upper case), as Open MPI's libmpi_mpifh exports them.
- * Preloaded or linked before libmpi_mpifh, these shadow Open MPI's.
+ * Preloaded or linked before libmpi_mpifh, these shadow Open MPI's. The
+ * point-to-point calls (DEPUTY_MPI_P2P=1) are in fortran_p2p_entry_points.c,
+ * the conversions both files share in fortran_entry_points.h.
  *
- * MPI_WAIT, MPI_WAITALL, MPI_WAITANY and MPI_WAITSOME are here too, for one
- * reason: while a thread is in the library's C MPI_Wait*, deputy's requests
- * it waits for are tested as a wait, so the members of a team may run an
- * operation themselves (intercept_wait.cc). Open MPI's MPI_WAIT calls
- * PMPI_Wait, which would complete them as well, but only through the
- * agent. The rest of the family (MPI_TEST...) stays Open MPI's: it calls
- * PMPI_*, and MPI's progress engine completes the library's requests there
- * (they are generalized requests), as the C ones do.
+ * The calls that take requests are here too. MPI_WAIT, MPI_WAITALL,
+ * MPI_WAITANY and MPI_WAITSOME, because while a thread is in the library's
+ * C MPI_Wait*, deputy's requests it waits for are tested as a wait, so the
+ * members of a team may run an operation themselves (intercept_wait.cc):
+ * Open MPI's MPI_WAIT calls PMPI_Wait, which would complete them as well,
+ * but only through the agent. The tests, MPI_REQUEST_GET_STATUS,
+ * MPI_START, MPI_STARTALL, MPI_REQUEST_FREE and MPI_CANCEL, because of the
+ * persistent requests the library carries (persistent_requests.h): their
+ * handle stands for the operation only in the library's C functions, and
+ * Open MPI's PMPI_Test would answer for an inactive request.
  *
  * MPICH needs none of this: its Fortran bindings (libmpichfort) call the C
  * MPI_* functions (`U MPI_Iallreduce`), after translating MPICH's own
@@ -36,7 +40,9 @@
  * first Fortran call). So a preloaded library's C MPI_* functions already
  * see MPICH Fortran calls, and defining Fortran symbols here would only
  * duplicate that translation and its lazy initialisation, which is MPICH's
- * internal business. Under MPICH this file compiles to nothing.
+ * internal business (its MPI_TEST, MPI_START, MPI_SEND ... call MPI_Test,
+ * MPI_Start, MPI_Send ... as well). Under MPICH this file compiles to
+ * nothing.
  *
  * `use mpi_f08` is not intercepted here: Open MPI's f08 routines
  * (mpi_iallreduce_f08_ in libmpi_usempif08) call ompi_iallreduce_f, the body
@@ -53,64 +59,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-_Static_assert(sizeof(MPI_Fint) == sizeof(int),
-               "deputy's Fortran entry points need Fortran INTEGER = C int (MPI_Fint): "
-               "count and displacement arrays are passed to C unconverted");
-
-/* Open MPI's Fortran MPI_IN_PLACE, MPI_BOTTOM, MPI_STATUS_IGNORE and
- * MPI_STATUSES_IGNORE are common blocks (`common/mpi_fortran_in_place/
- * MPI_IN_PLACE` and the rest in mpif-sentinels.h); a Fortran program passes
- * their address. libmpi exports each block under the one spelling its
- * Fortran compiler produces (gfortran: the trailing underscore), and the
- * dynamic linker binds every reference, the program's, libmpi_mpifh's and
- * these, to the same definition. DEPUTY_F_SENTINEL(is_x, lower, UPPER)
- * declares weak references to all four spellings (the ones this Open MPI
- * does not define stay NULL) and is_x(p), true when p is the block. */
-#define DEPUTY_F_SENTINEL(is_x, lower, upper)                                              \
-    extern int lower __attribute__((weak));                                                \
-    extern int lower##_ __attribute__((weak));                                             \
-    extern int lower##__ __attribute__((weak));                                            \
-    extern int upper __attribute__((weak));                                                \
-    static int is_x(const void *p) {                                                       \
-        return p != NULL && (p == &lower || p == &lower##_ || p == &lower##__ || p == &upper); \
-    }
-DEPUTY_F_SENTINEL(is_in_place, mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
-DEPUTY_F_SENTINEL(is_bottom, mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
-DEPUTY_F_SENTINEL(is_status_ignore, mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
-DEPUTY_F_SENTINEL(is_statuses_ignore, mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
-
-/* A send buffer may be MPI_IN_PLACE or MPI_BOTTOM; a receive buffer only
- * MPI_BOTTOM (a derived datatype of absolute addresses). */
-static const void *send_buffer(const void *buf) {
-    if (is_in_place(buf)) {
-        return MPI_IN_PLACE;
-    }
-    return is_bottom(buf) ? MPI_BOTTOM : buf;
-}
-
-static void *receive_buffer(void *buf) { return is_bottom(buf) ? MPI_BOTTOM : buf; }
-
-static void set_ierror(MPI_Fint *ierror, int rc) {
-    /* `use mpi` and mpif.h always pass it; Open MPI's binding checks too. */
-    if (ierror != NULL) {
-        *ierror = (MPI_Fint)rc;
-    }
-}
-
-static void set_request(MPI_Fint *request, int rc, MPI_Request c_request) {
-    if (rc == MPI_SUCCESS) {
-        *request = MPI_Request_c2f(c_request);
-    }
-}
-
-/* Exports `impl` under the four spellings of a Fortran routine name. `type`
- * is the routine's function type, so each alias is declared with the
- * prototype of its target. */
-#define DEPUTY_F_EXPORT(type, impl, lower, upper)                                   \
-    extern type lower __attribute__((alias(#impl), visibility("default")));        \
-    extern type lower##_ __attribute__((alias(#impl), visibility("default")));     \
-    extern type lower##__ __attribute__((alias(#impl), visibility("default")));    \
-    extern type upper __attribute__((alias(#impl), visibility("default")))
+#include "mpi/fortran_entry_points.h"
 
 /* ---- start and end ---- */
 
@@ -219,10 +168,6 @@ static void f_free_mem(void *base, MPI_Fint *ierror) { set_ierror(ierror, MPI_Fr
 DEPUTY_F_EXPORT(f_free_mem_t, f_free_mem, mpi_free_mem, MPI_FREE_MEM);
 
 /* ---- waits ---- */
-
-/* A Fortran status is MPI_STATUS_SIZE INTEGERs, Open MPI's C status word
- * for word (what MPI_Status_c2f writes). */
-enum { kFortranStatusInts = sizeof(MPI_Status) / sizeof(MPI_Fint) };
 
 typedef void f_wait_t(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierror);
 static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierror) {
@@ -343,16 +288,17 @@ static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_
 }
 DEPUTY_F_EXPORT(f_waitany_t, f_waitany, mpi_waitany, MPI_WAITANY);
 
-typedef void f_waitsome_t(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
-                          MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror);
-static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
-                       MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror) {
+/* MPI_WAITSOME and MPI_TESTSOME (`c_some`): the requests returned and
+ * their indices, counted from 1. */
+static void some(int (*c_some)(int, MPI_Request[], int *, int[], MPI_Status[]),
+                 MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                 MPI_Fint *statuses, MPI_Fint *ierror) {
     c_requests_t c;
     if (!c_requests_make(&c, incount, requests, ierror)) {
         return;
     }
     int c_outcount = MPI_UNDEFINED;
-    int rc = MPI_Waitsome((int)*incount, c.requests, &c_outcount, c.indices, c.statuses);
+    int rc = c_some((int)*incount, c.requests, &c_outcount, c.indices, c.statuses);
     if (rc == MPI_SUCCESS) {
         if (c_outcount != MPI_UNDEFINED) {
             for (int k = 0; k < c_outcount; ++k) {
@@ -365,7 +311,124 @@ static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount
     c_requests_free(&c);
     set_ierror(ierror, rc);
 }
+
+typedef void f_waitsome_t(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                          MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror);
+static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                       MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror) {
+    some(MPI_Waitsome, incount, requests, outcount, indices, statuses, ierror);
+}
 DEPUTY_F_EXPORT(f_waitsome_t, f_waitsome, mpi_waitsome, MPI_WAITSOME);
+
+/* The tests, MPI_REQUEST_GET_STATUS, MPI_START, MPI_STARTALL,
+ * MPI_REQUEST_FREE and MPI_CANCEL: Open MPI's would call PMPI_* on the
+ * handle of a persistent request the library carries, which stands for
+ * the operation only in the library's C functions (persistent_requests.h):
+ * MPI itself would take it for an inactive request. Converted as the
+ * waits; a flag comes back as a LOGICAL, a status only once complete. */
+static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_Request_f2c(*request);
+    MPI_Status c;
+    int c_flag = 0;
+    int rc = MPI_Test(&c_request, &c_flag, c_status(status, &c));
+    if (rc == MPI_SUCCESS) {
+        *request = MPI_Request_c2f(c_request);
+    }
+    set_flag_status(flag, status, rc, c_flag, &c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_ALIASES(f_test, mpi_test, MPI_TEST);
+
+static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses,
+                      MPI_Fint *ierror) {
+    c_requests_t c;
+    if (!c_requests_make(&c, count, requests, ierror)) {
+        return;
+    }
+    int c_flag = 0;
+    int rc = MPI_Testall((int)*count, c.requests, &c_flag, c.statuses);
+    if (rc == MPI_SUCCESS) {
+        set_logical(flag, c_flag);
+        for (int i = 0; c_flag && i < (int)*count; ++i) {
+            c_requests_return(&c, i, i, requests, statuses);
+        }
+    }
+    c_requests_free(&c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_ALIASES(f_testall, mpi_testall, MPI_TESTALL);
+
+static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag,
+                      MPI_Fint *status, MPI_Fint *ierror) {
+    c_requests_t c;
+    if (!c_requests_make(&c, count, requests, ierror)) {
+        return;
+    }
+    int c_index = MPI_UNDEFINED, c_flag = 0;
+    int rc = MPI_Testany((int)*count, c.requests, &c_index, &c_flag, &c.statuses[0]);
+    if (rc == MPI_SUCCESS) {
+        if (c_flag && c_index != MPI_UNDEFINED) {
+            requests[c_index] = MPI_Request_c2f(c.requests[c_index]);
+        }
+        *index = (MPI_Fint)(c_index == MPI_UNDEFINED ? MPI_UNDEFINED : c_index + 1);
+    }
+    set_flag_status(flag, status, rc, c_flag, &c.statuses[0]);
+    c_requests_free(&c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_ALIASES(f_testany, mpi_testany, MPI_TESTANY);
+
+static void f_testsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount,
+                       MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierror) {
+    some(MPI_Testsome, incount, requests, outcount, indices, statuses, ierror);
+}
+DEPUTY_F_ALIASES(f_testsome, mpi_testsome, MPI_TESTSOME);
+
+static void f_request_get_status(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status,
+                                 MPI_Fint *ierror) {
+    MPI_Status c;
+    int c_flag = 0;
+    int rc = MPI_Request_get_status(MPI_Request_f2c(*request), &c_flag, c_status(status, &c));
+    set_flag_status(flag, status, rc, c_flag, &c);
+    set_ierror(ierror, rc);
+}
+DEPUTY_F_ALIASES(f_request_get_status, mpi_request_get_status, MPI_REQUEST_GET_STATUS);
+
+/* MPI_START, MPI_REQUEST_FREE and MPI_CANCEL (`c_call`) take one request
+ * and give its handle back: the same, or MPI_REQUEST_NULL's once freed. */
+static void one_request(int (*c_call)(MPI_Request *), MPI_Fint *request, MPI_Fint *ierror) {
+    MPI_Request c_request = MPI_Request_f2c(*request);
+    int rc = c_call(&c_request);
+    if (rc == MPI_SUCCESS) {
+        *request = MPI_Request_c2f(c_request);
+    }
+    set_ierror(ierror, rc);
+}
+
+static void f_start(MPI_Fint *request, MPI_Fint *ierror) {
+    one_request(MPI_Start, request, ierror);
+}
+DEPUTY_F_ALIASES(f_start, mpi_start, MPI_START);
+
+static void f_request_free(MPI_Fint *request, MPI_Fint *ierror) {
+    one_request(MPI_Request_free, request, ierror);
+}
+DEPUTY_F_ALIASES(f_request_free, mpi_request_free, MPI_REQUEST_FREE);
+
+static void f_cancel(MPI_Fint *request, MPI_Fint *ierror) {
+    one_request(MPI_Cancel, request, ierror);
+}
+DEPUTY_F_ALIASES(f_cancel, mpi_cancel, MPI_CANCEL);
+
+static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierror) {
+    c_requests_t c;
+    if (!c_requests_make(&c, count, requests, ierror)) {
+        return;
+    }
+    set_ierror(ierror, MPI_Startall((int)*count, c.requests));
+    c_requests_free(&c);
+}
+DEPUTY_F_ALIASES(f_startall, mpi_startall, MPI_STARTALL);
 
 /* ---- nonblocking collectives ---- */
 

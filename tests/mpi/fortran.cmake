@@ -2,9 +2,11 @@
 # per MPI, label "mpi". Each builds offload_check.f90 with that MPI's
 # mpifort, runs it on 2 and 3 ranks without and with the library and a
 # private agent, and fails if the results differ or if any collective the
-# library intercepts was not offloaded from Fortran. Skipped, with the
-# reason, when gfortran, the MPI or its libdeputy-mpi build is missing
-# (DEPUTY_MPI_LIBRARY=OFF, as in the sanitizer builds).
+# library intercepts was not offloaded from Fortran; then its
+# point-to-point cases with DEPUTY_MPI_P2P=1, which fail unless every call
+# was carried and the agent carried exactly the messages the ranks sent.
+# Skipped, with the reason, when gfortran, the MPI or its libdeputy-mpi
+# build is missing (DEPUTY_MPI_LIBRARY=OFF, as in the sanitizer builds).
 #
 # Included from tests/mpi/tests.cmake.
 foreach(flavor openmpi mpich)

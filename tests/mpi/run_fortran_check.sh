@@ -12,6 +12,14 @@
 #     intercepts: a Fortran call that bypasses the library (Open MPI's
 #     mpif.h bindings call PMPI_* directly) leaves its count at 0, and
 #     without the Fortran MPI_INIT reaching the library there is no report;
+#   - the point-to-point cases (`offload_check init p2p`: MPI_ISEND ...
+#     MPI_STARTALL, with MPI's own requests in the same waits) on 2 and 3
+#     ranks give the same lines with the library and DEPUTY_MPI_P2P=1 as
+#     without; every rank's report counts each point-to-point call the
+#     cases make as carried (a Fortran call that bypassed the library would
+#     leave its count at 0: Open MPI's bindings call PMPI_* directly), and
+#     the private agent's count of messages and bytes it carried grew by
+#     exactly the messages and bytes the program says its ranks sent;
 #   - on 2 ranks with the nonblocking cases only and every buffer in the
 #     shared heap, the members run an operation themselves at least once in
 #     5 runs (`deputy info`: run_by_members): they do so only when all of
@@ -139,26 +147,30 @@ run() {
     { cat "$work/$name.out" "$work/$name.err" >&2; fail "$name: no clean summary line"; }
 }
 
-checked=0
-for np in 2 3; do
-  for mode in init init_thread; do
-    plain=np$np-$mode-mpi
-    with=np$np-$mode-deputy
-    reports=$work/report-np$np-$mode
-    mkdir -m 700 "$reports"
-    run "$plain" "$np" "$mode"
-    run "$with" "$np" "$mode" LD_PRELOAD="$library" DEPUTY_AGENT="$work/a.sock" \
-      DEPUTY_MPI_REQUIRE=1 DEPUTY_MPI_THRESHOLDS="$thresholds" DEPUTY_MPI_REPORT="json:$reports"
-    grep '^case ' "$work/$plain.out" > "$work/$plain.cases"
-    grep '^case ' "$work/$with.out" > "$work/$with.cases"
-    if ! diff -u "$work/$plain.cases" "$work/$with.cases" > "$work/$with.diff"; then
-      head -n 40 "$work/$with.diff" >&2
-      fail "np=$np $mode: the results with the library differ from MPI's"
-    fi
-    python3 - "$reports" "$np" "$work/a.sock" "${ops[@]}" <<'EOF' || fail "np=$np $mode: report"
+# same_cases PLAIN WITH WHAT: the two runs' case lines are identical, or the
+# check fails naming WHAT.
+same_cases() {
+  grep '^case ' "$work/$1.out" > "$work/$1.cases"
+  grep '^case ' "$work/$2.out" > "$work/$2.cases"
+  if ! diff -u "$work/$1.cases" "$work/$2.cases" > "$work/$2.diff"; then
+    head -n 40 "$work/$2.diff" >&2
+    fail "$3: the results with the library differ from MPI's"
+  fi
+}
+
+# check_reports DIR NP KIND NAMES...: every rank's JSON report in DIR is
+# there, names the private agent and counts each of NAMES: collectives
+# offloaded (KIND collectives), or point-to-point calls carried (KIND p2p;
+# MPI_Probe on even ranks and MPI_Iprobe on odd ones besides). Prints rank
+# 0's counts.
+check_reports() {
+  python3 - "$1" "$2" "$work/a.sock" "${@:3}" <<'EOF'
 import json, os, sys
-reports, np, agent, ops = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+reports, np, agent, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+names = sys.argv[5:]
+verb = "offloaded" if kind == "collectives" else "carried"
 problems = []
+counted = []
 for rank in range(np):
     path = os.path.join(reports, f"deputy-mpi-rank{rank}.json")
     if not os.path.exists(path):
@@ -170,20 +182,80 @@ for rank in range(np):
                         f"of {report.get('size')}")
     if report.get("agent") != agent:
         problems.append(f"rank {rank}: agent {report.get('agent')!r}, not {agent!r}")
-    for op in ops:
-        counts = report["operations"].get(op)
-        if counts is None or counts["offloaded"] <= 0:
-            problems.append(f"rank {rank}: {op} offloaded {counts and counts['offloaded']} "
-                            f"times (passed: {counts and counts['passed']})")
+    if kind == "collectives":
+        count = {op: c["offloaded"] for op, c in report["operations"].items()}
+        wanted = names
+    else:
+        count = report.get("p2p", {})
+        wanted = names + ["MPI_Iprobe" if rank % 2 else "MPI_Probe"]
+    for name in wanted:
+        if count.get(name, 0) <= 0:
+            passed = report["operations"].get(name, {}).get("passed")
+            problems.append(f"rank {rank}: {name} {verb} {count.get(name)} times"
+                            + (f" (passed: {passed})" if kind == "collectives" else ""))
+    counted.append(count)
 if problems:
     sys.exit("\n".join(problems))
-ops_seen = json.load(open(os.path.join(reports, "deputy-mpi-rank0.json")))["operations"]
-print("  rank 0 offloaded: " + ", ".join(f"{op} {ops_seen[op]['offloaded']}" for op in ops))
+print(f"  rank 0 {verb}: " + ", ".join(f"{name} {counted[0][name]}" for name in names))
 EOF
+}
+
+checked=0
+for np in 2 3; do
+  for mode in init init_thread; do
+    plain=np$np-$mode-mpi
+    with=np$np-$mode-deputy
+    reports=$work/report-np$np-$mode
+    mkdir -m 700 "$reports"
+    run "$plain" "$np" "$mode"
+    run "$with" "$np" "$mode" LD_PRELOAD="$library" DEPUTY_AGENT="$work/a.sock" \
+      DEPUTY_MPI_REQUIRE=1 DEPUTY_MPI_THRESHOLDS="$thresholds" DEPUTY_MPI_REPORT="json:$reports"
+    same_cases "$plain" "$with" "np=$np $mode"
+    check_reports "$reports" "$np" collectives "${ops[@]}" || fail "np=$np $mode: report"
     echo "run_fortran_check: $mpi np=$np $mode: $(grep -c '^case ' "$work/$with.out") case lines" \
       "identical with and without the library, every rank offloaded every collective"
     checked=$((checked + 1))
   done
+done
+
+# The point-to-point cases, carried by deputy (DEPUTY_MPI_P2P=1).
+# p2p_carried: the messages and bytes the private agent carried so far.
+p2p_carried() {
+  "$deputy" info --socket "$work/a.sock" --format json |
+    python3 -c 'import json, sys; p = json.load(sys.stdin)["p2p"]; print(p["messages"], p["bytes"])'
+}
+# The messages and bytes a run's ranks sent (its last `p2p` line).
+p2p_sent() {
+  sed -n 's/^offload_check: p2p \([0-9]*\) messages \([0-9]*\) bytes$/\1 \2/p' "$work/$1.out"
+}
+for np in 2 3; do
+  plain=np$np-p2p-mpi
+  with=np$np-p2p-deputy
+  reports=$work/report-np$np-p2p
+  mkdir -m 700 "$reports"
+  run "$plain" "$np" "init p2p"
+  read -r messages_before bytes_before < <(p2p_carried)
+  run "$with" "$np" "init p2p" LD_PRELOAD="$library" DEPUTY_AGENT="$work/a.sock" \
+    DEPUTY_MPI_REQUIRE=1 DEPUTY_MPI_THRESHOLDS="$thresholds" DEPUTY_MPI_P2P=1 \
+    DEPUTY_MPI_REPORT="json:$reports"
+  read -r messages_after bytes_after < <(p2p_carried)
+  same_cases "$plain" "$with" "np=$np p2p"
+  sent=$(p2p_sent "$with")
+  [[ -n $sent ]] || fail "np=$np p2p: no line with the messages sent"
+  [[ $sent == "$(p2p_sent "$plain")" ]] ||
+    fail "np=$np p2p: the messages sent differ from MPI's run"
+  carried="$((messages_after - messages_before)) $((bytes_after - bytes_before))"
+  [[ $carried == "$sent" ]] ||
+    fail "np=$np p2p: the ranks sent $sent (messages, bytes); the agent carried $carried"
+  # MPI_RSEND and MPI_IRSEND count as MPI_Send and MPI_Isend, MPI_RSEND_INIT's
+  # starts as MPI_Send_init's.
+  check_reports "$reports" "$np" p2p MPI_Isend MPI_Irecv MPI_Send MPI_Recv MPI_Sendrecv \
+    MPI_Sendrecv_replace MPI_Issend MPI_Ssend MPI_Send_init MPI_Ssend_init MPI_Recv_init ||
+    fail "np=$np p2p: report"
+  echo "run_fortran_check: $mpi np=$np p2p: $(grep -c '^case ' "$work/$with.out") case lines" \
+    "identical with and without the library, every point-to-point call carried, and the" \
+    "agent carried the $sent (messages, bytes) the ranks sent"
+  checked=$((checked + 1))
 done
 
 # run_by_members: the operations the private agent's teams' members ran.
@@ -193,7 +265,6 @@ run_by_members() {
 }
 plain=np2-nonblocking-mpi
 run "$plain" 2 "init nonblocking"
-grep '^case ' "$work/$plain.out" > "$work/$plain.cases"
 members=0
 for try in 1 2 3 4 5; do
   before=$(run_by_members)
@@ -201,9 +272,7 @@ for try in 1 2 3 4 5; do
   # Buffers from 1 KiB in the shared heap: the members' views cover them.
   run "$with" 2 "init nonblocking" LD_PRELOAD="$library" DEPUTY_AGENT="$work/a.sock" \
     DEPUTY_MPI_REQUIRE=1 DEPUTY_MPI_THRESHOLDS="$thresholds" DEPUTY_HEAP_MIN_BYTES=1024
-  grep '^case ' "$work/$with.out" > "$work/$with.cases"
-  diff -u "$work/$plain.cases" "$work/$with.cases" > "$work/$with.diff" ||
-    { head -n 40 "$work/$with.diff" >&2; fail "np=2 nonblocking, heap buffers: results differ"; }
+  same_cases "$plain" "$with" "np=2 nonblocking, heap buffers"
   members=$(($(run_by_members) - before))
   echo "run_fortran_check: $mpi np=2 nonblocking, buffers in the heap (run $try): the members" \
     "ran $members operation(s) themselves in the library's MPI_WAIT*"
