@@ -38,14 +38,15 @@ set(DEPUTY_LU_CASES
 # stencil3d under `deputy mpirun --p2p` (its halos through deputy): 1-4
 # ranks (8 is more than this machine's tests can afford; 2x2x2 by hand:
 # examples/stencil3d/README.md), uneven blocks, the baseline without
-# overlap, 4 ranks on 2 simulated nodes (halos between agents); the
-# checksum and the serial check as under plain MPI.
+# overlap, persistent requests, 4 ranks on 2 simulated nodes (halos
+# between agents); the checksum and the serial check as under plain MPI.
 set(DEPUTY_STENCIL3D_CASES
   "1|-n 12 -i 2 -x 1|"
   "2|--grid 17,9,8 -i 3 -x 1|MPI_Isend,MPI_Irecv"
   "3|-n 10 -i 2 -x 0|MPI_Isend,MPI_Irecv"
   "4|--grid 16,12,9 --pgrid 2x2x1 -i 3 -x 1|MPI_Isend,MPI_Irecv"
   "4|-n 12 --no-overlap -i 2 -x 1|MPI_Isend,MPI_Irecv"
+  "2|--grid 17,9,8 -i 3 -x 1 --persistent|MPI_Send_init,MPI_Recv_init"
   "4|--grid 14,12,10 -i 2 -x 1|MPI_Isend,MPI_Irecv|2")
 
 foreach(mpi ${DEPUTY_MPI_FLAVORS})
