@@ -13,7 +13,11 @@ bytes): with 2 ranks the three modes give the same checksum (each bucket is
 divided by the world size, then two halves are summed: exact in either
 order). Runs its own ranks (`--nprocs N`, torch.multiprocessing) or under
 torchrun (`python3 -m torch.distributed.run --nproc_per_node N train.py`).
-deputy's modes need an agent: $DEPUTY_AGENT (examples/ddp/README.md)."""
+deputy's modes use the node's agent at $DEPUTY_AGENT (or the default
+address), started on demand where none answers. --heap puts the ranks'
+tensors in deputy's shared heap (libdeputy-heap.so preloaded into the ranks
+it starts; under torchrun, set LD_PRELOAD yourself): gradient buckets the
+agent then reaches in place (examples/ddp/README.md)."""
 
 import argparse
 import hashlib
@@ -99,12 +103,19 @@ def main() -> None:
     ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--heap", action="store_true",
+                    help="preload libdeputy-heap.so into the ranks it starts")
     args = ap.parse_args()
     if args.steps <= args.warmup:
         sys.exit("ddp: --steps must exceed --warmup")
-    if args.mode != "gloo" and not os.environ.get("DEPUTY_AGENT"):
-        sys.exit("ddp: --mode deputy and gloo+hook need an agent: start `deputy agent --daemon "
-                 "--socket S` and set DEPUTY_AGENT=S (examples/ddp/README.md)")
+    if args.heap:
+        from deputy._lib import heap_preload
+        preload = heap_preload()
+        if not preload:
+            sys.exit("ddp: --heap: libdeputy-heap.so not found (build it, or set "
+                     "DEPUTY_HEAP_PRELOAD)")
+        # The ranks (spawned: new processes) inherit it.
+        os.environ["LD_PRELOAD"] = ":".join(filter(None, [preload, os.environ.get("LD_PRELOAD")]))
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
         run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, "env://")
         return

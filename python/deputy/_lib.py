@@ -127,3 +127,19 @@ for _name in ("dp_isend", "dp_issend", "dp_irecv"):
 _proto("dp_request_status", _st, _vp, ctypes.POINTER(MsgStatus))
 _proto("dp_iprobe", _st, _int, _int, _vp, ctypes.POINTER(_int), ctypes.POINTER(MsgStatus))
 _proto("dp_coll_bus_factor", ctypes.c_double, ctypes.c_char_p, _int)
+
+
+def heap_preload() -> "str | None":
+    """libdeputy-heap.so (src/preload): preloaded into a process, it puts the
+    process's large allocations (a torch tensor's storage among them) in
+    deputy's shared heap, which the agent reaches in place. $DEPUTY_HEAP_PRELOAD
+    when set, else next to the libdeputy loaded here (the build tree's
+    src/preload/, or the same directory once installed); None if absent."""
+    if os.environ.get("DEPUTY_HEAP_PRELOAD"):
+        return os.environ["DEPUTY_HEAP_PRELOAD"]
+    here = Path(lib._name).resolve().parent if os.path.sep in lib._name else None
+    for p in ([here / "src" / "preload" / "libdeputy-heap.so", here / "libdeputy-heap.so"]
+              if here else []):
+        if p.exists():
+            return str(p)
+    return None

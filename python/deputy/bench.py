@@ -6,7 +6,8 @@ the same processes, reported as nccl-tests reports it (time, algbw, busbw,
 
 Each rank's default process group is gloo (also the bookkeeping's: the
 barriers and the slowest rank's time); the deputy backend is a group over
-the same ranks. Per size, the two are timed alternately (--runs rounds of
+the same ranks, their tensors in deputy's shared heap (libdeputy-heap.so
+preloaded into the ranks; --no-heap: ordinary memory). Per size, the two are timed alternately (--runs rounds of
 --iters blocking all_reduce calls after --warmup), and each row gives the
 median round: time is the slowest rank's per call, algbw = bytes / time,
 busbw = algbw x nccl-tests' factor (from libdeputy's table:
@@ -28,7 +29,7 @@ import tempfile
 import time
 from typing import Any, Optional
 
-from deputy._lib import lib
+from deputy._lib import heap_preload, lib
 
 SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -121,6 +122,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (5)")
     ap.add_argument("--runs", type=int, default=3, help="rounds per backend and size (3)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--heap", action=argparse.BooleanOptionalAction, default=True,
+                    help="preload libdeputy-heap.so into the ranks, so that torch's tensors "
+                    "live in deputy's shared heap (default; --no-heap: ordinary memory, "
+                    "registered and reached through the process)")
     args = ap.parse_args(argv)
     if args.ranks < 1 or args.iters < 1 or args.warmup < 0 or args.runs < 1:
         ap.error("need -n >= 1, --iters >= 1, --warmup >= 0, --runs >= 1")
@@ -128,13 +133,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         sizes(args.sizes)
     except ValueError as e:
         ap.error(str(e))
+    preload = heap_preload() if args.heap else None
+    if args.heap and not preload:
+        print("deputy.bench: libdeputy-heap.so not found (DEPUTY_HEAP_PRELOAD): ordinary "
+              "memory", file=sys.stderr)
+    if preload:  # the spawned ranks inherit it
+        os.environ["LD_PRELOAD"] = ":".join(filter(None, [preload,
+                                                          os.environ.get("LD_PRELOAD")]))
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     with tempfile.TemporaryDirectory(prefix="deputy-bench-") as d:
         print(f"# deputy.bench: allreduce, {args.ranks} ranks, float32 sum, {args.iters} "
               f"iterations x {args.runs} rounds (+{args.warmup} warm-up), median round; "
-              f"busbw factor {bus_factor(args.ranks):.3f}")
+              f"busbw factor {bus_factor(args.ranks):.3f}; tensors in "
+              f"{'the shared heap (' + preload + ')' if preload else 'ordinary memory'}")
         print(f"# {'size':>10} {'count':>12} {'type':>6}  "
               f"{'gloo: time(us)':>14} {'algbw':>7} {'busbw':>7} {'#wrong':>6}  "
               f"{'deputy: time(us)':>10} {'algbw':>7} {'busbw':>7} {'#wrong':>6}  "
@@ -159,6 +172,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         doc = {"benchmark": "deputy.bench", "op": "allreduce", "ranks": args.ranks,
                "dtype": "float32", "iterations": args.iters, "warmup": args.warmup,
                "runs": args.runs, "bus_factor": bus_factor(args.ranks),
+               "memory": "shared heap" if preload else "ordinary",
                "agent": os.environ.get("DEPUTY_AGENT", "(default address)"), "rows": rows}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)

@@ -374,6 +374,15 @@ void warn_about_placement(const Plan &p) {
     const std::string overlap =
         launch::overlap_warning(p.placement, ranks, p.placement.engine_cpus(), "");
     if (!overlap.empty()) std::fprintf(stderr, "%s: warning: %s\n", kTool, overlap.c_str());
+    // Measured (docs/PERFORMANCE.md, "Overlap of an MPI_Isend / MPI_Irecv
+    // exchange"): with every core computing, a message needs the agent's
+    // thread, which gets a CPU only when a rank waits.
+    if (p.p2p && !overlap.empty())
+        std::fprintf(stderr,
+                     "%s: warning: --p2p with the agent on the ranks' CPUs: messages below "
+                     "1 MiB take up to 3.7x MPI's time while the ranks compute (they win "
+                     "while the ranks wait or sleep); docs/p2p.md, \"Where it pays\"\n",
+                     kTool);
     if (!p.binding.empty() && p.launcher.flavor == MpiFlavor::kHydra &&
         (p.mode == AgentsMode::kHosts || p.command_line.ranks == 0))
         std::fprintf(stderr,
