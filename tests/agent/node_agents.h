@@ -197,4 +197,20 @@ class SpanningTeam {
     std::vector<void *> owned_;
 };
 
+// One member attached to the agent of node `node` and joined to team `key`
+// (a process of its own, for the tests that kill one).
+struct NodeMember {
+    dp_context_t *ctx = nullptr;
+    dp_team_t *team = nullptr;
+};
+inline dp_status_t join_on_node(const NodeAgents &agents, int node, const std::string &key,
+                                int rank, int size, NodeMember *m) {
+    const std::string socket = agents.socket(node);
+    dp_config_t c = DP_CONFIG_INITIALIZER;
+    c.job_secret = kTestJobSecret;
+    c.agent = socket.c_str();
+    const dp_status_t s = dp_init(&c, &m->ctx);
+    return s != DP_OK ? s : dp_team_create(m->ctx, key.c_str(), rank, size, &m->team);
+}
+
 }  // namespace deputy::testing

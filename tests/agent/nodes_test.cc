@@ -492,31 +492,21 @@ TEST_F(NodesTest, TeamMissingAMemberTimesOutOnEveryNode) {
 
 TEST_F(NodesTest, MemberThatDiesOnOneNodeFailsTheOthersWithinTheBound) {
     const std::string k = key();
-    const std::string s1 = agents_->socket(1);
     int ready[2];
     ASSERT_EQ(pipe(ready), 0);
     pid_t child = fork();
     if (child == 0) {  // rank 1 on node 1: joins, then hangs until killed
-        dp_config_t c = DP_CONFIG_INITIALIZER;
-        c.job_secret = deputy::testing::kTestJobSecret;
-        c.agent = s1.c_str();
-        dp_context_t *ctx = nullptr;
-        dp_team_t *t = nullptr;
-        if (dp_init(&c, &ctx) != DP_OK || dp_team_create(ctx, k.c_str(), 1, 2, &t) != DP_OK)
-            _exit(1);
+        deputy::testing::NodeMember m;
+        if (deputy::testing::join_on_node(*agents_, 1, k, 1, 2, &m) != DP_OK) _exit(1);
         [[maybe_unused]] ssize_t n = write(ready[1], "x", 1);
         pause();
         _exit(0);
     }
     close(ready[1]);
-    const std::string s0 = agents_->socket(0);
-    dp_config_t c = DP_CONFIG_INITIALIZER;
-    c.job_secret = deputy::testing::kTestJobSecret;
-    c.agent = s0.c_str();
-    dp_context_t *ctx = nullptr;
-    dp_team_t *team = nullptr;
-    ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
-    ASSERT_EQ(dp_team_create(ctx, k.c_str(), 0, 2, &team), DP_OK);
+    deputy::testing::NodeMember me;
+    ASSERT_EQ(deputy::testing::join_on_node(*agents_, 0, k, 0, 2, &me), DP_OK);
+    dp_context_t *ctx = me.ctx;
+    dp_team_t *team = me.team;
     char x;
     ASSERT_EQ(read(ready[0], &x, 1), 1);
     close(ready[0]);

@@ -64,6 +64,12 @@ MpiInternode::~MpiInternode() {
     if (thread_.joinable()) thread_.join();
 }
 
+void MpiInternode::enqueue(Command c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_.push_back(std::move(c));
+    wake_.notify_one();
+}
+
 void MpiInternode::join(const std::string &key, uint32_t rank, uint32_t size,
                         uint32_t timeout_ms) {
     Command c;
@@ -72,9 +78,7 @@ void MpiInternode::join(const std::string &key, uint32_t rank, uint32_t size,
     c.rank = rank;
     c.size = size;
     c.timeout_ms = timeout_ms;
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 void MpiInternode::broken(uint64_t uid, uint64_t from_sequence, const std::string &why) {
@@ -83,18 +87,14 @@ void MpiInternode::broken(uint64_t uid, uint64_t from_sequence, const std::strin
     c.uid = uid;
     c.from_sequence = from_sequence;
     c.why = why;
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 void MpiInternode::start(InterOp op) {
     Command c;
     c.kind = Command::Kind::start;
     c.op = std::move(op);
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 bool MpiInternode::poll(InternodeEvent *out) {
@@ -114,9 +114,7 @@ void MpiInternode::send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>>
     c.kind = Command::Kind::p2p_head;
     c.node = node;
     c.bytes = std::move(message);
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 void MpiInternode::send_p2p_data(uint32_t node, uint32_t slot,
@@ -126,9 +124,7 @@ void MpiInternode::send_p2p_data(uint32_t node, uint32_t slot,
     c.node = node;
     c.slot = slot;
     c.bytes = std::move(bytes);
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot,
@@ -139,9 +135,7 @@ void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot,
     c.slot = slot;
     c.bytes = std::move(into);
     c.uid = id;
-    std::lock_guard<std::mutex> lock(mutex_);
-    commands_.push_back(std::move(c));
-    wake_.notify_one();
+    enqueue(std::move(c));
 }
 
 std::string MpiInternode::describe() const {

@@ -80,6 +80,7 @@ class MpiInternode final : public Internode {
 
     MpiInternode() = default;
     void loop();
+    void enqueue(Command c);  // for the node thread, which it wakes
     void push_event(InternodeEvent e);
     // Node thread only:
     void send_control(uint32_t to, const std::string &message);

@@ -252,8 +252,14 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
             if (status != DP_COMP_SUCCESS) ++p2p_failed_;
             return;
         }
-        if (h.slot >= Internode::kP2pSlots || h.bytes != m.send.bytes || !t)
+        if (h.slot >= Internode::kP2pSlots || h.bytes != m.send.bytes || !t) {
+            // (An agent of the same job that says this is broken: the send
+            // fails rather than wait for ever.)
+            publish_p2p(m.sender, m.send, ch::kCollMemberLost, 0, 0, 0);
+            p2p_answered(t, m.from);
+            ++p2p_failed_;
             return bad("a clear to send that does not fit its message");
+        }
         std::shared_ptr<std::vector<uint8_t>> stage;
         try {
             stage = std::make_shared<std::vector<uint8_t>>(m.send.bytes);
