@@ -6,8 +6,9 @@ the same processes, reported as nccl-tests reports it (time, algbw, busbw,
 
 Each rank's default process group is gloo (also the bookkeeping's: the
 barriers and the slowest rank's time); the deputy backend is a group over
-the same ranks, their tensors ordinary memory (--heap: in deputy's shared
-heap, libdeputy-heap.so preloaded into the ranks). Per size, the two are timed alternately (--runs rounds of
+the same ranks, their tensors in deputy's shared heap (libdeputy-heap.so
+preloaded into the ranks; --no-heap: ordinary memory). Per size, the two
+are timed alternately (--runs rounds of
 --iters blocking all_reduce calls after --warmup), and each row gives the
 median round: time is the slowest rank's per call, algbw = bytes / time,
 busbw = algbw x nccl-tests' factor (from libdeputy's table:
@@ -122,10 +123,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (5)")
     ap.add_argument("--runs", type=int, default=3, help="rounds per backend and size (3)")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--heap", action=argparse.BooleanOptionalAction, default=False,
+    ap.add_argument("--heap", action=argparse.BooleanOptionalAction, default=True,
                     help="preload libdeputy-heap.so into the ranks, so that torch's tensors "
-                    "live in deputy's shared heap (default: ordinary memory, registered "
-                    "and reached through the process; python/deputy/README.md)")
+                    "live in deputy's shared heap (default; --no-heap: ordinary memory, "
+                    "registered and reached through the process)")
     args = ap.parse_args(argv)
     if args.ranks < 1 or args.iters < 1 or args.warmup < 0 or args.runs < 1:
         ap.error("need -n >= 1, --iters >= 1, --warmup >= 0, --runs >= 1")

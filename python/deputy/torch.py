@@ -11,10 +11,12 @@ agent is done, for users who keep gloo (or NCCL) as their process group.
 
 Supported: Debian's python3-torch 1.13 (`GradBucket.buffer()`), CPU tensors."""
 
+import atexit
 import os
 import queue
 import secrets
 import threading
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -24,6 +26,59 @@ from torch._C._distributed_c10d import _create_work_from_future
 from deputy.context import Context
 from deputy.constants import ANY_SOURCE
 from deputy.team import Team
+
+
+_running: "weakref.WeakSet[_Completer]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_completers() -> None:
+    for completer in list(_running):
+        completer.stop()
+
+
+class _Completer:
+    """One thread that waits for deputy requests in the order they were
+    posted and completes a torch Future for each (collectives complete in
+    that order). It is stopped before the interpreter finalizes (atexit):
+    a daemon thread still inside torch's Future.set_result, which releases
+    the GIL, when the main thread finishes would be ended by Python as it
+    takes the GIL back, unwinding through torch's noexcept C++ frames —
+    std::terminate, "terminate called without an active exception"."""
+
+    def __init__(self, name: str):
+        self._posted: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        _running.add(self)
+
+    def _run(self) -> None:
+        while True:
+            item = self._posted.get()
+            if item is None:
+                return
+            request, then, result, future = item
+            try:
+                if request is not None:
+                    request.wait()  # (releases the GIL)
+                if then is not None:
+                    then()
+                future.set_result(result)
+            except BaseException as e:  # the waiter raises it
+                future.set_exception(e)
+
+    def post(self, request: Any, result: Any, then: Optional[Any] = None) -> torch.futures.Future:
+        """A Future completed with `result` once `request` is done and
+        then() has run."""
+        future: torch.futures.Future = torch.futures.Future()
+        self._posted.put((request, then, result, future))
+        return future
+
+    def stop(self) -> None:
+        """Completes what is posted, then ends the thread (idempotent)."""
+        if self._thread.is_alive():
+            self._posted.put(None)
+            self._thread.join()
 
 
 class HookState:
@@ -52,28 +107,11 @@ class HookState:
         except BaseException:
             self.ctx.close()
             raise
-        self._posted: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._complete, name="deputy-ddp-hook",
-                                        daemon=True)
-        self._thread.start()
-
-    def _complete(self) -> None:
-        while True:
-            item = self._posted.get()
-            if item is None:
-                return
-            request, tensor, future = item
-            try:
-                request.wait()  # (releases the GIL)
-                future.set_result(tensor)
-            except BaseException as e:  # the training loop's wait raises it
-                future.set_exception(e)
+        self._completer = _Completer("deputy-ddp-hook")
 
     def close(self) -> None:
         """Completes what is posted, then leaves the team and detaches."""
-        if self._thread.is_alive():
-            self._posted.put(None)
-            self._thread.join()
+        self._completer.stop()
         self.team.close()
         self.ctx.close()
 
@@ -85,10 +123,7 @@ def allreduce_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.F
     Future completed with it."""
     tensor = bucket.buffer()
     tensor.div_(state.size)
-    request = state.team.iallreduce(tensor)
-    future: torch.futures.Future = torch.futures.Future()
-    state._posted.put((request, tensor, future))
-    return future
+    return state._completer.post(state.team.iallreduce(tensor), tensor)
 
 
 # --- the torch.distributed backend "deputy" ---
@@ -143,35 +178,16 @@ def _reduce_op(opts: Any) -> str:
 # Works: torch's C++ side (DDP's reducer, parameter checks) waits on the
 # C++ Work it gets back and never calls a Python subclass's wait() in torch
 # 1.13, so each operation is a torch Future wrapped by torch's own
-# _create_work_from_future, completed by one thread of the process in the
-# order the operations were posted (collectives complete in that order).
-_posted: "queue.Queue" = queue.Queue()
-_completer: Optional[threading.Thread] = None
-
-
-def _complete_posted() -> None:
-    while True:
-        request, then, result, future = _posted.get()
-        try:
-            if request is not None:
-                request.wait()  # (releases the GIL)
-            if then is not None:
-                then()
-            future.set_result(result)
-        except BaseException as e:
-            future.set_exception(e)
+# _create_work_from_future, completed by the process's one _Completer.
+_completer: Optional[_Completer] = None
 
 
 def _work(request: Any, result: list, then: Optional[Any] = None) -> Any:
     global _completer
     with _context_lock:
         if _completer is None:
-            _completer = threading.Thread(target=_complete_posted, name="deputy-works",
-                                          daemon=True)
-            _completer.start()
-    future: torch.futures.Future = torch.futures.Future()
-    _posted.put((request, then, result, future))
-    return _create_work_from_future(future)
+            _completer = _Completer("deputy-works")
+    return _create_work_from_future(_completer.post(request, result, then))
 
 
 def _flat(tensors: list) -> torch.Tensor:

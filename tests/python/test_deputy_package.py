@@ -350,15 +350,11 @@ def _run_case(team: deputy.Team, rank: int, size: int, case: str):
     raise AssertionError(case)
 
 
-def spawn_members(target, args: list, what: str, timeout: float = 60,
-                  check_exit: bool = True) -> list:
+def spawn_members(target, args: list, what: str, timeout: float = 60) -> list:
     """One process per entry of `args` (spawned: no state of the test
     process), each running target(*entry, conn) and sending one answer on
-    conn; their answers in rank order, every process gone. check_exit=False
-    for torch members: one sometimes aborts as it exits after answering
-    (`terminate called without an active exception`, a known defect of the
-    torch backend's shutdown, python/deputy/README.md), which is not what
-    those tests check."""
+    conn; their answers in rank order, every process gone and exited with
+    status 0 (a torch member that aborts as it exits fails the test)."""
     ctx = mp.get_context("spawn")
     pipes, procs = [], []
     for a in args:
@@ -372,7 +368,7 @@ def spawn_members(target, args: list, what: str, timeout: float = 60,
         assert pipe.poll(timeout), f"a member of {what} gave no answer in {timeout} s"
         results.append(pipe.recv())
         p.join(20)
-        assert p.exitcode == 0 or not check_exit, f"a member of {what} exited with {p.exitcode}"
+        assert p.exitcode == 0, f"a member of {what} exited with {p.exitcode}"
     return results
 
 
@@ -534,7 +530,7 @@ def test_torch_cpu_tensors_across_processes(agent):
     float, bfloat16 (no NumPy type: deputy's DP_BFLOAT16), integers, a
     tensor that requires grad; GPU or non-contiguous ones are refused."""
     torch = pytest.importorskip("torch")
-    results = spawn_members(_torch_member, [(agent, r, 2) for r in range(2)], "torch", 120, check_exit=False)
+    results = spawn_members(_torch_member, [(agent, r, 2) for r in range(2)], "torch", 120)
     assert all(status == "ok" for status, _ in results), results
     with deputy.Context(agent=agent, job_secret=SECRET) as c, deputy.Team(c, "torch-bad", 0, 1) as team:
         with pytest.raises(ValueError, match="not contiguous"):
@@ -576,7 +572,7 @@ def _ddp_member(sock: str, rdv: str, rank: int, use_hook: bool, conn) -> None:
 def run_ddp(agent: str, tmp: Path, use_hook: bool) -> list:
     rdv = tmp / f"rdv-{use_hook}"
     out = spawn_members(_ddp_member, [(agent, str(rdv), r, use_hook) for r in range(2)], "DDP",
-                        180, check_exit=False)
+                        180)
     assert all(s == "ok" for s, _ in out), out
     return [v for _, v in out]
 
@@ -753,7 +749,7 @@ def test_torch_backend_matches_gloo(agent, tmp_path, size):
     pytest.importorskip("torch")
     results = spawn_members(_backend_member,
                             [(agent, str(tmp_path / "rdv"), r, size) for r in range(size)],
-                            "the backend", 180, check_exit=False)
+                            "the backend", 180)
     assert all(s == "ok" for s, _ in results), results
     assert len(results[0][1]) == (16 if size == 1 else 19), results[0][1]
 
@@ -788,7 +784,7 @@ def test_torch_backend_starts_the_nodes_agent_where_none_answers(tmp_path):
         sock = d / "agent.sock"
         results = spawn_members(_started_member,
                                 [(str(sock), str(tmp_path / "rdv"), r, 3) for r in range(3)],
-                                "the started agent's job", 120, check_exit=False)
+                                "the started agent's job", 120)
         assert all(s == "ok" for s, _ in results), results
         pid = int((d / "agent.pid").read_text().split()[0])
         os.kill(pid, 0)  # one agent, still there right after its clients left
@@ -869,7 +865,8 @@ def test_bench_reports_both_backends_as_nccl_tests_does(agent, tmp_path):
     assert [int(x[0]) for x in rows] == [4096, 8192, 16384], r.stdout
     doc = json.loads(out.read_text())
     assert doc["ranks"] == 3 and abs(doc["bus_factor"] - 4 / 3) < 1e-12
-    assert doc["memory"] == "ordinary"
+    from deputy._lib import heap_preload
+    assert doc["memory"] == ("shared heap" if heap_preload() else "ordinary")
     for row in doc["rows"]:
         for b in ("gloo", "deputy"):
             x = row[b]
@@ -884,11 +881,15 @@ def test_bench_reports_both_backends_as_nccl_tests_does(agent, tmp_path):
 
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
     """examples/ddp/train.py with 2 ranks, 4 steps: gloo, the deputy
-    backend and gloo with deputy's hook end with the same parameter bytes."""
+    backend (also with --heap: the ranks' tensors in the shared heap) and
+    gloo with deputy's hook end with the same parameter bytes."""
     pytest.importorskip("torch")
     env = dict(os.environ, DEPUTY_AGENT=agent, PYTHONPATH=str(ROOT / "python"))
     sums = {}
+    from deputy._lib import heap_preload
     runs = [("gloo", []), ("deputy", []), ("gloo+hook", [])]
+    if heap_preload():  # (not in a sanitizer build)
+        runs.append(("deputy", ["--heap"]))
     for mode, more in runs:
         r = subprocess.run([sys.executable, str(ROOT / "examples" / "ddp" / "train.py"), "--mode",
                             mode, "--steps", "4", "--warmup", "1", "--batch", "8",
