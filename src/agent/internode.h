@@ -69,7 +69,7 @@ struct InterMessage {
 static_assert(sizeof(InterMessage) == 48);
 
 struct InternodeEvent {
-    enum class Kind : uint8_t { formed, join_failed, done, broken, p2p, p2p_data };
+    enum class Kind : uint8_t { formed, join_failed, done, broken, p2p, p2p_data, node_lost };
     Kind kind = Kind::done;
     std::string key;             // formed, join_failed
     uint32_t rank = 0;           // join_failed: the rank whose join failed (or all: UINT32_MAX)
@@ -87,6 +87,9 @@ struct InternodeEvent {
     // size only) in `message`, and all of it, head first, in `bytes`.
     // p2p_data: the data of receive `op_id` arrived (comp_status) in the
     // buffer it was given, `bytes` long.
+    // node_lost: nothing came from the agent of node `node` for the node
+    // timeout (its heartbeats included): its members are gone for every
+    // team (`reason`); a broken event follows for each team it was in.
     uint32_t node = 0;
     InterMessage message;
     std::shared_ptr<std::vector<uint8_t>> bytes;

@@ -339,4 +339,51 @@ TEST_F(NodesP2pTest, PeerThatDiesOnAnotherNodeFailsTheOtherSideWithinTheBound) {
     EXPECT_EQ(std::memcmp(a, b, 64), 0);
 }
 
+// The agent of another node killed while a member here waits for a message
+// from its member and sends one it never takes: no collective runs, so only
+// the agents' heartbeats can tell; both fail within the bound
+// (node_timeout_ms = 2 s here), new posts naming that member fail at once,
+// and the surviving agents serve new teams.
+TEST_F(NodesP2pTest, AgentOfAnotherNodeKilledFailsWaitingMessagesWithinTheBound) {
+    auto team = std::make_unique<SpanningTeam>(*agents_, std::vector<int>{0, 2}, key());
+    ASSERT_EQ(team->create_status(0), DP_OK);
+    ASSERT_EQ(team->create_status(1), DP_OK);
+    uint8_t *buf = team->buffer(0, 1 << 20);
+    dp_request_t *recv = nullptr, *send = nullptr;
+    ASSERT_EQ(dp_irecv(buf, 64, 1, 2, team->team(0), &recv), DP_OK);                 // never sent
+    ASSERT_EQ(dp_isend(buf + 4096, 1 << 19, 1, 3, team->team(0), &send), DP_OK);  // never taken
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(completed(recv));
+    EXPECT_FALSE(completed(send));
+    const pid_t victim = agents_->agent_pid(2);
+    ASSERT_GT(victim, 0);
+    const auto start = std::chrono::steady_clock::now();
+    kill(victim, SIGKILL);
+    EXPECT_EQ(dp_wait(recv), DP_ERR_AGENT_LOST);
+    EXPECT_EQ(dp_wait(send), DP_ERR_AGENT_LOST);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_GT(took, std::chrono::milliseconds(1000)) << "failed before the node timeout";
+    EXPECT_LT(took, std::chrono::seconds(8)) << "bound: node_timeout_ms 2000 + slack";
+    dp_request_free(recv);
+    dp_request_free(send);
+    dp_msg_status_t st{};
+    EXPECT_EQ(dp_recv(buf, 4, 1, 1, team->team(0), &st), DP_ERR_AGENT_LOST);
+    const nlohmann::json i = info(0);
+    ASSERT_TRUE(i.is_object());
+    EXPECT_NE(i["internode"].get<std::string>().find("nodes lost 1"), std::string::npos)
+        << i["internode"];
+    team.reset();
+    SpanningTeam fresh(*agents_, {0, 1}, key());
+    uint8_t *a = fresh.buffer(0, 64), *b = fresh.buffer(1, 64);
+    pattern(a, 64, 11);
+    dp_request_t *s = nullptr, *q = nullptr;
+    ASSERT_EQ(dp_isend(a, 64, 1, 0, fresh.team(0), &s), DP_OK);
+    ASSERT_EQ(dp_irecv(b, 64, 0, 0, fresh.team(1), &q), DP_OK);
+    EXPECT_EQ(dp_wait(q), DP_OK);
+    EXPECT_EQ(dp_wait(s), DP_OK);
+    dp_request_free(q);
+    dp_request_free(s);
+    EXPECT_EQ(std::memcmp(a, b, 64), 0);
+}
+
 }  // namespace

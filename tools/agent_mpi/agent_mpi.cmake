@@ -16,6 +16,7 @@ if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_common.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/common/cli_json.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_internode.cc
+    ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_heartbeat.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_membership.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_operations.cc
     ${PROJECT_SOURCE_DIR}/src/agent/mpi/mpi_p2p.cc

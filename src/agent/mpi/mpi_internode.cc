@@ -141,9 +141,10 @@ void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot,
 std::string MpiInternode::describe() const {
     return fmt::format(
         "node {} of {} (MPI); teams formed {}, inter-node steps done {}, failed {}; "
-        "point-to-point heads sent {}, received {}, data bytes {}",
+        "point-to-point heads sent {}, received {}, data bytes {}; nodes lost {}",
         node_, nodes_, teams_formed_.load(), ops_done_.load(), ops_failed_.load(),
-        p2p_heads_sent_.load(), p2p_heads_received_.load(), p2p_data_bytes_.load());
+        p2p_heads_sent_.load(), p2p_heads_received_.load(), p2p_data_bytes_.load(),
+        nodes_lost_.load());
 }
 
 void MpiInternode::push_event(InternodeEvent e) {
@@ -220,6 +221,7 @@ void MpiInternode::loop() {
         if (node_ == 0) sequencer_timeouts();
         progressed |= progress_ops();
         progressed |= progress_p2p();
+        progressed |= heartbeat();
         for (auto it = sends_.begin(); it != sends_.end();) {
             int done = 0;
             MPI_Test(&it->first, &done, MPI_STATUS_IGNORE);
@@ -241,6 +243,7 @@ void MpiInternode::loop() {
             wake_.wait_for(lock, in_flight || p2p_active ? std::chrono::microseconds(50)
                                                          : std::chrono::microseconds(1000));
     }
+    free_heartbeats();
 }
 
 }  // namespace deputy::agent

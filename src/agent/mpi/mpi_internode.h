@@ -103,6 +103,13 @@ class MpiInternode final : public Internode {
     void p2p_command(Command &c);
     bool progress_p2p();
     bool p2p_in_flight() const;
+    // Heartbeats (mpi_heartbeat.cc): every node tells every other it is
+    // alive; a node not heard from for op_timeout_ms is lost (node_lost,
+    // then every team of it broken). Point-to-point has no step that times
+    // out, so without this a receive from a dead node's member would wait
+    // forever. True when something happened.
+    bool heartbeat();
+    void free_heartbeats();
 
     Options options_;
     uint32_t node_ = 0, nodes_ = 1;
@@ -125,6 +132,13 @@ class MpiInternode final : public Internode {
     std::list<P2pSend> p2p_sends_;
     std::list<P2pReceive> p2p_receives_;
     uint64_t last_p2p_ns_ = 0;  // the last head that came or went
+    std::vector<uint64_t> heard_ns_;        // per node: its last heartbeat
+    std::vector<MPI_Request> alive_sends_;  // per node: the heartbeat in flight
+    std::vector<uint8_t> lost_;             // per node: declared lost
+    uint64_t next_alive_ns_ = 0;
+    // Receive buffers of lost nodes' data, which MPI may still own.
+    std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned_;
+    std::atomic<uint64_t> nodes_lost_{0};
     std::atomic<uint64_t> teams_formed_{0}, ops_done_{0}, ops_failed_{0};
     std::atomic<uint64_t> p2p_heads_sent_{0}, p2p_heads_received_{0}, p2p_data_bytes_{0};
 };

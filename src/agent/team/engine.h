@@ -251,6 +251,9 @@ class TeamEngine {
     // this node's member `rank` left (tell the others), or another node's
     // did (its agent said so): sends waiting for it fail.
     void node_member_gone(Team &t, uint32_t rank);
+    // another node's agent fell silent: each of its teams' members there
+    // is gone, as if its agent had said so for each.
+    void on_node_lost(const InternodeEvent &e);
     void drop_node_p2p(const Team &t);
     // heads about a team that has not formed here yet (its agents learn of
     // it in no fixed order with its messages): kept until it forms, then

@@ -414,6 +414,21 @@ void TeamEngine::node_member_gone(Team &t, uint32_t rank) {
         if (n != internode_->node()) send_head(n, h);
 }
 
+void TeamEngine::on_node_lost(const InternodeEvent &e) {
+    for (auto &[id, team] : teams_) {
+        Team &t = *team;
+        if (!t.spans_nodes) continue;
+        for (uint32_t r = 0; r < t.size; ++r) {
+            if (t.node_of_rank[r] != e.node) continue;
+            if (!t.p2p) t.p2p = std::make_unique<P2pQueues>(t.size);
+            if (t.p2p->node_gone[r]) continue;
+            DP_LOG_WARN("agent: team '{}': rank {} is gone with its node: {}", t.key, r, e.reason);
+            t.p2p->node_gone[r] = 1;
+            p2p_member_gone(t, r, 0);
+        }
+    }
+}
+
 void TeamEngine::drop_node_p2p(const Team &t) {
     for (auto it = node_sends_.begin(); it != node_sends_.end();)
         it = it->second.team == t.id ? node_sends_.erase(it) : std::next(it);
