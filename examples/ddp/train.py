@@ -14,10 +14,11 @@ divided by the world size, then two halves are summed: exact in either
 order). Runs its own ranks (`--nprocs N`, torch.multiprocessing) or under
 torchrun (`python3 -m torch.distributed.run --nproc_per_node N train.py`).
 deputy's modes use the node's agent at $DEPUTY_AGENT (or the default
-address), started on demand where none answers. --heap puts the ranks'
-tensors in deputy's shared heap (libdeputy-heap.so preloaded into the ranks
-it starts; under torchrun, set LD_PRELOAD yourself): gradient buckets the
-agent then reaches in place (examples/ddp/README.md)."""
+address), started on demand where none answers. In deputy's modes the
+ranks' tensors live in deputy's shared heap (libdeputy-heap.so preloaded
+into the ranks it starts; --no-heap: ordinary memory; under torchrun, set
+LD_PRELOAD yourself): gradient buckets the agent then reaches in place
+(examples/ddp/README.md)."""
 
 import argparse
 import hashlib
@@ -103,20 +104,32 @@ def main() -> None:
     ap.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--heap", action="store_true",
-                    help="preload libdeputy-heap.so into the ranks it starts")
+    ap.add_argument("--heap", action=argparse.BooleanOptionalAction, default=None,
+                    help="preload libdeputy-heap.so into the ranks it starts (default: in "
+                    "deputy's modes, not in gloo's)")
     args = ap.parse_args()
     if args.steps <= args.warmup:
         sys.exit("ddp: --steps must exceed --warmup")
-    if args.heap:
+    torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    heap = args.heap if args.heap is not None else args.mode != "gloo" and not torchrun
+    if heap:
         from deputy._lib import heap_preload
         preload = heap_preload()
-        if not preload:
+        if not preload and args.heap:
             sys.exit("ddp: --heap: libdeputy-heap.so not found (build it, or set "
                      "DEPUTY_HEAP_PRELOAD)")
-        # The ranks (spawned: new processes) inherit it.
-        os.environ["LD_PRELOAD"] = ":".join(filter(None, [preload, os.environ.get("LD_PRELOAD")]))
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        if not preload:
+            print("ddp: libdeputy-heap.so not found: the ranks' tensors are ordinary memory "
+                  "(slower; examples/ddp/README.md)", file=sys.stderr)
+        elif torchrun:
+            if preload not in os.environ.get("LD_PRELOAD", ""):
+                sys.exit("ddp: --heap under torchrun: give LD_PRELOAD=" + preload +
+                         " to torchrun")
+        else:
+            # The ranks (spawned: new processes) inherit it.
+            os.environ["LD_PRELOAD"] = ":".join(filter(None, [preload,
+                                                              os.environ.get("LD_PRELOAD")]))
+    if torchrun:
         run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, "env://")
         return
     with tempfile.TemporaryDirectory(prefix="ddp-") as d:

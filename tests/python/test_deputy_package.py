@@ -881,15 +881,13 @@ def test_bench_reports_both_backends_as_nccl_tests_does(agent, tmp_path):
 
 def test_examples_ddp_three_modes_give_the_same_parameters(agent):
     """examples/ddp/train.py with 2 ranks, 4 steps: gloo, the deputy
-    backend (also with --heap: the ranks' tensors in the shared heap) and
-    gloo with deputy's hook end with the same parameter bytes."""
+    backend (the ranks' tensors in the shared heap, its default, and with
+    --no-heap in ordinary memory) and gloo with deputy's hook end with the
+    same parameter bytes."""
     pytest.importorskip("torch")
     env = dict(os.environ, DEPUTY_AGENT=agent, PYTHONPATH=str(ROOT / "python"))
     sums = {}
-    from deputy._lib import heap_preload
-    runs = [("gloo", []), ("deputy", []), ("gloo+hook", [])]
-    if heap_preload():  # (not in a sanitizer build)
-        runs.append(("deputy", ["--heap"]))
+    runs = [("gloo", []), ("deputy", []), ("gloo+hook", []), ("deputy", ["--no-heap"])]
     for mode, more in runs:
         r = subprocess.run([sys.executable, str(ROOT / "examples" / "ddp" / "train.py"), "--mode",
                             mode, "--steps", "4", "--warmup", "1", "--batch", "8",
