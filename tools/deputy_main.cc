@@ -11,6 +11,7 @@
 #include "bench/rail/bench_rail.h"
 #include "bench_coll/launcher.h"
 #include "common/log.h"
+#include "doctor/doctor_command.h"
 #include "launch/launch_command.h"
 #include "launch/mpirun_command.h"
 
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
 
     deputy::tools::register_agent(app);
     deputy::tools::register_info(app);
+    deputy::tools::register_doctor(app);
     deputy::tools::register_launch(app);
     deputy::tools::register_mpirun(app);
     CLI::App *bench = app.add_subcommand("bench", "benchmarks: mover, channel, rail, coll");

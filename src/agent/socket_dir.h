@@ -15,4 +15,8 @@ namespace deputy::agent {
 // as is. DP_ERR_DENIED or DP_ERR_IO with *error naming the path.
 dp_status_t prepare_socket_dir(const std::string &socket_path, std::string *error);
 
+// An existing directory's owner and mode, as prepare_socket_dir checks them
+// (`deputy doctor` asks before any agent runs).
+dp_status_t check_socket_dir(const std::string &dir, std::string *error);
+
 }  // namespace deputy::agent

@@ -1,0 +1,179 @@
+"""`deputy doctor` as a user runs it: on this machine (its JSON schema, its
+exit code, each area's findings), and on fake /sys and /proc trees (--root)
+that show a DSA device with dedicated, shared, disabled and unopenable
+queues, a device without SVA, an unreadable sysfs file, an RDMA port in
+RoCE v2 mode on a PCIe link below its slot, and a Yama scope that closes
+cross-memory attach; with no agent (and a socket directory an agent would
+refuse: exit 1) and with one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+DEPUTY = os.environ.get("DEPUTY_BIN")
+
+pytestmark = pytest.mark.skipif(
+    not DEPUTY, reason="DEPUTY_BIN is not set: point it at a built deputy binary")
+
+STATUSES = {"ok", "info", "warn", "fail"}
+
+
+def doctor(*args: str) -> tuple[int, dict]:
+    r = subprocess.run([DEPUTY, "doctor", "--json", "--timeout", "0.5", *args],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, json.loads(r.stdout)
+
+
+def find(doc: dict, area: str, check: str) -> dict:
+    got = [f for f in doc["findings"] if f["area"] == area and f["check"] == check]
+    assert len(got) == 1, (area, check, [(f["area"], f["check"]) for f in doc["findings"]])
+    return got[0]
+
+
+def write(root: Path, path: str, text: str) -> None:
+    p = root / path.lstrip("/")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text + "\n")
+
+
+@pytest.fixture
+def private_dir():
+    d = Path(tempfile.mkdtemp(prefix="deputy-doctor-"))  # mode 0700
+    yield d
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
+def test_this_machine_schema_exit_code_and_areas(private_dir):
+    rc, doc = doctor("--socket", str(private_dir / "none.sock"))
+    assert rc == 0 and doc["ok"] is True, doc
+    assert set(doc) == {"version", "ok", "findings", "counts"}
+    for f in doc["findings"]:
+        assert set(f) == {"area", "check", "status", "found", "fix"} and f["status"] in STATUSES, f
+        assert f["found"], f
+    assert sum(doc["counts"].values()) == len(doc["findings"])
+    assert {f["area"] for f in doc["findings"]} == {"cpu", "memory", "dsa", "fabric", "mpi",
+                                                   "agent"}
+    assert find(doc, "memory", "memfd")["status"] == "ok"
+    assert find(doc, "memory", "cross_memory_attach")["status"] == "ok"
+    assert find(doc, "cpu", "simd")["found"].split(":")[0] in ("AVX-512 (F, BW, VL, DQ)", "avx2",
+                                                             "scalar")
+    # This machine has no DSA, and says how one gets it.
+    if not Path("/sys/bus/dsa").exists():
+        dsa = find(doc, "dsa", "devices")
+        assert "idxd" in dsa["found"] and "intel_iommu=on,sm_on" in dsa["fix"], dsa
+    assert "tcp" in find(doc, "fabric", "providers")["found"]
+    agent = find(doc, "agent", "reachable")
+    assert agent["status"] == "warn" and str(private_dir / "none.sock") in agent["found"], agent
+    assert "deputy agent --daemon" in agent["fix"]
+    assert find(doc, "agent", "socket directory")["status"] == "ok"
+    # The same as a table for people.
+    r = subprocess.run([DEPUTY, "doctor", "--timeout", "0.5", "--socket",
+                        str(private_dir / "none.sock")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "0 fail: everything deputy needs is here" in r.stdout, r.stdout
+
+
+def test_a_running_agent_is_found_with_its_placement(private_dir):
+    sock = private_dir / "a.sock"
+    subprocess.run([DEPUTY, "agent", "--daemon", "--socket", str(sock), "--log-file",
+                    str(private_dir / "log")], check=True, capture_output=True, timeout=30)
+    pid = int((private_dir / "agent.pid").read_text().split()[0])
+    try:
+        rc, doc = doctor("--socket", str(sock))
+        assert rc == 0
+        agent = find(doc, "agent", "reachable")
+        assert agent["status"] == "ok" and f"pid {pid}" in agent["found"], agent
+        assert find(doc, "agent", "placement")["found"].startswith("layout ")
+    finally:
+        os.kill(pid, 15)
+
+
+def test_a_socket_directory_an_agent_refuses_fails_with_exit_1(private_dir):
+    open_dir = private_dir / "open"
+    open_dir.mkdir(mode=0o755)
+    os.chmod(open_dir, 0o755)
+    rc, doc = doctor("--socket", str(open_dir / "a.sock"))
+    assert rc == 1 and doc["ok"] is False and doc["counts"]["fail"] == 1, doc
+    f = find(doc, "agent", "socket directory")
+    assert f["status"] == "fail" and "mode 0755" in f["found"] and "chmod 700" in f["found"], f
+
+
+def test_fake_sysfs_dsa_queues_rdma_and_yama(private_dir):
+    root = private_dir / "root"
+    dev = "/sys/bus/dsa/devices"
+    write(root, f"{dev}/dsa0/state", "enabled")
+    write(root, f"{dev}/dsa0/pasid_enabled", "1")
+    write(root, f"{dev}/dsa0/max_batch_size", "1024")
+    write(root, f"{dev}/dsa0/max_transfer_size", "2147483648")
+    queues = {"wq0.0": ("enabled", "dedicated"), "wq0.1": ("enabled", "shared"),
+              "wq0.2": ("disabled", "dedicated"), "wq0.3": ("enabled", "dedicated")}
+    for wq, (state, mode) in queues.items():
+        for name, value in [("state", state), ("mode", mode), ("size", "16"), ("priority", "10"),
+                            ("threshold", "15" if mode == "shared" else "0"),
+                            ("max_batch_size", "32"), ("block_on_fault", "1"), ("type", "user")]:
+            write(root, f"{dev}/{wq}/{name}", value)
+    write(root, "/dev/dsa/wq0.0", "")
+    write(root, "/dev/dsa/wq0.1", "")
+    (root / "dev/dsa/wq0.3").mkdir()  # a node that does not open
+    # A second device without SVA, and a third whose state cannot be read.
+    write(root, f"{dev}/dsa2/state", "disabled")
+    write(root, f"{dev}/dsa2/pasid_enabled", "0")
+    (root / f"{dev.lstrip('/')}/dsa4/state").mkdir(parents=True)
+    ib = "/sys/class/infiniband/mlx5_0"
+    write(root, f"{ib}/ports/1/state", "4: ACTIVE")
+    write(root, f"{ib}/ports/1/rate", "100 Gb/sec (4X EDR)")
+    write(root, f"{ib}/ports/1/link_layer", "Ethernet")
+    write(root, f"{ib}/ports/1/gid_attrs/types/0", "RoCE v2")
+    write(root, f"{ib}/device/current_link_width", "8")
+    write(root, f"{ib}/device/max_link_width", "16")
+    write(root, f"{ib}/device/current_link_speed", "16.0 GT/s PCIe")
+    write(root, f"{ib}/device/max_link_speed", "16.0 GT/s PCIe")
+    write(root, "/proc/sys/kernel/yama/ptrace_scope", "3")
+    write(root, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake Xeon 9999")
+
+    rc, doc = doctor("--root", str(root), "--socket", str(private_dir / "none.sock"))
+    assert rc == 0, doc  # all of it optional
+    assert find(doc, "cpu", "model")["found"] == "Fake Xeon 9999"
+    d0 = find(doc, "dsa", "dsa0")
+    assert d0["status"] == "ok" and "SVA (PASID) on" in d0["found"], d0
+    w = find(doc, "dsa", "dsa0/wq0.0")
+    assert w["status"] == "ok" and w["found"].startswith("dedicated queue, size 16, priority 10"), w
+    assert "/dev/dsa/wq0.0 opens" in w["found"]
+    s = find(doc, "dsa", "dsa0/wq0.1")
+    assert s["status"] == "ok" and "shared queue" in s["found"] and "threshold 15" in s["found"], s
+    off = find(doc, "dsa", "dsa0/wq0.2")
+    assert off["status"] == "warn" and "accel-config enable-wq dsa0/wq0.2" in off["fix"], off
+    shut = find(doc, "dsa", "dsa0/wq0.3")
+    assert shut["status"] == "warn" and "does not open" in shut["found"], shut
+    assert "chown" in shut["fix"]
+    d2 = find(doc, "dsa", "dsa2")
+    assert d2["status"] == "warn" and "SVA (PASID) off" in d2["found"], d2
+    assert "sm_on" in d2["fix"]
+    d4 = find(doc, "dsa", "dsa4")
+    assert d4["status"] == "warn" and "cannot read /sys/bus/dsa/devices/dsa4/state" in d4["found"]
+    assert "not drive DSA yet" in find(doc, "dsa", "backend")["found"]
+    port = find(doc, "fabric", "mlx5_0")
+    assert port["status"] == "ok" and "RoCE v2" in port["found"] and "ACTIVE" in port["found"]
+    link = find(doc, "fabric", "mlx5_0 pcie")
+    assert link["status"] == "warn" and "x8" in link["found"] and "x16" in link["found"], link
+    yama = find(doc, "memory", "ptrace_scope")
+    assert yama["status"] == "warn" and "ptrace_scope 3" in yama["found"], yama
+    assert "kernel.yama.ptrace_scope=1" in yama["fix"]
+
+
+def test_an_empty_tree_has_no_dsa_and_no_rdma(private_dir):
+    root = private_dir / "empty"
+    root.mkdir()
+    rc, doc = doctor("--root", str(root), "--socket", str(private_dir / "none.sock"))
+    assert rc == 0
+    dsa = find(doc, "dsa", "devices")
+    assert dsa["status"] == "info" and "not loaded" in dsa["found"], dsa
+    assert find(doc, "fabric", "rdma")["status"] == "info"
+    assert find(doc, "cpu", "model")["found"] == "not named in /proc/cpuinfo"
+    assert find(doc, "memory", "ptrace_scope")["found"].startswith("no Yama")
