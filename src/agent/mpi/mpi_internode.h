@@ -103,6 +103,9 @@ class MpiInternode final : public Internode {
     void p2p_command(Command &c);
     bool progress_p2p();
     bool p2p_in_flight() const;
+    // A rendezvous message's bytes are moving: both agents committed to
+    // the transfer, which MPI advances only inside its calls.
+    bool p2p_data_moving() const;
     // Heartbeats (mpi_heartbeat.cc): every node tells every other it is
     // alive; a node not heard from for op_timeout_ms is lost (node_lost,
     // then every team of it broken). Point-to-point has no step that times

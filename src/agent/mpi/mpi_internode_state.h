@@ -51,6 +51,7 @@ struct MpiInternode::Command {
 // request per piece of at most kP2pPieceBytes), its buffer kept until done;
 struct MpiInternode::P2pSend {
     std::vector<MPI_Request> requests;
+    bool data = false;  // a rendezvous message's bytes (not a head)
     std::shared_ptr<std::vector<uint8_t>> bytes;
 };
 // a rendezvous message's data being received.

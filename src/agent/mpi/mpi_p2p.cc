@@ -51,6 +51,7 @@ void MpiInternode::p2p_command(Command &c) {
         }
         case Command::Kind::p2p_data_send: {
             P2pSend s;
+            s.data = true;
             const size_t pieces = pieces_of(bytes.size());
             for (size_t i = 0; i < pieces; ++i) {
                 const size_t at = i * kPieceBytes;
@@ -190,5 +191,12 @@ bool MpiInternode::progress_p2p() {
 }
 
 bool MpiInternode::p2p_in_flight() const { return !p2p_sends_.empty() || !p2p_receives_.empty(); }
+
+bool MpiInternode::p2p_data_moving() const {
+    if (!p2p_receives_.empty()) return true;
+    for (const P2pSend &s : p2p_sends_)
+        if (s.data) return true;
+    return false;
+}
 
 }  // namespace deputy::agent
