@@ -52,9 +52,9 @@ configure_and_build() {  # dir, extra cmake args...
 }
 
 release() {
-  # -g1 (line tables: backtraces and sanitizer reports still name lines):
-  # full debug info made compiling and linking the slowest part of CI.
-  configure_and_build build "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" &&
+  # The project's own flags (CMakeLists.txt), as scripts/main-job.sh
+  # builds this folder: each command reuses what the other compiled.
+  configure_and_build build &&
     ctest --test-dir build -j "$jobs" --output-on-failure --timeout 300
 }
 
