@@ -2,9 +2,10 @@
 exit code, each area's findings), and on fake /sys and /proc trees (--root)
 that show a DSA device with dedicated, shared, disabled and unopenable
 queues, a device without SVA, an unreadable sysfs file, an RDMA port in
-RoCE v2 mode on a PCIe link below its slot, and a Yama scope that closes
-cross-memory attach; with no agent (and a socket directory an agent would
-refuse: exit 1) and with one."""
+RoCE v2 mode on a PCIe link below its slot, a NIC whose link runs below
+its generation, and a Yama scope that closes cross-memory attach; with no
+agent (and a socket directory an agent would refuse: exit 1) and with
+one."""
 
 from __future__ import annotations
 
@@ -134,6 +135,14 @@ def test_fake_sysfs_dsa_queues_rdma_and_yama(private_dir):
     write(root, f"{ib}/device/max_link_width", "16")
     write(root, f"{ib}/device/current_link_speed", "16.0 GT/s PCIe")
     write(root, f"{ib}/device/max_link_speed", "16.0 GT/s PCIe")
+    nic = "/sys/class/net/ens1f0"
+    write(root, f"{nic}/operstate", "up")
+    write(root, f"{nic}/speed", "100000")
+    write(root, f"{nic}/device/current_link_width", "16")
+    write(root, f"{nic}/device/max_link_width", "16")
+    write(root, f"{nic}/device/current_link_speed", "8.0 GT/s PCIe")
+    write(root, f"{nic}/device/max_link_speed", "16.0 GT/s PCIe")
+    write(root, "/sys/class/net/lo/operstate", "unknown")  # virtual: no device
     write(root, "/proc/sys/kernel/yama/ptrace_scope", "3")
     write(root, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake Xeon 9999")
 
@@ -162,6 +171,10 @@ def test_fake_sysfs_dsa_queues_rdma_and_yama(private_dir):
     assert port["status"] == "ok" and "RoCE v2" in port["found"] and "ACTIVE" in port["found"]
     link = find(doc, "fabric", "mlx5_0 pcie")
     assert link["status"] == "warn" and "x8" in link["found"] and "x16" in link["found"], link
+    assert find(doc, "fabric", "ens1f0")["found"] == "up, 100000 Mb/s"
+    slow = find(doc, "fabric", "ens1f0 pcie")
+    assert slow["status"] == "warn" and "8.0 GT/s" in slow["found"], slow
+    assert not [f for f in doc["findings"] if f["check"] == "lo"]
     yama = find(doc, "memory", "ptrace_scope")
     assert yama["status"] == "warn" and "ptrace_scope 3" in yama["found"], yama
     assert "kernel.yama.ptrace_scope=1" in yama["fix"]

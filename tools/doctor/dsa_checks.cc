@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <regex>
 
 #include "common/fd.h"
 #include "doctor/finding.h"
@@ -20,6 +19,27 @@ namespace {
 const char *kNoDsaFix =
     "DSA is in 4th-generation Xeon Scalable (Sapphire Rapids) and later: boot with "
     "intel_iommu=on,sm_on, modprobe idxd, then configure queues with accel-config";
+
+bool digits(const std::string &s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// "dsa3": true, *id "3".
+bool device_name(const std::string &name, std::string *id) {
+    if (name.rfind("dsa", 0) != 0 || !digits(name.substr(3))) return false;
+    *id = name.substr(3);
+    return true;
+}
+
+// "wq3.1": true, *device "3" (its device's number).
+bool queue_name(const std::string &name, std::string *device) {
+    const size_t dot = name.find('.');
+    if (name.rfind("wq", 0) != 0 || dot == std::string::npos || !digits(name.substr(2, dot - 2)) ||
+        !digits(name.substr(dot + 1)))
+        return false;
+    *device = name.substr(2, dot - 2);
+    return true;
+}
 
 std::string attr(const Probe &p, const std::string &dir, const std::string &name) {
     std::string v, error;
@@ -82,10 +102,10 @@ void check_dsa(const Probe &p, std::vector<Finding> *out) {
                         kNoDsaFix});
         return;
     }
-    static const std::regex device("^dsa[0-9]+$"), queue("^wq([0-9]+)\\.[0-9]+$");
     int devices = 0;
     for (const std::string &dev : names) {
-        if (!std::regex_match(dev, device)) continue;
+        std::string id;
+        if (!device_name(dev, &id)) continue;
         ++devices;
         const std::string dir = "/sys/bus/dsa/devices/" + dev;
         std::string state, pasid, read_error;
@@ -110,10 +130,9 @@ void check_dsa(const Probe &p, std::vector<Finding> *out) {
                             "enable-device " + dev + ")"});
         else
             out->push_back({"dsa", dev, Status::ok, what, ""});
-        const std::string id = dev.substr(3);
         for (const std::string &wq : names) {
-            std::smatch m;
-            if (std::regex_match(wq, m, queue) && m[1] == id) work_queue(p, dev, wq, out);
+            std::string of;
+            if (queue_name(wq, &of) && of == id) work_queue(p, dev, wq, out);
         }
     }
     if (devices == 0)

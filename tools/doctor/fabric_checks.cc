@@ -102,6 +102,7 @@ void interfaces(const Probe &p, std::vector<Finding> *out) {
                                     speed.empty() || speed[0] == '-' ? "speed not shown"
                                                                      : speed + " Mb/s"),
                         ""});
+        pcie(p, nic, dir + "/device", out);
     }
 }
 
