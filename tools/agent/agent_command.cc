@@ -1,12 +1,14 @@
 #include "agent/agent_command.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -134,8 +136,25 @@ std::string default_pidfile(const std::string &socket) {
     return socket.substr(0, socket.rfind('/')) + "/agent.pid";
 }
 
+// The agent's staging buffers (a message copied aside, bytes between
+// nodes, a collective's inter-node step) are megabytes each, made and freed
+// per message. glibc gives such blocks fresh mmap()ed pages, each faulted
+// in (and zeroed by the kernel) on first touch: between two simulated nodes
+// that capped osu_bw at 1.8 GB/s, against 4.7-7.7 GB/s with freed memory
+// kept for reuse. So blocks up to 64 MiB come from the heap, and freed
+// memory stays mapped up to the stage bound (p2p_node_stage_bytes, at
+// least 256 MiB) (docs/PERFORMANCE.md, "Point-to-point between simulated
+// nodes").
+void keep_staging_memory(const agent::AgentConfig &config) {
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD,
+            int(std::min<uint64_t>(std::max<uint64_t>(config.p2p_node_stage_bytes, 256u << 20),
+                                   INT_MAX)));
+}
+
 int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
           agent::Internode *internode = nullptr) {
+    keep_staging_memory(config);
     std::unique_ptr<agent::Agent> agent;
     std::string error;
     dp_status_t s = agent::Agent::create(std::move(config), &agent, &error, internode);
