@@ -126,22 +126,21 @@ def test_fake_sysfs_dsa_queues_rdma_and_yama(private_dir):
     write(root, f"{dev}/dsa2/state", "disabled")
     write(root, f"{dev}/dsa2/pasid_enabled", "0")
     (root / f"{dev.lstrip('/')}/dsa4/state").mkdir(parents=True)
+    def pcie(device: str, width: str, max_width: str, speed: str, max_speed: str) -> None:
+        for name, value in [("current_link_width", width), ("max_link_width", max_width),
+                            ("current_link_speed", speed), ("max_link_speed", max_speed)]:
+            write(root, f"{device}/{name}", value)
+
     ib = "/sys/class/infiniband/mlx5_0"
     write(root, f"{ib}/ports/1/state", "4: ACTIVE")
     write(root, f"{ib}/ports/1/rate", "100 Gb/sec (4X EDR)")
     write(root, f"{ib}/ports/1/link_layer", "Ethernet")
     write(root, f"{ib}/ports/1/gid_attrs/types/0", "RoCE v2")
-    write(root, f"{ib}/device/current_link_width", "8")
-    write(root, f"{ib}/device/max_link_width", "16")
-    write(root, f"{ib}/device/current_link_speed", "16.0 GT/s PCIe")
-    write(root, f"{ib}/device/max_link_speed", "16.0 GT/s PCIe")
+    pcie(f"{ib}/device", "8", "16", "16.0 GT/s PCIe", "16.0 GT/s PCIe")
     nic = "/sys/class/net/ens1f0"
     write(root, f"{nic}/operstate", "up")
     write(root, f"{nic}/speed", "100000")
-    write(root, f"{nic}/device/current_link_width", "16")
-    write(root, f"{nic}/device/max_link_width", "16")
-    write(root, f"{nic}/device/current_link_speed", "8.0 GT/s PCIe")
-    write(root, f"{nic}/device/max_link_speed", "16.0 GT/s PCIe")
+    pcie(f"{nic}/device", "16", "16", "8.0 GT/s PCIe", "16.0 GT/s PCIe")
     write(root, "/sys/class/net/lo/operstate", "unknown")  # virtual: no device
     write(root, "/proc/sys/kernel/yama/ptrace_scope", "3")
     write(root, "/proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake Xeon 9999")
