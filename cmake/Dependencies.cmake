@@ -7,6 +7,8 @@ find_package(CLI11 REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+# The mover's idxd backend finds DSA devices and work queues with it.
+pkg_check_modules(ACCFG REQUIRED IMPORTED_TARGET libaccel-config)
 
 # spdlog as compiled by Debian (with the system fmt); an interface target so
 # the rest of the build names one thing.

@@ -9,6 +9,8 @@ build_packages=(
   g++ make cmake ninja-build pkg-config ccache
   libhwloc-dev libisal-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libfabric-dev libfabric-bin libsodium-dev openmpi-bin libopenmpi-dev
+  # the mover's DSA (idxd) backend: devices and work queues
+  libaccel-config-dev
   # examples/: the FFT's 1-D transforms and the LU's BLAS
   libfftw3-dev libopenblas-dev
 )

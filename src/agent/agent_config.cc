@@ -65,6 +65,12 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
             c->engines_set = true;
         }
         else if (key == "cpus") c->cpus = get_string(v, path);
+        else if (key == "backend") {
+            c->backend = get_string(v, path);
+            if (c->backend != "software" && c->backend != "idxd")
+                throw KeyError{fmt::format("{}: '{}' is not 'software' or 'idxd'", path, c->backend)};
+        }
+        else if (key == "idxd_queue") c->idxd_queue = get_string(v, path);
         else if (key == "agent_cores") c->agent_cores = get_string(v, path);
         else if (key == "pool_bytes") c->pool_bytes = get_uint(v, path, 1ull << 40);
         else if (key == "max_pool_bytes") c->max_pool_bytes = get_uint(v, path, 1ull << 40);
@@ -156,6 +162,13 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
 }
 
 bool power_of_two(uint64_t x) { return x && !(x & (x - 1)); }
+
+void apply_backend(AgentConfig *c) {
+    if (c->backend.empty()) return;
+    c->device.backend = c->backend == "idxd" ? mover::DeviceConfig::Backend::idxd
+                                             : mover::DeviceConfig::Backend::software;
+    c->device.idxd_queue = c->idxd_queue;
+}
 
 // agent_cores -> cpus, the service thread's CPUs and the engine count.
 dp_status_t place_agent(AgentConfig *c, std::string *error) {
@@ -297,12 +310,17 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         if (!c->idle_spin_set) c->idle_spin_us = kOwnCoreIdleSpinUs;
         if (!c->engine_idle_spin_us && !c->device_given) c->engine_idle_spin_us = kOwnCoreIdleSpinUs;
     }
+    if (!c->idxd_queue.empty() && c->backend != "idxd")
+        return bad("idxd_queue '" + c->idxd_queue + "' is set but backend is not 'idxd'");
     if (c->device_given) {
         if (!c->cpus.empty()) {
             std::vector<int> cpus;
             if (affinity::parse_cpu_list(c->cpus, &cpus, error) != DP_OK) return bad("cpus: " + *error);
             c->device.cpus = cpus;
         }
+        if (!c->backend.empty() && c->device.backend != mover::DeviceConfig::Backend::software)
+            return bad("backend: the device sets its own backend; give it in one place");
+        apply_backend(c);
         apply_engine_polling(c);
         return DP_OK;
     }
@@ -315,6 +333,7 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     std::string device_error;
     if (mover::config_from_struct(simple, &c->device, &device_error) != DP_OK)
         return bad(device_error);
+    apply_backend(c);
     apply_engine_polling(c);
     return DP_OK;
 }

@@ -160,6 +160,11 @@ struct AgentConfig {
     // A client's message must arrive whole, and each answer must be taken
     // by the client, within this time; otherwise the client is dropped.
     uint32_t request_timeout_ms = 1000;
+    // What runs the device's descriptors (mover/config.h): agent keys
+    // "backend" and "idxd_queue", for the default device or a given one
+    // that does not set them itself.
+    std::string backend;                     // "", "software" or "idxd"
+    std::string idxd_queue;
     std::string log_level;                   // "10".."70" or a name; empty: the command line's
     uint32_t node_timeout_ms = 10000;        // several nodes: an inter-node step fails after this
     std::string inter_algorithm = "auto";    // several nodes: allreduce among agents (docs/nodes.md)

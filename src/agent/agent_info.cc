@@ -19,6 +19,15 @@ std::string Agent::info_json() const {
     j["uptime_s"] = double(timing::now_ns() - started_ns_) / 1e9;
     j["engines"] = config_.device.total_engines();
     j["queues"] = device_->num_wqs();
+    j["backend"] = device_->backend_description();
+    if (const mover::idxd::HwQueue *hw = device_->hw_queue()) {
+        const mover::idxd::HwCounters &c = hw->counters();
+        j["idxd"] = {{"queue", hw->description()},
+                     {"submitted", c.submitted.load(std::memory_order_relaxed)},
+                     {"retries", c.retries.load(std::memory_order_relaxed)},
+                     {"faults", c.faults.load(std::memory_order_relaxed)},
+                     {"fallbacks", c.fallbacks.load(std::memory_order_relaxed)}};
+    }
     j["token_required"] = !config_.token.empty();
     j["limits"] = {{"pool_bytes", config_.pool_bytes},
                    {"max_pool_bytes", config_.max_pool_bytes},

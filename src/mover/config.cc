@@ -149,6 +149,13 @@ void parse_device(const json &node, DeviceConfig *config) {
             std::string mode = get_string(value, key);
             if (!parse_wait_mode(mode, &config->wait_mode))
                 fail(key, "'" + mode + "' is not one of spin, pause, yield, block");
+        } else if (key == "backend") {
+            std::string backend = get_string(value, key);
+            if (backend == "software") config->backend = DeviceConfig::Backend::software;
+            else if (backend == "idxd") config->backend = DeviceConfig::Backend::idxd;
+            else fail(key, "'" + backend + "' is not 'software' or 'idxd'");
+        } else if (key == "idxd_queue") {
+            config->idxd_queue = get_string(value, key);
         } else if (!kIgnoredDeviceKeys.count(key)) {
             fail(key, "unknown key");
         }
@@ -197,6 +204,8 @@ dp_status_t validate_config(const DeviceConfig &config, std::string *error) {
         if (!group.wqs.empty() && group.engines == 0)
             return bad(group.name + " has work queues but no engine: its descriptors would never run");
     }
+    if (!config.idxd_queue.empty() && config.backend != DeviceConfig::Backend::idxd)
+        return bad("idxd_queue '" + config.idxd_queue + "' is set but backend is not 'idxd'");
     return DP_OK;
 }
 

@@ -39,6 +39,11 @@ struct DeviceConfig {
     // service thread is waiting for. Not a JSON key: the agent sets it.
     bool idle_yield = false;
     bool start_engines = true;      // tests set false to fill queues deterministically
+    // What runs the descriptors: the software engines' kernels, or a DSA
+    // work queue the engines hand them to (idxd/hw_queue.h). With "idxd"
+    // and no usable queue, the software engines run and the device says why.
+    enum class Backend { software, idxd } backend = Backend::software;
+    std::string idxd_queue;         // "" any, "dsa0", "dsa0/wq0.0", "standin[/shared|/inline]"
 
     uint32_t total_engines() const;
 };

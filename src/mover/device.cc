@@ -16,11 +16,29 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
     device->config_ = config;
     device->nt_threshold_ = config.nt_threshold ? config.nt_threshold : kDefaultNtThreshold;
     device->spaces_.set_local(&device->local_);
+    if (config.backend == DeviceConfig::Backend::idxd) {
+        std::string why;
+        if (idxd::HwQueue::open(config.idxd_queue, config.wait_mode, &device->hw_, &why) != DP_OK) {
+            device->backend_ = "software engines (idxd: " + why + ")";
+            DP_LOG_WARN("mover {}: no DSA queue: {}; the software engines run", config.name, why);
+        } else if (device->hw_->queue().mode == DP_WQ_DEDICATED &&
+                   config.total_engines() > device->hw_->queue().size) {
+            // Each engine has one descriptor on the device at a time; more
+            // than a dedicated queue holds and the device would drop some.
+            *error = "idxd: " + device->hw_->description() + " holds " +
+                     std::to_string(device->hw_->queue().size) + " descriptors, fewer than the " +
+                     std::to_string(config.total_engines()) + " engines that would submit to it";
+            return DP_ERR_INVALID;
+        } else {
+            device->backend_ = "DSA " + device->hw_->description();
+        }
+    }
 
     for (const WqConfig &wq_config : config.wqs) {
         auto wq = std::make_unique<WqState>();
         wq->config = wq_config;
-        wq->limits = {wq_config.max_transfer_size, wq_config.max_batch_size, device->nt_threshold_};
+        wq->limits = {wq_config.max_transfer_size, wq_config.max_batch_size, device->nt_threshold_,
+                      device->hw_.get()};
         size_t bytes = WorkQueue::bytes_for(wq_config.size);
         void *memory = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
         if (memory == nullptr) {
@@ -54,9 +72,10 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
         device->groups_.push_back(std::move(group));
     }
     if (config.start_engines) device->start_engines();
-    DP_LOG_INFO("mover {}: {} work queue(s), {} engine(s), {} group(s), NT stores from {} bytes",
+    DP_LOG_INFO("mover {}: {} work queue(s), {} engine(s), {} group(s), NT stores from {} bytes, "
+                "run by {}",
                 config.name, device->wqs_.size(), device->engines_.size(), device->groups_.size(),
-                device->nt_threshold_);
+                device->nt_threshold_, device->backend_);
     *out = std::move(device);
     return DP_OK;
 }

@@ -12,6 +12,7 @@
 #include "mover/address_space.h"
 #include "mover/config.h"
 #include "mover/engine.h"
+#include "mover/idxd/hw_queue.h"
 #include "mover/queue_group.h"
 #include "mover/space_table.h"
 #include "mover/stall_watch.h"
@@ -80,12 +81,21 @@ public:
     const DeviceConfig &config() const { return config_; }
     uint32_t num_wqs() const { return uint32_t(wqs_.size()); }
     uint64_t nt_threshold() const { return nt_threshold_; }
+    // The DSA queue the engines hand descriptors to (backend "idxd"), or
+    // nullptr: the software kernels run them.
+    const idxd::HwQueue *hw_queue() const { return hw_.get(); }
+    // What runs the descriptors, and with backend "idxd" and no usable
+    // queue, why not: "software engines", "DSA dsa0/wq0.0 (dedicated, size
+    // 16)", "software engines (idxd: no DSA device: ...)".
+    const std::string &backend_description() const { return backend_; }
 
 private:
     Device() = default;
 
     DeviceConfig config_;
     uint64_t nt_threshold_ = kDefaultNtThreshold;
+    std::unique_ptr<idxd::HwQueue> hw_;  // (outlives the engines: they stop in ~Device)
+    std::string backend_ = "software engines";
     std::vector<std::unique_ptr<WqState>> wqs_;
     std::vector<std::unique_ptr<GroupState>> groups_;
     std::vector<std::unique_ptr<Engine>> engines_;
@@ -96,5 +106,8 @@ private:
     LogLimiter relief_log_{"mover: held engines"};
     bool started_ = false;
 };
+
+// The local device behind a C handle; nullptr for one an agent hosts.
+const Device *local_device(const dp_mover_t *mover);
 
 }  // namespace deputy::mover

@@ -1,9 +1,12 @@
 #include "mover/execute.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "common/futex.h"
 #include "common/log.h"
+#include "mover/idxd/hw_queue.h"
 #include "mover/kernels.h"
 #include "mover/names.h"
 
@@ -88,14 +91,6 @@ Store store_policy(const dp_desc_t &d, const ExecLimits &limits) {
     if (d.flags & DP_FLAG_NONTEMPORAL) return Store::nontemporal;
     return d.size >= limits.nt_threshold ? Store::nontemporal : Store::cached;
 }
-
-// The translated buffers of one descriptor.
-struct Buffers {
-    const void *src = nullptr;
-    void *dst = nullptr;
-    const void *src2 = nullptr;
-    void *dst2 = nullptr;
-};
 
 uint8_t translate(const dp_desc_t &d, const AddressSpace &space, Buffers *b) {
     auto get = [&](uint64_t addr, uint64_t len, Access access) {
@@ -183,6 +178,10 @@ OpResult run(const dp_desc_t &d, const Buffers &b, const ExecLimits &limits) {
     OpResult r;
     r.bytes = d.size;
     const Store store = store_policy(d, limits);
+    // On a DSA queue when the device takes it (idxd/hw_queue.h); the
+    // kernels below when it does not, or when the device failed it.
+    if (limits.hw != nullptr && limits.hw->offloads(d, b) && limits.hw->run(d, b, store, &r))
+        return r;
     switch (d.opcode) {
         case DP_OP_NOOP: break;
         case DP_OP_MEMMOVE: kernels::move(b.dst, b.src, d.size, store); break;
@@ -241,6 +240,69 @@ OpResult execute_one(const dp_desc_t &d, const AddressSpace &space, const ExecLi
     return run(d, buffers, limits);
 }
 
+// Members i.. of a batch that the DSA queue takes, run as one DSA batch
+// descriptor: at least two consecutive members, each with its record,
+// checked and translated. Returns how many were taken and finished (0:
+// member i goes the ordinary way). A member the device faulted on or failed
+// runs alone afterwards; one it abandoned after such a member runs too,
+// unless the mover's own fence rule abandons it.
+template <typename Finish>
+uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const AddressSpace &space,
+                       const ExecLimits &limits, OpResult *batch, uint64_t *abandoned,
+                       Finish &&finish) {
+    // (execute_batch's rule, below)
+    auto fenced_off = [&](const dp_desc_t &member) {
+        return *abandoned != 0 || ((member.flags & DP_FLAG_FENCE) && batch->member_failures != 0);
+    };
+    struct Member {
+        dp_desc_t desc;
+        dp_completion_t *record;
+    };
+    thread_local std::vector<Member> members;
+    thread_local std::vector<idxd::HwQueue::BatchMember> device;
+    members.clear();
+    device.clear();
+    const uint64_t most = std::min<uint64_t>(d.size - i, limits.hw->queue().max_batch_size);
+    for (uint64_t k = 0; k < most; ++k) {
+        Member m;
+        std::memcpy(&m.desc, static_cast<const char *>(array) + (i + k) * sizeof(dp_desc_t),
+                    sizeof(m.desc));
+        bool record_ok = true;
+        m.record = resolve_completion(m.desc, space, &record_ok);
+        Buffers b;
+        if (!record_ok || m.desc.opcode == DP_OP_BATCH || m.desc.opcode == DP_OP_DRAIN ||
+            (k == 0 && fenced_off(m.desc)) ||
+            validate(m.desc, limits, /*in_batch=*/true) != DP_COMP_SUCCESS ||
+            translate(m.desc, space, &b) != DP_COMP_SUCCESS || !limits.hw->batchable(m.desc, b))
+            break;
+        members.push_back(m);
+        device.push_back({nullptr, b, store_policy(m.desc, limits)});
+    }
+    if (members.size() < 2) return 0;
+    for (size_t k = 0; k < members.size(); ++k) device[k].desc = &members[k].desc;
+    thread_local std::vector<OpResult> results;
+    thread_local std::vector<idxd::HwQueue::MemberOutcome> outcomes;
+    results.assign(members.size(), OpResult{});
+    outcomes.assign(members.size(), idxd::HwQueue::MemberOutcome::again);
+    limits.hw->run_batch(device.data(), device.size(), results.data(), outcomes.data());
+    for (size_t k = 0; k < members.size(); ++k) {
+        const dp_desc_t &member = members[k].desc;
+        OpResult r;
+        if (fenced_off(member)) {
+            r = fail(DP_COMP_ABANDONED);
+            ++*abandoned;
+        } else if (outcomes[k] == idxd::HwQueue::MemberOutcome::done) {
+            r = results[k];
+            batch->member_bytes += r.bytes;
+        } else {
+            r = execute_one(member, space, limits, /*in_batch=*/true);
+            batch->member_bytes += r.bytes;
+        }
+        finish(member, members[k].record, r);
+    }
+    return members.size();
+}
+
 OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const ExecLimits &limits) {
     if (d.flags & ~uint32_t(DP_FLAG_COMPLETION)) return fail(DP_COMP_INVALID_FLAGS);
     if (d.dst || d.src2 || d.aux || d.dtype || d.redop || d.reserved) return fail(DP_COMP_INVALID_FIELD);
@@ -249,20 +311,38 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
     if (array == nullptr) return fail(DP_COMP_ADDRESS_DENIED);
     OpResult batch;
     uint64_t abandoned = 0;
-    for (uint64_t i = 0; i < d.size; ++i) {
+    auto finish = [&](const dp_desc_t &member, dp_completion_t *record, const OpResult &r) {
+        ++batch.members;
+        if (!is_success(r.status)) ++batch.member_failures;
+        if (record) publish_completion(record, r, member.user);
+    };
+    auto fenced_off = [&](const dp_desc_t &member) {
+        // mover.h, DP_FLAG_FENCE: after a failure neither the fenced
+        // member nor any later one runs (DSA abandons the rest of the batch).
+        return abandoned != 0 || ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0);
+    };
+    for (uint64_t i = 0; i < d.size;) {
+        // On a DSA queue, the members from here that it takes go to it as
+        // one batch descriptor.
+        if (limits.hw != nullptr && abandoned == 0) {
+            const uint64_t taken =
+                run_on_device(d, array, i, space, limits, &batch, &abandoned, finish);
+            if (taken != 0) {
+                i += taken;
+                continue;
+            }
+        }
         // Copy the member first: the submitter may rewrite its array while we
         // run (by mistake or on purpose); we act on one consistent snapshot.
         dp_desc_t member;
         std::memcpy(&member, static_cast<const char *>(array) + i * sizeof(dp_desc_t), sizeof(member));
+        ++i;
         bool record_ok = true;
         dp_completion_t *record = resolve_completion(member, space, &record_ok);
         OpResult r;
         if (!record_ok) {
             r = fail(DP_COMP_ADDRESS_DENIED);
-        } else if (abandoned != 0 ||
-                   ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0)) {
-            // mover.h, DP_FLAG_FENCE: after a failure neither the fenced
-            // member nor any later one runs (DSA abandons the rest of the batch).
+        } else if (fenced_off(member)) {
             r = fail(DP_COMP_ABANDONED);
             ++abandoned;
         } else if (member.opcode == DP_OP_BATCH || member.opcode == DP_OP_DRAIN) {
@@ -271,9 +351,7 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
             r = execute_one(member, space, limits, /*in_batch=*/true);
             batch.member_bytes += r.bytes;
         }
-        ++batch.members;
-        if (!is_success(r.status)) ++batch.member_failures;
-        if (record) publish_completion(record, r, member.user);
+        finish(member, record, r);
     }
     batch.status = batch.member_failures ? DP_COMP_BATCH_FAILED : DP_COMP_SUCCESS;
     batch.result = uint32_t(batch.member_failures);

@@ -21,10 +21,26 @@ struct OpResult {
     uint64_t member_bytes = 0;  // BATCH: bytes its members processed (for counters)
 };
 
+namespace idxd {
+class HwQueue;
+}
+
 struct ExecLimits {
     uint64_t max_transfer_size;
     uint32_t max_batch_size;
     uint64_t nt_threshold;
+    // The DSA work queue this software queue's descriptors run on (the
+    // device's idxd backend); nullptr: the software kernels run them.
+    idxd::HwQueue *hw = nullptr;
+};
+
+// The buffers of one descriptor, translated (pointers the engine may
+// access) and checked against each other.
+struct Buffers {
+    const void *src = nullptr;
+    void *dst = nullptr;
+    const void *src2 = nullptr;
+    void *dst2 = nullptr;
 };
 
 // True for statuses a batch counts as success.

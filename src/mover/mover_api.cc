@@ -21,6 +21,7 @@ namespace deputy::mover {
 dp_mover_t *make_remote_mover(std::unique_ptr<RemoteDevice> remote) {
     return new dp_mover{nullptr, std::move(remote)};
 }
+const Device *local_device(const dp_mover_t *mover) { return mover->device.get(); }
 }  // namespace deputy::mover
 
 namespace {

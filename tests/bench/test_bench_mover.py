@@ -162,3 +162,42 @@ def test_isa_picks_the_kernels_of_the_run(tmp_path: Path) -> None:
                  *QUICK, "--isa", "scalar", "--compare", "cpu")
     assert doc["versions"]["kernels_isa"] == "scalar", doc
 
+
+
+# --- the idxd (DSA) backend: on the stand-in device here, and without a device ---
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("wq", ["standin", "standin/shared"])
+def test_every_operation_verifies_on_the_standin_dsa_queue(tmp_path: Path, op: str, wq: str) -> None:
+    doc = run_ok(tmp_path, "-o", op, "-s", "4k", "-b", "4", *QUICK, "--wq", wq)
+    assert doc["config"]["wq"] == wq
+    assert doc["config"]["backend"].startswith("DSA stand-in device"), doc["config"]["backend"]
+    idxd = doc["idxd"]
+    # reduce is deputy's own and noop moves nothing: both stay on the CPU.
+    if op in ("reduce", "noop"):
+        assert idxd["submitted"] == 0, idxd
+    else:
+        assert idxd["submitted"] > 0, idxd
+    assert idxd["fallbacks"] == 0 and idxd["faults"] == 0, idxd
+
+
+def test_a_device_that_is_not_there_runs_the_software_engines_and_says_why(tmp_path: Path) -> None:
+    if Path("/sys/bus/dsa").exists():
+        pytest.skip("this machine has a DSA bus")
+    out = tmp_path / "result.json"
+    result = mover("--device", "dsa0", "-s", "4k", *QUICK, "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# run by software engines (idxd: no DSA device: the idxd driver is not loaded" \
+        in result.stdout, result.stdout
+    assert "intel_iommu=on,sm_on" in result.stdout
+    doc = json.loads(out.read_text())
+    assert doc["config"]["device"] == "dsa0"
+    assert "idxd" not in doc
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--device", "dsa0", "--wq", "dsa0/wq0.0"], "give --device or --wq, not both"),
+    (["--wq", "standin", "--config", "/dev/null"], "--config with --device/--wq"),
+])
+def test_backend_flags_that_contradict_are_refused(args: list[str], words: str) -> None:
+    fails_naming(words, *args, *QUICK)

@@ -95,7 +95,16 @@ int ask(const InfoFlags &f) {
     std::printf("  version %s, pid %d, up %.1f s, token %s\n",
                 j["version"].get<std::string>().c_str(), j["pid"].get<int>(),
                 j["uptime_s"].get<double>(), j["token_required"].get<bool>() ? "required" : "not required");
-    std::printf("  engines %u, queues %u\n", j["engines"].get<unsigned>(), j["queues"].get<unsigned>());
+    std::printf("  engines %u, queues %u, run by %s\n", j["engines"].get<unsigned>(),
+                j["queues"].get<unsigned>(), j.value("backend", std::string("?")).c_str());
+    if (j.contains("idxd"))
+        std::printf("  idxd %s: %llu descriptors submitted, %llu refused and retried, %llu page "
+                    "faults resumed, %llu run on the CPU\n",
+                    j["idxd"]["queue"].get<std::string>().c_str(),
+                    j["idxd"]["submitted"].get<unsigned long long>(),
+                    j["idxd"]["retries"].get<unsigned long long>(),
+                    j["idxd"]["faults"].get<unsigned long long>(),
+                    j["idxd"]["fallbacks"].get<unsigned long long>());
     const auto &clients = j["clients"];
     std::printf("  clients %zu\n", clients.size());
     if (!clients.empty())

@@ -78,7 +78,9 @@ void register_doctor(CLI::App &app) {
     cmd->add_option("--timeout", f->probe.agent_timeout_s, "seconds to wait for the agent")
         ->capture_default_str();
     cmd->add_option("--root", f->probe.root,
-                    "read /sys and /proc under this directory instead (a copy or a fake tree)");
+                    "read /sys and /proc under this directory instead (a copy or a fake tree); "
+                    "the DSA checks always read the real /sys (through libaccel-config, as the "
+                    "mover's idxd backend does)");
     cli::add_log_flags(*cmd, &f->log);
     cmd->callback([f] {
         cli::apply_log_flags(f->log);

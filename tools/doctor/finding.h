@@ -25,7 +25,8 @@ struct Finding {
 };
 
 // Where the checks look. `root` prefixes every /sys and /proc file read
-// (a fake tree for tests); the agent is asked at `socket`.
+// (a fake tree for tests), except DSA's: libaccel-config reads the real
+// /sys; the agent is asked at `socket`.
 struct Probe {
     std::string root;
     std::string socket;

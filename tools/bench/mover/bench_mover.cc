@@ -109,6 +109,11 @@ Resolved resolve(const MoverOptions &o) {
             if (c != 'F' && c != 'P' && c != 'D' && c != ',')
                 usage_error("-z " + o.placement + ": directives are F (flush), P, D, comma-separated");
     }
+    if (!o.device.empty() && !o.wq.empty()) usage_error("give --device or --wq, not both");
+    const std::string idxd_queue = o.wq.empty() ? o.device : o.wq;
+    if (!idxd_queue.empty() && !o.config_file.empty())
+        usage_error("--config with --device/--wq: set \"backend\": \"idxd\" and \"idxd_queue\" "
+                    "in the configuration instead");
     if (!o.config_file.empty()) {
         std::ifstream in(o.config_file);
         if (!in) usage_error("--config " + o.config_file + ": cannot read the file");
@@ -131,6 +136,10 @@ Resolved resolve(const MoverOptions &o) {
                                               {"grouped_workqueues", {wq}},
                                               {"grouped_engines", engines}}}},
                                  {"cpu_list", cpu_list}};
+        if (!idxd_queue.empty()) {
+            device["backend"] = "idxd";
+            device["idxd_queue"] = idxd_queue;
+        }
         r.device_json = device.dump();
     }
     return r;
@@ -196,7 +205,9 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
         }
     }
     print_gb_lines(results);
-    if (!o.out_file.empty() && !write_json(o.out_file, header, o, results)) return 2;
+    const nlohmann::json idxd = idxd_counters(mover);
+    print_idxd_counters(idxd);
+    if (!o.out_file.empty() && !write_json(o.out_file, header, o, results, idxd)) return 2;
     return all_ok ? 0 : 1;
 }
 
@@ -231,6 +242,13 @@ void register_mover(CLI::App &bench) {
     app->add_option("-v,--verify", options->verify, "check every destination after the run (0/1)")
         ->capture_default_str();
     app->add_option("--config", options->config_file, "accel-config JSON device configuration");
+    app->add_option("--device", options->device,
+                    "run on a DSA device's first usable work queue (dsa0); without one, the "
+                    "software engines run and the header says why");
+    app->add_option("--wq", options->wq,
+                    "run on this DSA work queue (dsa0/wq0.0), or on the stand-in device "
+                    "(standin, standin/shared; standin/inline executes in the portal write, for the "
+                    "submission cost) that executes DSA descriptors in software");
     app->add_option("--wq-size", options->wq_size, "work queue size (power of two)")->capture_default_str();
     app->add_flag("-f,--cached", options->cached, "destination writes stay in cache");
     app->add_flag("--nt", options->nontemporal, "destination writes bypass the cache");

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "mover/config.h"
+#include "mover/device.h"
 #include "mover/kernels.h"
 
 namespace deputy::bench {
@@ -29,6 +30,8 @@ ReportHeader describe(const MoverOptions &o, dp_opcode_t op, dp_wait_mode_t wait
         stats.size = sizeof(stats);
         dp_mover_get_stats(mover, &stats);
         h.engines = stats.num_engines;
+        if (const mover::Device *device = mover::local_device(mover))
+            h.backend = device->backend_description();
     }
     h.stores = o.cached ? "cached" : o.nontemporal ? "nontemporal" : "auto";
     h.isa = mover::kernels::isa_name(mover::kernels::active_isa());
@@ -43,6 +46,7 @@ void print_header(const ReportHeader &h) {
                 "(auto: non-temporal from %s), kernels %s\n",
                 h.op.c_str(), h.engines, h.wq_mode.c_str(), h.wq_size, h.wait.c_str(),
                 h.stores.c_str(), units::format_size(h.nt_threshold).c_str(), h.isa.c_str());
+    if (!h.backend.empty()) std::printf("# run by %s\n", h.backend.c_str());
     if (h.busy_threads > h.cpus)
         std::printf("# note: %d busy threads on %d CPUs: figures are contention-bound\n",
                     h.busy_threads, h.cpus);
@@ -69,7 +73,7 @@ void print_gb_lines(const std::vector<MoverResult> &rows) {
 }
 
 bool write_json(const std::string &path, const ReportHeader &h, const MoverOptions &o,
-                const std::vector<MoverResult> &rows) {
+                const std::vector<MoverResult> &rows, const nlohmann::json &idxd) {
     nlohmann::json results = nlohmann::json::array();
     for (const MoverResult &r : rows) {
         results.push_back({{"mode", r.mode},
@@ -97,11 +101,13 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
           {"compare", o.compare}, {"caller_cpus", o.caller_cpus}, {"engine_cpus", o.engine_cpus},
           {"stores", h.stores}, {"nt_threshold", h.nt_threshold}, {"repeats", o.repeats},
           {"dtype", o.dtype}, {"redop", o.redop}, {"placement", o.placement},
-          {"config_file", o.config_file}, {"verify", o.verify}}},
+          {"config_file", o.config_file}, {"verify", o.verify}, {"device", o.device},
+          {"wq", o.wq}, {"backend", h.backend}}},
         {"versions", {{"deputy", dp_version()}, {"kernels_isa", h.isa}}},
         {"host", host_info()},
         {"busy_threads", h.busy_threads},
         {"results", results}};
+    if (!idxd.is_null()) doc["idxd"] = idxd;
     std::ofstream out(path);
     out << doc.dump(2) << "\n";
     if (!out) {
@@ -109,6 +115,28 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
         return false;
     }
     return true;
+}
+
+nlohmann::json idxd_counters(dp_mover_t *mover) {
+    const mover::Device *device = mover ? mover::local_device(mover) : nullptr;
+    const mover::idxd::HwQueue *hw = device ? device->hw_queue() : nullptr;
+    if (hw == nullptr) return nullptr;
+    const auto &c = hw->counters();
+    nlohmann::json j = {{"queue", hw->description()},
+                        {"submitted", c.submitted.load()},
+                        {"retries", c.retries.load()},
+                        {"faults", c.faults.load()},
+                        {"fallbacks", c.fallbacks.load()}};
+    return j;
+}
+
+void print_idxd_counters(const nlohmann::json &c) {
+    if (c.is_null()) return;
+    std::printf("# idxd %s: %llu descriptors submitted, %llu refused and retried, %llu page faults "
+                "resumed, %llu operations the device failed run on the CPU\n",
+                c["queue"].get<std::string>().c_str(), c["submitted"].get<unsigned long long>(),
+                c["retries"].get<unsigned long long>(), c["faults"].get<unsigned long long>(),
+                c["fallbacks"].get<unsigned long long>());
 }
 
 }  // namespace deputy::bench

@@ -4,6 +4,8 @@
 
 #include <deputy/mover.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@ struct ReportHeader {
     uint64_t nt_threshold = 0;
     std::string stores;  // "auto", "cached", "nontemporal"
     std::string isa;
+    std::string backend;  // what runs the descriptors (Device::backend_description)
     int busy_threads = 0;
     int cpus = 0;
 };
@@ -30,7 +33,10 @@ void print_header(const ReportHeader &header);
 void print_row(const MoverResult &row, const MoverResult *baseline);
 // "GB per sec = %f latency(ns) = %f cpu %f kopsrate = %d", one per row.
 void print_gb_lines(const std::vector<MoverResult> &rows);
+// With a DSA backend: its counters ("# idxd: ..."), as text and for the JSON.
+nlohmann::json idxd_counters(dp_mover_t *mover);
+void print_idxd_counters(const nlohmann::json &counters);
 bool write_json(const std::string &path, const ReportHeader &header, const MoverOptions &o,
-                const std::vector<MoverResult> &rows);
+                const std::vector<MoverResult> &rows, const nlohmann::json &idxd);
 
 }  // namespace deputy::bench
