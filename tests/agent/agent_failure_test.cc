@@ -292,7 +292,11 @@ TEST(AgentConfigErrors, BadConfigNamesTheKey) {
     for (const Case &c : {Case{R"({"agent": {"pool_bytes": "big"}})",
                                "agent.pool_bytes: expected a non-negative integer, got string"},
                           Case{R"({"agent": {"idle_poll": "spin"}})",
-                               "agent.idle_poll: 'spin' is not pause or yield"}}) {
+                               "agent.idle_poll: 'spin' is not pause or yield"},
+                          Case{R"({"agent": {"backend": "dsa"}})",
+                               "agent.backend: 'dsa' is not 'software' or 'idxd'"},
+                          Case{R"({"agent": {"idxd_queue": "dsa0/wq0.0"}})",
+                               "idxd_queue 'dsa0/wq0.0' is set but backend is not 'idxd'"}}) {
         std::string dir = deputy::testing::make_private_dir();
         std::string file = dir + "/agent.json";
         std::ofstream(file) << c.config;

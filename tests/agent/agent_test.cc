@@ -5,7 +5,9 @@
 // references in tests/mover).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -159,6 +161,49 @@ TEST_F(AgentTest, MappedOpcodesMatchTheLocalDevice) {
     EXPECT_EQ(member_records[1].status, DP_COMP_SUCCESS);
     EXPECT_EQ(std::memcmp(out, a, 100), 0);
     EXPECT_EQ(std::memcmp(out + 100, b, 100), 0);
+}
+
+// An agent whose engines hand descriptors to a DSA queue (the stand-in
+// device here: tests/mover/idxd_backend_test.cc covers every opcode):
+// clients see the same bytes, and `deputy info` says what runs them.
+TEST(AgentOnDsaTest, AnAgentWithTheIdxdBackendServesClientsAndSaysSo) {
+    const std::string dir = deputy::testing::make_private_dir();
+    const std::string file = dir + "/agent.json";
+    std::ofstream(file) << R"({"agent": {"backend": "idxd", "idxd_queue": "standin/shared"}})";
+    AgentProcess agent({"--config", file});
+    ASSERT_TRUE(agent.running());
+    {
+        Client c(agent.config());
+        ASSERT_NE(c.mover, nullptr);
+        const size_t n = 300000;
+        auto *src = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
+        auto *dst = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
+        auto *record = static_cast<dp_completion_t *>(dp_malloc(c.ctx, sizeof(dp_completion_t)));
+        ASSERT_TRUE(src && dst && record);
+        fill_random(src, n, 5);
+        ASSERT_EQ(c.run(memmove_desc(src, dst, n), record), DP_COMP_SUCCESS);
+        EXPECT_EQ(std::memcmp(src, dst, n), 0);
+        dp_desc_t crc{};
+        crc.opcode = DP_OP_CRC32C;
+        crc.src = reinterpret_cast<uint64_t>(src);
+        crc.size = n;
+        ASSERT_EQ(c.run(crc, record), DP_COMP_SUCCESS);
+        EXPECT_EQ(record->value, local_reference(crc).value);
+        dp_free(c.ctx, src);
+        dp_free(c.ctx, dst);
+        dp_free(c.ctx, record);
+    }
+    const std::string command = std::string(DEPUTY_BIN) + " info --socket " + agent.socket();
+    FILE *pipe = popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buffer[512];
+    while (size_t got = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, got);
+    EXPECT_EQ(pclose(pipe), 0) << out;
+    EXPECT_NE(out.find("run by DSA stand-in device (shared, size 32)"), std::string::npos) << out;
+    EXPECT_NE(out.find("2 descriptors submitted"), std::string::npos) << out;
+    agent.stop();
+    std::remove(file.c_str());
 }
 
 TEST_F(AgentTest, BlockWaitIsWokenAcrossProcesses) {
