@@ -20,6 +20,9 @@ std::string Agent::info_json() const {
     j["engines"] = config_.device.total_engines();
     j["queues"] = device_->num_wqs();
     j["backend"] = device_->backend_description();
+    // The device as accel-config describes one (`deputy info` lists it;
+    // --save-config writes it for `deputy agent --config` to load back).
+    j["device"] = nlohmann::json::parse(mover::config_to_json(device_->config()))[0];
     if (const mover::idxd::HwQueue *hw = device_->hw_queue()) {
         const mover::idxd::HwCounters &c = hw->counters();
         j["idxd"] = {{"queue", hw->description()},

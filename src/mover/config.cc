@@ -25,7 +25,7 @@ const std::set<std::string> kIgnoredGroupKeys = {
     "use_token_limit", "tokens_allowed", "traffic_class_a", "traffic_class_b", "desc_progress_limit",
     "batch_progress_limit", "group_id"};
 const std::set<std::string> kIgnoredWqKeys = {
-    "group_id", "block_on_fault", "cdev_minor", "type", "threshold", "ats_disable", "clients",
+    "group_id", "cdev_minor", "type", "ats_disable", "clients",
     "driver_name", "prs_disable", "op_config"};
 const std::set<std::string> kIgnoredEngineKeys = {"group_id"};
 
@@ -84,6 +84,13 @@ void parse_wq(const json &node, const std::string &path, DeviceConfig *config, G
             wq.max_batch_size = get_u32(value, at);
         } else if (key == "max_transfer_size") {
             wq.max_transfer_size = get_uint(value, at);
+        } else if (key == "threshold") {
+            wq.threshold = get_u32(value, at);
+        } else if (key == "block_on_fault") {
+            // accel-config writes 0 or 1.
+            if (value.is_boolean()) wq.block_on_fault = value.get<bool>();
+            else if (uint64_t v = get_uint(value, at); v <= 1) wq.block_on_fault = v == 1;
+            else fail(at, "expected 0 or 1, got " + std::to_string(v));
         } else if (key == "state") {
             enabled = get_string(value, at) != "disabled";
         } else if (!kIgnoredWqKeys.count(key)) {
@@ -194,6 +201,12 @@ dp_status_t validate_config(const DeviceConfig &config, std::string *error) {
         if (wq.priority < 1 || wq.priority > 15)
             return bad(wq.name + ".priority = " + std::to_string(wq.priority) +
                        ": must be 1..15");
+        if (wq.threshold > wq.size)
+            return bad(wq.name + ".threshold = " + std::to_string(wq.threshold) +
+                       ": above the queue's size " + std::to_string(wq.size));
+        if (wq.threshold != 0 && wq.mode == DP_WQ_DEDICATED)
+            return bad(wq.name + ".threshold = " + std::to_string(wq.threshold) +
+                       ": only a shared queue has a threshold");
         if (wq.max_batch_size < 1 || wq.max_batch_size > kMaxBatchSize)
             return bad(wq.name + ".max_batch_size = " + std::to_string(wq.max_batch_size) +
                        ": must be 1.." + std::to_string(kMaxBatchSize));
@@ -271,6 +284,51 @@ dp_status_t config_from_json(const std::string &text, DeviceConfig *out, std::st
     if (dp_status_t s = validate_config(config, error); s != DP_OK) return s;
     *out = std::move(config);
     return DP_OK;
+}
+
+std::string config_to_json(const DeviceConfig &config) {
+    // "dsa0" -> "0": accel-config numbers a device's engines and groups
+    // after it (engine0.3, group0.1).
+    const size_t digits = config.name.find_first_of("0123456789");
+    const std::string number = digits == std::string::npos ? "0" : config.name.substr(digits);
+    json groups = json::array();
+    uint32_t next_engine = 0;
+    for (size_t g = 0; g < config.groups.size(); ++g) {
+        const GroupConfig &group = config.groups[g];
+        json wqs = json::array();
+        for (uint32_t index : group.wqs) {
+            const WqConfig &wq = config.wqs[index];
+            wqs.push_back({{"dev", wq.name},
+                           {"mode", wq.mode == DP_WQ_SHARED ? "shared" : "dedicated"},
+                           {"size", wq.size},
+                           {"group_id", g},
+                           {"priority", wq.priority},
+                           {"block_on_fault", wq.block_on_fault ? 1 : 0},
+                           {"max_batch_size", wq.max_batch_size},
+                           {"max_transfer_size", wq.max_transfer_size},
+                           {"threshold", wq.threshold},
+                           {"type", "user"},
+                           {"state", "enabled"}});
+        }
+        json engines = json::array();
+        for (uint32_t e = 0; e < group.engines; ++e)
+            engines.push_back({{"dev", "engine" + number + "." + std::to_string(next_engine++)},
+                               {"group_id", g}});
+        groups.push_back(
+            {{"dev", group.name}, {"grouped_workqueues", wqs}, {"grouped_engines", engines}});
+    }
+    std::string cpu_list;
+    for (int cpu : config.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(cpu);
+    json device = {{"dev", config.name},
+                   {"state", "enabled"},
+                   {"groups", groups},
+                   {"wait_mode", wait_mode_name(config.wait_mode)},
+                   {"nt_threshold", config.nt_threshold},
+                   {"idle_spin_us", config.idle_spin_us},
+                   {"backend", config.backend == DeviceConfig::Backend::idxd ? "idxd" : "software"}};
+    if (!cpu_list.empty()) device["cpu_list"] = cpu_list;
+    if (!config.idxd_queue.empty()) device["idxd_queue"] = config.idxd_queue;
+    return json::array({device}).dump(2) + "\n";
 }
 
 const char *wait_mode_name(dp_wait_mode_t mode) {

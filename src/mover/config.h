@@ -17,6 +17,15 @@ struct WqConfig {
     uint32_t priority = 10;  // 1..15: descriptors taken per turn (weighted round-robin)
     uint32_t max_batch_size = 64;
     uint64_t max_transfer_size = 2ull << 30;
+    // Shared queues, as DSA's WQ threshold: a submit that finds this many
+    // descriptors queued is refused (DP_ERR_RETRY) even with slots free,
+    // keeping the rest for whoever submits next. 0: the queue's size.
+    uint32_t threshold = 0;
+    // DSA's block-on-fault: the device waits out a page fault instead of
+    // completing partially. Only a DSA queue (the idxd backend) has
+    // faults to wait for; the software device keeps the key so that a
+    // configuration saved from one loads as it was.
+    bool block_on_fault = false;
 };
 
 struct GroupConfig {
@@ -65,6 +74,13 @@ dp_status_t config_from_struct(const dp_mover_config_t &in, DeviceConfig *out, s
 // accepted and ignored; any other unknown key or a wrong type is an error
 // naming its path ("groups[0].grouped_workqueues[1].size").
 dp_status_t config_from_json(const std::string &text, DeviceConfig *out, std::string *error);
+
+// The configuration as accel-config JSON, as `accel-config save-config`
+// writes a device (one-element array, groups with their queues and
+// engines), plus deputy's device keys (cpu_list, wait_mode, nt_threshold,
+// idle_spin_us, backend, idxd_queue). config_from_json reads it back to the
+// same configuration.
+std::string config_to_json(const DeviceConfig &config);
 
 // Checks ranges and consistency (sizes powers of two, every queue served by an
 // engine, ...). Both loaders call it.

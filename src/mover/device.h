@@ -36,8 +36,11 @@ public:
     dp_status_t submit(uint32_t wq, const dp_desc_t &desc, uint32_t pasid = kLocalPasid) {
         if (wq >= wqs_.size()) return DP_ERR_INVALID;
         WqState &q = *wqs_[wq];
-        bool queued = q.config.mode == DP_WQ_DEDICATED ? q.ring.push_dedicated(desc, pasid)
-                                                       : q.ring.push_shared(desc, pasid);
+        // A shared queue's threshold refuses before the ring is full.
+        bool queued = q.config.mode == DP_WQ_DEDICATED
+                          ? q.ring.push_dedicated(desc, pasid)
+                          : (q.config.threshold == 0 || q.ring.occupancy() < q.config.threshold) &&
+                                q.ring.push_shared(desc, pasid);
         if (!queued) {
             q.retries.fetch_add(1, std::memory_order_relaxed);
             return DP_ERR_RETRY;

@@ -89,6 +89,12 @@ public:
         }
     }
 
+    // Descriptors queued and not yet claimed by an engine (a snapshot).
+    uint64_t occupancy() const {
+        return header_->tail.load(std::memory_order_relaxed) -
+               header_->head.load(std::memory_order_relaxed);
+    }
+
     // True when a descriptor is probably waiting (a hint for engines' idle loop).
     bool maybe_nonempty() const {
         uint64_t pos = header_->head.load(std::memory_order_relaxed);

@@ -186,3 +186,45 @@ def test_agent_killed_mid_stream_ends_the_bench_with_an_error(agent_dir):
     assert bench.returncode != 0, out
     assert elapsed < 5, f"the bench took {elapsed:.1f} s to notice the dead agent"
     assert "DP_ERR_AGENT_LOST" in out, out
+
+
+def test_info_lists_the_device_and_saves_it_for_the_agent_to_load(agent_dir):
+    """deputy info shows the device as accel-config list would; --save-config
+    writes it as accel-config save-config does, and an agent started with
+    that file runs the same device."""
+    first = agent_dir / "a.sock"
+    config = agent_dir / "device.json"
+    config.write_text(json.dumps({"dev": "dsa0", "wait_mode": "yield", "groups": [
+        {"dev": "group0.0",
+         "grouped_workqueues": [{"dev": "wq0.0", "mode": "shared", "size": 64, "priority": 9,
+                                 "threshold": 48, "max_batch_size": 16}],
+         "grouped_engines": [{"dev": "engine0.0"}, {"dev": "engine0.1"}]}]}))
+    saved = agent_dir / "saved.json"
+    pids = []
+    try:
+        for sock, source in ((first, config), (agent_dir / "b.sock", saved)):
+            r = deputy("agent", "--daemon", "--socket", str(sock), "--config", str(source),
+                       "--log-file", str(agent_dir / "log"))
+            assert r.returncode == 0, r.stdout + r.stderr
+            pids.append(int((agent_dir / "agent.pid").read_text()))
+            r = deputy("info", "--socket", str(sock))
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert "run by software engines" in r.stdout, r.stdout
+            assert "device dsa0: wait yield" in r.stdout, r.stdout
+            assert "group0.0: engines engine0.0, engine0.1" in r.stdout, r.stdout
+            assert ("wq0.0 shared, size 64, priority 9, threshold 48, max_batch_size 16, "
+                    "max_transfer_size 2147483648, block_on_fault 0") in r.stdout, r.stdout
+            if sock == first:
+                r = deputy("info", "--socket", str(sock), "--save-config", str(saved))
+                assert r.returncode == 0, r.stdout + r.stderr
+                assert f"saved the agent's device to {saved}" in r.stdout
+                doc = json.loads(saved.read_text())
+                assert isinstance(doc, list) and doc[0]["dev"] == "dsa0"
+                wq = doc[0]["groups"][0]["grouped_workqueues"][0]
+                assert (wq["mode"], wq["size"], wq["threshold"]) == ("shared", 64, 48)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

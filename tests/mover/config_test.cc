@@ -215,6 +215,86 @@ TEST(MoverConfig, DeputyKeys) {
     EXPECT_EQ(config.wait_mode, DP_WAIT_BLOCK);
 }
 
+TEST(MoverConfig, SavedAsAccelConfigJsonItLoadsBackTheSame) {
+    DeviceConfig config;
+    std::string error;
+    const std::string text = R"({"dev": "dsa2", "cpu_list": "1,3", "wait_mode": "pause",
+        "nt_threshold": 65536, "idle_spin_us": 70, "backend": "idxd", "idxd_queue": "dsa0",
+        "groups": [
+          {"dev": "group2.0", "grouped_workqueues": [
+             {"dev": "wq2.0", "mode": "shared", "size": 64, "priority": 7, "threshold": 40,
+              "max_batch_size": 32, "max_transfer_size": 1048576, "block_on_fault": 1},
+             {"dev": "wq2.1", "mode": "dedicated", "size": 8, "priority": 3}],
+           "grouped_engines": [{"dev": "engine2.0"}, {"dev": "engine2.1"}]},
+          {"dev": "group2.1", "grouped_workqueues": [{"dev": "wq2.2", "size": 16}],
+           "grouped_engines": [{"dev": "engine2.2"}]}]})";
+    ASSERT_EQ(parse(text, &config, &error), DP_OK) << error;
+    const std::string saved = mover::config_to_json(config);
+    DeviceConfig again;
+    ASSERT_EQ(parse(saved, &again, &error), DP_OK) << error << "\n" << saved;
+    EXPECT_EQ(again.name, "dsa2");
+    EXPECT_EQ(again.cpus, config.cpus);
+    EXPECT_EQ(again.wait_mode, DP_WAIT_PAUSE);
+    EXPECT_EQ(again.nt_threshold, 65536u);
+    EXPECT_EQ(again.idle_spin_us, 70u);
+    EXPECT_EQ(again.backend, DeviceConfig::Backend::idxd);
+    EXPECT_EQ(again.idxd_queue, "dsa0");
+    ASSERT_EQ(again.wqs.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+        const auto &a = config.wqs[i], &b = again.wqs[i];
+        EXPECT_EQ(b.name, a.name);
+        EXPECT_EQ(b.mode, a.mode);
+        EXPECT_EQ(b.size, a.size);
+        EXPECT_EQ(b.priority, a.priority);
+        EXPECT_EQ(b.threshold, a.threshold);
+        EXPECT_EQ(b.max_batch_size, a.max_batch_size);
+        EXPECT_EQ(b.max_transfer_size, a.max_transfer_size);
+        EXPECT_EQ(b.block_on_fault, a.block_on_fault);
+    }
+    EXPECT_EQ(again.wqs[0].threshold, 40u);
+    EXPECT_TRUE(again.wqs[0].block_on_fault);
+    ASSERT_EQ(again.groups.size(), 2u);
+    for (size_t g = 0; g < 2; ++g) {
+        EXPECT_EQ(again.groups[g].name, config.groups[g].name);
+        EXPECT_EQ(again.groups[g].wqs, config.groups[g].wqs);
+        EXPECT_EQ(again.groups[g].engines, config.groups[g].engines);
+    }
+    // accel-config's own names and shape: engines numbered after the device.
+    EXPECT_NE(saved.find("\"engine2.2\""), std::string::npos) << saved;
+    EXPECT_NE(saved.find("\"grouped_workqueues\""), std::string::npos) << saved;
+    EXPECT_EQ(mover::config_to_json(again), saved);
+}
+
+TEST(MoverConfig, AThresholdBelongsToASharedQueueWithinItsSize) {
+    EXPECT_NE(error_of(device_with(R"("dev": "wq0.0", "mode": "shared", "size": 16, "threshold": 17)"))
+                  .find("wq0.0.threshold = 17: above the queue's size 16"),
+              std::string::npos);
+    EXPECT_NE(error_of(device_with(R"("dev": "wq0.0", "mode": "dedicated", "size": 16, "threshold": 4)"))
+                  .find("wq0.0.threshold = 4: only a shared queue has a threshold"),
+              std::string::npos);
+    EXPECT_NE(error_of(with_wq(R"("block_on_fault": 2, )")).find("block_on_fault: expected 0 or 1"),
+              std::string::npos);
+}
+
+TEST(MoverConfig, ASharedQueueRefusesAtItsThresholdWithSlotsFree) {
+    DeviceConfig config;
+    std::string error;
+    ASSERT_EQ(parse(device_with(R"("dev": "wq0.0", "mode": "shared", "size": 16, "threshold": 3)"),
+                    &config, &error),
+              DP_OK)
+        << error;
+    config.start_engines = false;  // nothing drains the queue
+    std::unique_ptr<mover::Device> device;
+    ASSERT_EQ(mover::Device::create(config, &device, &error), DP_OK) << error;
+    dp_desc_t noop{};
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(device->submit(0, noop), DP_OK) << i;
+    EXPECT_EQ(device->submit(0, noop), DP_ERR_RETRY);
+    dp_mover_stats_t stats;
+    device->stats(&stats);
+    EXPECT_EQ(stats.retries, 1u);
+    device->start_engines();  // close() finishes what was queued
+}
+
 TEST(MoverConfig, DisabledQueueIsSkipped) {
     DeviceConfig config;
     std::string error;

@@ -26,6 +26,7 @@ struct InfoFlags {
     std::string socket;
     std::string token_file;
     std::string format = "text";
+    std::string save_config;  // --save-config FILE
     double timeout_s = 1.0;
     cli::LogFlags log;
 };
@@ -61,6 +62,50 @@ void print_placement(const nlohmann::json &p) {
         std::printf("  warning: %s\n", p["warning"].get<std::string>().c_str());
 }
 
+// The device as `accel-config list` shows one: groups, their engines and
+// queues with each queue's attributes.
+void print_device(const nlohmann::json &d) {
+    std::printf("  device %s: wait %s, NT stores from %s bytes%s%s\n",
+                d.value("dev", std::string("?")).c_str(), d.value("wait_mode", std::string("?")).c_str(),
+                d.contains("nt_threshold") && d["nt_threshold"].get<uint64_t>() != 0
+                    ? std::to_string(d["nt_threshold"].get<uint64_t>()).c_str()
+                    : "the default",
+                d.contains("cpu_list") ? ", engines on CPUs " : "",
+                d.value("cpu_list", std::string()).c_str());
+    for (const auto &g : d["groups"]) {
+        std::string engines;
+        for (const auto &e : g["grouped_engines"])
+            engines += (engines.empty() ? "" : ", ") + e["dev"].get<std::string>();
+        std::printf("    %s: engines %s\n", g["dev"].get<std::string>().c_str(), engines.c_str());
+        for (const auto &q : g["grouped_workqueues"])
+            std::printf("      %s %s, size %u, priority %u, threshold %u, max_batch_size %u, "
+                        "max_transfer_size %llu, block_on_fault %d\n",
+                        q["dev"].get<std::string>().c_str(), q["mode"].get<std::string>().c_str(),
+                        q["size"].get<unsigned>(), q["priority"].get<unsigned>(),
+                        q["threshold"].get<unsigned>(), q["max_batch_size"].get<unsigned>(),
+                        (unsigned long long)q["max_transfer_size"].get<uint64_t>(),
+                        q["block_on_fault"].get<int>());
+    }
+}
+
+// --save-config: the agent's device as accel-config JSON, as `accel-config
+// save-config` writes one; `deputy agent --config FILE` loads it back.
+bool save_device(const nlohmann::json &j, const std::string &path) {
+    if (!j.contains("device")) {
+        std::fprintf(stderr, "--save-config: this agent's answer has no device (an older agent?)\n");
+        return false;
+    }
+    std::ofstream out(path);
+    out << nlohmann::json::array({j["device"]}).dump(2) << "\n";
+    if (!out.flush()) {
+        std::fprintf(stderr, "--save-config %s: cannot write the file\n", path.c_str());
+        return false;
+    }
+    std::printf("saved the agent's device to %s (deputy agent --config %s loads it)\n",
+                path.c_str(), path.c_str());
+    return true;
+}
+
 int ask(const InfoFlags &f) {
     const std::string address = channel::resolve_agent_address(f.socket);
     const int64_t timeout = int64_t(f.timeout_s * 1e9);
@@ -82,11 +127,18 @@ int ask(const InfoFlags &f) {
                     dp_status_name(s));
         return 1;
     }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!f.save_config.empty()) {
+        if (j.is_discarded()) {
+            std::fprintf(stderr, "--save-config: %s sent unreadable info\n", address.c_str());
+            return 1;
+        }
+        return save_device(j, f.save_config) ? 0 : 1;
+    }
     if (f.format == "json") {
         std::printf("%s\n", text.c_str());
         return 0;
     }
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded()) {
         std::printf("agent: %s sent unreadable info\n", address.c_str());
         return 1;
@@ -105,6 +157,7 @@ int ask(const InfoFlags &f) {
                     j["idxd"]["retries"].get<unsigned long long>(),
                     j["idxd"]["faults"].get<unsigned long long>(),
                     j["idxd"]["fallbacks"].get<unsigned long long>());
+    if (j.contains("device")) print_device(j["device"]);
     const auto &clients = j["clients"];
     std::printf("  clients %zu\n", clients.size());
     if (!clients.empty())
@@ -159,6 +212,9 @@ void register_info(CLI::App &app) {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     cmd->add_option("--timeout", f->timeout_s, "seconds to wait for the agent")->capture_default_str();
+    cmd->add_option("--save-config", f->save_config,
+                    "write the agent's device as accel-config JSON to this file (as accel-config "
+                    "save-config does); deputy agent --config FILE loads it back");
     cli::add_log_flags(*cmd, &f->log);
     cli::add_json_config(*cmd);
     cmd->callback([f] {
