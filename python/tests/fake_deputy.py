@@ -329,7 +329,7 @@ def main(argv: list[str]) -> int:
     with open(out, "w", encoding="utf-8") as f:
         text = json.dumps(doc, indent=2)
         f.write(text[: len(text) // 2] if os.environ.get("FAKE_DEPUTY_BAD_JSON") == key else text)
-    print("GB per sec = 1.0 latency(ns) = 1.0 cpu 1.0 kopsrate = 1")
+    print("GB per sec = 1.0 cpu 1.0 kopsrate = 1")
     return 0
 
 

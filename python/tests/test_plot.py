@@ -147,3 +147,29 @@ def test_cli_plot_without_results_fails(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["plot", str(tmp_path), "-o", str(tmp_path / "f")]) == 1
     err = capsys.readouterr().err
     assert "not a deputy bench result" in err and "no deputy bench results" in err
+
+
+def test_latency_figure_takes_bars_at_full_depth_and_lines_at_depth_one(
+        tmp_path: Path) -> None:
+    """As the published figure 6: with runs at both depths, the bars are the
+    deep runs' throughput and the lines the -q1 runs' latency."""
+    import json
+    src = tmp_path / "runs"
+    src.mkdir()
+    for depth, gbps, latency in ((128, 20.0, 9000.0), (1, 2.0, 700.0)):
+        for size in (4096, 65536):
+            doc = {"benchmark": "mover", "schema": 1,
+                   "config": {"op": "memmove", "wait": "spin", "queue_depth": depth, "batch": 1,
+                              "wq_size": 128, "wq_mode": "dedicated", "engines": 1,
+                              "buffers": 128, "stores": "auto"},
+                   "host": {"cpus": 2}, "busy_threads": 2,
+                   "results": [{"mode": "mover", "transfer_size": size, "gbps": gbps * size / 4096,
+                                "latency_ns_median": latency, "latency_ns_p99": latency,
+                                "verified": True}]}
+            (src / f"q{depth}-{size}.json").write_text(json.dumps(doc))
+    plotted, _ = plot([src], tmp_path / "out", ("latency_vs_size",))
+    bars, latency_axis = plotted["mover:latency_vs_size"].figure.axes
+    heights = [b.get_height() for c in bars.containers for b in c]
+    assert heights == pytest.approx([20.0, 320.0])
+    (line,) = latency_axis.get_lines()
+    assert list(line.get_ydata()) == pytest.approx([0.7, 0.7])

@@ -25,7 +25,10 @@ pytestmark = pytest.mark.skipif(
     not DEPUTY, reason="DEPUTY_BIN is not set: point it at a built deputy binary "
                        "(e.g. DEPUTY_BIN=build/tools/deputy) to run the CLI end-to-end tests")
 
-GB_LINE = re.compile(r"^GB per sec = [0-9.]+ latency\(ns\) = [0-9.]+ cpu [0-9.]+ kopsrate = \d+$")
+# dsa_perf_micros's result line; the latency part at queue depth 1 or with one buffer.
+GB_LINE = re.compile(r"^GB per sec = [0-9.]+ cpu [0-9.]+ kopsrate = \d+$")
+GB_LATENCY_LINE = re.compile(r"^GB per sec = [0-9.]+ latency\(cycles\) = [0-9.]+, [0-9.]+ ns, "
+                             r"cycles/sec =\d+ cpu [0-9.]+ kopsrate = \d+$")
 QUICK = ["-n", "4", "-i", "20", "--reps", "1"]
 
 
@@ -201,3 +204,30 @@ def test_a_device_that_is_not_there_runs_the_software_engines_and_says_why(tmp_p
 ])
 def test_backend_flags_that_contradict_are_refused(args: list[str], words: str) -> None:
     fails_naming(words, *args, *QUICK)
+
+
+def test_result_lines_read_as_dsa_perf_micros_users_read_them(tmp_path: Path) -> None:
+    """The seeds' plotting scripts split the line on spaces and commas and
+    take its numbers by position: [0] GB/s, and at -q1 [2] the latency in ns."""
+    out = tmp_path / "q1.json"
+    result = mover("-s", "4k", "-q", "1", *QUICK, "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [l for l in result.stdout.splitlines() if l.startswith("GB per sec")]
+    assert len(lines) == 1 and GB_LATENCY_LINE.match(lines[0]), lines
+    numbers = [float(t) for t in re.split(" |,", lines[0]) if re.fullmatch(r"[0-9.]+", t)]
+    row = json.loads(out.read_text())["results"][0]
+    assert numbers[0] == pytest.approx(row["gbps"], rel=1e-5)
+    assert numbers[2] == pytest.approx(row["latency_ns_median"], rel=1e-5)
+    assert row["submit_ns_median"] > 0
+    assert "submit(ns)" in result.stdout
+
+
+def test_numa_placement_takes_the_nodes_this_machine_has(tmp_path: Path) -> None:
+    nodes = sorted(int(p.name[4:]) for p in Path("/sys/devices/system/node").glob("node[0-9]*"))
+    doc = run_ok(tmp_path, "-S", f"{nodes[0]},{nodes[-1]}", "-s", "4k", *QUICK, "--compare", "cpu")
+    assert doc["config"]["numa_nodes"] == f"{nodes[0]},{nodes[-1]}"
+    missing = max(nodes) + 1
+    text = fails_naming(f"-S {nodes[0]},{missing}: this machine has no NUMA node {missing}",
+                        "-S", f"{nodes[0]},{missing}", *QUICK)
+    assert f"node {nodes[0]}" in text
+    fails_naming("-S x: expected NUMA node numbers", "-S", "x", *QUICK)

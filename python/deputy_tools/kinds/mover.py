@@ -52,9 +52,10 @@ ENGINES = Param("engines", fmt=_plural("engine"))
 BUFFERS = Param("buffers", fmt=_plural("buffer"))
 STORES = Param("stores", fmt=lambda v: f"{v} stores")
 SIZE = Param("size", "TS", fmt=format_size)
+NODES = Param("nodes", fmt=lambda v: f"[{v}]")  # -S: NUMA nodes of source, destination
 # Order matters: series labels list parameters in this order, and of two
 # parameters that move together (fig. 4 sets QD = buffers = WQS) the first leads.
-PARAMS = [OP, MODE, BATCH, WQ_SIZE, QUEUE_DEPTH, WQ_MODE, ENGINES, BUFFERS, STORES, SIZE]
+PARAMS = [OP, MODE, NODES, BATCH, WQ_SIZE, QUEUE_DEPTH, WQ_MODE, ENGINES, BUFFERS, STORES, SIZE]
 
 GBPS = "Throughput (GB/s)"
 SIZE_LABEL = "Transfer size (bytes)"
@@ -88,6 +89,8 @@ def records(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
                 "engines": mover_only("engines"),
                 "buffers": need(config, "buffers", d, "config"),
                 "stores": config.get("stores"),
+                "nodes": config.get("numa_nodes") or None,
+                "run_depth": config.get("queue_depth"),  # also for CPU rows (not a series key)
                 "gbps": need(row, "gbps", d, where),
                 "latency_ns": need(row, "latency_ns_median", d, where),
                 "latency_p99_ns": row.get("latency_ns_p99"),
@@ -160,20 +163,37 @@ def improvement_vs_size(docs: Sequence[ResultDoc]) -> Figure:
 
 
 def latency_vs_size(docs: Sequence[ResultDoc]) -> Figure:
-    """DSA sweep fig. 6 style: throughput bars and median-latency lines on a log axis."""
+    """DSA sweep fig. 6 style: throughput bars and median-latency lines on a log axis.
+
+    As published, the bars are throughput at full queue depth and the lines
+    latency at queue depth 1 (-q1), when the runs hold both; runs of one
+    depth give both from the same rows."""
     recs = records(docs)
-    grouping = group(recs, SIZE, PARAMS)
-    if len(grouping.xs) < 2:
-        raise NotApplicable(f"needs two or more transfer sizes (found {len(grouping.xs)})")
+    # Runs of both kinds: bars from the deep ones, lines from -q1 (CPU rows
+    # too, by the depth their run was given).
+    split = {r["run_depth"] == 1 for r in recs} == {True, False}
+    params = [p for p in PARAMS if not (split and p is QUEUE_DEPTH)]
+    bar_recs = [r for r in recs if r["run_depth"] != 1] if split else recs
+    line_recs = [r for r in recs if r["run_depth"] == 1] if split else recs
+    bar_grouping = group(bar_recs, SIZE, params)
+    line_grouping = group(line_recs, SIZE, params)
+    if len(bar_grouping.xs) < 2:
+        raise NotApplicable(f"needs two or more transfer sizes (found {len(bar_grouping.xs)})")
+    if not set(line_grouping.xs) <= set(bar_grouping.xs):
+        raise NotApplicable("the -q1 runs have sizes the throughput runs do not")
     fig, ax = new_axes(11.0, 5.5)
     # A lone series has no label of its own; still say which is which.
     bars = {label or "throughput": v
-            for label, v in grouping.values(recs, lambda r: r["gbps"]).items()}
-    centres = grouped_bars(ax, [SIZE.fmt(v) for v in grouping.xs], bars)
+            for label, v in bar_grouping.values(bar_recs, lambda r: r["gbps"]).items()}
+    centres = dict(zip(bar_grouping.xs,
+                       grouped_bars(ax, [SIZE.fmt(v) for v in bar_grouping.xs], bars)))
     twin = ax.twinx()
     latency = {label or "median": v
-               for label, v in grouping.values(recs, lambda r: r["latency_ns"] / 1000.0).items()}
-    lines(twin, centres, latency, style="--o", label_suffix=" latency")
+               for label, v in line_grouping.values(line_recs,
+                                                    lambda r: r["latency_ns"] / 1000.0).items()}
+    lines(twin, [centres[x] for x in line_grouping.xs], latency, style="--o",
+          label_suffix=" latency")
+    grouping = bar_grouping
     twin.set_yscale("log")
     twin.set_ylabel("Median latency (µs, log scale)")
     decorate(ax, "Mover throughput (bars) and median latency (lines) vs transfer size",

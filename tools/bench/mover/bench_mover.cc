@@ -33,6 +33,7 @@ struct Resolved {
     bool run_mover = true;
     bool run_cpu = false;
     std::string device_json;  // accel-config text for dp_mover_open_json
+    BufferNodes nodes;        // -S
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
@@ -109,6 +110,8 @@ Resolved resolve(const MoverOptions &o) {
             if (c != 'F' && c != 'P' && c != 'D' && c != ',')
                 usage_error("-z " + o.placement + ": directives are F (flush), P, D, comma-separated");
     }
+    if (!o.numa_nodes.empty() && !parse_buffer_nodes(o.numa_nodes, &r.nodes, &error))
+        usage_error(error);
     if (!o.device.empty() && !o.wq.empty()) usage_error("give --device or --wq, not both");
     const std::string idxd_queue = o.wq.empty() ? o.device : o.wq;
     if (!idxd_queue.empty() && !o.config_file.empty())
@@ -167,6 +170,9 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
 
     ReportHeader header = describe(o, r.opcode, r.wait, mover);
     print_header(header);
+    if (r.nodes.any())
+        std::printf("# buffers on NUMA nodes: source %d, destination %d, third %d; caller on CPU %d\n",
+                    r.nodes.src, r.nodes.dst, r.nodes.third, r.caller_cpu);
     RunPlan plan;
     plan.queue_depth = o.queue_depth;
     plan.wait = r.wait;
@@ -186,6 +192,7 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
         spec.store_flags = o.cached ? DP_FLAG_CACHED : o.nontemporal ? DP_FLAG_NONTEMPORAL : 0;
         spec.dtype = r.dtype;
         spec.redop = r.redop;
+        spec.nodes = r.nodes;
         std::unique_ptr<Workload> workload;
         std::string error;
         if (Workload::create(spec, &workload, &error) != DP_OK) {
@@ -204,7 +211,7 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
             }
         }
     }
-    print_gb_lines(results);
+    print_gb_lines(results, o);
     const nlohmann::json idxd = idxd_counters(mover);
     print_idxd_counters(idxd);
     if (!o.out_file.empty() && !write_json(o.out_file, header, o, results, idxd)) return 2;
@@ -261,6 +268,9 @@ void register_mover(CLI::App &bench) {
                     "data placement: F flushes buffers to memory before each repeat");
     app->add_flag("-c", options->soc_flag, "accepted for dsa_perf_micros scripts (no effect)");
     app->add_option("--out", options->out_file, "write results as JSON to this file");
+    app->add_option("-S,--numa-nodes", options->numa_nodes,
+                    "NUMA nodes of the buffers: SRC,DST[,THIRD], or one for all (as "
+                    "dsa_perf_micros -S); -k places the caller");
     app->add_option("--isa", options->isa,
                     "kernels: scalar, avx2 or avx512 (default: the best the CPU has)");
     cli::add_log_flags(*app, log_flags.get());

@@ -38,6 +38,7 @@ struct MoverOptions {
     bool soc_flag = false;             // -c: accepted for dsa_perf_micros scripts
     std::string out_file;              // --out: results JSON
     std::string isa;                   // --isa: scalar|avx2|avx512 (default: the CPU's best)
+    std::string numa_nodes;            // -S: NUMA nodes of the buffers, SRC,DST[,THIRD]
 };
 
 // One measured configuration: mover or CPU at one transfer size.
@@ -51,6 +52,7 @@ struct MoverResult {
     double gbps = 0;            // median over repeats
     double latency_ns = 0;      // median submit-to-completion (per unit), or wall/op for cpu
     double latency_p99_ns = 0;
+    double submit_ns = 0;       // median time of the submit call (mover rows; 0 for cpu)
     double cpu_share = 0;       // caller thread CPU time / wall time (median)
     double kops = 0;            // thousand ops per second (median)
     uint64_t retries = 0;       // DP_ERR_RETRY answers

@@ -1,5 +1,10 @@
 #include "bench/mover/report.h"
 
+#include <x86intrin.h>
+
+#include <chrono>
+#include <thread>
+
 #include <deputy/log.h>
 #include <fmt/format.h>
 
@@ -50,25 +55,46 @@ void print_header(const ReportHeader &h) {
     if (h.busy_threads > h.cpus)
         std::printf("# note: %d busy threads on %d CPUs: figures are contention-bound\n",
                     h.busy_threads, h.cpus);
-    std::printf("%8s %6s %9s %9s %12s %12s %6s %10s %7s %s\n", "size", "mode", "iters", "GB/s",
-                "lat_med(ns)", "lat_p99(ns)", "cpu%", "kops/s", "vs_cpu", "verified");
+    std::printf("%8s %6s %9s %9s %12s %12s %10s %6s %10s %7s %s\n", "size", "mode", "iters", "GB/s",
+                "lat_med(ns)", "lat_p99(ns)", "submit(ns)", "cpu%", "kops/s", "vs_cpu", "verified");
     std::fflush(stdout);
 }
 
 void print_row(const MoverResult &row, const MoverResult *baseline) {
     std::string ratio = baseline && baseline->gbps > 0 ? fmt::format("{:.2f}x", row.gbps / baseline->gbps)
                                                        : "-";
-    std::printf("%8s %6s %9llu %9.3f %12.0f %12.0f %6.1f %10.1f %7s %s\n",
+    const std::string submit = row.mode == "cpu" ? "-" : fmt::format("{:.0f}", row.submit_ns);
+    std::printf("%8s %6s %9llu %9.3f %12.0f %12.0f %10s %6.1f %10.1f %7s %s\n",
                 units::format_size(row.transfer_size).c_str(), row.mode.c_str(),
                 (unsigned long long)row.iterations, row.gbps, row.latency_ns, row.latency_p99_ns,
-                row.cpu_share * 100.0, row.kops, ratio.c_str(), row.verified ? "yes" : "NO");
+                submit.c_str(), row.cpu_share * 100.0, row.kops, ratio.c_str(),
+                row.verified ? "yes" : "NO");
     std::fflush(stdout);
 }
 
-void print_gb_lines(const std::vector<MoverResult> &rows) {
-    for (const MoverResult &row : rows)
-        std::printf("GB per sec = %f latency(ns) = %f cpu %f kopsrate = %d\n", row.gbps, row.latency_ns,
-                    row.cpu_share, int(row.kops));
+uint64_t cycles_per_second() {
+    static const uint64_t hz = [] {
+        const uint64_t t0 = timing::now_ns(), c0 = __rdtsc();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const uint64_t t1 = timing::now_ns(), c1 = __rdtsc();
+        return uint64_t(double(c1 - c0) * 1e9 / double(std::max<uint64_t>(1, t1 - t0)));
+    }();
+    return hz;
+}
+
+void print_gb_lines(const std::vector<MoverResult> &rows, const MoverOptions &o) {
+    // dsa_perf_micros's words and order: the latency part only where it
+    // measures one (queue depth 1 or one buffer), so that its users'
+    // scripts, which take the numbers of this line by position, read ours.
+    const bool latency = o.queue_depth == 1 || o.buffers == 1;
+    const uint64_t hz = latency ? cycles_per_second() : 0;
+    for (const MoverResult &row : rows) {
+        std::printf("GB per sec = %f", row.gbps);
+        if (latency)
+            std::printf(" latency(cycles) = %f, %f ns, cycles/sec =%ld",
+                        row.latency_ns * double(hz) * 1e-9, row.latency_ns, long(hz));
+        std::printf(" cpu %f kopsrate = %d\n", row.cpu_share, int(row.kops));
+    }
     std::fflush(stdout);
 }
 
@@ -85,6 +111,7 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
                            {"gbps_per_repeat", r.gbps_per_repeat},
                            {"latency_ns_median", r.latency_ns},
                            {"latency_ns_p99", r.latency_p99_ns},
+                           {"submit_ns_median", r.submit_ns},
                            {"cpu_share", r.cpu_share},
                            {"kops", r.kops},
                            {"retries", r.retries},
@@ -102,7 +129,7 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
           {"stores", h.stores}, {"nt_threshold", h.nt_threshold}, {"repeats", o.repeats},
           {"dtype", o.dtype}, {"redop", o.redop}, {"placement", o.placement},
           {"config_file", o.config_file}, {"verify", o.verify}, {"device", o.device},
-          {"wq", o.wq}, {"backend", h.backend}}},
+          {"wq", o.wq}, {"backend", h.backend}, {"numa_nodes", o.numa_nodes}}},
         {"versions", {{"deputy", dp_version()}, {"kernels_isa", h.isa}}},
         {"host", host_info()},
         {"busy_threads", h.busy_threads},

@@ -31,8 +31,12 @@ ReportHeader describe(const MoverOptions &o, dp_opcode_t op, dp_wait_mode_t wait
 void print_header(const ReportHeader &header);
 // `baseline`: the CPU row of the same size, for the ratio column.
 void print_row(const MoverResult &row, const MoverResult *baseline);
-// "GB per sec = %f latency(ns) = %f cpu %f kopsrate = %d", one per row.
-void print_gb_lines(const std::vector<MoverResult> &rows);
+// dsa_perf_micros's result line, one per row: "GB per sec = %f cpu %f
+// kopsrate = %d", with " latency(cycles) = %f, %f ns, cycles/sec =%ld"
+// after the GB/s at queue depth 1 or with one buffer.
+void print_gb_lines(const std::vector<MoverResult> &rows, const MoverOptions &o);
+// The TSC's rate (measured once against the monotonic clock).
+uint64_t cycles_per_second();
 // With a DSA backend: its counters ("# idxd: ..."), as text and for the JSON.
 nlohmann::json idxd_counters(dp_mover_t *mover);
 void print_idxd_counters(const nlohmann::json &counters);

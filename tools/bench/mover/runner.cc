@@ -24,6 +24,7 @@ struct PassResult {
     uint64_t cpu_ns = 0;
     uint64_t retries = 0;
     std::vector<uint64_t> latencies;
+    std::vector<uint64_t> submit_latencies;  // the submit call itself, retries included
 };
 
 class MoverPass {
@@ -35,7 +36,10 @@ public:
 
     PassResult run(uint64_t iterations, bool sample) {
         PassResult r;
-        if (sample) r.latencies.reserve(std::min<uint64_t>(iterations * w_.units(), kMaxSamples));
+        if (sample) {
+            r.latencies.reserve(std::min<uint64_t>(iterations * w_.units(), kMaxSamples));
+            r.submit_latencies.reserve(r.latencies.capacity());
+        }
         const uint64_t total = iterations * w_.units();
         const uint64_t cpu0 = timing::thread_cpu_ns(), t0 = now_ns();
         for (uint64_t k = 0; k < total; ++k) {
@@ -53,11 +57,18 @@ private:
     void submit(uint32_t unit, bool sample, PassResult *r) {
         dp_completion_t &record = w_.unit_record(unit);
         record.status = DP_COMP_PENDING;  // published to the engine by the submit
-        if (sample) submitted_at_[unit] = now_ns();
+        const uint64_t start = sample ? now_ns() : 0;
+        if (sample) submitted_at_[unit] = start;
         const dp_desc_t &desc = w_.unit_desc(unit);
         for (;;) {
             dp_status_t s = dp_mover_submit(mover_, plan_.wq, &desc);
-            if (s == DP_OK) return;
+            if (s == DP_OK) {
+                // Submission latency (dsa_perf_micros's other figure): what
+                // the caller spends handing the descriptor over.
+                if (sample && r->submit_latencies.size() < kMaxSamples)
+                    r->submit_latencies.push_back(now_ns() - start);
+                return;
+            }
             if (s != DP_ERR_RETRY) throw std::runtime_error(std::string("submit: ") + dp_strerror(s));
             ++r->retries;
             _mm_pause();
@@ -124,7 +135,7 @@ MoverResult measure(const char *mode, Workload &w, const RunPlan &plan, Pass pas
     result.ops = iterations * w.ops_per_pass();
     result.bytes = iterations * w.bytes_per_pass();
     std::vector<double> kops, cpu_share;
-    std::vector<uint64_t> latencies;
+    std::vector<uint64_t> latencies, submit_latencies;
     for (uint32_t rep = 0; rep < plan.repeats; ++rep) {
         if (plan.flush_before_repeat) w.flush_buffers();
         PassResult r = pass(iterations, true);
@@ -135,12 +146,15 @@ MoverResult measure(const char *mode, Workload &w, const RunPlan &plan, Pass pas
         cpu_share.push_back(std::min(1.0, double(r.cpu_ns) / double(std::max<uint64_t>(1, r.wall_ns))));
         result.retries += r.retries;
         latencies.insert(latencies.end(), r.latencies.begin(), r.latencies.end());
+        submit_latencies.insert(submit_latencies.end(), r.submit_latencies.begin(),
+                                r.submit_latencies.end());
     }
     result.gbps = timing::median(result.gbps_per_repeat);
     result.kops = timing::median(kops);
     result.cpu_share = timing::median(cpu_share);
     result.latency_ns = timing::median(latencies);
     result.latency_p99_ns = timing::percentile(latencies, 0.99);
+    result.submit_ns = timing::median(submit_latencies);
     if (latencies.empty() && result.kops > 0) {
         // Throughput runs on the CPU do not time each op: report the mean.
         result.latency_ns = 1e6 / result.kops;

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include "mover/kernels.h"
 
@@ -68,12 +69,20 @@ std::string first_difference(const uint8_t *got, const uint8_t *want, size_t n) 
 
 }  // namespace
 
-BenchBuffer::BenchBuffer(size_t bytes) : size_(bytes) {
+BenchBuffer::BenchBuffer(size_t bytes, int node) : size_(bytes) {
     if (bytes == 0) return;
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+    // Bound to a node, the pages must not exist before the binding.
+    const int populate = node < 0 ? MAP_POPULATE : 0;
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate,
                    -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     data_ = static_cast<uint8_t *>(p);
+    std::string error;
+    if (node >= 0 && !bind_to_node(p, bytes, node, &error)) {
+        munmap(p, bytes);
+        data_ = nullptr;
+        throw std::runtime_error(error);
+    }
     std::memset(data_, 0, bytes);  // touch every page even where MAP_POPULATE is ignored
 }
 
@@ -152,16 +161,18 @@ dp_status_t Workload::create(const WorkloadSpec &spec_in, std::unique_ptr<Worklo
     const size_t bytes = std::max<size_t>(w->stride_ * spec.buffers, 64);
     const dp_opcode_t op = spec.opcode;
     try {
+        const BufferNodes &at = spec.nodes;
         bool has_src = op != DP_OP_FILL && op != DP_OP_CACHE_FLUSH && op != DP_OP_NOOP;
-        if (has_src) w->src_ = BenchBuffer(bytes);
-        if (op == DP_OP_COMPARE || delta || op == DP_OP_REDUCE) w->src2_ = BenchBuffer(bytes);
+        if (has_src) w->src_ = BenchBuffer(bytes, at.src);
+        if (op == DP_OP_COMPARE || delta || op == DP_OP_REDUCE) w->src2_ = BenchBuffer(bytes, at.third);
         if (op != DP_OP_COMPARE && op != DP_OP_COMPARE_PATTERN && op != DP_OP_CRC32C &&
             op != DP_OP_NOOP && op != DP_OP_CREATE_DELTA)
-            w->dst_ = BenchBuffer(bytes);
-        if (op == DP_OP_DUALCAST) w->dst2_ = BenchBuffer(bytes);
+            w->dst_ = BenchBuffer(bytes, at.dst);
+        if (op == DP_OP_DUALCAST) w->dst2_ = BenchBuffer(bytes, at.third);
         if (delta) {
             w->record_stride_ = (spec.transfer_size / 8 * DP_DELTA_ENTRY_SIZE + 63) / 64 * 64;
-            w->delta_ = BenchBuffer(w->record_stride_ * spec.buffers);
+            w->delta_ = BenchBuffer(w->record_stride_ * spec.buffers,
+                                    op == DP_OP_CREATE_DELTA ? at.dst : at.src);
         }
         if (op == DP_OP_REDUCE || op == DP_OP_CACHE_FLUSH || op == DP_OP_CREATE_DELTA)
             w->expected_ = BenchBuffer(op == DP_OP_CREATE_DELTA ? w->delta_.size() : bytes);
@@ -169,6 +180,9 @@ dp_status_t Workload::create(const WorkloadSpec &spec_in, std::unique_ptr<Worklo
         *error = "cannot allocate the benchmark's buffers (" + std::to_string(bytes >> 20) +
                  " MiB each): lower -n or -s";
         return DP_ERR_NOMEM;
+    } catch (const std::runtime_error &e) {
+        *error = std::string("-S: ") + e.what();
+        return DP_ERR_UNSUPPORTED;
     }
     w->compute_expected();
     w->build_descriptors();

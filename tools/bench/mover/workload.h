@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/mover/numa_nodes.h"
+
 namespace deputy::bench {
 
 struct WorkloadSpec {
@@ -19,6 +21,7 @@ struct WorkloadSpec {
     uint32_t store_flags = 0;  // DP_FLAG_CACHED, DP_FLAG_NONTEMPORAL or 0
     dp_dtype_t dtype = DP_FLOAT32;
     dp_op_t redop = DP_SUM;
+    BufferNodes nodes;  // -S: NUMA node of each buffer (unset: where first touched)
 };
 
 // Memory the benchmark owns: page-aligned, pre-faulted at allocation so
@@ -26,7 +29,9 @@ struct WorkloadSpec {
 class BenchBuffer {
 public:
     BenchBuffer() = default;
-    explicit BenchBuffer(size_t bytes);
+    // On NUMA node `node` (its pages bound there before the first touch;
+    // std::runtime_error when they cannot be), or where first touched (-1).
+    explicit BenchBuffer(size_t bytes, int node = -1);
     ~BenchBuffer();
     BenchBuffer(BenchBuffer &&other) noexcept;
     BenchBuffer &operator=(BenchBuffer &&other) noexcept;
