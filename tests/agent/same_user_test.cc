@@ -174,9 +174,10 @@ TEST(SameUser, ASlotFlooderLeavesOtherJobsTheirTeams) {
 // 5. Under `ulimit -n 1024` (soft and hard), three processes attaching
 // every client they may, each in 64 teams, and 256 connections that never
 // attach: the agent refuses what does not fit with a reason naming the
-// limit, never spins on a listen socket it cannot accept from (under 5 %
-// of a core while the flood holds), logs at a bounded rate, and serves
-// again once the flood is gone.
+// limit, never spins on a listen socket it cannot accept from (a spin costs
+// a whole core; refusing the flood's own traffic took 3-6 % of one on a
+// 2-CPU VM, more while other tests load the machine: the bound, 25 %, sits
+// between), logs at a bounded rate, and serves again once the flood is gone.
 TEST(SameUser, AnFdFloodUnderUlimit1024IsRefusedWithAReasonAndCostsNoCpu) {
     AgentProcess agent({"undumpable", "-l", "40"}, true, {}, "ulimit -n 1024 && exec");
     ASSERT_TRUE(agent.running());
@@ -211,7 +212,7 @@ TEST(SameUser, AnFdFloodUnderUlimit1024IsRefusedWithAReasonAndCostsNoCpu) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double cpu = agent.cpu_seconds() - cpu_before;
-    EXPECT_LT(cpu / wall, 0.05) << "the agent used " << cpu << " s of CPU in " << wall << " s";
+    EXPECT_LT(cpu / wall, 0.25) << "the agent used " << cpu << " s of CPU in " << wall << " s";
     EXPECT_TRUE(agent.alive());
     idle.finish();
     for (auto &f : flood) f->finish();
