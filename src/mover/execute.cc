@@ -6,7 +6,6 @@
 
 #include "common/futex.h"
 #include "common/log.h"
-#include "mover/idxd/hw_queue.h"
 #include "mover/kernels.h"
 #include "mover/names.h"
 
@@ -259,10 +258,10 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
         dp_completion_t *record;
     };
     thread_local std::vector<Member> members;
-    thread_local std::vector<idxd::HwQueue::BatchMember> device;
+    thread_local std::vector<Offload::BatchMember> device;
     members.clear();
     device.clear();
-    const uint64_t most = std::min<uint64_t>(d.size - i, limits.hw->queue().max_batch_size);
+    const uint64_t most = std::min<uint64_t>(d.size - i, limits.hw->max_batch_size());
     for (uint64_t k = 0; k < most; ++k) {
         Member m;
         std::memcpy(&m.desc, static_cast<const char *>(array) + (i + k) * sizeof(dp_desc_t),
@@ -281,9 +280,9 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
     if (members.size() < 2) return 0;
     for (size_t k = 0; k < members.size(); ++k) device[k].desc = &members[k].desc;
     thread_local std::vector<OpResult> results;
-    thread_local std::vector<idxd::HwQueue::MemberOutcome> outcomes;
+    thread_local std::vector<Offload::MemberOutcome> outcomes;
     results.assign(members.size(), OpResult{});
-    outcomes.assign(members.size(), idxd::HwQueue::MemberOutcome::again);
+    outcomes.assign(members.size(), Offload::MemberOutcome::again);
     limits.hw->run_batch(device.data(), device.size(), results.data(), outcomes.data());
     for (size_t k = 0; k < members.size(); ++k) {
         const dp_desc_t &member = members[k].desc;
@@ -291,7 +290,7 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
         if (fenced_off(member)) {
             r = fail(DP_COMP_ABANDONED);
             ++*abandoned;
-        } else if (outcomes[k] == idxd::HwQueue::MemberOutcome::done) {
+        } else if (outcomes[k] == Offload::MemberOutcome::done) {
             r = results[k];
             batch->member_bytes += r.bytes;
         } else {

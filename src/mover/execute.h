@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mover/address_space.h"
+#include "mover/kernels.h"
 
 namespace deputy::mover {
 
@@ -21,19 +22,6 @@ struct OpResult {
     uint64_t member_bytes = 0;  // BATCH: bytes its members processed (for counters)
 };
 
-namespace idxd {
-class HwQueue;
-}
-
-struct ExecLimits {
-    uint64_t max_transfer_size;
-    uint32_t max_batch_size;
-    uint64_t nt_threshold;
-    // The DSA work queue this software queue's descriptors run on (the
-    // device's idxd backend); nullptr: the software kernels run them.
-    idxd::HwQueue *hw = nullptr;
-};
-
 // The buffers of one descriptor, translated (pointers the engine may
 // access) and checked against each other.
 struct Buffers {
@@ -41,6 +29,49 @@ struct Buffers {
     void *dst = nullptr;
     const void *src2 = nullptr;
     void *dst2 = nullptr;
+};
+
+// Hardware that runs checked, translated descriptors in the kernels' place:
+// a DSA work queue (idxd/hw_queue.h). Executing knows only this, so what
+// links the executor alone (the descriptor fuzzer) needs no device code.
+class Offload {
+public:
+    // Whether it takes this descriptor.
+    virtual bool offloads(const dp_desc_t &d, const Buffers &b) const = 0;
+    // Runs it. False when the hardware failed it: the kernels run it.
+    virtual bool run(const dp_desc_t &d, const Buffers &b, kernels::Store store,
+                     OpResult *out) = 0;
+
+    // --- batches: members it runs as one batch of its own ---
+    struct BatchMember {
+        const dp_desc_t *desc;  // checked; its buffers translated
+        Buffers buffers;
+        kernels::Store store;
+    };
+    enum class MemberOutcome {
+        done,       // results[k] holds what it did
+        abandoned,  // skipped after a fenced member's failure
+        again,      // it faulted (the page is now present) or failed: run it alone
+    };
+    // Whether a checked member can go in a batch, and how many may.
+    virtual bool batchable(const dp_desc_t &d, const Buffers &b) const = 0;
+    virtual uint32_t max_batch_size() const = 0;
+    // Runs 2..max_batch_size() batchable members; the caller keeps the
+    // mover's batch rules (records, fences, counts) with each outcome.
+    virtual void run_batch(const BatchMember *members, size_t count, OpResult *results,
+                           MemberOutcome *outcomes) = 0;
+
+protected:
+    ~Offload() = default;
+};
+
+struct ExecLimits {
+    uint64_t max_transfer_size;
+    uint32_t max_batch_size;
+    uint64_t nt_threshold;
+    // What runs this software queue's descriptors in the kernels' place
+    // (the device's idxd backend); nullptr: the software kernels.
+    Offload *hw = nullptr;
 };
 
 // True for statuses a batch counts as success.

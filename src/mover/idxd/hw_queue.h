@@ -39,7 +39,7 @@ struct HwCounters {
     std::atomic<uint64_t> fallbacks{0};  // operations the device failed, run on the CPU
 };
 
-class HwQueue {
+class HwQueue final : public Offload {
 public:
     // `stand_in`: the device behind a stand-in portal (owned here), else null.
     HwQueue(std::unique_ptr<Portal> portal, std::unique_ptr<StandInDevice> stand_in,
@@ -53,30 +53,18 @@ public:
                             std::unique_ptr<HwQueue> *out, std::string *why);
 
     // Whether the device takes this checked, translated descriptor.
-    bool offloads(const dp_desc_t &d, const Buffers &b) const;
+    bool offloads(const dp_desc_t &d, const Buffers &b) const override;
     // Runs it on the device. False when the device failed it (counted and
     // logged): the caller runs it on the CPU.
-    bool run(const dp_desc_t &d, const Buffers &b, kernels::Store store, OpResult *out);
+    bool run(const dp_desc_t &d, const Buffers &b, kernels::Store store, OpResult *out) override;
 
-    // --- batches: members the device runs as one DSA batch descriptor ---
-    struct BatchMember {
-        const dp_desc_t *desc;  // checked; its buffers translated
-        Buffers buffers;
-        kernels::Store store;
-    };
-    enum class MemberOutcome {
-        done,       // results[k] holds what it did
-        abandoned,  // the device skipped it after a fenced member's failure
-        again,      // it faulted (the page is now present) or failed: run it alone
-    };
-    // Whether a checked member can go in a batch (offloads() and within one
-    // transfer).
-    bool batchable(const dp_desc_t &d, const Buffers &b) const;
-    // Runs 2..queue().max_batch_size batchable members as one batch
-    // descriptor; the caller keeps the mover's batch rules (records,
-    // fences, counts) with what each member's outcome says.
+    // Batches go as one DSA batch descriptor: members the device takes
+    // (offloads() and within one transfer), at most the queue's
+    // max_batch_size.
+    bool batchable(const dp_desc_t &d, const Buffers &b) const override;
+    uint32_t max_batch_size() const override { return queue_.max_batch_size; }
     void run_batch(const BatchMember *members, size_t count, OpResult *results,
-                   MemberOutcome *outcomes);
+                   MemberOutcome *outcomes) override;
 
     const QueueInfo &queue() const { return queue_; }
     const HwCounters &counters() const { return counters_; }
