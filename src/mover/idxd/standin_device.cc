@@ -7,6 +7,7 @@
 #include <new>
 
 #include "common/futex.h"
+#include "mover/queue_group.h"
 #include "mover/kernels.h"
 
 namespace deputy::mover::idxd {
@@ -95,7 +96,7 @@ bool StandInDevice::write(const dsa_hw_desc &desc, bool shared) {
             page_->tail.store(tail + 1, std::memory_order_release);
             writing_.clear(std::memory_order_release);
             // Pairs with the device's fence before it sleeps.
-            std::atomic_thread_fence(std::memory_order_seq_cst);
+            doorbell_fence();
             if (page_->sleeping.load(std::memory_order_relaxed))
                 futex_wake(reinterpret_cast<uint32_t *>(&page_->tail), 1);
             return true;
@@ -152,7 +153,7 @@ void StandInDevice::run() {
             continue;
         }
         page_->sleeping.store(1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        doorbell_fence();
         if (page_->tail.load(std::memory_order_acquire) == tail &&
             !stopping_.load(std::memory_order_acquire))
             futex_wait(reinterpret_cast<uint32_t *>(&page_->tail), tail, 100'000'000);
