@@ -37,6 +37,10 @@ typedef enum dp_opcode {
     DP_OP_DUALCAST = 0x09,        /* dst <- src and dst2 <- src */
     DP_OP_CRC32C = 0x10,          /* value = CRC32C(seed, src[0..size)) */
     DP_OP_COPY_CRC32C = 0x11,     /* dst <- src and value = CRC32C(seed, src) */
+    DP_OP_DIF_CHECK = 0x12,       /* check src's T10 DIF tuples (see "DIF operations") */
+    DP_OP_DIF_INSERT = 0x13,      /* dst <- src's blocks, each followed by a new tuple */
+    DP_OP_DIF_STRIP = 0x14,       /* check src's tuples; dst <- the blocks without them */
+    DP_OP_DIF_UPDATE = 0x15,      /* check src's tuples; dst <- the blocks with new tuples */
     DP_OP_CACHE_FLUSH = 0x20,     /* write back (and by default evict) dst's cache lines */
     DP_OP_REDUCE = 0x40,          /* dst = src op src2, or dst = dst op src (ACCUMULATE) */
 } dp_opcode_t;
@@ -85,18 +89,21 @@ typedef enum dp_op {
  * Field use per opcode is listed beside each field; unused fields must be 0. */
 typedef struct dp_desc {
     uint8_t opcode;      /* dp_opcode_t */
-    uint8_t dtype;       /* REDUCE: dp_dtype_t */
-    uint8_t redop;       /* REDUCE: dp_op_t */
-    uint8_t reserved;    /* must be 0 */
+    uint8_t dtype;       /* REDUCE: dp_dtype_t; DIF: source DIF flags (DP_DIF_SRC_*) */
+    uint8_t redop;       /* REDUCE: dp_op_t; DIF: destination DIF flags (DP_DIF_DST_*) */
+    uint8_t op_flags;    /* DIF: DP_DIF_BLOCK_* | DP_DIF_INVERT_*; otherwise 0 */
     uint32_t flags;      /* DP_FLAG_* */
     uint64_t completion; /* address of a 32-byte aligned dp_completion_t */
     uint64_t src;        /* source (BATCH: descriptor array; APPLY_DELTA: delta record) */
     uint64_t dst;        /* destination (CREATE_DELTA: delta record) */
     uint64_t src2;       /* COMPARE/CREATE_DELTA/REDUCE: second source; DUALCAST: 2nd dest;
-                            FILL/COMPARE_PATTERN: the 8-byte pattern; CRC ops: seed */
-    uint64_t size;       /* bytes (BATCH: member count; APPLY_DELTA: bytes of dst) */
+                            FILL/COMPARE_PATTERN: the 8-byte pattern; CRC ops: seed;
+                            DIF CHECK/STRIP/UPDATE: source tags, DP_DIF_TAGS(...) */
+    uint64_t size;       /* bytes (BATCH: member count; APPLY_DELTA: bytes of dst;
+                            DIF: bytes of src, tuples included but for INSERT) */
     uint64_t aux;        /* CREATE_DELTA: max delta record bytes; APPLY_DELTA: record bytes
-                            (a multiple of 10, at most one entry per 8 bytes of dst) */
+                            (a multiple of 10, at most one entry per 8 bytes of dst);
+                            DIF INSERT/UPDATE: destination tags, DP_DIF_TAGS(...) */
     uint64_t user;       /* opaque, copied to the completion record */
 } dp_desc_t;
 
@@ -120,6 +127,7 @@ typedef enum dp_comp_status {
                                     client address of the first byte not written. Bytes
                                     below it in that destination (and in the destinations
                                     written before it) hold the result; the rest is untouched */
+    DP_COMP_DIF_ERROR = 14,      /* DIF: a tuple failed its check; result = DP_DIF_ERR_* */
     DP_COMP_STATUS_COUNT
 } dp_comp_status_t;
 
@@ -131,9 +139,10 @@ typedef struct dp_completion {
     uint8_t waiter;          /* internal: non-zero while a waiter sleeps on the record */
     uint16_t reserved;
     uint32_t result;          /* COMPARE*: 0 equal, 1 differ; CREATE_DELTA: 0 none, 1 some;
-                                 BATCH: members failed */
+                                 BATCH: members failed; DIF error: DP_DIF_ERR_* */
     uint64_t bytes_completed; /* bytes processed (BATCH: members completed) */
-    uint64_t value;           /* CRC value, delta record bytes, or first differing offset */
+    uint64_t value;           /* CRC value, delta record bytes, first differing offset,
+                                 or DIF: the next block's tags */
     uint64_t user;            /* the descriptor's user field */
 } __attribute__((aligned(32))) dp_completion_t;
 
@@ -143,6 +152,82 @@ typedef struct dp_completion {
  * operations to DP_DELTA_MAX_SIZE bytes. */
 #define DP_DELTA_ENTRY_SIZE 10
 #define DP_DELTA_MAX_SIZE (65536u * 8u)
+
+/* DIF operations: T10 protection information, DSA's operations and fields.
+ * Data travels in blocks of 512, 520, 4096 or 4104 bytes; with protection,
+ * each block is followed by an 8-byte tuple, big-endian on the medium:
+ * guard (CRC16 T10-DIF of the block), application tag (16 bits), reference
+ * tag (32 bits). size is the source's bytes: a whole number of blocks for
+ * INSERT, of blocks-with-tuples for CHECK, STRIP and UPDATE; the destination
+ * holds size / block * (block + 8) bytes (INSERT), size / (block + 8) *
+ * block (STRIP) or size (UPDATE); CHECK has none (dst = 0).
+ *
+ * Tags: the seeds of the first block's tags, packed as DSA packs them
+ * (reference tag in bits 0-31, application tag mask in 32-47, application
+ * tag in 48-63). A tag of type "incrementing" is its seed plus the block's
+ * index; a fixed one is its seed in every block. When checking, the bits set
+ * in the application tag mask are not compared (0xffff compares none); a
+ * destination's mask is carried unchanged and has no effect.
+ *
+ * Completion: success, or DP_COMP_DIF_ERROR at the first block whose tuple
+ * failed, with result = the DP_DIF_ERR_* bits of what failed and
+ * bytes_completed = the source bytes of the blocks before it (their output
+ * is written; nothing of the failing block or after it is). value = the tags
+ * of the next block to process (the failing one, or the one after the last)
+ * in DP_DIF_TAGS form: the source's for CHECK, STRIP and UPDATE, the
+ * destination's for INSERT, so a long stream continues where one descriptor
+ * stopped. (Behind an agent that reaches a client's ordinary memory by
+ * copies, memory mode "direct" or "staged", a DIF error writes nothing.) */
+#define DP_DIF_TUPLE_SIZE 8
+#define DP_DIF_TAGS(ref_tag, app_tag_mask, app_tag) \
+    ((uint64_t)(uint32_t)(ref_tag) | ((uint64_t)(uint16_t)(app_tag_mask) << 32) | \
+     ((uint64_t)(uint16_t)(app_tag) << 48))
+
+/* op_flags of a DIF descriptor (DSA's "DIF flags"): the block size in bits
+ * 0-1, and how the guard's CRC starts and ends. */
+enum {
+    DP_DIF_BLOCK_512 = 0,
+    DP_DIF_BLOCK_520 = 1,
+    DP_DIF_BLOCK_4096 = 2,
+    DP_DIF_BLOCK_4104 = 3,
+    DP_DIF_INVERT_CRC_SEED = 1u << 2,   /* the CRC starts at 0xffff, not 0 */
+    DP_DIF_INVERT_CRC_RESULT = 1u << 3, /* the guard is the CRC's complement */
+};
+#define DP_DIF_FLAGS_ALL 0x0fu
+
+/* dtype of CHECK, STRIP and UPDATE (DSA's "source DIF flags"): how the
+ * source's tuples are checked. A block whose tags match an enabled F-detect
+ * condition is not checked (an escape, as T10 defines it). */
+enum {
+    DP_DIF_SRC_ALL_F_ERROR = 1u << 0,     /* with ALL_F_DETECT: an all-ones tuple fails */
+    DP_DIF_SRC_ALL_F_DETECT = 1u << 1,    /* all 8 tuple bytes 0xff: escape */
+    DP_DIF_SRC_APP_F_DETECT = 1u << 2,    /* application tag 0xffff: escape */
+    DP_DIF_SRC_APP_REF_F_DETECT = 1u << 3, /* app tag 0xffff and ref tag 0xffffffff: escape */
+    DP_DIF_SRC_APP_TAG_INCREMENT = 1u << 4, /* application tag incrementing (default fixed) */
+    DP_DIF_SRC_GUARD_CHECK_OFF = 1u << 5,
+    DP_DIF_SRC_REF_TAG_CHECK_OFF = 1u << 6,
+    DP_DIF_SRC_REF_TAG_FIXED = 1u << 7,   /* reference tag fixed (default incrementing) */
+};
+
+/* redop of INSERT and UPDATE (DSA's "destination DIF flags"): how the
+ * destination's tuples are made. The pass-through bits (UPDATE only) copy
+ * the field from the source's tuple instead. */
+enum {
+    DP_DIF_DST_APP_TAG_PASS = 1u << 3,
+    DP_DIF_DST_APP_TAG_INCREMENT = 1u << 4, /* application tag incrementing (default fixed) */
+    DP_DIF_DST_GUARD_PASS = 1u << 5,
+    DP_DIF_DST_REF_TAG_PASS = 1u << 6,
+    DP_DIF_DST_REF_TAG_FIXED = 1u << 7,   /* reference tag fixed (default incrementing) */
+};
+#define DP_DIF_DST_FLAGS_ALL 0xf8u
+
+/* result of a DP_COMP_DIF_ERROR: what failed in the block. */
+enum {
+    DP_DIF_ERR_GUARD = 1u << 0,
+    DP_DIF_ERR_APP_TAG = 1u << 1,
+    DP_DIF_ERR_REF_TAG = 1u << 2,
+    DP_DIF_ERR_ALL_F = 1u << 3,
+};
 
 typedef enum dp_wq_mode { DP_WQ_DEDICATED = 0, DP_WQ_SHARED = 1 } dp_wq_mode_t;
 

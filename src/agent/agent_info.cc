@@ -7,6 +7,7 @@
 #include "agent/agent.h"
 #include "common/affinity.h"
 #include "common/timing.h"
+#include "mover/idxd/hw_queue.h"
 #include <deputy/version.h>
 
 namespace deputy::agent {

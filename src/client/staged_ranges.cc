@@ -1,5 +1,7 @@
 #include "client/staged_ranges.h"
 
+#include "mover/dif.h"
+
 namespace deputy::client {
 
 dp_status_t plan_staged(const dp_desc_t &d, StagedPlan *plan) {
@@ -29,6 +31,18 @@ dp_status_t plan_staged(const dp_desc_t &d, StagedPlan *plan) {
             break;
         case DP_OP_CRC32C: send(d.src, d.size); break;
         case DP_OP_COPY_CRC32C: send(d.src, d.size), write(d.dst, d.size); break;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: {
+            // A shape the agent would refuse travels as it is: the agent
+            // answers with the status that names the field.
+            mover::DifShape shape;
+            if (mover::dif_shape(d, &shape) != DP_COMP_SUCCESS) break;
+            send(d.src, shape.src_bytes);
+            if (d.opcode != DP_OP_DIF_CHECK) write(d.dst, shape.dst_bytes);
+            break;
+        }
         case DP_OP_REDUCE:
             send(d.src, d.size);
             if (d.flags & DP_FLAG_ACCUMULATE) send(d.dst, d.size);

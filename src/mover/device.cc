@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/timing.h"
+#include "mover/idxd/hw_queue.h"
 
 namespace deputy::mover {
 

@@ -12,13 +12,16 @@
 #include "mover/address_space.h"
 #include "mover/config.h"
 #include "mover/engine.h"
-#include "mover/idxd/hw_queue.h"
 #include "mover/queue_group.h"
 #include "mover/space_table.h"
 #include "mover/stall_watch.h"
 #include "common/log_limiter.h"
 
 namespace deputy::mover {
+
+namespace idxd {
+class HwQueue;  // mover/idxd/hw_queue.h: only device.cc needs its definition
+}
 
 class Device {
 public:

@@ -131,7 +131,7 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
         if (reported) {
             if (desc.flags & ~uint32_t(DP_FLAG_COMPLETION)) result.status = DP_COMP_INVALID_FLAGS;
             else if (desc.src || desc.dst || desc.src2 || desc.size || desc.aux || desc.dtype ||
-                     desc.redop || desc.reserved)
+                     desc.redop || desc.op_flags)
                 result.status = DP_COMP_INVALID_FIELD;
             else if (!space->orders_own_drains()) drain(wq);
             if (record) publish_completion(record, result, desc.user);

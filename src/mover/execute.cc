@@ -6,6 +6,7 @@
 
 #include "common/futex.h"
 #include "common/log.h"
+#include "mover/dif.h"
 #include "mover/kernels.h"
 #include "mover/names.h"
 
@@ -27,24 +28,32 @@ bool overlaps(const void *a, uint64_t a_len, const void *b, uint64_t b_len) {
 
 // Which fields an opcode reads; everything else must be zero so that a
 // client cannot smuggle state through fields a later version will use.
+// (dtype, redop and op_flags byte by byte: dif.cc decides which flag bytes
+// a DIF opcode reads.)
 struct FieldUse {
-    bool src, dst, src2, aux, dtype;
+    bool src, dst, src2, aux, dtype, redop, op_flags;
 };
 
 bool field_use(uint8_t opcode, FieldUse *use) {
+    constexpr bool o = true, _ = false;
     switch (opcode) {
-        case DP_OP_NOOP: *use = {false, false, false, false, false}; return true;
-        case DP_OP_MEMMOVE: *use = {true, true, false, false, false}; return true;
-        case DP_OP_FILL: *use = {false, true, true, false, false}; return true;
-        case DP_OP_COMPARE: *use = {true, false, true, false, false}; return true;
-        case DP_OP_COMPARE_PATTERN: *use = {true, false, true, false, false}; return true;
-        case DP_OP_CREATE_DELTA: *use = {true, true, true, true, false}; return true;
-        case DP_OP_APPLY_DELTA: *use = {true, true, false, true, false}; return true;
-        case DP_OP_DUALCAST: *use = {true, true, true, false, false}; return true;
-        case DP_OP_CRC32C: *use = {true, false, true, false, false}; return true;
-        case DP_OP_COPY_CRC32C: *use = {true, true, true, false, false}; return true;
-        case DP_OP_CACHE_FLUSH: *use = {false, true, false, false, false}; return true;
-        case DP_OP_REDUCE: *use = {true, true, true, false, true}; return true;
+        //                                   src dst src2 aux dtype redop op_flags
+        case DP_OP_NOOP: *use = {_, _, _, _, _, _, _}; return true;
+        case DP_OP_MEMMOVE: *use = {o, o, _, _, _, _, _}; return true;
+        case DP_OP_FILL: *use = {_, o, o, _, _, _, _}; return true;
+        case DP_OP_COMPARE: *use = {o, _, o, _, _, _, _}; return true;
+        case DP_OP_COMPARE_PATTERN: *use = {o, _, o, _, _, _, _}; return true;
+        case DP_OP_CREATE_DELTA: *use = {o, o, o, o, _, _, _}; return true;
+        case DP_OP_APPLY_DELTA: *use = {o, o, _, o, _, _, _}; return true;
+        case DP_OP_DUALCAST: *use = {o, o, o, _, _, _, _}; return true;
+        case DP_OP_CRC32C: *use = {o, _, o, _, _, _, _}; return true;
+        case DP_OP_COPY_CRC32C: *use = {o, o, o, _, _, _, _}; return true;
+        case DP_OP_DIF_CHECK: *use = {o, _, o, _, o, o, o}; return true;
+        case DP_OP_DIF_INSERT: *use = {o, o, _, o, o, o, o}; return true;
+        case DP_OP_DIF_STRIP: *use = {o, o, o, _, o, o, o}; return true;
+        case DP_OP_DIF_UPDATE: *use = {o, o, o, o, o, o, o}; return true;
+        case DP_OP_CACHE_FLUSH: *use = {_, o, _, _, _, _, _}; return true;
+        case DP_OP_REDUCE: *use = {o, o, o, _, o, o, _}; return true;
         default: return false;
     }
 }
@@ -78,6 +87,14 @@ uint8_t check_size(const dp_desc_t &d, const ExecLimits &limits) {
             if (d.size % esize != 0) return DP_COMP_INVALID_SIZE;
             break;
         }
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: {
+            DifShape shape;
+            if (uint8_t s = dif_shape(d, &shape); s != DP_COMP_SUCCESS) return s;
+            break;
+        }
         default:
             break;
     }
@@ -89,6 +106,30 @@ Store store_policy(const dp_desc_t &d, const ExecLimits &limits) {
     if (d.flags & DP_FLAG_CACHED) return Store::cached;
     if (d.flags & DP_FLAG_NONTEMPORAL) return Store::nontemporal;
     return d.size >= limits.nt_threshold ? Store::nontemporal : Store::cached;
+}
+
+// A DIF descriptor's ranges: its shape's (dif.h), checked in validate().
+uint8_t translate_dif(const dp_desc_t &d, const AddressSpace &space, Buffers *b) {
+    const DifShape shape = checked_dif_shape(d);
+    b->src = space.translate(d.src, shape.src_bytes, Access::read);
+    if (!b->src) return DP_COMP_ADDRESS_DENIED;
+    if (d.opcode == DP_OP_DIF_CHECK) return DP_COMP_SUCCESS;
+    b->dst = space.translate(d.dst, shape.dst_bytes, Access::write);
+    if (!b->dst) return DP_COMP_ADDRESS_DENIED;
+    return overlaps(b->src, shape.src_bytes, b->dst, shape.dst_bytes) ? DP_COMP_OVERLAP
+                                                                       : DP_COMP_SUCCESS;
+}
+
+// Runs a checked DIF descriptor with the kernels.
+void run_dif(const dp_desc_t &d, const Buffers &b, OpResult *r) {
+    const DifShape shape = checked_dif_shape(d);
+    const kernels::DifOutcome out = kernels::dif(dif_job(d, shape), b.src, b.dst, shape.blocks);
+    r->value = out.next_tags;
+    if (out.error != 0) {
+        r->status = DP_COMP_DIF_ERROR;
+        r->result = out.error;
+        r->bytes = out.blocks * (shape.src_bytes / shape.blocks);
+    }
 }
 
 uint8_t translate(const dp_desc_t &d, const AddressSpace &space, Buffers *b) {
@@ -141,6 +182,10 @@ uint8_t translate(const dp_desc_t &d, const AddressSpace &space, Buffers *b) {
                 overlaps(b->dst, n, b->dst2, n))
                 return DP_COMP_OVERLAP;
             return DP_COMP_SUCCESS;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: return translate_dif(d, space, b);
         case DP_OP_REDUCE: {
             bool accumulate = d.flags & DP_FLAG_ACCUMULATE;
             b->src = get(d.src, n, Access::read);
@@ -162,9 +207,9 @@ uint8_t validate(const dp_desc_t &d, const ExecLimits &limits, bool in_batch) {
     FieldUse use;
     if (!field_use(d.opcode, &use)) return DP_COMP_INVALID_OPCODE;
     if (uint8_t s = check_flags(d, in_batch); s != DP_COMP_SUCCESS) return s;
-    if (d.reserved != 0 || (!use.src && d.src) || (!use.dst && d.dst) ||
-        (!use.src2 && d.src2) || (!use.aux && d.aux) ||
-        (!use.dtype && (d.dtype || d.redop)))
+    if ((!use.src && d.src) || (!use.dst && d.dst) || (!use.src2 && d.src2) ||
+        (!use.aux && d.aux) || (!use.dtype && d.dtype) || (!use.redop && d.redop) ||
+        (!use.op_flags && d.op_flags))
         return DP_COMP_INVALID_FIELD;
     if ((d.opcode == DP_OP_CRC32C || d.opcode == DP_OP_COPY_CRC32C) && d.src2 > UINT32_MAX)
         return DP_COMP_INVALID_FIELD;  // the seed is a 32-bit CRC
@@ -217,6 +262,10 @@ OpResult run(const dp_desc_t &d, const Buffers &b, const ExecLimits &limits) {
         case DP_OP_CACHE_FLUSH:
             kernels::cache_flush(b.dst, d.size, (d.flags & DP_FLAG_CACHED) != 0);
             break;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: run_dif(d, b, &r); break;
         case DP_OP_REDUCE: {
             size_t count = d.size / mover::dtype_size(d.dtype);
             // ACCUMULATE is dst = dst op src: the order matters for min/max
@@ -239,6 +288,13 @@ OpResult execute_one(const dp_desc_t &d, const AddressSpace &space, const ExecLi
     return run(d, buffers, limits);
 }
 
+// mover.h, DP_FLAG_FENCE: after a failure neither the fenced member nor any
+// later one runs (DSA abandons the rest of the batch). `abandoned` counts
+// the members already abandoned; `batch` holds the failures so far.
+bool fenced_off(const dp_desc_t &member, const OpResult &batch, uint64_t abandoned) {
+    return abandoned != 0 || ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0);
+}
+
 // Members i.. of a batch that the DSA queue takes, run as one DSA batch
 // descriptor: at least two consecutive members, each with its record,
 // checked and translated. Returns how many were taken and finished (0:
@@ -249,10 +305,6 @@ template <typename Finish>
 uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const AddressSpace &space,
                        const ExecLimits &limits, OpResult *batch, uint64_t *abandoned,
                        Finish &&finish) {
-    // (execute_batch's rule, below)
-    auto fenced_off = [&](const dp_desc_t &member) {
-        return *abandoned != 0 || ((member.flags & DP_FLAG_FENCE) && batch->member_failures != 0);
-    };
     struct Member {
         dp_desc_t desc;
         dp_completion_t *record;
@@ -270,7 +322,7 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
         m.record = resolve_completion(m.desc, space, &record_ok);
         Buffers b;
         if (!record_ok || m.desc.opcode == DP_OP_BATCH || m.desc.opcode == DP_OP_DRAIN ||
-            (k == 0 && fenced_off(m.desc)) ||
+            (k == 0 && fenced_off(m.desc, *batch, *abandoned)) ||
             validate(m.desc, limits, /*in_batch=*/true) != DP_COMP_SUCCESS ||
             translate(m.desc, space, &b) != DP_COMP_SUCCESS || !limits.hw->batchable(m.desc, b))
             break;
@@ -287,7 +339,7 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
     for (size_t k = 0; k < members.size(); ++k) {
         const dp_desc_t &member = members[k].desc;
         OpResult r;
-        if (fenced_off(member)) {
+        if (fenced_off(member, *batch, *abandoned)) {
             r = fail(DP_COMP_ABANDONED);
             ++*abandoned;
         } else if (outcomes[k] == Offload::MemberOutcome::done) {
@@ -304,7 +356,8 @@ uint64_t run_on_device(const dp_desc_t &d, const void *array, uint64_t i, const 
 
 OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const ExecLimits &limits) {
     if (d.flags & ~uint32_t(DP_FLAG_COMPLETION)) return fail(DP_COMP_INVALID_FLAGS);
-    if (d.dst || d.src2 || d.aux || d.dtype || d.redop || d.reserved) return fail(DP_COMP_INVALID_FIELD);
+    if (d.dst || d.src2 || d.aux || d.dtype || d.redop || d.op_flags)
+        return fail(DP_COMP_INVALID_FIELD);
     if (d.size == 0 || d.size > limits.max_batch_size) return fail(DP_COMP_INVALID_BATCH);
     const void *array = space.translate(d.src, d.size * sizeof(dp_desc_t), Access::read);
     if (array == nullptr) return fail(DP_COMP_ADDRESS_DENIED);
@@ -314,11 +367,6 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
         ++batch.members;
         if (!is_success(r.status)) ++batch.member_failures;
         if (record) publish_completion(record, r, member.user);
-    };
-    auto fenced_off = [&](const dp_desc_t &member) {
-        // mover.h, DP_FLAG_FENCE: after a failure neither the fenced
-        // member nor any later one runs (DSA abandons the rest of the batch).
-        return abandoned != 0 || ((member.flags & DP_FLAG_FENCE) && batch.member_failures != 0);
     };
     for (uint64_t i = 0; i < d.size;) {
         // On a DSA queue, the members from here that it takes go to it as
@@ -341,7 +389,7 @@ OpResult execute_batch(const dp_desc_t &d, const AddressSpace &space, const Exec
         OpResult r;
         if (!record_ok) {
             r = fail(DP_COMP_ADDRESS_DENIED);
-        } else if (fenced_off(member)) {
+        } else if (fenced_off(member, batch, abandoned)) {
             r = fail(DP_COMP_ABANDONED);
             ++abandoned;
         } else if (member.opcode == DP_OP_BATCH || member.opcode == DP_OP_DRAIN) {

@@ -78,4 +78,31 @@ void cache_flush(void *p, size_t n, bool keep);
 //    compilers treat + and * as commutative, so which one is not promised).
 void reduce(void *dst, const void *a, const void *b, size_t count, dp_dtype_t dtype, dp_op_t op);
 
+// T10 DIF (mover.h, "DIF operations"). The guard of one block: CRC16
+// T10-DIF on ISA-L's crc16_t10dif, seeded and finished as the descriptor's
+// op_flags say (DP_DIF_INVERT_*).
+uint16_t dif_guard(const void *block, size_t n, unsigned op_flags);
+
+struct DifJob {
+    unsigned opcode;     // DP_OP_DIF_*
+    uint32_t block;      // data bytes per block
+    unsigned op_flags;   // DP_DIF_BLOCK_* | DP_DIF_INVERT_*
+    unsigned src_flags;  // DP_DIF_SRC_*
+    unsigned dst_flags;  // DP_DIF_DST_*
+    uint64_t src_tags;   // DP_DIF_TAGS words: the first block's
+    uint64_t dst_tags;
+};
+struct DifOutcome {
+    uint32_t error = 0;      // DP_DIF_ERR_* of the failing block; 0: every block passed
+    uint64_t blocks = 0;     // blocks done before it (all of them when none failed)
+    uint64_t next_tags = 0;  // the tags of the next block (source's; INSERT: destination's)
+};
+// Runs `blocks` blocks of a checked DIF job: src holds them (with their
+// tuples but for INSERT), dst receives what the opcode writes (nullptr for
+// CHECK). Stops at the first block whose tuple fails, writing nothing of it.
+DifOutcome dif(const DifJob &job, const void *src, void *dst, uint64_t blocks);
+// The tags block `blocks` carries (what a job that processed that many
+// blocks reports as next_tags).
+uint64_t dif_next_tags(const DifJob &job, uint64_t blocks);
+
 }  // namespace deputy::mover::kernels

@@ -12,7 +12,7 @@ struct OpcodeName {
     const char *name;
 };
 
-constexpr std::array<OpcodeName, 14> kOpcodeNames{{
+constexpr std::array<OpcodeName, 18> kOpcodeNames{{
     {DP_OP_NOOP, "noop"},
     {DP_OP_BATCH, "batch"},
     {DP_OP_DRAIN, "drain"},
@@ -25,6 +25,10 @@ constexpr std::array<OpcodeName, 14> kOpcodeNames{{
     {DP_OP_DUALCAST, "dualcast"},
     {DP_OP_CRC32C, "crc32c"},
     {DP_OP_COPY_CRC32C, "copy_crc32c"},
+    {DP_OP_DIF_CHECK, "dif_check"},
+    {DP_OP_DIF_INSERT, "dif_insert"},
+    {DP_OP_DIF_STRIP, "dif_strip"},
+    {DP_OP_DIF_UPDATE, "dif_update"},
     {DP_OP_CACHE_FLUSH, "cache_flush"},
     {DP_OP_REDUCE, "reduce"},
 }};
@@ -32,9 +36,9 @@ constexpr std::array<OpcodeName, 14> kOpcodeNames{{
 constexpr std::array<const char *, DP_COMP_STATUS_COUNT> kCompStatusNames{{
     "pending", "success", "false_predicate", "invalid_opcode", "invalid_size", "invalid_flags",
     "invalid_field", "batch_failed", "overlap", "delta_overflow", "address_denied", "abandoned",
-    "invalid_batch", "page_fault",
+    "invalid_batch", "page_fault", "dif_error",
 }};
-static_assert(DP_COMP_STATUS_COUNT == 14, "completion status names out of date");
+static_assert(DP_COMP_STATUS_COUNT == 15, "completion status names out of date");
 
 constexpr std::array<const char *, DP_DTYPE_COUNT> kDtypeNames{{
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
@@ -56,6 +60,18 @@ const char *opcode_name(unsigned raw) {
     for (const auto &row : kOpcodeNames)
         if (unsigned(row.op) == raw) return row.name;
     return "unknown";
+}
+
+bool opcode_from_name(std::string_view name, dp_opcode_t *op) {
+    for (const auto &row : kOpcodeNames)
+        if (name == row.name) return *op = row.op, true;
+    return false;
+}
+
+std::string opcode_names() {
+    std::string all;
+    for (const auto &row : kOpcodeNames) all += (all.empty() ? "" : " ") + std::string(row.name);
+    return all;
 }
 
 const char *comp_status_name(unsigned raw) {

@@ -7,10 +7,14 @@
 #include <deputy/mover.h>
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 namespace deputy::mover {
 
 const char *opcode_name(unsigned raw);       // "memmove", ...; "unknown"
+bool opcode_from_name(std::string_view name, dp_opcode_t *op);  // the reverse
+std::string opcode_names();                  // every name, space-separated (for errors)
 const char *comp_status_name(unsigned raw);  // "success", ...; "unknown"
 size_t dtype_size(unsigned raw);             // 0 for anything not a dp_dtype_t
 // Whether reduction `op` applies to `dtype` (both raw): sum .. bxor to the

@@ -80,24 +80,37 @@ class AgentTest : public ::testing::Test {
     void SetUp() override { ASSERT_TRUE(agent.running()); }
 };
 
+// A memmove of n random bytes between two of the client's pool buffers,
+// checked bit for bit with 64 guard bytes after it; then, when crc is set, a
+// CRC32C of the source against the local device's.
+void expect_pooled_memmove(Client &c, size_t n, bool crc = false) {
+    auto *src = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
+    auto *dst = static_cast<uint8_t *>(dp_malloc(c.ctx, n + 64));
+    auto *record = static_cast<dp_completion_t *>(dp_malloc(c.ctx, sizeof(dp_completion_t)));
+    ASSERT_TRUE(src && dst && record);
+    fill_random(src, n, uint32_t(n));
+    std::memset(dst, 0xee, n + 64);
+    EXPECT_EQ(c.run(memmove_desc(src, dst, n), record), DP_COMP_SUCCESS) << n;
+    EXPECT_EQ(record->bytes_completed, n);
+    EXPECT_EQ(std::memcmp(src, dst, n), 0) << n;
+    for (size_t i = n; i < n + 64; ++i) EXPECT_EQ(dst[i], 0xee) << "guard byte " << i;
+    if (crc) {
+        dp_desc_t d{};
+        d.opcode = DP_OP_CRC32C;
+        d.src = reinterpret_cast<uint64_t>(src);
+        d.size = n;
+        EXPECT_EQ(c.run(d, record), DP_COMP_SUCCESS);
+        EXPECT_EQ(record->value, local_reference(d).value);
+    }
+    dp_free(c.ctx, src);
+    dp_free(c.ctx, dst);
+    dp_free(c.ctx, record);
+}
+
 TEST_F(AgentTest, MappedMemmoveIsBitExact) {
     Client c(agent.config());
     ASSERT_NE(c.mover, nullptr);
-    for (size_t n : {1ul, 63ul, 4096ul, 65537ul, 300000ul}) {
-        auto *src = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
-        auto *dst = static_cast<uint8_t *>(dp_malloc(c.ctx, n + 64));
-        auto *record = static_cast<dp_completion_t *>(dp_malloc(c.ctx, sizeof(dp_completion_t)));
-        ASSERT_TRUE(src && dst && record);
-        fill_random(src, n, uint32_t(n));
-        std::memset(dst, 0xee, n + 64);
-        ASSERT_EQ(c.run(memmove_desc(src, dst, n), record), DP_COMP_SUCCESS) << n;
-        EXPECT_EQ(record->bytes_completed, n);
-        EXPECT_EQ(std::memcmp(src, dst, n), 0) << n;
-        for (size_t i = n; i < n + 64; ++i) ASSERT_EQ(dst[i], 0xee) << "guard byte " << i;
-        dp_free(c.ctx, src);
-        dp_free(c.ctx, dst);
-        dp_free(c.ctx, record);
-    }
+    for (size_t n : {1ul, 63ul, 4096ul, 65537ul, 300000ul}) expect_pooled_memmove(c, n);
 }
 
 TEST_F(AgentTest, MappedOpcodesMatchTheLocalDevice) {
@@ -175,23 +188,7 @@ TEST(AgentOnDsaTest, AnAgentWithTheIdxdBackendServesClientsAndSaysSo) {
     {
         Client c(agent.config());
         ASSERT_NE(c.mover, nullptr);
-        const size_t n = 300000;
-        auto *src = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
-        auto *dst = static_cast<uint8_t *>(dp_malloc(c.ctx, n));
-        auto *record = static_cast<dp_completion_t *>(dp_malloc(c.ctx, sizeof(dp_completion_t)));
-        ASSERT_TRUE(src && dst && record);
-        fill_random(src, n, 5);
-        ASSERT_EQ(c.run(memmove_desc(src, dst, n), record), DP_COMP_SUCCESS);
-        EXPECT_EQ(std::memcmp(src, dst, n), 0);
-        dp_desc_t crc{};
-        crc.opcode = DP_OP_CRC32C;
-        crc.src = reinterpret_cast<uint64_t>(src);
-        crc.size = n;
-        ASSERT_EQ(c.run(crc, record), DP_COMP_SUCCESS);
-        EXPECT_EQ(record->value, local_reference(crc).value);
-        dp_free(c.ctx, src);
-        dp_free(c.ctx, dst);
-        dp_free(c.ctx, record);
+        expect_pooled_memmove(c, 300000, /*crc=*/true);
     }
     const std::string command = std::string(DEPUTY_BIN) + " info --socket " + agent.socket();
     FILE *pipe = popen(command.c_str(), "r");
@@ -371,6 +368,77 @@ TEST_F(AgentTest, StagedModeMovesBytesThroughTheChannel) {
     // An invalid descriptor is reported in the record, as in every mode.
     dp_desc_t bad = memmove_desc(src.data(), dst.data(), 0);
     EXPECT_EQ(c.run(bad, &record), DP_COMP_INVALID_SIZE);
+}
+
+// The DIF operations behind the agent, in each way it reaches a client's
+// memory: its pool (in place), registered ordinary memory (copies), staged
+// (through the channel). Insert then strip, each against the in-process
+// device; a damaged tuple fails at its block, and what it writes is what
+// mover.h says: the blocks before it in place, nothing through copies.
+TEST_F(AgentTest, DifOperationsRunInEveryMemoryMode) {
+    constexpr size_t kBlock = 512, kBlocks = 40, kData = kBlock * kBlocks, kProt = (kBlock + 8) * kBlocks;
+    enum Where { pool, registered, staged };
+    for (Where where : {pool, registered, staged}) {
+        SCOPED_TRACE(where == pool ? "pool" : where == registered ? "registered" : "staged");
+        dp_config_t config = agent.config();
+        if (where == staged) config.memory_mode = DP_MEMORY_STAGED;
+        Client c(config);
+        ASSERT_NE(c.mover, nullptr);
+        std::vector<uint8_t> plain_data(kData), plain_prot(kProt), plain_out(kData);
+        uint8_t *data = plain_data.data(), *prot = plain_prot.data(), *out = plain_out.data();
+        if (where == pool) {
+            data = static_cast<uint8_t *>(dp_malloc(c.ctx, kData));
+            prot = static_cast<uint8_t *>(dp_malloc(c.ctx, kProt));
+            out = static_cast<uint8_t *>(dp_malloc(c.ctx, kData));
+            ASSERT_TRUE(data && prot && out);
+        } else if (where == registered) {
+            for (auto *v : {&plain_data, &plain_prot, &plain_out})
+                ASSERT_EQ(dp_mem_register(c.ctx, v->data(), v->size()), DP_OK);
+        }
+        fill_random(data, kData, 77);
+        // The record where the agent writes it: the pool (staged: the client).
+        alignas(32) dp_completion_t staged_record{};
+        auto *pooled = where == staged ? nullptr
+                                       : static_cast<dp_completion_t *>(dp_malloc(c.ctx, 64));
+        dp_completion_t &record = pooled ? *pooled : staged_record;
+        auto dif = [](uint8_t op, const void *src, void *dst, uint64_t size, uint64_t src_tags,
+                      uint64_t dst_tags) {
+            dp_desc_t d{};
+            d.opcode = op;
+            d.op_flags = DP_DIF_BLOCK_512;
+            d.src = reinterpret_cast<uint64_t>(src);
+            d.dst = reinterpret_cast<uint64_t>(dst);
+            d.size = size;
+            d.src2 = src_tags;
+            d.aux = dst_tags;
+            return d;
+        };
+        const dp_desc_t ins = dif(DP_OP_DIF_INSERT, data, prot, kData, 0, DP_DIF_TAGS(100, 0, 5));
+        ASSERT_EQ(c.run(ins, &record), DP_COMP_SUCCESS);
+        std::vector<uint8_t> want(kProt);
+        dp_desc_t local = ins;
+        local.dst = reinterpret_cast<uint64_t>(want.data());
+        EXPECT_EQ(record.value, local_reference(local).value);
+        ASSERT_EQ(std::memcmp(prot, want.data(), kProt), 0);
+
+        const dp_desc_t strip = dif(DP_OP_DIF_STRIP, prot, out, kProt, DP_DIF_TAGS(100, 0, 5), 0);
+        ASSERT_EQ(c.run(strip, &record), DP_COMP_SUCCESS);
+        EXPECT_EQ(std::memcmp(out, data, kData), 0);
+
+        prot[7 * (kBlock + 8) + kBlock + 7] ^= 1;  // block 7's reference tag
+        std::memset(out, 0xee, kData);
+        ASSERT_EQ(c.run(strip, &record), DP_COMP_DIF_ERROR);
+        EXPECT_EQ(record.result, uint32_t(DP_DIF_ERR_REF_TAG));
+        EXPECT_EQ(record.bytes_completed, 7 * (kBlock + 8));
+        EXPECT_EQ(record.value, DP_DIF_TAGS(107, 0, 5));
+        const size_t written = where == pool ? 7 * kBlock : 0;
+        EXPECT_EQ(std::memcmp(out, data, written), 0);
+        for (size_t i = written; i < kData; ++i) ASSERT_EQ(out[i], 0xee) << i;
+        if (where == pool) {
+            for (uint8_t *p : {data, prot, out}) dp_free(c.ctx, p);
+        }
+        if (pooled) dp_free(c.ctx, pooled);
+    }
 }
 
 TEST_F(AgentTest, DeadClientsAreCleanedUp) {

@@ -122,7 +122,8 @@ def test_bad_flags_are_named(args: list[str], flag: str) -> None:
 
 
 OPS = ["memmove", "fill", "compare", "compare_pattern", "create_delta", "apply_delta", "dualcast",
-       "crc32c", "copy_crc32c", "cache_flush", "reduce", "noop"]
+       "crc32c", "copy_crc32c", "dif_check", "dif_insert", "dif_strip", "dif_update", "cache_flush",
+       "reduce", "noop"]
 
 
 @pytest.mark.parametrize("op", OPS + ["3"])
@@ -130,6 +131,25 @@ def test_every_operation_runs_and_verifies(tmp_path: Path, op: str) -> None:
     doc = run_ok(tmp_path, "-o", op, "-s", "4k", *QUICK, "--compare", "cpu")
     assert doc["config"]["op"] == ("memmove" if op == "3" else op)
     assert {r["mode"] for r in doc["results"]} == {"mover", "cpu"}
+
+
+@pytest.mark.parametrize("op", ["0x12", "dif_insert", "dif_strip", "0x15"])
+@pytest.mark.parametrize("block", ["0", "520", "2", "4104"])
+def test_dif_operations_take_every_block_size(tmp_path: Path, op: str, block: str) -> None:
+    # -s counts the data, a whole number of blocks: 2 blocks of each size.
+    data = {"0": 512, "520": 520, "2": 4096, "4104": 4104}[block] * 2
+    doc = run_ok(tmp_path, "-o", op, "--dif-block", block, "-s", str(data), *QUICK,
+                 "--compare", "cpu")
+    assert doc["config"]["dif_block"] == block
+    assert {r["transfer_size"] for r in doc["results"]} == {data}
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["-o", "dif_insert", "-s", "1000"], "-s 1000: dif_insert needs a whole number of DIF blocks of 512"),
+    (["-o", "dif_check", "--dif-block", "5"], "--dif-block 5"),
+])
+def test_dif_sizes_and_blocks_are_named(args: list[str], flag: str) -> None:
+    fails_naming(flag, *args, *QUICK)
 
 
 @pytest.mark.parametrize("dtype, redop", [

@@ -29,12 +29,15 @@
 #include <vector>
 
 #include "common/log.h"
+#include "mover/dif.h"
 #include "mover/execute.h"
 
 namespace {
 
 using deputy::mover::Access;
 using deputy::mover::AddressSpace;
+using deputy::mover::dif_shape;
+using deputy::mover::DifShape;
 using deputy::mover::ExecLimits;
 using deputy::mover::OpResult;
 
@@ -99,6 +102,13 @@ std::vector<Range> writable(const dp_desc_t &d) {
             add(d.dst, d.size);
             add(d.src2, d.size);
             break;
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: {
+            DifShape shape;
+            if (dif_shape(d, &shape) == DP_COMP_SUCCESS) add(d.dst, shape.dst_bytes);
+            break;
+        }
         default:
             break;
     }
@@ -159,6 +169,15 @@ int write_corpus(const char *dir) {
     reduce.dtype = DP_FLOAT32;
     reduce.redop = DP_SUM;
     inputs.push_back({"reduce", reduce, {}});
+    // DIF: insert two 512-byte blocks, and strip them again (tuples at
+    // pool offsets 0x200 and 0x408, tags of the seeds below).
+    dp_desc_t insert = d(DP_OP_DIF_INSERT, 0x1000, 0x2000, 1024);
+    insert.aux = DP_DIF_TAGS(1, 0, 2);
+    inputs.push_back({"dif-insert", insert, std::vector<uint8_t>(0x1400, 5)});
+    dp_desc_t strip = d(DP_OP_DIF_STRIP, 0x100, 0x3000, 1040);
+    strip.src2 = DP_DIF_TAGS(1, 0xffff, 2);
+    strip.dtype = DP_DIF_SRC_GUARD_CHECK_OFF | DP_DIF_SRC_REF_TAG_CHECK_OFF;
+    inputs.push_back({"dif-strip", strip, std::vector<uint8_t>(0x600, 9)});
     for (const Input &s : inputs) {
         std::string path = std::string(dir) + "/" + s.name;
         FILE *f = std::fopen(path.c_str(), "wb");

@@ -68,7 +68,7 @@ dp_desc_t with_flags(dp_desc_t d, uint32_t flags) {
 
 TEST_F(InvalidTest, InvalidOpcode) {
     std::vector<Case> cases;
-    for (int op : {0x0a, 0x0b, 0x0f, 0x12, 0x21, 0x3f, 0x41, 0x80, 0xff}) {
+    for (int op : {0x0a, 0x0b, 0x0f, 0x16, 0x17, 0x21, 0x3f, 0x41, 0x80, 0xff}) {
         cases.push_back({"opcode " + std::to_string(op),
                          make_desc(uint8_t(op), dst_.address(), src_.address(), kN),
                          DP_COMP_INVALID_OPCODE});
@@ -109,12 +109,12 @@ TEST_F(InvalidTest, NonZeroUnusedFields) {
     const uint64_t d = dst_.address(), s = src_.address(), s2 = src2_.address();
     auto memmove = [&] { return make_desc(DP_OP_MEMMOVE, d, s, kN); };
     dp_desc_t with_src2 = memmove(), with_aux = memmove(), with_dtype = memmove(),
-              with_redop = memmove(), with_reserved = memmove();
+              with_redop = memmove(), with_op_flags = memmove();
     with_src2.src2 = s2;
     with_aux.aux = 10;
     with_dtype.dtype = DP_INT32;
     with_redop.redop = DP_MAX;
-    with_reserved.reserved = 1;
+    with_op_flags.op_flags = 1;
     dp_desc_t crc_seed_wide = make_desc(DP_OP_CRC32C, 0, s, kN, uint64_t(1) << 32);
     dp_desc_t copy_crc_seed_wide = make_desc(DP_OP_COPY_CRC32C, d, s, kN, ~uint64_t(0));
     dp_desc_t accumulate_src2 = make_reduce(DP_INT32, DP_SUM, d, s, s2, kN, true);
@@ -123,7 +123,7 @@ TEST_F(InvalidTest, NonZeroUnusedFields) {
         {"memmove aux", with_aux, DP_COMP_INVALID_FIELD},
         {"memmove dtype", with_dtype, DP_COMP_INVALID_FIELD},
         {"memmove redop", with_redop, DP_COMP_INVALID_FIELD},
-        {"memmove reserved", with_reserved, DP_COMP_INVALID_FIELD},
+        {"memmove op_flags", with_op_flags, DP_COMP_INVALID_FIELD},
         {"fill src", make_desc(DP_OP_FILL, d, s, kN, kPattern), DP_COMP_INVALID_FIELD},
         {"noop dst", make_desc(DP_OP_NOOP, d, 0, 0), DP_COMP_INVALID_FIELD},
         {"compare dst", make_desc(DP_OP_COMPARE, d, s, kN, s2), DP_COMP_INVALID_FIELD},

@@ -43,15 +43,7 @@ std::string where(size_t n, Offsets off, uint32_t flags = 0) {
            std::to_string(off.dst) + " flags " + std::to_string(flags);
 }
 
-class MoverTest : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        mover_ = open_mover();
-        ASSERT_NE(mover_, nullptr);
-    }
-    Record run(const dp_desc_t &d) { return test::run(mover_.get(), d); }
-    MoverPtr mover_;
-};
+using MoverTest = MoverFixture;
 
 TEST_F(MoverTest, Noop) {
     EXPECT_RECORD(run(make_desc(DP_OP_NOOP, 0, 0, 0, 0, 0, 42)), DP_COMP_SUCCESS, 0, 0, 0, 42);

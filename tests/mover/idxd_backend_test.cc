@@ -20,6 +20,7 @@
 #include "mover/device.h"
 #include "mover/execute.h"
 #include "mover/idxd/hw_queue.h"
+#include "mover/reference.h"
 #include "mover/test_util.h"
 
 namespace deputy::mover::idxd {
@@ -203,6 +204,47 @@ std::vector<Case> every_opcode() {
                          d.src = addr(b.src);
                          d.dst = addr(b.dst + 7);
                          d.src2 = 0xFFFFFFFF;
+                         return d;
+                     }, true});
+    // DIF: sources reaching past 8 KiB (the fault test's page), tuples
+    // made by the test's reference.
+    cases.push_back({"dif_insert", [=](Buffers4 &b) {
+                         dp_desc_t d = desc(DP_OP_DIF_INSERT, 8 * 4096);
+                         d.src = addr(b.src);
+                         d.dst = addr(b.dst + 64);
+                         d.op_flags = DP_DIF_BLOCK_4096 | DP_DIF_INVERT_CRC_SEED;
+                         d.redop = DP_DIF_DST_APP_TAG_INCREMENT;
+                         d.aux = DP_DIF_TAGS(1000, 0, 7);
+                         return d;
+                     }, true});
+    for (bool damaged : {false, true}) {
+        cases.push_back({damaged ? "dif_check_error" : "dif_check", [=](Buffers4 &b) {
+                             test::ref_protect(b.src, 512, 20, 5, 6, 0);
+                             if (damaged) b.src[15 * 520 + 3] ^= 1;
+                             dp_desc_t d = desc(DP_OP_DIF_CHECK, 20 * 520);
+                             d.src = addr(b.src);
+                             d.src2 = DP_DIF_TAGS(5, 0, 6);
+                             return d;
+                         }, true});
+    }
+    cases.push_back({"dif_strip", [=](Buffers4 &b) {
+                         test::ref_protect(b.src, 4096, 3, 9, 9, DP_DIF_INVERT_CRC_RESULT);
+                         dp_desc_t d = desc(DP_OP_DIF_STRIP, 3 * 4104);
+                         d.op_flags = DP_DIF_BLOCK_4096 | DP_DIF_INVERT_CRC_RESULT;
+                         d.src = addr(b.src);
+                         d.dst = addr(b.dst + 8);
+                         d.src2 = DP_DIF_TAGS(9, 0, 9);
+                         return d;
+                     }, true});
+    cases.push_back({"dif_update", [=](Buffers4 &b) {
+                         test::ref_protect(b.src, 520, 30, 1, 2, 0);
+                         dp_desc_t d = desc(DP_OP_DIF_UPDATE, 30 * 528);
+                         d.op_flags = DP_DIF_BLOCK_520;
+                         d.src = addr(b.src);
+                         d.dst = addr(b.dst);
+                         d.src2 = DP_DIF_TAGS(1, 0, 2);
+                         d.redop = DP_DIF_DST_GUARD_PASS | DP_DIF_DST_REF_TAG_FIXED;
+                         d.aux = DP_DIF_TAGS(77, 0, 3);
                          return d;
                      }, true});
     cases.push_back({"cache_flush", [=](Buffers4 &b) {

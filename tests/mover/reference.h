@@ -271,4 +271,40 @@ inline bool ref_apply_delta(void *dst, size_t dst_size, const void *record, size
     return true;
 }
 
+// CRC16 T10-DIF one bit at a time (polynomial 0x8BB7, not reflected, no
+// final xor): CRC-16/T10-DIF of "123456789" is 0xD0DB.
+inline uint16_t ref_crc16_t10dif(uint16_t crc, const void *p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        crc ^= uint16_t(static_cast<const uint8_t *>(p)[i] << 8);
+        for (int bit = 0; bit < 8; ++bit)
+            crc = uint16_t((crc & 0x8000) ? (crc << 1) ^ 0x8BB7 : crc << 1);
+    }
+    return crc;
+}
+
+// The guard of a block as a DIF descriptor's op_flags ask for it.
+inline uint16_t ref_dif_guard(const void *block, size_t n, unsigned op_flags) {
+    uint16_t crc = ref_crc16_t10dif(op_flags & DP_DIF_INVERT_CRC_SEED ? 0xffff : 0, block, n);
+    return op_flags & DP_DIF_INVERT_CRC_RESULT ? uint16_t(~crc) : crc;
+}
+
+// Writes the big-endian tuple {guard, app, ref} at p.
+inline void ref_write_tuple(uint8_t *p, uint16_t guard, uint16_t app, uint32_t ref) {
+    p[0] = uint8_t(guard >> 8), p[1] = uint8_t(guard);
+    p[2] = uint8_t(app >> 8), p[3] = uint8_t(app);
+    p[4] = uint8_t(ref >> 24), p[5] = uint8_t(ref >> 16), p[6] = uint8_t(ref >> 8), p[7] = uint8_t(ref);
+}
+
+// Protects `blocks` blocks laid out block+tuple in place: each tuple gets the
+// block's guard, application tag `app` (+ i when app_increment) and reference
+// tag `ref` + i (fixed when ref_fixed).
+inline void ref_protect(uint8_t *p, uint32_t block, uint64_t blocks, uint32_t ref, uint16_t app,
+                        unsigned op_flags, bool ref_fixed = false, bool app_increment = false) {
+    for (uint64_t i = 0; i < blocks; ++i) {
+        uint8_t *data = p + i * (block + DP_DIF_TUPLE_SIZE);
+        ref_write_tuple(data + block, ref_dif_guard(data, block, op_flags),
+                        uint16_t(app + (app_increment ? i : 0)), uint32_t(ref + (ref_fixed ? 0 : i)));
+    }
+}
+
 }  // namespace deputy::test

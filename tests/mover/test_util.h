@@ -162,6 +162,18 @@ inline Record run(dp_mover_t *mover, dp_desc_t desc, uint32_t wq = 0) {
     return read_record(comp);
 }
 
+// One in-process device for a test; run() submits one descriptor with a
+// record and returns what the record said.
+class MoverFixture : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        mover_ = open_mover();
+        ASSERT_NE(mover_, nullptr);
+    }
+    Record run(const dp_desc_t &d) { return test::run(mover_.get(), d); }
+    MoverPtr mover_;
+};
+
 inline dp_desc_t make_desc(uint8_t opcode, uint64_t dst, uint64_t src, uint64_t size,
                            uint64_t src2 = 0, uint64_t aux = 0, uint64_t user = 0) {
     dp_desc_t d;

@@ -36,6 +36,28 @@ static_assert(offsetof(dsa_hw_desc, delta_rec_size) == 40);  // apply delta
 static_assert(offsetof(dsa_hw_desc, dest2) == 40);           // dualcast
 static_assert(offsetof(dsa_hw_desc, crc_seed) == 40);        // CRC generation, copy with CRC
 static_assert(offsetof(dsa_hw_desc, seed_addr) == 48);
+// Where each DIF opcode's tags start: reference tag, application tag mask,
+// application tag, as mover.h's DP_DIF_TAGS packs them.
+inline constexpr size_t kDifSourceTags = 48, kDifDestinationTags = 56;
+static_assert(offsetof(dsa_hw_desc, src_dif_flags) == 40);  // DIF check, strip
+static_assert(offsetof(dsa_hw_desc, dif_chk_flags) == 42);
+static_assert(offsetof(dsa_hw_desc, chk_ref_tag_seed) == 48);
+static_assert(offsetof(dsa_hw_desc, chk_app_tag_mask) == 52);
+static_assert(offsetof(dsa_hw_desc, chk_app_tag_seed) == 54);
+static_assert(offsetof(dsa_hw_desc, dest_dif_flag) == 41);  // DIF insert
+static_assert(offsetof(dsa_hw_desc, dif_ins_flags) == 42);
+static_assert(offsetof(dsa_hw_desc, ins_ref_tag_seed) == 56);
+static_assert(offsetof(dsa_hw_desc, ins_app_tag_mask) == 60);
+static_assert(offsetof(dsa_hw_desc, ins_app_tag_seed) == 62);
+static_assert(offsetof(dsa_hw_desc, src_upd_flags) == 40);  // DIF update
+static_assert(offsetof(dsa_hw_desc, upd_dest_flags) == 41);
+static_assert(offsetof(dsa_hw_desc, dif_upd_flags) == 42);
+static_assert(offsetof(dsa_hw_desc, src_ref_tag_seed) == 48);
+static_assert(offsetof(dsa_hw_desc, src_app_tag_mask) == 52);
+static_assert(offsetof(dsa_hw_desc, src_app_tag_seed) == 54);
+static_assert(offsetof(dsa_hw_desc, dest_ref_tag_seed) == 56);
+static_assert(offsetof(dsa_hw_desc, dest_app_tag_mask) == 60);
+static_assert(offsetof(dsa_hw_desc, dest_app_tag_seed) == 62);
 
 static_assert(sizeof(dsa_completion_record) == kRecordBytes);
 static_assert(offsetof(dsa_completion_record, result) == 1);

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/timing.h"
+#include "mover/dif.h"
 #include "mover/names.h"
 
 namespace deputy::mover::idxd {
@@ -50,8 +51,13 @@ __attribute__((target("waitpkg"))) void nap_on(const dsa_completion_record &reco
         _umwait(0 /* C0.2: the deeper, slower-to-wake nap */, __rdtsc() + 100'000);
 }
 
-bool is_delta(uint8_t opcode) {
-    return opcode == DP_OP_CREATE_DELTA || opcode == DP_OP_APPLY_DELTA;
+// Operations a page fault makes start again from the beginning, rather than
+// resume from bytes_completed: the delta operations (a record cannot be
+// continued) and the DIF ones (a block's tuple follows it; restarting is
+// simpler than resuming tags and is idempotent, source and destination
+// being disjoint). Submitted whole, never cut at the queue's maximum.
+bool restarts_after_fault(uint8_t opcode) {
+    return opcode == DP_OP_CREATE_DELTA || opcode == DP_OP_APPLY_DELTA || is_dif(opcode);
 }
 
 // Makes the page at `address` present (and writable for a write fault)
@@ -73,12 +79,23 @@ uint8_t dsa_opcode(uint8_t op) {
         case DP_OP_DUALCAST: return DSA_OPCODE_DUALCAST;
         case DP_OP_CRC32C: return DSA_OPCODE_CRCGEN;
         case DP_OP_COPY_CRC32C: return DSA_OPCODE_COPY_CRC;
+        case DP_OP_DIF_CHECK: return DSA_OPCODE_DIF_CHECK;
+        case DP_OP_DIF_INSERT: return DSA_OPCODE_DIF_INS;
+        case DP_OP_DIF_STRIP: return DSA_OPCODE_DIF_STRP;
+        case DP_OP_DIF_UPDATE: return DSA_OPCODE_DIF_UPDT;
         case DP_OP_CACHE_FLUSH: return DSA_OPCODE_CFLUSH;
     }
     return DSA_OPCODE_NOOP;
 }
 
 uint64_t address(const void *p) { return reinterpret_cast<uint64_t>(p); }
+
+// A DP_DIF_TAGS word into the descriptor's reference tag, application tag
+// mask and application tag at `offset`: mover.h packs them as DSA lays them
+// out (dsa_abi.h), so the word is those 8 bytes.
+void put_tags(dsa_hw_desc *h, size_t offset, uint64_t word) {
+    std::memcpy(reinterpret_cast<unsigned char *>(h) + offset, &word, sizeof(word));
+}
 
 }  // namespace
 
@@ -139,6 +156,10 @@ bool HwQueue::offloads(const dp_desc_t &d, const Buffers &b) const {
             return ((address(b.dst) ^ address(b.dst2)) & 0xfff) == 0;
         case DP_OP_CREATE_DELTA:
         case DP_OP_APPLY_DELTA:
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE:
             return d.size <= queue_.max_transfer_size;
         case DP_OP_FILL:
         case DP_OP_COMPARE:
@@ -240,6 +261,22 @@ void HwQueue::build(const dp_desc_t &d, const Buffers &b, kernels::Store store, 
             break;
         case DP_OP_CRC32C: h.src_addr = src; h.crc_seed = crc; break;
         case DP_OP_COPY_CRC32C: h.src_addr = src; h.dst_addr = dst; h.crc_seed = crc; break;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE:
+            // The four share one layout (dsa_abi.h): source DIF flags,
+            // destination DIF flags, DIF flags, source tags, destination
+            // tags. What an opcode does not use is 0 in a checked descriptor
+            // (CHECK's dst too), as the device wants it.
+            h.src_addr = src;
+            h.dst_addr = dst;
+            h.src_upd_flags = d.dtype;
+            h.upd_dest_flags = d.redop;
+            h.dif_upd_flags = d.op_flags;
+            put_tags(&h, kDifSourceTags, d.src2);
+            put_tags(&h, kDifDestinationTags, d.aux);
+            break;
         case DP_OP_CACHE_FLUSH: h.dst_addr = dst; break;
     }
 }
@@ -267,6 +304,16 @@ bool HwQueue::read(const dp_desc_t &d, const dsa_completion_record &record, uint
             if (r->result) r->status = DP_COMP_FALSE_PREDICATE;
             return false;
         case DP_OP_APPLY_DELTA: r->value = d.aux; return false;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: {
+            // Every block passed: the next tags follow from the descriptor
+            // alone (the record's tag fields are not needed).
+            const DifShape shape = checked_dif_shape(d);
+            r->value = kernels::dif_next_tags(dif_job(d, shape), shape.blocks);
+            return false;
+        }
         case DP_OP_CRC32C:
         case DP_OP_COPY_CRC32C:
             *crc = uint32_t(record.crc_val);
@@ -291,7 +338,8 @@ void HwQueue::log_fallback(const dp_desc_t &d, uint8_t status) {
 bool HwQueue::run(const dp_desc_t &d, const Buffers &b, kernels::Store store, OpResult *out) {
     dsa_completion_record &record = t_record.record;
     const uint64_t n = d.size;
-    const uint64_t most = is_delta(d.opcode) ? n : std::max<uint64_t>(queue_.max_transfer_size, 1);
+    const uint64_t most =
+        restarts_after_fault(d.opcode) ? n : std::max<uint64_t>(queue_.max_transfer_size, 1);
     uint64_t done = 0;
     uint32_t crc = uint32_t(d.src2);
     OpResult r;
@@ -309,13 +357,17 @@ bool HwQueue::run(const dp_desc_t &d, const Buffers &b, kernels::Store store, Op
             // not translate: make it present and go on from there (the
             // delta operations start again).
             fault_in(record);
-            if (!is_delta(d.opcode)) {
+            if (!restarts_after_fault(d.opcode)) {
                 done += std::min<uint64_t>(record.bytes_completed, chunk);
                 if (d.opcode == DP_OP_CRC32C || d.opcode == DP_OP_COPY_CRC32C)
                     crc = uint32_t(record.crc_val);
             }
             continue;
         }
+        // A tuple failed its check: the CPU runs the descriptor again to
+        // find the block and say what failed in mover.h's terms (the error
+        // path is rare; the device's dif_status encoding is not relied on).
+        if (code == DSA_COMP_DIF_ERR && is_dif(d.opcode)) return false;
         if (code != DSA_COMP_SUCCESS && code != DSA_COMP_SUCCESS_PRED) {
             log_fallback(d, record.status);
             return false;
@@ -377,7 +429,8 @@ void HwQueue::run_batch(const BatchMember *members, size_t count, OpResult *resu
             outcomes[k] = MemberOutcome::done;
         } else {
             if (code == DSA_COMP_PAGE_FAULT_NOBOF) fault_in(record);
-            else log_fallback(*members[k].desc, record.status);
+            else if (!(code == DSA_COMP_DIF_ERR && is_dif(members[k].desc->opcode)))
+                log_fallback(*members[k].desc, record.status);  // (a DIF error: as in run())
             outcomes[k] = MemberOutcome::again;
         }
     }

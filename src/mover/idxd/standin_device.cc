@@ -2,11 +2,13 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "common/futex.h"
+#include "mover/dif.h"
 #include "mover/queue_group.h"
 #include "mover/kernels.h"
 
@@ -229,9 +231,10 @@ uint8_t StandInDevice::execute_one(const dsa_hw_desc &d, dsa_completion_record *
     if (n == 0 || n > options_.max_transfer_size) return done(DSA_COMP_XFER_ERANGE);
 
     // How far the operation gets before a not-present page: with block on
-    // fault the device waits for each page and gets everywhere.
-    auto reach = [&](std::initializer_list<Range> ranges) {
-        Reach r{n};
+    // fault the device waits for each page and gets everywhere. Offsets
+    // run to `end`: n, or the longest range where one is longer (DIF insert).
+    auto reach = [&](std::initializer_list<Range> ranges, uint64_t end = 0) {
+        Reach r{end ? end : n};
         for (const Range &range : ranges) {
             for (;;) {
                 uint64_t at = first_fault(range.address, range.bytes);
@@ -332,6 +335,44 @@ uint8_t StandInDevice::execute_one(const dsa_hw_desc &d, dsa_completion_record *
             const uint32_t crc = copy ? kernels::copy_crc32c(dst, src, r.offset, d.crc_seed, store_of(d))
                                       : kernels::crc32c(d.crc_seed, src, r.offset);
             return r.offset < n ? fault(r, crc) : done(DSA_COMP_SUCCESS, 0, n, 0, crc);
+        }
+        case DSA_OPCODE_DIF_CHECK:
+        case DSA_OPCODE_DIF_INS:
+        case DSA_OPCODE_DIF_STRP:
+        case DSA_OPCODE_DIF_UPDT: {
+            // The mover's descriptor the device's fields stand for (same
+            // opcode numbers), so the shape and the kernel are the mover's.
+            dp_desc_t m{};
+            m.opcode = op;
+            m.size = n;
+            if (op == DSA_OPCODE_DIF_INS) {
+                m.redop = d.dest_dif_flag;
+                m.op_flags = d.dif_ins_flags;
+                m.aux = DP_DIF_TAGS(d.ins_ref_tag_seed, d.ins_app_tag_mask, d.ins_app_tag_seed);
+            } else if (op == DSA_OPCODE_DIF_UPDT) {
+                m.dtype = d.src_upd_flags;
+                m.redop = d.upd_dest_flags;
+                m.op_flags = d.dif_upd_flags;
+                m.src2 = DP_DIF_TAGS(d.src_ref_tag_seed, d.src_app_tag_mask, d.src_app_tag_seed);
+                m.aux = DP_DIF_TAGS(d.dest_ref_tag_seed, d.dest_app_tag_mask, d.dest_app_tag_seed);
+            } else {
+                m.dtype = d.src_dif_flags;
+                m.op_flags = d.dif_chk_flags;
+                m.src2 = DP_DIF_TAGS(d.chk_ref_tag_seed, d.chk_app_tag_mask, d.chk_app_tag_seed);
+            }
+            DifShape shape;
+            if (uint8_t s = dif_shape(m, &shape); s != DP_COMP_SUCCESS)
+                return done(s == DP_COMP_INVALID_SIZE ? DSA_COMP_XFER_ERANGE : DSA_COMP_INVALID_FLAGS);
+            const bool writes = op != DSA_OPCODE_DIF_CHECK;
+            const uint64_t end = std::max(n, shape.dst_bytes);
+            Reach r = writes ? reach({{d.src_addr, n, false}, {d.dst_addr, shape.dst_bytes, true}}, end)
+                             : reach({{d.src_addr, n, false}});
+            if (r.offset < end) return fault({0, r.address, r.write});  // restarted whole
+            const kernels::DifOutcome out =
+                kernels::dif(dif_job(m, shape), src, writes ? dst : nullptr, shape.blocks);
+            if (out.error != 0)
+                return done(DSA_COMP_DIF_ERR, uint8_t(out.error), out.blocks * (n / shape.blocks));
+            return done(DSA_COMP_SUCCESS, 0, n, 0, out.next_tags);
         }
         case DSA_OPCODE_CFLUSH: {
             Reach r = reach({{d.dst_addr, n, true}});

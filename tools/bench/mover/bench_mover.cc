@@ -28,6 +28,7 @@ struct Resolved {
     dp_wait_mode_t wait = DP_WAIT_SPIN;
     dp_dtype_t dtype = DP_FLOAT32;
     dp_op_t redop = DP_SUM;
+    unsigned dif_block = DP_DIF_BLOCK_512;
     int caller_cpu = 0;
     std::vector<int> engine_cpus;
     bool run_mover = true;
@@ -42,9 +43,9 @@ struct Resolved {
 
 Resolved resolve(const MoverOptions &o) {
     Resolved r;
-    if (!parse_opcode(o.op, &r.opcode)) usage_error("-o " + o.op + ": unknown operation (names: "
-        "noop memmove fill compare compare_pattern create_delta apply_delta dualcast crc32c "
-        "copy_crc32c cache_flush reduce, or DSA opcode numbers like 3)");
+    if (!parse_opcode(o.op, &r.opcode))
+        usage_error("-o " + o.op + ": unknown operation (names: " + mover::opcode_names() +
+                    "; or DSA opcode numbers like 3)");
     std::stringstream list(o.sizes);
     for (std::string item; std::getline(list, item, ',');) {
         auto size = units::parse_size(item);
@@ -83,6 +84,13 @@ Resolved resolve(const MoverOptions &o) {
         usage_error("--redop " + o.redop + " does not apply to --dtype " + o.dtype +
                     " (sum, prod, min, max to the numeric types; land .. bxor to the integer "
                     "ones; minloc, maxloc to the pairs)");
+    // dsa_perf_micros' -e: the block size's index (0-3); the size itself too.
+    const std::string &b = o.dif_block;
+    if (b == "0" || b == "512") r.dif_block = DP_DIF_BLOCK_512;
+    else if (b == "1" || b == "520") r.dif_block = DP_DIF_BLOCK_520;
+    else if (b == "2" || b == "4096") r.dif_block = DP_DIF_BLOCK_4096;
+    else if (b == "3" || b == "4104") r.dif_block = DP_DIF_BLOCK_4104;
+    else usage_error("--dif-block " + b + ": one of 512, 520, 4096, 4104 (or their index 0-3)");
     if (o.cached && o.nontemporal) usage_error("-f (cached stores) and --nt contradict each other");
     if (!o.compare.empty() && o.compare != "cpu")
         usage_error("--compare " + o.compare + ": the mover compares against 'cpu'");
@@ -192,6 +200,7 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
         spec.store_flags = o.cached ? DP_FLAG_CACHED : o.nontemporal ? DP_FLAG_NONTEMPORAL : 0;
         spec.dtype = r.dtype;
         spec.redop = r.redop;
+        spec.dif_block = r.dif_block;
         spec.nodes = r.nodes;
         std::unique_ptr<Workload> workload;
         std::string error;
@@ -262,6 +271,10 @@ void register_mover(CLI::App &bench) {
     app->add_option("--compare", options->compare, "also run the baseline in the same run: cpu");
     app->add_option("--reps", options->repeats, "timed repeats (medians reported)")->capture_default_str();
     app->add_option("--dtype", options->dtype, "reduce: element type")->capture_default_str();
+    app->add_option("--dif-block", options->dif_block,
+                    "DIF operations: data bytes per block, 512 520 4096 4104 or their index 0-3 "
+                    "(dsa_perf_micros' -e)")
+        ->capture_default_str();
     app->add_option("--redop", options->redop,
                     "reduce: sum, prod, min, max, land, lor, lxor, band, bor, bxor, minloc, maxloc")->capture_default_str();
     app->add_option("-z,--placement", options->placement,

@@ -34,6 +34,7 @@ struct MoverOptions {
     uint32_t repeats = 5;              // --reps: timed repeats; medians reported
     std::string dtype = "float32";     // --dtype (reduce)
     std::string redop = "sum";         // --redop (reduce)
+    std::string dif_block = "512";     // --dif-block: DIF block size (dsa_perf_micros -e)
     std::string placement;             // -z: F (flush buffers before each repeat), P, D
     bool soc_flag = false;             // -c: accepted for dsa_perf_micros scripts
     std::string out_file;              // --out: results JSON

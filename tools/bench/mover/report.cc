@@ -18,6 +18,7 @@
 #include "common/units.h"
 #include "mover/config.h"
 #include "mover/device.h"
+#include "mover/idxd/hw_queue.h"
 #include "mover/kernels.h"
 
 namespace deputy::bench {
@@ -127,7 +128,8 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
           {"wq_size", o.wq_size}, {"engines", h.engines}, {"wait", h.wait}, {"cpu_mode", o.cpu_mode},
           {"compare", o.compare}, {"caller_cpus", o.caller_cpus}, {"engine_cpus", o.engine_cpus},
           {"stores", h.stores}, {"nt_threshold", h.nt_threshold}, {"repeats", o.repeats},
-          {"dtype", o.dtype}, {"redop", o.redop}, {"placement", o.placement},
+          {"dtype", o.dtype}, {"redop", o.redop}, {"dif_block", o.dif_block},
+          {"placement", o.placement},
           {"config_file", o.config_file}, {"verify", o.verify}, {"device", o.device},
           {"wq", o.wq}, {"backend", h.backend}, {"numa_nodes", o.numa_nodes}}},
         {"versions", {{"deputy", dp_version()}, {"kernels_isa", h.isa}}},

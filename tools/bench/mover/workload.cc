@@ -3,10 +3,13 @@
 #include <isa-l/crc.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
+#include "mover/dif.h"
 #include "mover/kernels.h"
+#include "mover/names.h"
 
 namespace deputy::bench {
 namespace {
@@ -59,6 +62,12 @@ uint32_t crc32c_isal(uint32_t seed, const void *p, size_t n) {
     return ~crc;
 }
 
+// A DIF descriptor's work on the CPU, with the mover's kernel.
+k::DifOutcome run_dif(const dp_desc_t &d, const void *src, void *dst) {
+    const mover::DifShape shape = mover::checked_dif_shape(d);  // checked when the workload was made
+    return k::dif(mover::dif_job(d, shape), src, dst, shape.blocks);
+}
+
 std::string first_difference(const uint8_t *got, const uint8_t *want, size_t n) {
     size_t at = k::compare(got, want, n);
     if (at == n) return {};
@@ -102,20 +111,15 @@ BenchBuffer &BenchBuffer::operator=(BenchBuffer &&other) noexcept {
 }
 
 bool parse_opcode(const std::string &text, dp_opcode_t *opcode) {
-    static const dp_opcode_t kAll[] = {
-        DP_OP_NOOP, DP_OP_BATCH, DP_OP_DRAIN, DP_OP_MEMMOVE, DP_OP_FILL, DP_OP_COMPARE,
-        DP_OP_COMPARE_PATTERN, DP_OP_CREATE_DELTA, DP_OP_APPLY_DELTA, DP_OP_DUALCAST,
-        DP_OP_CRC32C, DP_OP_COPY_CRC32C, DP_OP_CACHE_FLUSH, DP_OP_REDUCE};
     char *end = nullptr;
     unsigned long number = std::strtoul(text.c_str(), &end, 0);
     bool numeric = !text.empty() && end && *end == '\0';
-    for (dp_opcode_t op : kAll) {
-        if ((numeric && number == unsigned(op)) || text == dp_opcode_name(op)) {
-            *opcode = op;
-            return true;
-        }
-    }
-    return false;
+    if (!numeric) return mover::opcode_from_name(text, opcode);
+    // A number names an opcode when the mover has a name for it.
+    if (number > 0xff || std::strcmp(mover::opcode_name(unsigned(number)), "unknown") == 0)
+        return false;
+    *opcode = dp_opcode_t(number);
+    return true;
 }
 
 bool parse_dtype(const std::string &text, dp_dtype_t *dtype) {
@@ -155,18 +159,35 @@ dp_status_t Workload::create(const WorkloadSpec &spec_in, std::unique_ptr<Worklo
     if (spec.opcode == DP_OP_REDUCE && spec.transfer_size % dp_dtype_size(spec.dtype) != 0)
         return bad("-s " + std::to_string(spec.transfer_size) + ": not a multiple of the " +
                    dp_dtype_name(spec.dtype) + " element size");
+    const dp_opcode_t op = spec.opcode;
+    // -s counts the data (as dsa_perf_micros counts it): a DIF operation
+    // reads or writes a tuple more per block.
+    uint64_t src_len = spec.transfer_size, dst_len = spec.transfer_size;
+    if (mover::is_dif(op)) {
+        const uint32_t block = mover::dif_block_bytes(spec.dif_block);
+        if (spec.transfer_size % block != 0)
+            return bad("-s " + std::to_string(spec.transfer_size) + ": " + name +
+                       " needs a whole number of DIF blocks of " + std::to_string(block) +
+                       " bytes (--dif-block)");
+        const uint64_t with_tuples = spec.transfer_size / block * (block + DP_DIF_TUPLE_SIZE);
+        src_len = op == DP_OP_DIF_INSERT ? spec.transfer_size : with_tuples;
+        dst_len = op == DP_OP_DIF_CHECK    ? 0
+                  : op == DP_OP_DIF_STRIP ? spec.transfer_size
+                                          : with_tuples;
+    }
 
     std::unique_ptr<Workload> w(new Workload(spec));
-    w->stride_ = (spec.transfer_size + 63) / 64 * 64;
+    w->src_len_ = src_len;
+    w->dst_len_ = dst_len;
+    w->stride_ = (std::max(src_len, dst_len) + 63) / 64 * 64;
     const size_t bytes = std::max<size_t>(w->stride_ * spec.buffers, 64);
-    const dp_opcode_t op = spec.opcode;
     try {
         const BufferNodes &at = spec.nodes;
         bool has_src = op != DP_OP_FILL && op != DP_OP_CACHE_FLUSH && op != DP_OP_NOOP;
         if (has_src) w->src_ = BenchBuffer(bytes, at.src);
         if (op == DP_OP_COMPARE || delta || op == DP_OP_REDUCE) w->src2_ = BenchBuffer(bytes, at.third);
         if (op != DP_OP_COMPARE && op != DP_OP_COMPARE_PATTERN && op != DP_OP_CRC32C &&
-            op != DP_OP_NOOP && op != DP_OP_CREATE_DELTA)
+            op != DP_OP_NOOP && op != DP_OP_CREATE_DELTA && op != DP_OP_DIF_CHECK)
             w->dst_ = BenchBuffer(bytes, at.dst);
         if (op == DP_OP_DUALCAST) w->dst2_ = BenchBuffer(bytes, at.third);
         if (delta) {
@@ -174,7 +195,8 @@ dp_status_t Workload::create(const WorkloadSpec &spec_in, std::unique_ptr<Worklo
             w->delta_ = BenchBuffer(w->record_stride_ * spec.buffers,
                                     op == DP_OP_CREATE_DELTA ? at.dst : at.src);
         }
-        if (op == DP_OP_REDUCE || op == DP_OP_CACHE_FLUSH || op == DP_OP_CREATE_DELTA)
+        if (op == DP_OP_REDUCE || op == DP_OP_CACHE_FLUSH || op == DP_OP_CREATE_DELTA ||
+            (mover::is_dif(op) && op != DP_OP_DIF_CHECK))
             w->expected_ = BenchBuffer(op == DP_OP_CREATE_DELTA ? w->delta_.size() : bytes);
     } catch (const std::bad_alloc &) {
         *error = "cannot allocate the benchmark's buffers (" + std::to_string(bytes >> 20) +
@@ -196,9 +218,25 @@ bool Workload::produces_value() const {
         case DP_OP_COMPARE_PATTERN:
         case DP_OP_CREATE_DELTA:
         case DP_OP_CRC32C:
-        case DP_OP_COPY_CRC32C: return true;
+        case DP_OP_COPY_CRC32C:
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: return true;  // (DIF: the next block's tags)
         default: return false;
     }
+}
+
+dp_desc_t Workload::dif_fields(dp_opcode_t opcode) const {
+    // dsa_perf_micros' seeds; an update moves the blocks to other tags.
+    constexpr uint64_t kTags = DP_DIF_TAGS(0x87654321, 0, 0xdcba);
+    dp_desc_t d{};
+    d.opcode = uint8_t(opcode);
+    d.op_flags = uint8_t(spec_.dif_block);
+    if (opcode == DP_OP_DIF_INSERT) d.aux = kTags;
+    else d.src2 = kTags;
+    if (opcode == DP_OP_DIF_UPDATE) d.aux = DP_DIF_TAGS(0x1000, 0, 1);
+    return d;
 }
 
 void Workload::compute_expected() {
@@ -221,6 +259,17 @@ void Workload::compute_expected() {
                 fill_random(dst, n, i);
                 std::memcpy(slot(expected_, i, stride_), dst, n);
                 break;
+            case DP_OP_DIF_CHECK:
+            case DP_OP_DIF_STRIP:
+            case DP_OP_DIF_UPDATE: {
+                // A protected source: random blocks with the tuples an insert makes.
+                std::vector<uint8_t> data(n);
+                fill_random(data.data(), n, i + 1);
+                dp_desc_t insert = dif_fields(DP_OP_DIF_INSERT);
+                insert.size = n;
+                run_dif(insert, data.data(), src);
+                break;
+            }
             default:
                 if (src) fill_random(src, n, i + 1);
                 break;
@@ -239,6 +288,12 @@ void Workload::compute_expected() {
         }
         if (spec_.opcode == DP_OP_CRC32C || spec_.opcode == DP_OP_COPY_CRC32C)
             expected_values_[i] = crc32c_isal(0, src, n);
+        if (mover::is_dif(spec_.opcode)) {
+            dp_desc_t d = dif_fields(spec_.opcode);
+            d.size = src_len_;
+            expected_values_[i] =
+                run_dif(d, src, expected_.data() ? slot(expected_, i, stride_) : nullptr).next_tags;
+        }
     }
 }
 
@@ -252,10 +307,10 @@ void Workload::build_descriptors() {
     if (batched && produces_value()) member_records_.assign(count, dp_completion_t{});
 
     for (uint32_t i = 0; i < count; ++i) {
-        dp_desc_t d{};
+        dp_desc_t d = mover::is_dif(spec_.opcode) ? dif_fields(spec_.opcode) : dp_desc_t{};
         d.opcode = uint8_t(spec_.opcode);
         d.flags = spec_.store_flags;
-        d.size = spec_.transfer_size;
+        d.size = src_len_;
         d.user = i;
         const size_t n = spec_.transfer_size;
         auto at = [&](const BenchBuffer &b) { return address(slot(b, i, stride_)); };
@@ -278,6 +333,10 @@ void Workload::build_descriptors() {
             case DP_OP_DUALCAST: d.src = at(src_); d.dst = at(dst_); d.src2 = at(dst2_); break;
             case DP_OP_CRC32C: d.src = at(src_); break;
             case DP_OP_COPY_CRC32C: d.src = at(src_); d.dst = at(dst_); break;
+            case DP_OP_DIF_CHECK: d.src = at(src_); break;
+            case DP_OP_DIF_INSERT:
+            case DP_OP_DIF_STRIP:
+            case DP_OP_DIF_UPDATE: d.src = at(src_); d.dst = at(dst_); break;
             case DP_OP_CACHE_FLUSH: d.dst = at(dst_); d.flags &= DP_FLAG_CACHED; break;
             case DP_OP_REDUCE:
                 d.src = at(src_); d.src2 = at(src2_); d.dst = at(dst_);
@@ -350,6 +409,15 @@ void Workload::run_cpu(uint32_t i) {
         case DP_OP_REDUCE:
             k::reduce(dst, src, src2, n / dp_dtype_size(spec_.dtype), spec_.dtype, spec_.redop);
             break;
+        case DP_OP_DIF_CHECK:
+        case DP_OP_DIF_INSERT:
+        case DP_OP_DIF_STRIP:
+        case DP_OP_DIF_UPDATE: {
+            dp_desc_t d = dif_fields(spec_.opcode);
+            d.size = src_len_;
+            cpu_values_[i] = run_dif(d, src, dst).next_tags;
+            break;
+        }
         default: break;
     }
 }
@@ -405,6 +473,16 @@ bool Workload::verify(bool cpu_mode, std::string *error) const {
             case DP_OP_APPLY_DELTA: diff = first_difference(dst, slot(src2_, i, stride_), n); break;
             case DP_OP_REDUCE:
             case DP_OP_CACHE_FLUSH: diff = first_difference(dst, slot(expected_, i, stride_), n); break;
+            case DP_OP_DIF_INSERT:
+            case DP_OP_DIF_STRIP:
+            case DP_OP_DIF_UPDATE:
+                diff = first_difference(dst, slot(expected_, i, stride_), dst_len_);
+                [[fallthrough]];
+            case DP_OP_DIF_CHECK:
+                if (value != expected_values_[i])
+                    return fail(i, "next tags " + std::to_string(value) + ", expected " +
+                                       std::to_string(expected_values_[i]));
+                break;
             case DP_OP_CREATE_DELTA:
                 if (value != expected_values_[i])
                     return fail(i, "delta record is " + std::to_string(value) + " bytes, expected " +

@@ -21,6 +21,7 @@ struct WorkloadSpec {
     uint32_t store_flags = 0;  // DP_FLAG_CACHED, DP_FLAG_NONTEMPORAL or 0
     dp_dtype_t dtype = DP_FLOAT32;
     dp_op_t redop = DP_SUM;
+    unsigned dif_block = DP_DIF_BLOCK_512;  // DIF operations: op_flags' block-size code
     BufferNodes nodes;  // -S: NUMA node of each buffer (unset: where first touched)
 };
 
@@ -80,10 +81,14 @@ private:
         return buffer.data() + size_t(i) * stride;
     }
     bool produces_value() const;
+    // The DIF fields of every descriptor of a DIF workload (no addresses).
+    dp_desc_t dif_fields(dp_opcode_t opcode) const;
 
     WorkloadSpec spec_;
     size_t stride_ = 0;         // bytes between buffers (transfer size rounded up to 64)
     size_t record_stride_ = 0;  // delta record bytes per buffer
+    uint64_t src_len_ = 0;      // bytes a descriptor reads from src (-s, but for DIF)
+    uint64_t dst_len_ = 0;      // bytes it writes to dst
     BenchBuffer src_, src2_, dst_, dst2_, delta_, expected_;
     std::vector<dp_desc_t> unit_descs_;
     std::vector<dp_desc_t> members_;  // batch member arrays, `batch` per unit
