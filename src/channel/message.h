@@ -60,6 +60,7 @@ enum class MsgType : uint8_t {
     kTeamReady = 18,    // agent -> client: the team of join id j formed (its id) or why not
     kTeamLeave = 19,    // client -> agent: leave a team (answered by REPLY)
     kHeapShare = 20,    // client -> agent: the process's shared heap; its memfd attached (REPLY)
+    kStart = 21,        // bench channel: this side's threads are ready; payload: u64 0
     kCount              // number of values; keep last
 };
 

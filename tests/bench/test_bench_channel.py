@@ -140,6 +140,24 @@ def test_one_way_stream(tmp_path: Path) -> None:
     assert "busy threads" not in r.stdout  # 2 busy threads fit 2 cores
 
 
+@pytest.mark.parametrize("transport", ["shm", "uds"])
+def test_one_message_is_timed_from_its_send_after_the_start_barrier(transport: str,
+                                                                    tmp_path: Path) -> None:
+    # The count table's fixed cost is the channel's: both sides' threads are
+    # up before the sender starts, and the receive time runs from the first
+    # send (both sides on one clock here) to the last receive.
+    out = tmp_path / "r.json"
+    r = channel("--loopback", "--one-way", "-n", "1", "-s", "256", *transport_args(transport),
+                "--out", str(out))
+    assert r.returncode == 0, describe(r)
+    for role in ("listen", "connect"):
+        assert f"[{role}] start barrier passed: both sides' threads are ready" in r.stderr, r.stderr
+    sides = {s["role"]: s for s in json.loads(out.read_text())["results"]}
+    listen, connect = sides["listen"], sides["connect"]
+    assert listen["recv_start_ns"] == connect["send_start_ns"] > 0
+    assert listen["recv_end_ns"] >= listen["recv_first_ns"] > listen["recv_start_ns"]
+
+
 def test_two_processes_with_different_counts(tmp_path: Path) -> None:
     address = str(tmp_path / "ch.sock")
     listener = subprocess.Popen([DEPUTY, "bench", "channel", "--peer", "listen", address,

@@ -145,6 +145,23 @@ std::vector<SideResult> run_loopback(Plan plan) {
     return sides;
 }
 
+// Both sides ran on this host, on one CLOCK_MONOTONIC (--loopback, or the
+// agent's peer): a stream's receive time runs from the peer's first send
+// (taken after the start barrier) to the last receive. That is the
+// channel's own time for the messages, whatever the receiving thread was
+// doing when its own clock started (waking from the barrier, or still
+// waiting for a peer that woke late).
+void receive_from_first_send(const Plan &plan, std::vector<SideResult> *sides) {
+    if (plan.mode != Mode::kStream || sides->size() != 2) return;
+    for (size_t i = 0; i < 2; ++i) {
+        SideResult &rx = (*sides)[i];
+        const SideResult &tx = (*sides)[1 - i];
+        if (rx.received > 0 && tx.sent > 0 && tx.send_start_ns != 0 &&
+            tx.send_start_ns < rx.recv_end_ns)
+            rx.recv_start_ns = tx.send_start_ns;
+    }
+}
+
 const SideResult *find_role(const std::vector<SideResult> &sides, const char *role) {
     for (const SideResult &r : sides)
         if (r.role == role) return &r;
@@ -178,8 +195,10 @@ int run_command(const ChannelOptions &options, Plan &plan) {
     std::vector<SideResult> sides, baseline;
     if (plan.loopback) {
         sides = run_loopback(plan);
+        receive_from_first_send(plan, &sides);
     } else if (plan.via_agent) {
         sides = run_via_agent(plan, options);
+        receive_from_first_send(plan, &sides);
     } else {
         sides.push_back(run_side(plan, plan.role, nullptr, plan.cpus));
     }
@@ -194,6 +213,7 @@ int run_command(const ChannelOptions &options, Plan &plan) {
         base.endpoint.options.buffer_bytes = 0;
         base.endpoint.allow_insecure_tcp = true;  // resolve() checked the consent
         baseline = run_loopback(base);
+        receive_from_first_send(base, &baseline);
         print_header(base, baseline);
         print_rows(base, baseline);
         print_comparison(plan, sides, baseline);

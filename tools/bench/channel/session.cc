@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <latch>
 #include <mutex>
 #include <thread>
 
@@ -66,6 +68,7 @@ class Side {
 
   private:
     bool handshake();
+    bool start_barrier();
     void stream_send();
     void stream_recv();
     void ping();
@@ -87,6 +90,10 @@ class Side {
     const char *name_;
     SideResult r_;
     ErrorSlot errors_;
+    // The start barrier (stream mode): the receiver thread is up and pinned
+    // (ready), the peer's threads are too (go, after START both ways).
+    std::latch ready_{1};
+    std::atomic<int> go_{0};  // 1: start the clock; -1: the barrier failed, stop
     bool trace_ = false;
     std::unique_ptr<Payload> expect_;  // the peer's messages
 };
@@ -158,9 +165,41 @@ bool Side::check_data(const uint8_t *data, size_t length, uint64_t seq) {
     return false;
 }
 
+// Both sides' threads are up and pinned before either clock starts: each
+// side sends START once its own are, and starts when the peer's START is in.
+// Without it, a count of one message timed the peer's thread start and its
+// migration to its CPU (1.4 ms), not the channel.
+bool Side::start_barrier() {
+    uint8_t word[8];
+    ch::put_u64(word, 0);
+    dp_status_t s = t_.send(MsgType::kStart, word, sizeof(word), plan_.timeout_ns);
+    MsgType type = MsgType::kInvalid;
+    size_t length = 0;
+    std::vector<uint8_t> buffer(t_.max_message());
+    if (s == DP_OK) s = t_.recv(&type, buffer.data(), buffer.size(), &length, plan_.timeout_ns);
+    if (s == DP_OK && type == MsgType::kStart) {
+        log::app().info("[{}] start barrier passed: both sides' threads are ready", name_);
+        return true;
+    }
+    if (s != DP_OK) fail(s, describe_status(s, "the start barrier"));
+    else if (type == MsgType::kError)
+        fail(DP_ERR_AGENT_LOST, "the peer gave up: " +
+                                    std::string(reinterpret_cast<char *>(buffer.data()), length));
+    else
+        fail(DP_ERR_INVALID, fmt::format("{} from the peer where START was due (a deputy older "
+                                         "than this one?)",
+                                         ch::msg_type_name(type)));
+    return false;
+}
+
 void Side::stream_send() {
     pin(cpus_, 0, name_);
     Payload payload(plan_.msg_size);
+    ready_.wait();
+    const bool started = start_barrier();
+    go_.store(started ? 1 : -1, std::memory_order_release);
+    go_.notify_one();
+    if (!started) return;
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.send_start_ns = timing::now_ns();
     log::app().info("[{}] SEND START TIME: {} ns ({} messages of {} bytes)", name_,
@@ -190,6 +229,9 @@ void Side::stream_send() {
 void Side::stream_recv() {
     pin(cpus_, 1, name_);
     std::vector<uint8_t> buffer(t_.max_message());
+    ready_.count_down();
+    go_.wait(0, std::memory_order_acquire);
+    if (go_.load(std::memory_order_acquire) < 0) return;
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.recv_start_ns = timing::now_ns();
     log::app().info("[{}] RECV START TIME: {} ns", name_, r_.recv_start_ns);
