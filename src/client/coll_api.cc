@@ -560,5 +560,5 @@ extern "C" dp_status_t dp_scatterv(const void *src, const size_t *scounts, const
 extern "C" double dp_coll_bus_factor(const char *name, int size) {
     if (!name || size < 1) return 0;
     const std::optional<Collective> c = deputy::coll::collective_from_name(name);
-    return c ? deputy::coll::collective_info(*c).bus_factor(size) : 0;
+    return c ? deputy::coll::collective_info(*c).bus_factor.of(size) : 0;
 }

@@ -9,10 +9,10 @@
 namespace deputy::coll {
 namespace {
 
-double two_rounds(int p) { return 2.0 * (p - 1) / p; }
-double one_round(int p) { return double(p - 1) / p; }
-double whole(int) { return 1.0; }
-double none(int) { return 0.0; }
+constexpr CollectiveInfo::BusFactor two_rounds{[](int p) { return 2.0 * (p - 1) / p; }, "2(n-1)/n"};
+constexpr CollectiveInfo::BusFactor one_round{[](int p) { return double(p - 1) / p; }, "(n-1)/n"};
+constexpr CollectiveInfo::BusFactor whole{[](int) { return 1.0; }, "1"};
+constexpr CollectiveInfo::BusFactor none{[](int) { return 0.0; }, "0 (no bytes)"};
 
 constexpr uint8_t P = kBlocksPerMember;
 // Indexed by Collective (checked below).

@@ -100,8 +100,12 @@ struct CollectiveInfo {
     Rooting rooting;         // none, or which buffers the root names
     uint8_t source_blocks;   // 0, 1 (n) or kBlocksPerMember (P x n) bytes read at src
     uint8_t dest_blocks;     // likewise, bytes written at dst
-    // nccl-tests' bus bandwidth factor: busbw = algbw x factor(P).
-    double (*bus_factor)(int size);
+    // nccl-tests' bus bandwidth factor: busbw = algbw x factor(P), and the
+    // factor as a formula for table notes ("2(n-1)/n").
+    struct BusFactor {
+        double (*of)(int size);
+        const char *formula;
+    } bus_factor;
     // Counts per member and peer in a counts block (coll/vector_counts.h);
     // the blocks above are then those of equal counts.
     bool vector = false;

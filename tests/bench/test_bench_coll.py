@@ -145,12 +145,15 @@ def test_allreduce_table_mpi_and_ring_side_by_side(tmp_path: Path) -> None:
         assert r["algbw_gbps"] == pytest.approx(r["size"] / (r["time_us"] * 1e3))
 
 
-@pytest.mark.parametrize("op,factor", [("allreduce", 4 / 3), ("reduce_scatter", 2 / 3),
-                                        ("allgather", 2 / 3), ("alltoall", 2 / 3),
-                                        ("alltoallv", 2 / 3), ("bcast", 1.0)])
-def test_bus_factors_on_three_ranks(op: str, factor: float, tmp_path: Path) -> None:
-    _, doc = run_ok(tmp_path, *MPI_ONLY, "--op", op, "-m", "3k:12k", *QUICK, "--root", "2",
-                    ranks=3)
+@pytest.mark.parametrize("op,factor,formula", [
+    ("allreduce", 4 / 3, "2(n-1)/n"), ("reduce_scatter", 2 / 3, "(n-1)/n"),
+    ("allgather", 2 / 3, "(n-1)/n"), ("alltoall", 2 / 3, "(n-1)/n"),
+    ("alltoallv", 2 / 3, "(n-1)/n"), ("bcast", 1.0, "1")])
+def test_bus_factors_on_three_ranks(op: str, factor: float, formula: str, tmp_path: Path) -> None:
+    out, doc = run_ok(tmp_path, *MPI_ONLY, "--op", op, "-m", "3k:12k", *QUICK, "--root", "2",
+                      ranks=3)
+    # The note under the table names the factor the rows used (one table row).
+    assert f"busbw = algbw x {formula} (nccl-tests)" in out, out
     rows = [r for r in doc["results"] if r["impl"] == "mpi"]
     assert rows
     for r in rows:

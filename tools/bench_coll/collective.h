@@ -49,7 +49,9 @@ uint64_t size_of(Coll c, size_t count, size_t elem_bytes, int ranks);
 
 // nccl-tests' busbw = algbw x factor (the table's).
 inline double bus_factor(Coll c, int ranks) {
-    return ::deputy::coll::collective_info(c).bus_factor(ranks);
+    return ::deputy::coll::collective_info(c).bus_factor.of(ranks);
 }
+// The factor as nccl-tests writes it, for the table notes.
+inline const char *bus_formula(Coll c) { return ::deputy::coll::collective_info(c).bus_factor.formula; }
 
 }  // namespace deputy::bench::coll

@@ -20,33 +20,6 @@ const Row *find(const std::vector<Row> &rows, const std::string &impl) {
     return nullptr;
 }
 
-std::string bus_formula(Coll c) {
-    switch (c) {
-        case Coll::allreduce:
-            return "2(n-1)/n";
-        case Coll::reduce_scatter:
-        case Coll::allgather:
-        case Coll::alltoall:
-        case Coll::alltoallv:
-            return "(n-1)/n";
-        case Coll::gather:
-        case Coll::scatter:
-        case Coll::allgatherv:
-        case Coll::gatherv:
-        case Coll::scatterv:
-        case Coll::reduce_scatterv:
-            return "(n-1)/n";
-        case Coll::bcast:
-        case Coll::reduce:
-        case Coll::scan:
-        case Coll::exscan:
-            return "1";
-        case Coll::barrier:
-            return "0 (no bytes)";
-    }
-    return "?";
-}
-
 // Prints without trailing blanks.
 void put_line(std::string line) {
     line.erase(line.find_last_not_of(' ') + 1);
@@ -94,12 +67,12 @@ void print_banner(const RunInfo &info) {
             "thread CPU time inside post + the completing test (no wait) per op; Poll CPU = "
             "per test that found it not done; Wait CPU = inside the wait of the Overall loop; "
             "algbw = size / Pure Comm., busbw = algbw x %s\n",
-            bus_formula(op.coll).c_str());
+            bus_formula(op.coll));
     } else {
         std::printf(
             "# time: average per call over iterations and ranks (barrier between "
             "iterations, OSU); algbw = size / time; busbw = algbw x %s (nccl-tests)\n",
-            bus_formula(op.coll).c_str());
+            bus_formula(op.coll));
     }
     const bool deputy =
         std::find(info.impls.begin(), info.impls.end(), "deputy") != info.impls.end();
