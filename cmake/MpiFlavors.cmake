@@ -31,3 +31,12 @@ endfunction()
 
 deputy_find_mpi_flavor(openmpi ompi-c mpi)
 deputy_find_mpi_flavor(mpich mpich mpich)
+
+# The MPI of deputy's own MPI programs (deputy-agent-mpi, deputy-bench-coll):
+# the first flavor found, Open MPI before MPICH as Debian's default `mpirun`
+# is Open MPI's. Found through pkg-config like the flavors, so a cross build
+# finds its sysroot's MPI (there is no mpicc wrapper for the target to ask).
+if(DEPUTY_MPI_FLAVORS)
+  list(GET DEPUTY_MPI_FLAVORS 0 DEPUTY_MPI_DEFAULT)
+  add_library(deputy_mpi_api ALIAS deputy_mpi_api_${DEPUTY_MPI_DEFAULT})
+endif()

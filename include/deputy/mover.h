@@ -234,7 +234,7 @@ typedef enum dp_wq_mode { DP_WQ_DEDICATED = 0, DP_WQ_SHARED = 1 } dp_wq_mode_t;
 /* How a caller waits for a completion record. */
 typedef enum dp_wait_mode {
     DP_WAIT_SPIN = 0,  /* tight load loop: lowest latency, one busy core */
-    DP_WAIT_PAUSE = 1, /* load loop with _mm_pause: the SMT sibling gets the core */
+    DP_WAIT_PAUSE = 1, /* load loop with PAUSE (Arm: YIELD): the SMT sibling gets the core */
     DP_WAIT_YIELD = 2, /* sched_yield between loads: other threads get the core */
     DP_WAIT_BLOCK = 3, /* sleep on a futex: no CPU while waiting, a wake-up's latency */
     DP_WAIT_DEFAULT = 255 /* the device's default (config "wait_mode") */

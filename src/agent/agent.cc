@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <sched.h>
 #include <sodium.h>
 #include <sys/epoll.h>
@@ -19,6 +18,7 @@
 #include "agent/agent_epoll.h"
 #include "agent/socket_dir.h"
 #include "common/check.h"
+#include "common/cpu_relax.h"
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/queue_group.h"
@@ -156,7 +156,7 @@ dp_status_t Agent::run() {
             if (config_.idle_yield)
                 sched_yield();
             else
-                _mm_pause();
+                cpu_relax();
             if (++turns % 64) continue;
         } else if (any_pending()) {
             // A client at its share of the engines, or a full device queue

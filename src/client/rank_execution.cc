@@ -1,6 +1,5 @@
 #include "client/rank_execution.h"
 
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "coll/local_plan.h"
 #include "coll/transport/memory/task_runner.h"
 #include "common/check.h"
+#include "common/cpu_relax.h"
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/execute.h"
@@ -445,7 +445,7 @@ dp_status_t RankExecution::wait(Request *req) {
             if (mode == DP_WAIT_YIELD || (mode == DP_WAIT_BLOCK && waited >= poll_ns))
                 sched_yield();
             else
-                _mm_pause();
+                cpu_relax();
             DP_CHECK(ctx_->check_alive());
             continue;
         }

@@ -1,9 +1,9 @@
 #include "mover/engine.h"
 
-#include <immintrin.h>
 #include <sched.h>
 
 #include "common/affinity.h"
+#include "common/cpu_relax.h"
 #include "common/futex.h"
 #include "common/log.h"
 #include "common/scratch.h"
@@ -68,7 +68,7 @@ void Engine::run() {
         if (idle_yield_) {
             sched_yield();  // (a system call: the clock is cheap beside it)
         } else {
-            _mm_pause();
+            cpu_relax();
             // Reading the clock every poll would cost more than the poll itself.
             if (++idle_polls % 64 != 0) continue;
         }
@@ -159,7 +159,7 @@ void Engine::drain(WqState *wq) {
     wq->draining.fetch_add(1, std::memory_order_relaxed);
     // Every descriptor claimed before this drain counted itself in inflight
     // before its claim (see WorkQueue::pop), so zero means all are done.
-    while (wq->inflight.load(std::memory_order_acquire) != 0) _mm_pause();
+    while (wq->inflight.load(std::memory_order_acquire) != 0) cpu_relax();
     wq->draining.fetch_sub(1, std::memory_order_relaxed);
 }
 

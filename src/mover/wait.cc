@@ -1,8 +1,8 @@
 #include "mover/wait.h"
 
-#include <immintrin.h>
 #include <sched.h>
 
+#include "common/cpu_relax.h"
 #include "common/futex.h"
 #include "common/timing.h"
 
@@ -47,7 +47,7 @@ dp_status_t wait_completion(dp_completion_t *record, dp_wait_mode_t mode, int64_
     const uint64_t clock_period = mode == DP_WAIT_PAUSE ? 8 : mode == DP_WAIT_YIELD ? 1 : 1024;
     for (uint64_t polls = 1;; ++polls) {
         if (done(record)) return DP_OK;
-        if (mode == DP_WAIT_PAUSE) _mm_pause();
+        if (mode == DP_WAIT_PAUSE) cpu_relax();
         else if (mode == DP_WAIT_YIELD) sched_yield();
         if (timeout_ns >= 0 && polls % clock_period == 0 &&
             int64_t(timing::now_ns() - start) >= timeout_ns)

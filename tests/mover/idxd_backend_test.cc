@@ -579,8 +579,13 @@ TEST(IdxdDeviceTest, WithoutAUsableQueueTheSoftwareEnginesRunAndSayWhy) {
     EXPECT_EQ(device->hw_queue(), nullptr);
     EXPECT_NE(device->backend_description().find("software engines (idxd: "), std::string::npos)
         << device->backend_description();
-    // (This machine has no DSA at all: that is what the reason says.)
-    if (::access("/sys/bus/dsa", F_OK) != 0) {
+    // (This machine has no DSA at all, or this build none: that is what the
+    // reason says.)
+    if (!DEPUTY_HAVE_ACCEL_CONFIG) {
+        EXPECT_NE(device->backend_description().find("this build has no libaccel-config"),
+                  std::string::npos)
+            << device->backend_description();
+    } else if (::access("/sys/bus/dsa", F_OK) != 0) {
         EXPECT_NE(device->backend_description().find("idxd driver is not loaded"), std::string::npos)
             << device->backend_description();
     }

@@ -248,13 +248,18 @@ TEST(IdxdChooseQueue, NoDeviceNamesTheDriverAndTheIommu) {
     std::string why;
     EXPECT_EQ(choose_queue(inv, "", &q, &why), DP_ERR_UNSUPPORTED);
     EXPECT_TRUE(has(why, "no DSA device: the idxd driver is not loaded")) << why;
-    EXPECT_TRUE(has(why, "Sapphire Rapids")) << why;
-    EXPECT_TRUE(has(why, "intel_iommu=on,sm_on")) << why;
-    EXPECT_TRUE(has(why, "modprobe idxd")) << why;
+    // The fix: on x86-64 the boot option and the driver; a build without
+    // libaccel-config (aarch64) names where DSA is instead.
+    const char *fix = DEPUTY_HAVE_ACCEL_CONFIG ? "modprobe idxd" : "Fix: run on an x86-64 host";
+    if (DEPUTY_HAVE_ACCEL_CONFIG) {
+        EXPECT_TRUE(has(why, "Sapphire Rapids")) << why;
+        EXPECT_TRUE(has(why, "intel_iommu=on,sm_on")) << why;
+    }
+    EXPECT_TRUE(has(why, fix)) << why;
     // A named device on a machine with none says the same.
     why.clear();
     EXPECT_EQ(choose_queue(inv, "dsa0/wq0.0", &q, &why), DP_ERR_UNSUPPORTED);
-    EXPECT_TRUE(has(why, "modprobe idxd")) << why;
+    EXPECT_TRUE(has(why, fix)) << why;
 }
 
 TEST(IdxdChooseQueue, RequestFormsPickTheFirstUsableQueue) {
@@ -568,12 +573,32 @@ Seen read_in_fake_sysfs(const std::function<void()> &build) {
 #define SKIP_IF_NO_NAMESPACE(seen) \
     if (!(seen).skipped.empty()) GTEST_SKIP() << "cannot fake /sys here: " << (seen).skipped
 
+// The reader is libaccel-config's: a build without it (aarch64) reads
+// nothing, and says why (the test after the fixture's).
 class IdxdReadInventory : public ::testing::Test {
   protected:
-    void SetUp() override { fds_ = open_fds(); }
+    void SetUp() override {
+        fds_ = open_fds();
+        if (!DEPUTY_HAVE_ACCEL_CONFIG) GTEST_SKIP() << "this build has no libaccel-config";
+    }
     void TearDown() override { EXPECT_EQ(open_fds(), fds_) << "an fd leaked"; }
     int fds_ = 0;
 };
+
+TEST(IdxdReadInventoryWithoutLibaccelConfig, IsEmptyAndSaysWhyAndWhereDsaIs) {
+    if (DEPUTY_HAVE_ACCEL_CONFIG) GTEST_SKIP() << "this build reads through libaccel-config";
+    const Inventory inv = read_inventory();
+    EXPECT_TRUE(inv.devices.empty());
+    EXPECT_EQ(inv.missing,
+              "this build has no libaccel-config (Intel DSA is an x86-64 device; Debian builds "
+              "libaccel-config for amd64 only)");
+    QueueInfo q;
+    std::string why;
+    EXPECT_EQ(choose_queue(inv, "", &q, &why), DP_ERR_UNSUPPORTED);
+    EXPECT_TRUE(has(why, "no libaccel-config")) << why;
+    EXPECT_TRUE(has(why, "Fix: run on an x86-64 host")) << why;
+    EXPECT_FALSE(has(why, "intel_iommu")) << why;  // no boot option makes DSA appear here
+}
 
 TEST_F(IdxdReadInventory, NoDsaBusSaysTheDriverIsNotLoaded) {
     const Seen s = read_in_fake_sysfs([] {});

@@ -9,8 +9,11 @@
 #include "mover/kernels.h"
 
 #include <gtest/gtest.h>
-#include <immintrin.h>
 #include <sys/mman.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <climits>
 #include <cmath>
@@ -795,15 +798,37 @@ TEST_P(KernelReduceTest, Every16BitFloatValue) {
 
 // ---- the reference's own conversions, against the hardware ----------------
 
+// The CPU's own conversions: F16C on x86-64, FCVT (in every Armv8-A CPU,
+// reached through __fp16) on aarch64; both IEEE, rounding to nearest even.
+#if defined(__x86_64__)
+bool hw_half_available() { return __builtin_cpu_supports("f16c"); }
 __attribute__((target("f16c"))) float hw_half_to_float(uint16_t h) {
     return _cvtsh_ss(h);
 }
 __attribute__((target("f16c"))) uint16_t hw_float_to_half(float f) {
     return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
 }
+#elif defined(__aarch64__)
+bool hw_half_available() { return true; }
+float hw_half_to_float(uint16_t h) {
+    __fp16 v;
+    std::memcpy(&v, &h, 2);
+    return float(v);
+}
+uint16_t hw_float_to_half(float f) {
+    const __fp16 v = f;
+    uint16_t h;
+    std::memcpy(&h, &v, 2);
+    return h;
+}
+#else
+bool hw_half_available() { return false; }
+float hw_half_to_float(uint16_t) { return 0; }
+uint16_t hw_float_to_half(float) { return 0; }
+#endif
 
-TEST(KernelReferenceTest, HalfConversionsMatchF16c) {
-    if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C on this CPU";
+TEST(KernelReferenceTest, HalfConversionsMatchTheCpu) {
+    if (!hw_half_available()) GTEST_SKIP() << "no half-precision conversions on this CPU";
     for (uint32_t h = 0; h < 65536; ++h) {
         const auto v = static_cast<uint16_t>(h);
         ASSERT_EQ(test::ref_float_bits(test::ref_half_to_float(v)),

@@ -5,7 +5,6 @@
 // every tag comes out exactly once, none lost, none duplicated.
 #include <deputy/mover.h>
 #include <gtest/gtest.h>
-#include <immintrin.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_relax.h"
 #include "mover/test_util.h"
 #include "mover/work_queue.h"
 
@@ -93,7 +93,7 @@ class Watchdog {
 // the ring's indices), then give the CPU away (this machine may have two).
 void backoff(unsigned &spins) {
     if (++spins % 64 != 0) {
-        _mm_pause();
+        cpu_relax();
     } else {
         std::this_thread::yield();
     }
@@ -146,7 +146,7 @@ TEST(RingConcurrency, SharedQueueProducersRaceEachOther) {
             producers.emplace_back([&, p] {
                 // Start together: the race is the point.
                 ready.fetch_add(1);
-                while (ready.load() < kProducers) _mm_pause();
+                while (ready.load() < kProducers) cpu_relax();
                 for (uint64_t seq = 0; seq < kPerRound; ++seq) {
                     dp_desc_t d =
                         make_desc(DP_OP_NOOP, 0, 0, 0, 0, 0, tag(p, rounds * kPerRound + seq));

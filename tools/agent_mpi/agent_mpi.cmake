@@ -5,10 +5,7 @@
 # DEPUTY_AGENT_MPI=OFF skips it (the sanitizer build of the test script,
 # to keep CI short: tests/agent/nodes_test.cc then skips, saying why).
 option(DEPUTY_AGENT_MPI "build deputy-agent-mpi when MPI is found" ON)
-if(DEPUTY_AGENT_MPI)
-  find_package(MPI COMPONENTS C)
-endif()
-if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
+if(DEPUTY_AGENT_MPI AND TARGET deputy_mpi_api)
   set(DEPUTY_AGENT_MPI_DIR ${CMAKE_CURRENT_SOURCE_DIR}/agent_mpi)
   add_executable(deputy_agent_mpi
     ${DEPUTY_AGENT_MPI_DIR}/main.cc
@@ -23,9 +20,8 @@ if(DEPUTY_AGENT_MPI AND MPI_C_FOUND)
     ${PROJECT_SOURCE_DIR}/src/coll/transport/mpi/schedule_runner.cc)
   set_target_properties(deputy_agent_mpi PROPERTIES OUTPUT_NAME deputy-agent-mpi)
   target_include_directories(deputy_agent_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  target_compile_definitions(deputy_agent_mpi PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
   target_link_libraries(deputy_agent_mpi PRIVATE deputy_core deputy_bench_channel CLI11::CLI11
-                        MPI::MPI_C)
+                        deputy_mpi_api)
   add_dependencies(deputy_cli deputy_agent_mpi)
   install(TARGETS deputy_agent_mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 else()

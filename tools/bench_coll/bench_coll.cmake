@@ -11,10 +11,7 @@ target_sources(deputy_cli PRIVATE ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
 # DEPUTY_BENCH_COLL=OFF skips it (the sanitizer builds of the test script:
 # no ctest case runs it, and it is the slowest part to compile).
 option(DEPUTY_BENCH_COLL "build deputy-bench-coll when MPI is found" ON)
-if(DEPUTY_BENCH_COLL)
-  find_package(MPI COMPONENTS C)
-endif()
-if(DEPUTY_BENCH_COLL AND MPI_C_FOUND)
+if(DEPUTY_BENCH_COLL AND TARGET deputy_mpi_api)
   file(GLOB DEPUTY_BENCH_COLL_SOURCES CONFIGURE_DEPENDS ${DEPUTY_BENCH_COLL_DIR}/*.cc)
   list(REMOVE_ITEM DEPUTY_BENCH_COLL_SOURCES ${DEPUTY_BENCH_COLL_DIR}/launcher.cc)
   add_executable(deputy_bench_coll ${DEPUTY_BENCH_COLL_SOURCES}
@@ -23,9 +20,7 @@ if(DEPUTY_BENCH_COLL AND MPI_C_FOUND)
     ${CMAKE_CURRENT_SOURCE_DIR}/bench_common/sleep_cost.c)
   set_target_properties(deputy_bench_coll PROPERTIES OUTPUT_NAME deputy-bench-coll)
   target_include_directories(deputy_bench_coll PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  # The C API only: mpi.h would otherwise pull in the deprecated C++ bindings.
-  target_compile_definitions(deputy_bench_coll PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
-  target_link_libraries(deputy_bench_coll PRIVATE deputy_core CLI11::CLI11 MPI::MPI_C)
+  target_link_libraries(deputy_bench_coll PRIVATE deputy_core CLI11::CLI11 deputy_mpi_api)
   add_dependencies(deputy_cli deputy_bench_coll)
   # Installed beside deputy, where `deputy bench coll` looks for it.
   install(TARGETS deputy_bench_coll RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

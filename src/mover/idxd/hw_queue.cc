@@ -1,15 +1,18 @@
 #include "mover/idxd/hw_queue.h"
 
+#include <sched.h>
+#if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
 #include <x86intrin.h>
-#include <sched.h>
+#endif
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
 
+#include "common/cpu_relax.h"
 #include "common/log.h"
 #include "common/timing.h"
 #include "mover/dif.h"
@@ -36,7 +39,9 @@ constexpr uint64_t kSlowDeviceNs = 10'000'000'000;
 // UMONITOR/UMWAIT (WAITPKG, CPUID leaf 7 ECX bit 5): the waiting core
 // naps in a light C-state until the device's write to the record's line
 // wakes it, or ~100k TSC ticks pass. Compiled for CPUs that have it,
-// called only after CPUID said so.
+// called only after CPUID said so. x86's alone: elsewhere (an Arm build,
+// whose queues can only be stand-ins) "block" waits as "yield".
+#if defined(__x86_64__)
 bool cpu_has_waitpkg() {
     static const bool has = [] {
         unsigned a, b, c, d;
@@ -50,6 +55,10 @@ __attribute__((target("waitpkg"))) void nap_on(const dsa_completion_record &reco
     if (__atomic_load_n(&record.status, __ATOMIC_ACQUIRE) == 0)
         _umwait(0 /* C0.2: the deeper, slower-to-wake nap */, __rdtsc() + 100'000);
 }
+#else
+bool cpu_has_waitpkg() { return false; }
+void nap_on(const dsa_completion_record &) {}
+#endif
 
 // Operations a page fault makes start again from the beginning, rather than
 // resume from bytes_completed: the delta operations (a record cannot be
@@ -176,7 +185,7 @@ void HwQueue::submit(const dsa_hw_desc &desc) {
     counters_.submitted.fetch_add(1, std::memory_order_relaxed);
     while (!portal_->submit(desc)) {
         counters_.retries.fetch_add(1, std::memory_order_relaxed);
-        _mm_pause();
+        cpu_relax();
     }
 }
 
@@ -188,7 +197,7 @@ void HwQueue::wait(const dsa_completion_record &record) const {
         // line with UMWAIT where the CPU has it, else waits as "yield".
         switch (wait_) {
             case DP_WAIT_SPIN: break;
-            case DP_WAIT_PAUSE: _mm_pause(); break;
+            case DP_WAIT_PAUSE: cpu_relax(); break;
             case DP_WAIT_BLOCK:
                 if (cpu_has_waitpkg()) {
                     nap_on(record);

@@ -1,8 +1,6 @@
 #include "mover/idxd/portal.h"
 
-#include <cpuid.h>
 #include <fcntl.h>
-#include <immintrin.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,11 +9,17 @@
 
 #include "mover/idxd/standin_device.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace deputy::mover::idxd {
 namespace {
 
 constexpr size_t kPortalBytes = 4096;
 
+#if defined(__x86_64__)
 bool cpuid7_ecx_bit(unsigned bit) {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
@@ -35,6 +39,13 @@ __attribute__((target("enqcmd"))) bool write_enqcmd(void *portal, const void *de
     _mm_sfence();
     return _enqcmd(portal, desc) == 0;  // ZF set: the device refused it
 }
+#else
+// DSA's portals are x86's: an Arm build has stand-in queues only, and
+// map() refuses a device queue for want of the instruction.
+bool cpuid7_ecx_bit(unsigned) { return false; }
+void write_movdir64b(void *, const void *) {}
+bool write_enqcmd(void *, const void *) { return false; }
+#endif
 
 }  // namespace
 

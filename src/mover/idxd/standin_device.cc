@@ -1,12 +1,11 @@
 #include "mover/idxd/standin_device.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "common/cpu_relax.h"
 #include "common/futex.h"
 #include "mover/dif.h"
 #include "mover/queue_group.h"
@@ -91,7 +90,7 @@ bool StandInDevice::write(const dsa_hw_desc &desc, bool shared) {
                 return false;
             }
         }
-        while (writing_.test_and_set(std::memory_order_acquire)) _mm_pause();
+        while (writing_.test_and_set(std::memory_order_acquire)) cpu_relax();
         const uint32_t tail = page_->tail.load(std::memory_order_relaxed);
         if (tail - page_->head.load(std::memory_order_acquire) < options_.queue_size) {
             std::memcpy(&page_->slot[tail % kSlots], &desc, sizeof(desc));
@@ -109,7 +108,7 @@ bool StandInDevice::write(const dsa_hw_desc &desc, bool shared) {
             ++counters_.refused;
             return false;
         }
-        _mm_pause();
+        cpu_relax();
     }
 }
 
@@ -151,7 +150,7 @@ void StandInDevice::run() {
         }
         if (stopping_.load(std::memory_order_acquire)) return;
         if (++idle < kIdlePolls) {
-            _mm_pause();
+            cpu_relax();
             continue;
         }
         page_->sleeping.store(1, std::memory_order_relaxed);

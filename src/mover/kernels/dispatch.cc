@@ -2,13 +2,16 @@
 // through them (see dispatch.h for how the tables are built).
 #include "mover/kernels/dispatch.h"
 
-#include <cpuid.h>
-
 #include <atomic>
+
+#if DEPUTY_KERNELS_AVX
+#include <cpuid.h>
+#endif
 
 namespace deputy::mover::kernels {
 namespace {
 
+#if DEPUTY_KERNELS_AVX
 // AVX-512 kernels use F, BW (byte/word masks), VL and DQ (64-bit multiply);
 // both SIMD levels use F16C for float16. __builtin_cpu_supports also checks
 // that the OS saves the wider registers (XCR0), so a kernel never runs where
@@ -29,6 +32,9 @@ Isa detect() {
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     return avx512 ? Isa::avx512 : Isa::avx2;
 }
+#else
+Isa detect() { return Isa::scalar; }
+#endif
 
 struct Tables {
     Table by_isa[3];
@@ -45,18 +51,23 @@ struct Tables {
         register_reduce_scalar(scalar);
         Table &avx2 = by_isa[static_cast<int>(Isa::avx2)];
         avx2 = scalar;
+        Table &avx512 = by_isa[static_cast<int>(Isa::avx512)];
+#if DEPUTY_KERNELS_AVX
         if (best >= static_cast<int>(Isa::avx2)) {
             register_memory_avx2(avx2);
             register_compare_avx2(avx2);
             register_reduce_avx2(avx2);
         }
-        Table &avx512 = by_isa[static_cast<int>(Isa::avx512)];
         avx512 = avx2;
         if (best >= static_cast<int>(Isa::avx512)) {
             register_memory_avx512(avx512);
             register_compare_avx512(avx512);
             register_reduce_avx512(avx512);
         }
+#else
+        (void)best;
+        avx512 = avx2;
+#endif
     }
 };
 

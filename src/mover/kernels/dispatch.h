@@ -38,6 +38,16 @@ struct Table {
     ReduceFn reduce[DP_DTYPE_COUNT][DP_OP_COUNT] = {};
 };
 
+// The AVX levels are x86-64's: cmake/SimdFlags.cmake builds their files
+// only there. Elsewhere (aarch64) the scalar table is the only one, and the
+// compiler vectorises its loops for the target's own SIMD (Advanced SIMD
+// is in every Armv8-A CPU).
+#if defined(__x86_64__)
+#define DEPUTY_KERNELS_AVX 1
+#else
+#define DEPUTY_KERNELS_AVX 0
+#endif
+
 // Registration, one function per ISA and concept. The scalar ones fill every
 // entry; the SIMD ones overwrite the entries they speed up. A SIMD register
 // function is compiled for its ISA like the rest of its file, so it may only

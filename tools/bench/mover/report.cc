@@ -1,6 +1,8 @@
 #include "bench/mover/report.h"
 
+#if defined(__x86_64__)
 #include <x86intrin.h>
+#endif
 
 #include <chrono>
 #include <thread>
@@ -73,11 +75,25 @@ void print_row(const MoverResult &row, const MoverResult *baseline) {
     std::fflush(stdout);
 }
 
+// dsa_perf_micros's "cycles" are the TSC's; an Arm core's nearest
+// counterpart is the generic timer's virtual count.
+uint64_t cycle_count() {
+#if defined(__x86_64__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t count;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(count));
+    return count;
+#else
+    return timing::now_ns();
+#endif
+}
+
 uint64_t cycles_per_second() {
     static const uint64_t hz = [] {
-        const uint64_t t0 = timing::now_ns(), c0 = __rdtsc();
+        const uint64_t t0 = timing::now_ns(), c0 = cycle_count();
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        const uint64_t t1 = timing::now_ns(), c1 = __rdtsc();
+        const uint64_t t1 = timing::now_ns(), c1 = cycle_count();
         return uint64_t(double(c1 - c0) * 1e9 / double(std::max<uint64_t>(1, t1 - t0)));
     }();
     return hz;

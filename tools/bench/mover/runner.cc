@@ -1,11 +1,10 @@
 #include "bench/mover/runner.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "common/cpu_relax.h"
 #include "common/timing.h"
 
 namespace deputy::bench {
@@ -71,7 +70,7 @@ private:
             }
             if (s != DP_ERR_RETRY) throw std::runtime_error(std::string("submit: ") + dp_strerror(s));
             ++r->retries;
-            _mm_pause();
+            cpu_relax();
         }
     }
 

@@ -36,14 +36,11 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/cpu_relax.h"
 #include "common/futex.h"
 
 namespace deputy::channel::shm {
@@ -65,14 +62,6 @@ struct RingControl {
     uint32_t space_waiting;
 };
 static_assert(sizeof(RingControl) == 4 * kSlotBytes);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-}
 
 // Registers this process once for the asymmetric doorbell (3'). False when
 // the kernel lacks MEMBARRIER_CMD_GLOBAL_EXPEDITED: then (3) is used.
