@@ -15,13 +15,14 @@
 namespace {
 
 using deputy::testing::AgentProcess;
+using deputy::testing::target_shell;
 namespace control = deputy::channel::control;
 using deputy::channel::MsgType;
 
 // Runs `deputy agent ARGS` that is expected to refuse to start; returns what
 // it printed and, in *status, its exit status.
 std::string run_agent_until_exit(const std::string &args, int *status) {
-    const std::string cmd = std::string(DEPUTY_BIN) + " agent " + args + " 2>&1";
+    const std::string cmd = target_shell(std::string(DEPUTY_BIN) + " agent " + args + " 2>&1");
     FILE *p = popen(cmd.c_str(), "r");
     if (!p) {
         *status = -1;

@@ -18,6 +18,7 @@
 namespace {
 
 using deputy::testing::AgentProcess;
+using deputy::testing::target_shell;
 
 struct Client {
     dp_context_t *ctx = nullptr;
@@ -190,7 +191,8 @@ TEST(AgentOnDsaTest, AnAgentWithTheIdxdBackendServesClientsAndSaysSo) {
         ASSERT_NE(c.mover, nullptr);
         expect_pooled_memmove(c, 300000, /*crc=*/true);
     }
-    const std::string command = std::string(DEPUTY_BIN) + " info --socket " + agent.socket();
+    const std::string command =
+        target_shell(std::string(DEPUTY_BIN) + " info --socket " + agent.socket());
     FILE *pipe = popen(command.c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     std::string out;

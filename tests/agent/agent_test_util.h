@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "target_command.h"
+
 extern char **environ;
 
 namespace deputy::testing {
@@ -54,7 +56,7 @@ class AgentProcess {
         const auto undumpable = std::find(extra.begin(), extra.end(), "undumpable");
         if (undumpable != extra.end()) extra.erase(undumpable);
         else if (geteuid() != 0) extra.push_back("--dumpable");
-        std::vector<std::string> args = {DEPUTY_BIN, "agent", "--socket", socket_};
+        std::vector<std::string> args = target_command({DEPUTY_BIN, "agent", "--socket", socket_});
         if (std::find(extra.begin(), extra.end(), "-l") == extra.end())
             args.insert(args.end(), {"-l", "30"});
         args.insert(args.end(), extra.begin(), extra.end());

@@ -27,6 +27,7 @@ class Attacker {
     Attacker(const AgentProcess &agent, std::vector<std::string> args,
              std::vector<std::string> env = {}) {
         args.insert(args.begin(), {HOSTILE_CLIENT_BIN, agent.socket()});
+        args = target_command(std::move(args));
         std::vector<char *> argv;
         for (auto &a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -43,7 +44,7 @@ class Attacker {
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, in[0], 0);
         posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-        if (posix_spawn(&pid_, HOSTILE_CLIENT_BIN, &actions, nullptr, argv.data(), envp.data()) != 0)
+        if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0)
             pid_ = -1;
         posix_spawn_file_actions_destroy(&actions);
         close(in[0]);

@@ -31,6 +31,18 @@ inline std::string mpi_agent_bin() {
 
 inline bool have_mpirun() { return system("command -v mpirun >/dev/null 2>&1") == 0; }
 
+// Why simulated nodes cannot run here, "" when they can.
+inline std::string why_no_nodes() {
+    if (!have_mpirun()) return "mpirun not found (Debian: openmpi-bin)";
+    struct stat st;
+    if (stat(mpi_agent_bin().c_str(), &st) != 0)
+        return mpi_agent_bin() + " not built (CMake did not find MPI)";
+    if (under_emulator())
+        return "the tests run under an emulator, and this host's mpirun cannot start the "
+               "target's agents (run them on an arm64 host: docs/arm.md)";
+    return "";
+}
+
 // K agents as one MPI job; agent k listens on dir/agent-node<k>.sock.
 class NodeAgents {
   public:

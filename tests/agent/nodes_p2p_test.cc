@@ -20,9 +20,9 @@
 namespace {
 
 using deputy::testing::eventually;
-using deputy::testing::have_mpirun;
+using deputy::testing::target_shell;
+using deputy::testing::why_no_nodes;
 using deputy::testing::Memory;
-using deputy::testing::mpi_agent_bin;
 using deputy::testing::NodeAgents;
 using deputy::testing::SpanningTeam;
 
@@ -42,10 +42,7 @@ bool completed(dp_request_t *r) {
 class NodesP2pTest : public ::testing::Test {
   protected:
     void start(const std::string &agent_keys = "") {
-        if (!have_mpirun()) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin)";
-        struct stat st;
-        if (stat(mpi_agent_bin().c_str(), &st) != 0)
-            GTEST_SKIP() << mpi_agent_bin() << " not built (CMake did not find MPI)";
+        if (const std::string why = why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
         agents_ = std::make_unique<NodeAgents>(3, std::vector<std::string>{}, agent_keys);
         ASSERT_TRUE(agents_->ready()) << "3 agents under mpirun did not come up";
     }
@@ -53,8 +50,9 @@ class NodesP2pTest : public ::testing::Test {
     std::string key() { return "p" + std::to_string(next_key_++); }
     nlohmann::json info(int node) {
         std::string out;
-        const std::string cmd = std::string(DEPUTY_BIN) + " info --format json --socket " +
-                                agents_->socket(node) + " 2>/dev/null";
+        const std::string cmd = target_shell(std::string(DEPUTY_BIN) +
+                                             " info --format json --socket " +
+                                             agents_->socket(node) + " 2>/dev/null");
         if (FILE *f = popen(cmd.c_str(), "r")) {
             char buf[4096];
             size_t n;

@@ -72,10 +72,7 @@ void fill(uint8_t *p, size_t count, dp_dtype_t dt, uint32_t seed) {
 class NodesTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (!have_mpirun()) GTEST_SKIP() << "mpirun not found (Debian: openmpi-bin)";
-        struct stat st;
-        if (stat(mpi_agent_bin().c_str(), &st) != 0)
-            GTEST_SKIP() << mpi_agent_bin() << " not built (CMake did not find MPI)";
+        if (const std::string why = why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
         agents_ = std::make_unique<NodeAgents>(3);
         ASSERT_TRUE(agents_->ready()) << "3 agents under mpirun did not come up";
     }
@@ -576,8 +573,8 @@ TEST_F(NodesTest, InterNodeAlgorithmsAreSelectableAndReported) {
                 }
             }
         }
-        const std::string info = run_command(std::string(DEPUTY_BIN) + " info --format json --socket " +
-                                             agents.socket(1));
+        const std::string info = run_command(target_shell(
+            std::string(DEPUTY_BIN) + " info --format json --socket " + agents.socket(1)));
         const std::string want = std::string("\"") +
                                  (std::string(inter) == "rd" ? "recursive_doubling"
                                   : std::string(inter) == "native" ? "mpi-native"
@@ -588,7 +585,8 @@ TEST_F(NodesTest, InterNodeAlgorithmsAreSelectableAndReported) {
 }
 
 TEST(NodesConfig, UnknownInterAlgorithmIsRefusedNamingTheChoices) {
-    const std::string out = run_command(std::string(DEPUTY_BIN) + " agent --inter bogus 2>&1");
+    const std::string out =
+        run_command(target_shell(std::string(DEPUTY_BIN) + " agent --inter bogus 2>&1"));
     EXPECT_NE(out.find("--inter bogus: not one of auto, native, ring, recursive_doubling (rd), "
                        "rabenseifner"),
               std::string::npos)
