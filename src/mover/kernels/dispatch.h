@@ -39,9 +39,7 @@ struct Table {
 };
 
 // The AVX levels are x86-64's: cmake/SimdFlags.cmake builds their files
-// only there. Elsewhere (aarch64) the scalar table is the only one, and the
-// compiler vectorises its loops for the target's own SIMD (Advanced SIMD
-// is in every Armv8-A CPU).
+// only there. Elsewhere (aarch64) the scalar table is the only one.
 #if defined(__x86_64__)
 #define DEPUTY_KERNELS_AVX 1
 #else
