@@ -81,7 +81,16 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
                               const std::vector<int> &fds) {
         std::vector<uint8_t> out;
         control::encode(m, &out);
-        self->send(s, MsgType::kTeamReady, out, fds.data(), fds.size());
+        // A large team's board and views take more than one message's fds:
+        // the rest follow at once in TEAM_VIEWS (nothing comes between).
+        const size_t per = channel::sock::kMaxFdsPerMessage;
+        self->send(s, MsgType::kTeamReady, out, fds.data(), std::min(fds.size(), per));
+        for (size_t at = per; at < fds.size(); at += per) {
+            out.clear();
+            control::encode_team_views(m.join_id, &out);
+            self->send(s, MsgType::kTeamViews, out, fds.data() + at,
+                       std::min(fds.size() - at, per));
+        }
     };
     hooks.room_for_fds = [self](uint64_t more, std::string *why) {
         uint64_t in_use = 0;

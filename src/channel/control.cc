@@ -332,6 +332,7 @@ void encode(const TeamJoin &m, std::vector<uint8_t> *out) {
     w.u32(m.rank);
     w.u32(m.size);
     w.u32(m.timeout_ms);
+    w.u32(m.flags);
     w.u32(uint32_t(m.key.size()));
     w.bytes(m.key.data(), m.key.size());
     w.u32(uint32_t(m.secret.size()));
@@ -345,8 +346,11 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error
     // answered under its id (agent/client_control.cc).
     if (!r.u64(&out->join_id, "join_id") || !r.u32(&out->rank, "rank") ||
         !r.u32(&out->size, "size") || !r.u32(&out->timeout_ms, "timeout_ms") ||
-        !r.u32(&key_len, "key_len"))
+        !r.u32(&out->flags, "flags") || !r.u32(&key_len, "key_len"))
         return DP_ERR_INVALID;
+    if (out->flags & ~kJoinFlags)
+        return invalid(error, fmt::format("TEAM_JOIN: field 'flags' = 0x{:x} (known: 0x{:x})",
+                                          out->flags, kJoinFlags));
     if (key_len == 0 || key_len > kMaxTokenBytes)
         return invalid(error, fmt::format("TEAM_JOIN: field 'key_len' = {} (1..{})", key_len,
                                           kMaxTokenBytes));
@@ -422,6 +426,24 @@ void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out) {
 dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std::string *error) {
     Reader r{p, n, 0, error, "TEAM_LEAVE"};
     if (!r.u32(team_id, "team_id") || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+size_t ready_fds(const TeamReady &m) {
+    if (m.board_bytes == 0) return 0;
+    size_t n = 1 + m.pools.size();
+    for (const PoolView &v : m.pools) n += v.heap_bytes != 0;
+    return n;
+}
+
+void encode_team_views(uint64_t join_id, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u64(join_id);
+}
+
+dp_status_t decode_team_views(const uint8_t *p, size_t n, uint64_t *join_id, std::string *error) {
+    Reader r{p, n, 0, error, "TEAM_VIEWS"};
+    if (!r.u64(join_id, "join_id") || !r.done()) return DP_ERR_INVALID;
     return DP_OK;
 }
 

@@ -118,6 +118,13 @@ struct StagedResult {
     std::vector<StagedRange> writes;  // every range the descriptor wrote
 };
 
+// TeamJoin::flags. kJoinAgentRuns: this member leaves every operation to
+// the agent (DEPUTY_RANK_EXECUTION=off), so no member may run one (the
+// board needs every member's posts): the team gets no board, and nobody its
+// 2 x size views.
+inline constexpr uint32_t kJoinAgentRuns = 1;
+inline constexpr uint32_t kJoinFlags = kJoinAgentRuns;
+
 struct TeamJoin {
     uint64_t join_id = 0;  // the client's; its TEAM_READY carries it back
     std::string key;     // at most kMaxTokenBytes
@@ -125,6 +132,7 @@ struct TeamJoin {
     uint32_t rank = 0;
     uint32_t size = 0;
     uint32_t timeout_ms = 0;
+    uint32_t flags = 0;  // kJoin*
 };
 
 // Where a member's pool is, for its teammates' read-only view of it
@@ -151,12 +159,17 @@ struct TeamReady {
     uint32_t team_id = 0;
     std::string reason;
     // A team whose waiting ranks may run its operations (team_board.h): the
-    // board's size, then one view per rank. The fds travel with the message:
-    // the board first, then each rank's segment, read-only, in rank order,
-    // then the heap of each rank whose view has one, in rank order.
+    // board's size, then one view per rank. The fds travel with the message
+    // (ready_fds() of them): the board first, then each rank's segment,
+    // read-only, in rank order, then the heap of each rank whose view has
+    // one, in rank order. Those past sock::kMaxFdsPerMessage follow in
+    // TEAM_VIEWS messages right after it, each naming the join id.
     uint64_t board_bytes = 0;  // 0: no board
     std::vector<PoolView> pools;
 };
+
+// The fds a TEAM_READY brings, its own and its TEAM_VIEWS' together.
+size_t ready_fds(const TeamReady &m);
 
 // Encoders append the payload (no frame header) to *out.
 void encode(const Attach &m, std::vector<uint8_t> *out);
@@ -170,6 +183,7 @@ void encode(const StagedResult &m, std::vector<uint8_t> *out);
 void encode(const TeamJoin &m, std::vector<uint8_t> *out);
 void encode(const TeamReady &m, std::vector<uint8_t> *out);
 void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out);
+void encode_team_views(uint64_t join_id, std::vector<uint8_t> *out);
 
 // Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
 // *error naming the field. Nothing is logged here: the caller decides
@@ -185,6 +199,7 @@ dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *e
 dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error);
 dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std::string *error);
+dp_status_t decode_team_views(const uint8_t *p, size_t n, uint64_t *join_id, std::string *error);
 
 // One framed message on a raw Unix stream socket, fds attached to its first
 // byte. Bounded by timeout_ns (<0: forever).

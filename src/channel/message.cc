@@ -15,7 +15,7 @@ constexpr const char *kMsgTypeNames[] = {
     "KEY_EXCHANGE", "STREAM_HEADER", "KEY_CONFIRM", "SHM_OFFER",
     "ATTACH",       "ATTACHED",      "REGISTER",    "DEREGISTER", "REPLY",
     "STAGED",       "STAGED_RESULT", "INFO_REPLY",  "TEAM_JOIN",  "TEAM_READY",
-    "TEAM_LEAVE",   "HEAP_SHARE",    "START",
+    "TEAM_LEAVE",   "HEAP_SHARE",    "START",       "TEAM_VIEWS",
 };
 static_assert(std::size(kMsgTypeNames) == size_t(MsgType::kCount),
               "every MsgType needs its name in kMsgTypeNames");

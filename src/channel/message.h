@@ -61,6 +61,7 @@ enum class MsgType : uint8_t {
     kTeamLeave = 19,    // client -> agent: leave a team (answered by REPLY)
     kHeapShare = 20,    // client -> agent: the process's shared heap; its memfd attached (REPLY)
     kStart = 21,        // bench channel: this side's threads are ready; payload: u64 0
+    kTeamViews = 22,    // agent -> client: more of a TEAM_READY's fds; payload: u64 join id
     kCount              // number of values; keep last
 };
 

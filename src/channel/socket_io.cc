@@ -1,6 +1,5 @@
 #include "channel/socket_io.h"
 
-#include <deputy/coll.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>

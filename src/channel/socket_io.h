@@ -3,7 +3,6 @@
 // and the peer's credentials (SO_PEERCRED, how the agent knows who connected).
 #pragma once
 
-#include <deputy/coll.h>
 #include <deputy/status.h>
 #include <sys/types.h>
 
@@ -14,10 +13,11 @@
 
 namespace deputy::channel::sock {
 
-// The most fds one message carries: TEAM_READY's, a team's board and two
-// read-only views per member (its pool's segment and its shared heap).
-// Under the kernel's limit of 253 per message (SCM_MAX_FD).
-inline constexpr size_t kMaxFdsPerMessage = 1 + 2 * DP_TEAM_MAX_SIZE;
+// The most fds one message carries, under the kernel's limit of 253 per
+// message (SCM_MAX_FD). A team's board and its members' views (two per
+// member) may be more: TEAM_READY carries the first ones and TEAM_VIEWS
+// messages the rest (channel/control.h), so the team size is not bound by it.
+inline constexpr size_t kMaxFdsPerMessage = 250;
 
 // Maps a socket errno to a status: the peer going away (EPIPE, ECONNRESET,
 // ENOTCONN, ...) is DP_ERR_AGENT_LOST, anything else DP_ERR_IO.

@@ -9,16 +9,21 @@
 namespace deputy::channel {
 
 namespace {
-constexpr size_t kHeaderBytes = 8192;
 constexpr size_t kWaitingOffset = 4096;
 static_assert(sizeof(BoardHeader) <= kWaitingOffset);
-static_assert(kWaitingOffset + 64 * DP_TEAM_MAX_SIZE <= kHeaderBytes);
 constexpr size_t kOpsBytes = sizeof(BoardOp) * kBoardSlots;
 constexpr uint64_t kCountMask = 0xffff;
+static_assert(DP_TEAM_MAX_SIZE < kCountMask, "a member count fits the read/written words");
+
+// The header page, then a 64-byte waiting word per member (a page or more),
+// then the operation slots and the posts.
+size_t ops_offset(uint32_t size) {
+    return kWaitingOffset + (64 * size_t(size) + 4095) / 4096 * 4096;
+}
 }  // namespace
 
 size_t TeamBoard::bytes(uint32_t size) {
-    return kHeaderBytes + kOpsBytes + size_t(size) * kBoardSlots * sizeof(CollPost);
+    return ops_offset(size) + kOpsBytes + size_t(size) * kBoardSlots * sizeof(CollPost);
 }
 
 void TeamBoard::initialise(uint64_t max_bytes) {
@@ -31,11 +36,11 @@ void TeamBoard::initialise(uint64_t max_bytes) {
 }
 
 BoardOp &TeamBoard::op(uint64_t seq) const {
-    return reinterpret_cast<BoardOp *>(base_ + kHeaderBytes)[seq % kBoardSlots];
+    return reinterpret_cast<BoardOp *>(base_ + ops_offset(size_))[seq % kBoardSlots];
 }
 
 CollPost *TeamBoard::post_slot(uint32_t rank, uint64_t seq) const {
-    auto *posts = reinterpret_cast<CollPost *>(base_ + kHeaderBytes + kOpsBytes);
+    auto *posts = reinterpret_cast<CollPost *>(base_ + ops_offset(size_) + kOpsBytes);
     return &posts[size_t(rank) * kBoardSlots + seq % kBoardSlots];
 }
 

@@ -12,7 +12,7 @@
 //
 //   [0, 4 KiB)                      BoardHeader
 //   [4 KiB, +size x 64)             per member: the operation it waits for in dp_wait
-//   [8 KiB, +kBoardSlots x 64)      BoardOp per operation slot
+//   next page, +kBoardSlots x 64    BoardOp per operation slot
 //   then size x kBoardSlots posts   each member's copy of its posts (CollPost)
 //
 // Operation `seq` (1-based, the team's posting order: the agent's count and

@@ -147,7 +147,10 @@ dp_status_t post_alltoallv(const void *src, const size_t *scounts, const size_t 
 // what this member sends to and receives from each peer, derived from MPI's
 // arguments. In place, the member's own block moves nowhere (0 both ways).
 struct VectorBlocks {
-    std::array<size_t, DP_TEAM_MAX_SIZE> scounts{}, sdispls{}, rcounts{}, rdispls{};
+    explicit VectorBlocks(const dp_team_t *team)
+        : scounts(size_t(team->impl->size())), sdispls(scounts.size()), rcounts(scounts.size()),
+          rdispls(scounts.size()) {}
+    std::vector<size_t> scounts, sdispls, rcounts, rdispls;
 };
 
 // Whether `p` is `base` + `elements` elements of `dtype` (the in-place forms).
@@ -199,7 +202,7 @@ dp_status_t post_reduce_scatterv(const void *src, void *dst, const size_t *count
     const int me = team->impl->rank(), p = team->impl->size();
     if (src != nullptr && src == dst)
         DP_FAIL(DP_ERR_INVALID, "{}: src == dst: reduce_scatterv has no in-place form", fn);
-    VectorBlocks b;
+    VectorBlocks b(team);
     size_t at = 0;
     for (int m = 0; m < p; ++m) {
         b.scounts[size_t(m)] = counts[m];  // block m of the source, back to back
@@ -219,7 +222,7 @@ dp_status_t post_allgatherv(const void *src, size_t count, void *dst, const size
     const int me = team->impl->rank(), p = team->impl->size();
     DP_CHECK(check_own(fn, "rcounts", me, rcounts[me], count));
     const bool in_place = at_element(src, dst, rdispls[me], dtype);
-    VectorBlocks b;
+    VectorBlocks b(team);
     for (int m = 0; m < p; ++m) {
         b.scounts[size_t(m)] = count;  // the same block to everyone, from src
         b.rcounts[size_t(m)] = rcounts[m];
@@ -239,7 +242,7 @@ dp_status_t post_gatherv(const void *src, size_t count, void *dst, const size_t 
     const int me = team->impl->rank(), p = team->impl->size();
     DP_CHECK(vector_arrays(fn, team, req, dtype, rcounts, rdispls, "rcounts", "rdispls",
                            me == root));
-    VectorBlocks b;
+    VectorBlocks b(team);
     b.scounts[size_t(root)] = count;
     if (me == root) {
         DP_CHECK(check_own(fn, "rcounts", me, rcounts[me], count));
@@ -263,7 +266,7 @@ dp_status_t post_scatterv(const void *src, const size_t *scounts, const size_t *
     const int me = team->impl->rank(), p = team->impl->size();
     DP_CHECK(vector_arrays(fn, team, req, dtype, scounts, sdispls, "scounts", "sdispls",
                            me == root));
-    VectorBlocks b;
+    VectorBlocks b(team);
     b.rcounts[size_t(root)] = count;
     if (me == root) {
         DP_CHECK(check_own(fn, "scounts", me, scounts[me], count));

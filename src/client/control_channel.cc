@@ -152,6 +152,11 @@ void ControlChannel::read_one(std::unique_lock<std::mutex> &lock, Clock::duratio
 
 bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
                               std::vector<Segment> segments, std::string *why) {
+    if (views_for_ && type != MsgType::kTeamViews) {
+        *why = fmt::format("the agent sent {} before the rest of join {}'s views",
+                           channel::msg_type_name(type), views_for_);
+        return false;
+    }
     switch (type) {
         case MsgType::kReply:
         case MsgType::kStagedResult: {
@@ -180,10 +185,52 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
                                    ready.join_id);
                 return false;
             }
+            const size_t expected = control::ready_fds(ready);
+            if (segments.size() > expected ||
+                (segments.size() < expected && segments.size() != channel::sock::kMaxFdsPerMessage)) {
+                *why = fmt::format("the agent answered join {} with {} fds of the {} its views need",
+                                   ready.join_id, segments.size(), expected);
+                return false;
+            }
             Waiter *w = it->second;
-            joins_.erase(it);
             w->ready = std::move(ready);
             w->segments = std::move(segments);
+            if (w->segments.size() < expected) {  // the rest in TEAM_VIEWS
+                views_for_ = w->ready.join_id;
+                views_expected_ = expected;
+                return true;
+            }
+            joins_.erase(it);
+            w->done = true;
+            return true;
+        }
+        case MsgType::kTeamViews: {
+            uint64_t join_id = 0;
+            std::string error;
+            if (control::decode_team_views(payload.data(), payload.size(), &join_id, &error) !=
+                DP_OK) {
+                *why = "the agent sent an unreadable answer: " + error;
+                return false;
+            }
+            auto it = joins_.find(join_id);
+            if (!views_for_ || join_id != views_for_ || it == joins_.end()) {
+                *why = fmt::format("the agent sent views for join {}, which waits for none",
+                                   join_id);
+                return false;
+            }
+            Waiter *w = it->second;
+            const size_t left = views_expected_ - w->segments.size();
+            if (segments.empty() || segments.size() > left ||
+                (segments.size() < left && segments.size() != channel::sock::kMaxFdsPerMessage)) {
+                *why = fmt::format("the agent sent {} of join {}'s {} remaining views",
+                                   segments.size(), join_id, left);
+                return false;
+            }
+            for (Segment &v : segments) w->segments.push_back(std::move(v));
+            if (w->segments.size() < views_expected_) return true;
+            views_for_ = 0;
+            views_expected_ = 0;
+            joins_.erase(it);
             w->done = true;
             return true;
         }
@@ -200,6 +247,7 @@ void ControlChannel::break_locked(std::string why) {
     // Their threads find broken_ and return; nobody touches them again.
     in_order_.clear();
     joins_.clear();
+    views_for_ = 0;
     changed_.notify_all();
 }
 

@@ -128,6 +128,10 @@ class ControlChannel {
     std::condition_variable changed_;  // an answer in, the reader's turn free, or broken
     std::deque<Waiter *> in_order_;    // oldest first
     std::map<uint64_t, Waiter *> joins_;
+    // A TEAM_READY whose fds did not fit one message: its join id and the
+    // fds it brings in all; TEAM_VIEWS with the rest come next.
+    uint64_t views_for_ = 0;
+    size_t views_expected_ = 0;
     bool reading_ = false;  // a waiter has the socket
     bool broken_ = false;
     std::string broken_why_;

@@ -75,6 +75,9 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     // The join id is the control channel's to choose.
     control::TeamJoin m{0, key, ctx->options().job_secret, uint32_t(rank), uint32_t(size),
                         timeout_ms};
+    // A member that will not run operations makes the board useless to the
+    // whole team (rank_execution.h): say so, and nobody gets one.
+    if (!ctx->options().rank_execution) m.flags |= control::kJoinAgentRuns;
     // The agent answers by the team's timeout; the margin covers its turn.
     const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
     control::TeamReady ready;

@@ -182,7 +182,7 @@ int reduce_scatter(Operation op, const void *sendbuf, void *recvbuf, const int *
     TunedCall tuned(op, ct, comm, bytes);
     if (tuned.to_mpi()) return tuned.done(to_mpi());
     const size_t element = largest > 0 ? span / size_t(largest) : 0;
-    auto counts = std::make_shared<std::array<size_t, DP_TEAM_MAX_SIZE>>();
+    auto counts = std::make_shared<std::vector<size_t>>(size_t(size));
     size_t total = 0;
     for (int m = 0; m < size; ++m) {
         if (recvcounts[m] < 0)
@@ -383,9 +383,10 @@ int alltoallv(Operation op, const void *sendbuf, const int *sendcounts, const in
     // Copied now: MPI lets the caller reuse its arrays once the call
     // returns, and a post made again after DP_ERR_RETRY needs them.
     struct Layout {
-        std::array<size_t, DP_TEAM_MAX_SIZE> scounts{}, sdispls{}, rcounts{}, rdispls{};
+        explicit Layout(size_t n) : scounts(n), sdispls(n), rcounts(n), rdispls(n) {}
+        std::vector<size_t> scounts, sdispls, rcounts, rdispls;
     };
-    auto layout = std::make_shared<Layout>();
+    auto layout = std::make_shared<Layout>(size_t(ct->size));
     size_t send_extent = 0, recv_extent = 0;
     for (int m = 0; m < ct->size; ++m) {
         if (sendcounts[m] < 0 || sdispls[m] < 0 || recvcounts[m] < 0 || rdispls[m] < 0)
@@ -446,14 +447,15 @@ bool packing_is_copying() {
 // MPI lets the caller reuse its arrays once the call returns, and a post
 // made again after DP_ERR_RETRY needs them.
 struct ByteBlocks {
-    std::array<size_t, DP_TEAM_MAX_SIZE> counts{}, displs{};
+    explicit ByteBlocks(size_t n) : counts(n), displs(n) {}
+    std::vector<size_t> counts, displs;
 };
 
 // `counts` / `displs` (elements of `element` bytes, `size` of them) as
 // bytes; the extent they span. A negative entry is the caller's error.
 std::shared_ptr<ByteBlocks> byte_blocks(Operation op, const int *counts, const int *displs,
                                         int size, size_t element, size_t *extent) {
-    auto b = std::make_shared<ByteBlocks>();
+    auto b = std::make_shared<ByteBlocks>(size_t(size));
     *extent = 0;
     for (int m = 0; m < size; ++m) {
         if (counts[m] < 0 || displs[m] < 0)

@@ -88,13 +88,22 @@ struct Member {
 
 class Team {
   public:
+    // claimers >= 0: only the first `claimers` members may run operations
+    // themselves (DEPUTY_RANK_EXECUTION=on at their dp_init, off at the
+    // others': the agent then runs everything, but those members still map
+    // the board and every view, as a rank of a large team in its own
+    // process would).
     Team(const AgentProcess &agent, int size, const std::string &key,
-         Memory memory = Memory::mapped)
+         Memory memory = Memory::mapped, uint64_t pool_bytes = 32 << 20, int claimers = -1)
         : members_(size), memory_(memory) {
         dp_config_t config = agent.config();
-        config.pool_bytes = 32 << 20;
+        config.pool_bytes = pool_bytes;
         if (memory == Memory::staged) config.memory_mode = DP_MEMORY_STAGED;
-        for (auto &m : members_) EXPECT_EQ(dp_init(&config, &m.ctx), DP_OK);
+        for (int r = 0; r < size; ++r) {
+            if (claimers >= 0) setenv("DEPUTY_RANK_EXECUTION", r < claimers ? "on" : "off", 1);
+            EXPECT_EQ(dp_init(&config, &members_[r].ctx), DP_OK);
+        }
+        if (claimers >= 0) unsetenv("DEPUTY_RANK_EXECUTION");
         // Joining blocks until all joined: post every join but the last
         // from helper threads.
         std::vector<std::thread> joiners;

@@ -63,6 +63,7 @@
 
 #include "channel/coll_post.h"
 #include "channel/p2p_post.h"
+#include "channel/socket_io.h"
 #include "coll/collective.h"
 #include "raw_client.h"
 
@@ -514,7 +515,7 @@ bool join_raw_pair(const char *socket, const char *key, const char *secret, RawP
     control::TeamReady ready;
     std::string error;
     // TEAM_READY brings the team's board and its members' pool views.
-    std::vector<deputy::UniqueFd> board_fds(1 + DP_TEAM_MAX_SIZE);
+    std::vector<deputy::UniqueFd> board_fds(deputy::channel::sock::kMaxFdsPerMessage);
     size_t nfds = 0;
     const bool raw_joined =
         control::send_message(pair->raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,

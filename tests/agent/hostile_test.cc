@@ -469,19 +469,11 @@ TEST_F(HostileTest, TeamJoinWithoutTheJobsSecretNeverMeetsTheJobsTeam) {
     control::encode(control::TeamJoin{1, "victim-job", "x", 1, 2, 1000}, &payload);
     payload.erase(payload.end() - 5, payload.end());  // drop the secret: length 0
     payload.insert(payload.end(), {0, 0, 0, 0});
-    ASSERT_EQ(control::send_message(raw.fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
-                                    1'000'000'000, "test"),
-              DP_OK);
-    MsgType type;
-    std::vector<uint8_t> answer;
-    ASSERT_EQ(control::recv_message(raw.fd.get(), control::kMaxControlMessage, &type, &answer,
-                                    nullptr, 0, nullptr, 2'000'000'000, "test"),
-              DP_OK);
     control::TeamReady ready;
-    std::string error;
-    ASSERT_EQ(control::decode(answer.data(), answer.size(), &ready, &error), DP_OK);
+    ASSERT_TRUE(raw.team_join(payload, &ready));
     EXPECT_EQ(ready.status, DP_ERR_INVALID);
     EXPECT_NE(ready.reason.find("secret"), std::string::npos) << ready.reason;
+    std::string error;
     // `deputy info` shows the forming team, never its secret.
     std::string info;
     ASSERT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &info, &error),

@@ -133,7 +133,8 @@ class NodeAgents {
 class SpanningTeam {
   public:
     SpanningTeam(const NodeAgents &agents, std::vector<int> node_of, const std::string &key,
-                 Memory memory = Memory::mapped, unsigned timeout_ms = 0)
+                 Memory memory = Memory::mapped, unsigned timeout_ms = 0,
+                 uint64_t pool_bytes = 32 << 20)
         : node_of_(std::move(node_of)), memory_(memory), members_(node_of_.size()) {
         sockets_.resize(node_of_.size());
         for (size_t r = 0; r < node_of_.size(); ++r) {
@@ -141,7 +142,7 @@ class SpanningTeam {
             dp_config_t c = DP_CONFIG_INITIALIZER;
             c.job_secret = deputy::testing::kTestJobSecret;
             c.agent = sockets_[r].c_str();
-            c.pool_bytes = 32 << 20;
+            c.pool_bytes = pool_bytes;
             if (memory == Memory::staged) c.memory_mode = DP_MEMORY_STAGED;
             EXPECT_EQ(dp_init(&c, &members_[r].ctx), DP_OK);
         }

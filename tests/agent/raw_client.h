@@ -104,6 +104,20 @@ struct RawClient {
         }
     }
     uint8_t *pool() const { return reinterpret_cast<uint8_t *>(segment.at(attached.pool_offset)); }
+    // Sends a TEAM_JOIN payload as it is and decodes the TEAM_READY that
+    // answers it (within 2 s); false if anything else comes.
+    bool team_join(const std::vector<uint8_t> &payload, channel::control::TeamReady *ready) {
+        namespace control = channel::control;
+        MsgType type;
+        std::vector<uint8_t> answer;
+        std::string error;
+        return control::send_message(fd.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                     1'000'000'000, "raw") == DP_OK &&
+               control::recv_message(fd.get(), control::kMaxControlMessage, &type, &answer,
+                                     nullptr, 0, nullptr, 2'000'000'000, "raw") == DP_OK &&
+               type == MsgType::kTeamReady &&
+               control::decode(answer.data(), answer.size(), ready, &error) == DP_OK;
+    }
 };
 
 // True once the agent closed `fd` (EOF or reset), waiting up to `seconds`.

@@ -114,6 +114,14 @@ void encode(const TeamLeave &m, std::vector<uint8_t> *out) { encode_team_leave(m
 dp_status_t decode(const uint8_t *p, size_t n, TeamLeave *out, std::string *error) {
     return decode_team_leave(p, n, &out->team_id, error);
 }
+struct TeamViews {
+    uint64_t join_id = 0;
+};
+bool same(const TeamViews &a, const TeamViews &b) { return a.join_id == b.join_id; }
+void encode(const TeamViews &m, std::vector<uint8_t> *out) { encode_team_views(m.join_id, out); }
+dp_status_t decode(const uint8_t *p, size_t n, TeamViews *out, std::string *error) {
+    return decode_team_views(p, n, &out->join_id, error);
+}
 
 // A message full of leftovers from an earlier decode, to catch a decoder
 // that only writes some fields (an agent may reuse one message object).
@@ -142,6 +150,10 @@ TeamReady dirty<TeamReady>() {
 template <>
 TeamLeave dirty<TeamLeave>() {
     return TeamLeave{0xdeadbeef};
+}
+template <>
+TeamViews dirty<TeamViews>() {
+    return TeamViews{0xdeadbeefdeadbeefull};
 }
 template <>
 Attached dirty<Attached>() {
@@ -242,7 +254,7 @@ constexpr MsgType kDecoded[] = {
     MsgType::kAttach, MsgType::kAttached,     MsgType::kRegister,
     MsgType::kDeregister, MsgType::kReply,    MsgType::kStaged,
     MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
-    MsgType::kTeamLeave, MsgType::kHeapShare,
+    MsgType::kTeamLeave, MsgType::kHeapShare, MsgType::kTeamViews,
 };
 
 MsgType pick(uint8_t b) {
@@ -324,6 +336,7 @@ int write_corpus(const char *dir) {
          seed(MsgType::kTeamJoin, TeamJoin{7, "job-123-abcd", std::string(64, 'f'), 1, 4, 0})});
     inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{7, DP_OK, 3, ""})});
     inputs.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
+    inputs.push_back({"team-views", seed(MsgType::kTeamViews, TeamViews{7})});
     inputs.push_back(
         {"heap-share", seed(MsgType::kHeapShare, HeapShare{0x7f0000000000, 24ull << 30})});
     Attach proven = attach;
@@ -381,6 +394,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kTeamReady: round_trip<TeamReady>(p, n, "TEAM_READY"); break;
         case MsgType::kTeamLeave: round_trip<TeamLeave>(p, n, "TEAM_LEAVE"); break;
         case MsgType::kHeapShare: round_trip<HeapShare>(p, n, "HEAP_SHARE"); break;
+        case MsgType::kTeamViews: round_trip<TeamViews>(p, n, "TEAM_VIEWS"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

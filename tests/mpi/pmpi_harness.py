@@ -54,7 +54,7 @@ def offloaded_ops(deputy: Path) -> tuple[str, ...]:
 # intercepted them.)
 NOT_YET_OFFLOADED: tuple[str, ...] = ()
 # Reasons that mean something is broken, not that an operation is
-# ineligible: with an agent up and at most 64 ranks, none may appear.
+# ineligible: with an agent up and at most DP_TEAM_MAX_SIZE (256) ranks, none may appear.
 # ("below threshold" may: the library passes every 0-byte call so, whatever
 # the threshold.)
 SETUP_REASONS = ("no agent", "disabled", "team creation failed")
@@ -508,7 +508,7 @@ def check_setup_reasons(reports: list[dict]) -> list[str]:
     for reason, ops in reasons_seen(reports).items():
         if reason in SETUP_REASONS and any(ops.values()):
             problems.append(f"operations passed to MPI as \"{reason}\" (the agent is up, "
-                            f"teams have at most 64 ranks): {ops}")
+                            f"teams have at most 256 ranks): {ops}")
     return problems
 
 

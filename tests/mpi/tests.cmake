@@ -20,47 +20,41 @@ else()
   set(DEPUTY_MPI_TEST_PYTHON python3)
 endif()
 
-# The MPI flavors are found as for the library (cmake/MpiFlavors.cmake).
-foreach(mpi openmpi mpich)
-  if(mpi IN_LIST DEPUTY_MPI_FLAVORS)
-    add_executable(offload_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/offload_check.c)
-    target_link_libraries(offload_check_${mpi} PRIVATE deputy_mpi_api_${mpi} Threads::Threads)
-    set_target_properties(offload_check_${mpi} PROPERTIES
-      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
-    set(prog $<TARGET_FILE:offload_check_${mpi}>)
-  else()
-    set(prog ${CMAKE_CURRENT_BINARY_DIR}/mpi/offload_check_${mpi}-not-built)
-  endif()
-  add_test(NAME mpi.offload_check.${mpi}
-    COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_offload_check.py --mpi ${mpi}
-      --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
-      --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
-  # One MPI test at a time: each runs 4 ranks and agents on a small machine.
-  # PROCESSORS 2: nothing else of ctest -j2 beside it (timing-bound agent
-  # tests flaked next to 4 busy-polling ranks).
-  set_tests_properties(mpi.offload_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
-endforeach()
+# A C program of tests/mpi built once per MPI flavor (found as for the
+# library, cmake/MpiFlavors.cmake) and its runner run_<name>.py, as test
+# mpi.<name>.<mpi>: one MPI test at a time (each runs several ranks and
+# agents on a small machine), PROCESSORS 2: nothing else of ctest -j2 beside
+# it (timing-bound agent tests flaked next to 4 busy-polling ranks). An MPI
+# that is not installed gives a program path that does not exist: the
+# runner skips, naming it.
+function(deputy_mpi_program_test name timeout)
+  foreach(mpi openmpi mpich)
+    if(mpi IN_LIST DEPUTY_MPI_FLAVORS)
+      add_executable(${name}_${mpi} ${DEPUTY_MPI_TEST_DIR}/${name}.c)
+      target_link_libraries(${name}_${mpi} PRIVATE deputy_mpi_api_${mpi} Threads::Threads)
+      set_target_properties(${name}_${mpi} PROPERTIES
+        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
+      set(prog $<TARGET_FILE:${name}_${mpi}>)
+    else()
+      set(prog ${CMAKE_CURRENT_BINARY_DIR}/mpi/${name}_${mpi}-not-built)
+    endif()
+    add_test(NAME mpi.${name}.${mpi}
+      COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_${name}.py --mpi ${mpi}
+        --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
+        --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
+    set_tests_properties(mpi.${name}.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
+      TIMEOUT ${timeout} RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+  endforeach()
+endfunction()
 
-# Bad cases (tests/mpi/failure_check.c): an erroneous mismatch and a rank
-# killed mid-operation end with clear errors, never a hang.
-foreach(mpi openmpi mpich)
-  if(mpi IN_LIST DEPUTY_MPI_FLAVORS)
-    add_executable(failure_check_${mpi} ${DEPUTY_MPI_TEST_DIR}/failure_check.c)
-    target_link_libraries(failure_check_${mpi} PRIVATE deputy_mpi_api_${mpi})
-    set_target_properties(failure_check_${mpi} PROPERTIES
-      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/mpi C_STANDARD 11)
-    set(prog $<TARGET_FILE:failure_check_${mpi}>)
-  else()
-    set(prog ${CMAKE_CURRENT_BINARY_DIR}/mpi/failure_check_${mpi}-not-built)
-  endif()
-  add_test(NAME mpi.failure_check.${mpi}
-    COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_failure_check.py --mpi ${mpi}
-      --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
-      --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
-  set_tests_properties(mpi.failure_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 200 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
-endforeach()
+# offload_check: every offloaded operation, with and without the library.
+deputy_mpi_program_test(offload_check 280)
+# A communicator of 100 ranks and its splits (large_comm_check.c): teams
+# above 64 members, every collective offloaded on every rank.
+deputy_mpi_program_test(large_comm_check 280)
+# Bad cases (failure_check.c): an erroneous mismatch and a rank killed
+# mid-operation end with clear errors, never a hang.
+deputy_mpi_program_test(failure_check 200)
 
 # mpi4py (Debian's python3-mpi4py) and hpcc (Debian's hpcc): both on Open MPI.
 add_test(NAME mpi.mpi4py

@@ -22,7 +22,7 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     // or a refused post would shift the members' count of operations off
     // the agent's (the board names operations by that count).
     if (config_.rank_execution_bytes == 0 || config_.max_team_queue < DP_TEAM_MAX_OUTSTANDING ||
-        multi_node())
+        multi_node() || t.agent_runs_all)
         return;
     // A board and a view of each member's pool and heap: all of them open
     // while the answer is sent, the board for as long as the team lives.

@@ -161,6 +161,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
                                   m.key, at - t->members.begin()));
     t->members[m.rank] = s.id;
     t->join_ids[m.rank] = m.join_id;
+    t->agent_runs_all |= (m.flags & ch::control::kJoinAgentRuns) != 0;
     ++pending_[s.id];
     if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
     for (uint32_t id : t->members) unpend(id);

@@ -92,6 +92,9 @@ struct TeamEngine::Team {
     // the agent runs every operation.
     Segment board_segment;
     channel::TeamBoard board;
+    // A member joined saying it leaves every operation to the agent
+    // (channel::control::kJoinAgentRuns): no board, no views.
+    bool agent_runs_all = false;
     uint64_t rank_ops = 0;  // operations the members ran
     // Point-to-point messages (p2p.h), made by the first post.
     std::unique_ptr<P2pQueues> p2p;

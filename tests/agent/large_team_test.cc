@@ -1,0 +1,253 @@
+// Teams larger than the 64 members deputy once stopped at. On one agent:
+// every collective of the table bit-exact with 128 members run by the agent
+// (members that leave everything to the agent: no board, no views), on one
+// and on two engines; 128 members in 4 processes that each get the board
+// and all 257 views (more fds than one message carries: TEAM_READY and
+// TEAM_VIEWS); 72 members that run the operations themselves. Over 8
+// agents: DP_TEAM_MAX_SIZE members, every collective at count 1. And the
+// limit itself, refused by the library and by the agent.
+//
+// One process holds many members (contexts), as the collective tests do:
+// it receives and maps every member's views once per member, so a test
+// that wants views keeps its members per process few enough for the fd
+// limit and vm.max_map_count (65530; 3 mappings per view, guards
+// included). Small counts keep the n x n blocks of an alltoall small.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "channel/socket_io.h"
+#include "coll_table.h"
+#include "node_agents.h"
+#include "raw_client.h"
+
+namespace {
+
+using deputy::testing::AgentProcess;
+using deputy::testing::Memory;
+using deputy::testing::Team;
+
+constexpr int kMembers = 128;
+// A board and two views per member (pool and heap), more than one message
+// carries: TEAM_READY brings the first ones, TEAM_VIEWS the rest.
+static_assert(1 + 2 * kMembers > deputy::channel::sock::kMaxFdsPerMessage);
+constexpr int kProcesses = 4;
+// Members that run the operations themselves: each builds its share of the
+// local plan and runs it (docs/collectives.md, "Teams of many members");
+// 72 members' views (145 fds each, no more than one message) all at once
+// stay within this process's fd limit.
+constexpr int kRunningMembers = 72;
+
+// Mappings of this process's memfds whose name starts with `prefix`
+// ("/memfd:NAME (deleted)").
+int mappings_of(const std::string &prefix) {
+    std::ifstream maps("/proc/self/maps");
+    int n = 0;
+    for (std::string line; std::getline(maps, line);) {
+        const size_t at = line.find("/memfd:" + prefix);
+        n += at != std::string::npos && line.find('/', at + 1) == std::string::npos;
+    }
+    return n;
+}
+
+// An agent config file in a private directory, removed with it.
+struct AgentConfig {
+    explicit AgentConfig(const std::string &agent_keys) : dir(deputy::testing::make_private_dir()) {
+        std::ofstream(path()) << R"({"agent": {)" << agent_keys << "}}";
+    }
+    ~AgentConfig() { std::filesystem::remove_all(dir); }
+    std::string path() const { return dir + "/agent.json"; }
+    std::string dir;
+};
+
+// Raises this process's soft limit on fds to the hard one; returns it.
+rlim_t raise_fd_limit() {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+    getrlimit(RLIMIT_NOFILE, &r);
+    return r.rlim_cur;
+}
+
+class LargeTeam : public ::testing::TestWithParam<int> {};
+
+TEST_P(LargeTeam, EveryCollectiveRunByTheAgentMatchesTheReference) {
+    const AgentConfig config(R"("engines": )" + std::to_string(GetParam()) +
+                             R"(, "max_process_clients": 256)");
+    AgentProcess agent({"--config", config.path()});
+    // Every member leaves its operations to the agent (claimers 0): the
+    // team gets no board, and no member a view (128 x 257 fds and mappings
+    // in this one process otherwise).
+    Team team(agent, kMembers, "large-agent", Memory::mapped, 4 << 20, 0);
+    ASSERT_EQ(dp_team_size(team[kMembers - 1].team), kMembers);
+    EXPECT_EQ(mappings_of("deputy-team-"), 0) << "a member that runs nothing got a board";
+    deputy::testing::TableShape shape;
+    shape.counts = {1, 13};
+    deputy::testing::check_table(team, [&](int r) { return team[r].team; }, "128 by the agent",
+                                 shape);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, LargeTeam, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int> &i) {
+                             return std::to_string(i.param) + "Engines";
+                         });
+
+// With the agent stopped, whatever its engines, every operation is the
+// members'.
+TEST(LargeTeamMembers, EveryCollectiveRunByTheMembersMatchesTheReference) {
+    if (const rlim_t fds = raise_fd_limit(); fds < rlim_t(kRunningMembers) * 160)
+        GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is " << fds << ": " << kRunningMembers
+                     << " members receiving 145 fds each at once need "
+                     << kRunningMembers * 160 << " (raise `ulimit -Hn`)";
+    setenv("DEPUTY_HEAP_BYTES", "67108864", 1);
+    const AgentConfig config(R"("engines": 1, "max_process_clients": 256)");
+    AgentProcess agent({"--config", config.path()});
+    Team team(agent, kRunningMembers, "large-members", Memory::mapped, 4 << 20);
+    team.wait_together();
+    deputy::testing::TableShape shape;
+    shape.counts = {1};
+    {
+        const deputy::testing::AgentPaused paused(agent, true, std::chrono::seconds(240));
+        deputy::testing::check_table(team, [&](int r) { return team[r].team; },
+                                     "72 by the members", shape);
+    }
+    EXPECT_GT(deputy::testing::run_by_members(agent), 0u);
+}
+
+// One process's members of the 128-member team, ranks first..first+count-1:
+// each gets the board and all 257 views (heaps included), then they sum
+// their ranks. 0 when all is well; otherwise says why on stderr.
+int views_process(const AgentProcess &agent, int first, int count) {
+    dp_config_t config = agent.config();
+    config.pool_bytes = 2 << 20;
+    const size_t n = size_t(count);
+    std::vector<dp_context_t *> ctx(n, nullptr);
+    std::vector<dp_team_t *> team(n, nullptr);
+    std::vector<dp_status_t> st(n, DP_ERR_INTERNAL);
+    for (auto &c : ctx)
+        if (dp_init(&config, &c) != DP_OK) return fprintf(stderr, "dp_init failed\n"), 1;
+    std::vector<std::thread> joiners;
+    for (int i = 0; i < count; ++i)
+        joiners.emplace_back([&, i] {
+            st[size_t(i)] = dp_team_create_timeout(ctx[size_t(i)], "views", first + i, kMembers,
+                                                   60000, &team[size_t(i)]);
+        });
+    for (auto &t : joiners) t.join();
+    for (int i = 0; i < count; ++i)
+        if (st[size_t(i)] != DP_OK)
+            return fprintf(stderr, "rank %d: join: %s\n", first + i, dp_status_name(st[size_t(i)])),
+                   1;
+    // Each member mapped the board once and a heap view of every member;
+    // the process maps its own heap too.
+    const int boards = mappings_of("deputy-team-"), heaps = mappings_of("deputy-heap");
+    if (boards != count || heaps != 1 + count * kMembers)
+        return fprintf(stderr, "ranks %d..%d: %d board and %d heap mappings, want %d and %d\n",
+                       first, first + count - 1, boards, heaps, count, 1 + count * kMembers),
+               1;
+    std::vector<int64_t *> in(n), out(n);
+    std::vector<dp_request_t *> req(n);
+    for (int i = 0; i < count; ++i) {
+        in[size_t(i)] = static_cast<int64_t *>(dp_malloc(ctx[size_t(i)], 64));
+        out[size_t(i)] = static_cast<int64_t *>(dp_malloc(ctx[size_t(i)], 64));
+        *in[size_t(i)] = first + i;
+        if (dp_iallreduce(in[size_t(i)], out[size_t(i)], 1, DP_INT64, DP_SUM, team[size_t(i)],
+                          &req[size_t(i)]) != DP_OK)
+            return fprintf(stderr, "rank %d: post failed\n", first + i), 1;
+    }
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < count; ++i)
+        waiters.emplace_back([&, i] { st[size_t(i)] = dp_wait(req[size_t(i)]); });
+    for (auto &t : waiters) t.join();
+    for (int i = 0; i < count; ++i) {
+        if (st[size_t(i)] != DP_OK || *out[size_t(i)] != kMembers * (kMembers - 1) / 2)
+            return fprintf(stderr, "rank %d: %s, sum %lld\n", first + i,
+                           dp_status_name(st[size_t(i)]), (long long)*out[size_t(i)]),
+                   1;
+        dp_request_free(req[size_t(i)]);
+        dp_team_destroy(team[size_t(i)]);
+        dp_finalize(ctx[size_t(i)]);
+    }
+    return 0;
+}
+
+// 128 members in 4 processes, as ranks of a large job on a node would be
+// (32 each, so that one process receives and maps the views of 32 members
+// at once, within its fd limit and vm.max_map_count).
+TEST(LargeTeamViews, MembersOfFourProcessesGetTheBoardAndEveryView) {
+    const int per = kMembers / kProcesses;
+    if (const rlim_t fds = raise_fd_limit(); fds < rlim_t(per) * 300)
+        GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is " << fds << ": 32 members receiving 257 "
+                     << "fds each at once need " << per * 300 << " (raise `ulimit -Hn`)";
+    setenv("DEPUTY_HEAP_BYTES", "67108864", 1);
+    AgentProcess agent;
+    std::vector<pid_t> children;
+    for (int p = 0; p < kProcesses; ++p) {
+        const pid_t pid = fork();
+        if (pid == 0) _exit(views_process(agent, p * per, per));
+        ASSERT_GT(pid, 0);
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        const bool ended = deputy::testing::eventually(
+            [&] { return waitpid(pid, &status, WNOHANG) == pid; }, 120000);
+        if (!ended) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+        EXPECT_TRUE(ended) << "process " << pid << " did not finish within 120 s";
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << "process " << pid << " failed (its stderr says why)";
+    }
+}
+
+// One member more than DP_TEAM_MAX_SIZE: the library refuses it before
+// asking, and the agent refuses a raw join of that size naming the limit.
+TEST(LargeTeamLimit, ASizeAboveTheLimitIsRefusedNamingIt) {
+    AgentProcess agent;
+    dp_config_t c = agent.config();
+    dp_context_t *ctx = nullptr;
+    ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
+    dp_team_t *team = nullptr;
+    EXPECT_EQ(dp_team_create(ctx, "too-large", 0, DP_TEAM_MAX_SIZE + 1, &team), DP_ERR_INVALID);
+    EXPECT_EQ(team, nullptr);
+    dp_finalize(ctx);
+    deputy::testing::RawClient raw;
+    ASSERT_TRUE(raw.attach(agent.socket().c_str()));
+    namespace control = deputy::channel::control;
+    std::vector<uint8_t> payload;
+    control::encode(control::TeamJoin{1, "too-large", deputy::testing::kTestJobSecret, 0,
+                                      DP_TEAM_MAX_SIZE + 1, 1000},
+                    &payload);
+    control::TeamReady ready;
+    ASSERT_TRUE(raw.team_join(payload, &ready));
+    EXPECT_EQ(ready.status, DP_ERR_INVALID);
+    EXPECT_NE(ready.reason.find("size 257 (1..256)"), std::string::npos) << ready.reason;
+}
+
+// DP_TEAM_MAX_SIZE members over 8 agents (simulated nodes, one MPI job),
+// ranks interleaved across them: every collective of the table at count 1.
+TEST(LargeTeamNodes, EveryCollectiveWithTheLargestTeamOverEightAgents) {
+    if (const std::string why = deputy::testing::why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
+    constexpr int kNodes = 8;
+    deputy::testing::NodeAgents agents(kNodes);
+    ASSERT_TRUE(agents.ready()) << kNodes << " agents under mpirun did not come up";
+    std::vector<int> node_of(DP_TEAM_MAX_SIZE);
+    for (int r = 0; r < DP_TEAM_MAX_SIZE; ++r) node_of[size_t(r)] = r % kNodes;
+    deputy::testing::SpanningTeam team(agents, node_of, "largest", Memory::mapped, 60000, 2 << 20);
+    for (int r = 0; r < team.size(); ++r) ASSERT_EQ(team.create_status(r), DP_OK) << "rank " << r;
+    deputy::testing::TableShape shape;
+    shape.counts = {1};
+    deputy::testing::check_table(team, [&](int r) { return team.team(r); }, "256 over 8 agents",
+                                 shape);
+}
+
+}  // namespace
