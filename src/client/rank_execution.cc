@@ -312,8 +312,9 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
     if (o.status == DP_COMP_SUCCESS && n) {
         // The agent's plan for this operation (coll/local_plan.h), cut in
         // pieces that stay in the cache between the members' inputs; this
-        // member runs the tasks that write its destination, and writes
-        // only that: the same tasks, inputs in the same order, the same
+        // member runs the tasks that write its destination (the plan holds
+        // only its share of those: LocalArgs::writer), and writes only
+        // that: the same tasks, inputs in the same order, the same
         // kernels, so the same bytes as the agent's engines would write.
         coll::LocalArgs args;
         args.collective = c;
@@ -324,6 +325,7 @@ void RankExecution::begin(uint64_t seq, const Mine &mine) {
         args.root = h.root;
         args.chunk_bytes = kTaskBytes;
         args.vectors = &vectors_;
+        args.writer = rank_;
         if (vector || planned_for_ != args) {
             // (a vector collective's blocks are not in args: planned each time)
             plan_ = coll::build_local_plan(args);

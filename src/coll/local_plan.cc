@@ -1,6 +1,7 @@
 #include "coll/local_plan.h"
 
 #include <iterator>
+#include <vector>
 
 namespace deputy::coll {
 
@@ -60,6 +61,26 @@ static_assert(in_order(), "kPlans is indexed by Collective");
 
 void LocalPlan::add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
                     std::span<const Piece> out) {
+    if (writer) {
+        // The writer's share of the task: its own outputs, and of a move
+        // that pairs input i with output i, those pairs' inputs. A reduce
+        // (or a move of one input) keeps every input: the same bytes.
+        auto mine = [&](const Piece &p) { return p.where == Where::destination && p.rank == *writer; };
+        const bool paired = kind == Task::Kind::move && in.size() == out.size() && in.size() > 1;
+        std::vector<Piece> own_in, own_out;
+        for (size_t i = 0; i < out.size(); ++i)
+            if (mine(out[i])) {
+                own_out.push_back(out[i]);
+                if (paired) own_in.push_back(in[i]);
+            }
+        if (own_out.empty()) return;
+        if (!paired) own_in.assign(in.begin(), in.end());
+        const std::optional<uint32_t> keep = writer;
+        writer.reset();  // (the pieces are the writer's now)
+        add(kind, bytes, own_in, own_out);
+        writer = keep;
+        return;
+    }
     Task t;
     t.kind = kind;
     t.bytes = bytes;
@@ -78,6 +99,7 @@ LocalPlan build_local_plan(const LocalArgs &args) {
     plan.collective = args.collective;
     plan.dtype = args.dtype;
     plan.op = args.op;
+    plan.writer = args.writer;
     kPlans[static_cast<size_t>(args.collective)].plan(args, &plan);
     return plan;
 }

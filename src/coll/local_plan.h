@@ -25,6 +25,7 @@
 #include <deputy/mover.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct LocalPlan {
     std::vector<Task> tasks;
     std::vector<Piece> pieces;
     uint64_t max_task_bytes = 0;  // scratch a runner may need per piece
+    // LocalArgs::writer's: add() keeps only its share of each task.
+    std::optional<uint32_t> writer = std::nullopt;
 
     std::span<const Piece> inputs(const Task &t) const {
         return {pieces.data() + t.first_input, t.inputs};
@@ -71,7 +74,8 @@ struct LocalPlan {
         for (const Task &t : tasks) total += t.bytes * (uint64_t(t.inputs) + t.outputs);
         return total;
     }
-    // Appends a task; pieces are given whole.
+    // Appends a task (pieces given whole); in a writer's plan, only the
+    // writer's share of it (its outputs, and the inputs they need), if any.
     void add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
              std::span<const Piece> out);
 };
@@ -87,6 +91,12 @@ struct LocalArgs {
     // alltoallv: every rank's blocks, by rank (count is not used), checked
     // to agree (vector_difference). Across nodes only the local ranks'.
     const std::vector<MemberVector> *vectors = nullptr;
+    // Set: the plan holds only what writes this member's destination: the
+    // whole plan's tasks that do, each cut to its outputs there and the
+    // inputs they take (a member running its part of the operation,
+    // client/rank_execution.cc: at small counts an alltoall is one task of
+    // n^2 moves, of which it needs n).
+    std::optional<uint32_t> writer = std::nullopt;
     // Same arguments, same plan, except for a vector collective (whose
     // blocks are behind `vectors`, not compared).
     friend bool operator==(const LocalArgs &, const LocalArgs &) = default;

@@ -190,6 +190,53 @@ TEST(LocalPlan, TasksRespectTheChunkAndAlltoallPairsShareTasks) {
     EXPECT_EQ(p2.max_task_bytes, uint64_t(256) << 10);
 }
 
+// A member's own plan (LocalArgs::writer) is the whole plan's tasks that
+// write its destination, in the same order, each with the outputs there
+// and the inputs they take (all of a reduce's, the paired ones of a
+// move's): whoever runs a task, the bytes are the same.
+TEST(LocalPlan, AWritersPlanIsTheWholePlansTasksThatWriteItsDestination) {
+    for (int i = 0; i < kCollectiveCount; ++i) {
+        const auto c = Collective(i);
+        if (is_vector(c)) continue;  // (their blocks come from `vectors`)
+        for (uint32_t p : {1u, 3u, 8u, 100u})
+            for (uint64_t count : {1ull, 13ull, 4097ull}) {
+                LocalArgs whole{c, p, count, DP_INT32, DP_SUM, p - 1, 1024};
+                const LocalPlan all = build_local_plan(whole);
+                for (uint32_t w : {0u, p / 2, p - 1}) {
+                    LocalArgs mine = whole;
+                    mine.writer = w;
+                    const LocalPlan own = build_local_plan(mine);
+                    size_t next = 0;
+                    for (const Task &t : all.tasks) {
+                        const auto whole_in = all.inputs(t), whole_out = all.outputs(t);
+                        const bool paired = t.kind == Task::Kind::move &&
+                                            whole_in.size() == whole_out.size() &&
+                                            whole_in.size() > 1;
+                        std::vector<Piece> in, out;
+                        for (size_t k = 0; k < whole_out.size(); ++k)
+                            if (whole_out[k].where == Where::destination && whole_out[k].rank == w) {
+                                out.push_back(whole_out[k]);
+                                if (paired) in.push_back(whole_in[k]);
+                            }
+                        if (out.empty()) continue;
+                        if (!paired) in.assign(whole_in.begin(), whole_in.end());
+                        const std::string where = std::string(collective_name(c)) + " p " +
+                                                  std::to_string(p) + " count " +
+                                                  std::to_string(count) + " writer " +
+                                                  std::to_string(w);
+                        ASSERT_LT(next, own.tasks.size()) << where;
+                        const Task &o = own.tasks[next++];
+                        ASSERT_EQ(o.kind, t.kind) << where;
+                        ASSERT_EQ(o.bytes, t.bytes) << where;
+                        ASSERT_TRUE(std::ranges::equal(own.inputs(o), in)) << where;
+                        ASSERT_TRUE(std::ranges::equal(own.outputs(o), out)) << where;
+                    }
+                    ASSERT_EQ(next, own.tasks.size());
+                }
+            }
+    }
+}
+
 // alltoallv: uneven blocks (zeros, a member that sends nothing), blocks in
 // shuffled order with gaps between them, members in place and by copies,
 // tasks in a random order. Destination blocks bit-exact; every byte outside
