@@ -186,10 +186,11 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
                 return false;
             }
             const size_t expected = control::ready_fds(ready);
-            if (segments.size() > expected ||
-                (segments.size() < expected && segments.size() != channel::sock::kMaxFdsPerMessage)) {
-                *why = fmt::format("the agent answered join {} with {} fds of the {} its views need",
-                                   ready.join_id, segments.size(), expected);
+            const size_t got = segments.size();
+            if (got > expected || (got < expected && got != channel::sock::kMaxFdsPerMessage)) {
+                *why = fmt::format("the agent answered join {} with {} fds of the {} its "
+                                   "views need",
+                                   ready.join_id, got, expected);
                 return false;
             }
             Waiter *w = it->second;

@@ -65,7 +65,9 @@ void LocalPlan::add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
         // The writer's share of the task: its own outputs, and of a move
         // that pairs input i with output i, those pairs' inputs. A reduce
         // (or a move of one input) keeps every input: the same bytes.
-        auto mine = [&](const Piece &p) { return p.where == Where::destination && p.rank == *writer; };
+        auto mine = [&](const Piece &p) {
+            return p.where == Where::destination && p.rank == *writer;
+        };
         const bool paired = kind == Task::Kind::move && in.size() == out.size() && in.size() > 1;
         std::vector<Piece> own_in, own_out;
         for (size_t i = 0; i < out.size(); ++i)

@@ -810,6 +810,42 @@ TEST_F(CollTest, RequestsFreedOnAnotherThreadKeepEverySlotInUse) {
         for (int k = 0; k < kOps; ++k) ASSERT_EQ(buf[r][k], int64_t(k) * 20 + 1) << "op " << k;
 }
 
+// `deputy info` (the agent's JSON) shows each team's size and its
+// members' posts still queued: one member's post waits for the other's.
+TEST_F(CollTest, InfoShowsEachTeamsQueuedPosts) {
+    Team team(agent, 2, key());
+    auto team_info = [&] {
+        std::string json, error;
+        EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json,
+                                                      &error),
+                  DP_OK)
+            << error;
+        const auto teams = nlohmann::json::parse(json)["teams"];
+        return teams.empty() ? nlohmann::json{} : teams[0];
+    };
+    uint8_t *src[2], *dst[2];
+    dp_request_t *req[2] = {};
+    for (int r = 0; r < 2; ++r) {
+        src[r] = team.buffer(r, 64);
+        dst[r] = team.buffer(r, 64);
+        std::memset(src[r], r + 1, 64);
+    }
+    ASSERT_EQ(dp_iallreduce(src[0], dst[0], 16, DP_INT32, DP_SUM, team[0].team, &req[0]), DP_OK);
+    EXPECT_TRUE(
+        deputy::testing::eventually([&] { return team_info().value("queued_posts", 0) == 1; }))
+        << team_info().dump();
+    EXPECT_EQ(team_info()["size"], 2);
+    ASSERT_EQ(dp_iallreduce(src[1], dst[1], 16, DP_INT32, DP_SUM, team[1].team, &req[1]), DP_OK);
+    for (auto *q : req) {
+        EXPECT_EQ(dp_wait(q), DP_OK);
+        dp_request_free(q);
+    }
+    EXPECT_TRUE(
+        deputy::testing::eventually([&] { return team_info().value("queued_posts", 1) == 0; }))
+        << team_info().dump();
+    EXPECT_EQ(team_info()["operations"], 1);
+}
+
 TEST_F(CollTest, MismatchedArgumentsFailOnEveryRank) {
     Team team(agent, 3, key());
     std::vector<uint8_t *> buf(3);

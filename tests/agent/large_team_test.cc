@@ -4,8 +4,9 @@
 // and on two engines; 128 members in 4 processes that each get the board
 // and all 257 views (more fds than one message carries: TEAM_READY and
 // TEAM_VIEWS); 72 members that run the operations themselves. Over 8
-// agents: DP_TEAM_MAX_SIZE members, every collective at count 1. And the
-// limit itself, refused by the library and by the agent.
+// agents: DP_TEAM_MAX_SIZE members, every collective at count 1. Row and
+// column teams of a 16 x 8 grid at once. And the limit itself, refused by
+// the library and by the agent.
 //
 // One process holds many members (contexts), as the collective tests do:
 // it receives and maps every member's views once per member, so a test
@@ -248,6 +249,70 @@ TEST(LargeTeamNodes, EveryCollectiveWithTheLargestTeamOverEightAgents) {
     shape.counts = {1};
     deputy::testing::check_table(team, [&](int r) { return team.team(r); }, "256 over 8 agents",
                                  shape);
+}
+
+// A 16 x 8 grid of 128 members, as FFT and LU codes split a communicator:
+// every member in a row team and a column team, an allreduce posted on
+// both before either is waited for, 3 rounds. Row sums and column sums
+// exact: the two teams' operations run side by side on shared members.
+TEST(LargeTeamGrid, RowAndColumnTeamsRunSideBySide) {
+    constexpr int kRows = 16, kCols = 8, kN = kRows * kCols;
+    const AgentConfig config(R"("engines": 2, "max_process_clients": 256)");
+    AgentProcess agent({"--config", config.path()});
+    dp_config_t c = agent.config();
+    c.pool_bytes = 1 << 20;
+    std::vector<dp_context_t *> ctx(kN, nullptr);
+    setenv("DEPUTY_RANK_EXECUTION", "off", 1);  // (no views: 128 members in one process)
+    for (auto &x : ctx) ASSERT_EQ(dp_init(&c, &x), DP_OK);
+    unsetenv("DEPUTY_RANK_EXECUTION");
+    std::vector<dp_team_t *> row(kN, nullptr), col(kN, nullptr);
+    std::vector<dp_status_t> st(2 * kN, DP_ERR_INTERNAL);
+    std::vector<std::thread> joiners;
+    for (int r = 0; r < kN; ++r)
+        joiners.emplace_back([&, r] {
+            const int y = r / kCols, x = r % kCols;
+            st[size_t(r)] = dp_team_create(ctx[size_t(r)], ("row" + std::to_string(y)).c_str(),
+                                           x, kCols, &row[size_t(r)]);
+            st[size_t(kN + r)] = dp_team_create(
+                ctx[size_t(r)], ("col" + std::to_string(x)).c_str(), y, kRows, &col[size_t(r)]);
+        });
+    for (auto &t : joiners) t.join();
+    for (dp_status_t s : st) ASSERT_EQ(s, DP_OK);
+    std::vector<int64_t *> in(kN), row_sum(kN), col_sum(kN);
+    for (int r = 0; r < kN; ++r) {
+        in[size_t(r)] = static_cast<int64_t *>(dp_malloc(ctx[size_t(r)], 64));
+        row_sum[size_t(r)] = static_cast<int64_t *>(dp_malloc(ctx[size_t(r)], 64));
+        col_sum[size_t(r)] = static_cast<int64_t *>(dp_malloc(ctx[size_t(r)], 64));
+    }
+    for (int round = 0; round < 3; ++round) {
+        std::vector<dp_request_t *> req(2 * kN, nullptr);
+        for (int r = 0; r < kN; ++r) {
+            *in[size_t(r)] = int64_t(r) * 1000 + round;
+            ASSERT_EQ(dp_iallreduce(in[size_t(r)], row_sum[size_t(r)], 1, DP_INT64, DP_SUM,
+                                    row[size_t(r)], &req[size_t(r)]),
+                      DP_OK);
+            ASSERT_EQ(dp_iallreduce(in[size_t(r)], col_sum[size_t(r)], 1, DP_INT64, DP_SUM,
+                                    col[size_t(r)], &req[size_t(kN + r)]),
+                      DP_OK);
+        }
+        for (dp_request_t *q : req) {
+            ASSERT_EQ(dp_wait(q), DP_OK);
+            dp_request_free(q);
+        }
+        for (int r = 0; r < kN; ++r) {
+            const int y = r / kCols, x = r % kCols;
+            int64_t want_row = 0, want_col = 0;
+            for (int k = 0; k < kCols; ++k) want_row += int64_t(y * kCols + k) * 1000 + round;
+            for (int k = 0; k < kRows; ++k) want_col += int64_t(k * kCols + x) * 1000 + round;
+            ASSERT_EQ(*row_sum[size_t(r)], want_row) << "rank " << r << " round " << round;
+            ASSERT_EQ(*col_sum[size_t(r)], want_col) << "rank " << r << " round " << round;
+        }
+    }
+    for (int r = 0; r < kN; ++r) {
+        dp_team_destroy(row[size_t(r)]);
+        dp_team_destroy(col[size_t(r)]);
+        dp_finalize(ctx[size_t(r)]);
+    }
 }
 
 }  // namespace

@@ -214,7 +214,8 @@ TEST(LocalPlan, AWritersPlanIsTheWholePlansTasksThatWriteItsDestination) {
                                             whole_in.size() > 1;
                         std::vector<Piece> in, out;
                         for (size_t k = 0; k < whole_out.size(); ++k)
-                            if (whole_out[k].where == Where::destination && whole_out[k].rank == w) {
+                            if (whole_out[k].where == Where::destination &&
+                                whole_out[k].rank == w) {
                                 out.push_back(whole_out[k]);
                                 if (paired) in.push_back(whole_in[k]);
                             }

@@ -183,12 +183,15 @@ int ask(const InfoFlags &f) {
             if (t.contains("inter_node_steps"))
                 for (const auto &[name, n] : t["inter_node_steps"].items())
                     steps += " " + name + "=" + std::to_string(n.get<uint64_t>());
-            std::printf("    %u '%s' size %u (%zu here)%s%s, %llu operation(s)%s%s\n",
+            std::printf("    %u '%s' size %u (%zu here)%s%s, %llu operation(s), %zu post(s) "
+                        "queued%s%s%s\n",
                         t["id"].get<unsigned>(), t["key"].get<std::string>().c_str(),
                         t["size"].get<unsigned>(), t.value("local_ranks", size_t(0)),
                         t.value("spans_nodes", false) ? ", spans nodes" : "",
                         t["broken"].get<bool>() ? ", broken" : "",
                         (unsigned long long)t["operations"].get<uint64_t>(),
+                        t.value("queued_posts", size_t(0)),
+                        t.value("running", false) ? ", one running" : "",
                         steps.empty() ? "" : "; inter-node steps:", steps.c_str());
         }
     }

@@ -349,7 +349,11 @@ bool TeamEngine::busy() const {
 
 void TeamEngine::info(nlohmann::json *out) const {
     nlohmann::json teams = nlohmann::json::array();
-    for (const auto &[id, t] : teams_)
+    for (const auto &[id, t] : teams_) {
+        // Posts of this node's members that wait for the others' (or for
+        // the one running): the team's outstanding operations, per member.
+        size_t queued = 0;
+        for (const auto &q : t->queues) queued += q.size();
         // The key is a label: joining also needs the job's secret, of which
         // nothing is shown.
         teams.push_back({{"id", id},
@@ -360,7 +364,11 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"operations", t->ops},
                          {"local_ranks", t->local_ranks.size()},
                          {"spans_nodes", t->spans_nodes},
+                         {"queued_posts", queued},
+                         {"running", t->running != nullptr},
+                         {"board", t->board.valid()},
                          {"inter_node_steps", t->inter_algorithms}});
+    }
     (*out)["teams"] = teams;
     if (internode_) (*out)["internode"] = internode_->describe();
     (*out)["collectives"] = {{"completed", completed_ops_},
