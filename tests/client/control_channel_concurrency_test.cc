@@ -2,9 +2,14 @@
 // threads, against a scripted agent on the other end of a socketpair: each
 // answer reaches the thread whose request it answers, joins answered out of
 // order included; a closed socket, a missing answer or an answer nobody
-// asked for fails every waiter at once; and waiting costs no CPU.
+// asked for fails every waiter at once; a team's fds past one message
+// arrive in TEAM_VIEWS, and views out of place break the channel; and
+// waiting costs no CPU.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "channel/control.h"
+#include "channel/socket_io.h"
 #include "client/control_channel.h"
 #include "common/timing.h"
 
@@ -53,6 +59,12 @@ class FakeAgent {
         control::encode(control::Reply{DP_OK, std::string(f.payload.begin(), f.payload.end())},
                         &out);
         send(MsgType::kReply, out);
+    }
+    void send_fds(MsgType type, const std::vector<uint8_t> &payload, const std::vector<int> &fds) {
+        std::lock_guard<std::mutex> lock(send_mutex_);
+        ASSERT_EQ(control::send_message(fd_.get(), type, payload, fds.data(), fds.size(),
+                                        1'000'000'000, "fake agent"),
+                  DP_OK);
     }
     void ready(uint64_t join_id, uint32_t team_id) {
         std::vector<uint8_t> out;
@@ -255,6 +267,72 @@ TEST(ControlChannel, AnswerNobodyAskedForBreaksTheChannel) {
             << p.lost_why;
     }
 }
+
+// A team of 200 members with a board, pools and heaps: 401 fds, the first
+// 250 with TEAM_READY, the rest with TEAM_VIEWS. Then what a confused agent
+// could do: views for another join, a frame between the two, more fds than
+// the views need. `step` picks the case.
+enum class Views { whole, other_join, frame_between, too_many };
+
+void team_views(Views step) {
+    Pair p;
+    constexpr uint32_t kSize = 200;
+    constexpr size_t kFds = 1 + 2 * kSize;
+    std::vector<UniqueFd> files;
+    for (size_t i = 0; i < kFds + 1; ++i) {
+        files.emplace_back(memfd_create("views-test", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+        ASSERT_EQ(ftruncate(files.back().get(), 4096), 0);
+        ASSERT_EQ(fcntl(files.back().get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    }
+    std::thread agent([&] {
+        Frame f;
+        control::TeamJoin m;
+        std::string error;
+        if (!p.agent->read(&f) ||
+            control::decode(f.payload.data(), f.payload.size(), &m, &error) != DP_OK)
+            return;
+        control::TeamReady ready{m.join_id, DP_OK, 7, ""};
+        ready.board_bytes = 4096;
+        ready.pools.assign(kSize, control::PoolView{0x1000, 4096, 0, 4096, 0x9000, 4096});
+        std::vector<uint8_t> out;
+        control::encode(ready, &out);
+        std::vector<int> fds;
+        for (const UniqueFd &f : files) fds.push_back(f.get());
+        const size_t first = deputy::channel::sock::kMaxFdsPerMessage;
+        p.agent->send_fds(MsgType::kTeamReady, out, {fds.begin(), fds.begin() + first});
+        if (step == Views::frame_between) p.agent->reply_echo(f);
+        out.clear();
+        control::encode_team_views(step == Views::other_join ? m.join_id + 1 : m.join_id, &out);
+        const size_t rest = kFds - first + (step == Views::too_many ? 1 : 0);
+        p.agent->send_fds(MsgType::kTeamViews, out,
+                          {fds.begin() + long(first), fds.begin() + long(first + rest)});
+    });
+    control::TeamReady ready;
+    std::vector<deputy::Segment> segments;
+    const dp_status_t st = p.channel.join(join_of(1), &ready, &segments, 5'000'000'000);
+    agent.join();
+    if (step == Views::whole) {
+        ASSERT_EQ(st, DP_OK);
+        EXPECT_EQ(ready.team_id, 7u);
+        ASSERT_EQ(segments.size(), kFds);
+        for (const deputy::Segment &s : segments) EXPECT_TRUE(s.valid() && s.size() == 4096);
+        EXPECT_EQ(p.lost, 0);
+        return;
+    }
+    EXPECT_EQ(st, DP_ERR_AGENT_LOST);
+    EXPECT_EQ(p.lost, 1);
+    const char *want = step == Views::other_join      ? "which waits for none"
+                       : step == Views::frame_between ? "before the rest of join"
+                                                      : "remaining views";
+    EXPECT_NE(p.lost_why.find(want), std::string::npos) << p.lost_why;
+}
+
+TEST(ControlChannel, ATeamsFdsPastOneMessageArriveWithTeamViews) { team_views(Views::whole); }
+TEST(ControlChannel, ViewsForAnotherJoinBreakTheChannel) { team_views(Views::other_join); }
+TEST(ControlChannel, AFrameBetweenATeamsViewsBreaksTheChannel) {
+    team_views(Views::frame_between);
+}
+TEST(ControlChannel, MoreViewsThanTheTeamNeedsBreakTheChannel) { team_views(Views::too_many); }
 
 // Eight threads waiting for joins for half a second: one of them polls
 // the socket in slices, the others sleep. The process's CPU time stays
