@@ -90,9 +90,11 @@ public:
     }
 
     // Descriptors queued and not yet claimed by an engine (a snapshot).
+    // The head first: engines move it on meanwhile, but never past a tail
+    // read after it, so the difference cannot wrap.
     uint64_t occupancy() const {
-        return header_->tail.load(std::memory_order_relaxed) -
-               header_->head.load(std::memory_order_relaxed);
+        const uint64_t head = header_->head.load(std::memory_order_acquire);
+        return header_->tail.load(std::memory_order_relaxed) - head;
     }
 
     // True when a descriptor is probably waiting (a hint for engines' idle loop).
