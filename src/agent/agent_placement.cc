@@ -94,6 +94,8 @@ void Agent::placement_info(nlohmann::json *out) const {
     std::vector<int> service_cpus, engine_cpus;
     threads.push_back(thread_json("service", service_tid_, &service_cpus));
     const auto &engines = device_->engines();
+    uint64_t all_work_ns = 0;
+    for (const auto &e : engines) all_work_ns += e->counters().busy_ns.load(std::memory_order_relaxed);
     for (size_t e = 0; e < engines.size(); ++e) {
         nlohmann::json t =
             thread_json(fmt::format("engine {}", e), engines[e]->tid(), &engine_cpus);
@@ -102,6 +104,20 @@ void Agent::placement_info(nlohmann::json *out) const {
         // Held in a call into a client's memory and replaced by a relief
         // (mover/stall_watch.h): it leaves once the call returns.
         t["held"] = engines[e]->relieved;
+        // What it did, beside what the scheduler says (busy_ns counts its
+        // idle polling too): time working (mover::EngineCounters::busy_ns)
+        // and its share of all the engines' working time, and the
+        // descriptors waiting in its group's queues, which every engine of
+        // the group takes from.
+        const mover::EngineCounters &c = engines[e]->counters();
+        const uint64_t work_ns = c.busy_ns.load(std::memory_order_relaxed);
+        t["work_ns"] = work_ns;
+        t["work_share"] = all_work_ns ? double(work_ns) / double(all_work_ns) : 0.0;
+        t["descriptors"] = c.completed.load(std::memory_order_relaxed);
+        t["bytes"] = c.bytes.load(std::memory_order_relaxed);
+        uint64_t queued = 0;
+        for (const mover::WqState *wq : engines[e]->group()->wqs) queued += wq->ring.occupancy();
+        t["queued"] = queued;
         threads.push_back(std::move(t));
     }
     j["threads"] = std::move(threads);

@@ -47,6 +47,14 @@ struct DeviceConfig {
     // its own), so that a poll never holds a core a rank or the agent's
     // service thread is waiting for. Not a JSON key: the agent sets it.
     bool idle_yield = false;
+    // Engines that share their CPUs with the ranks and the agent's service
+    // thread yield the CPU after each descriptor that moved at least this
+    // many bytes (0: never): whoever waits for that CPU gets it within one
+    // such descriptor (tens of microseconds) instead of a scheduler slice
+    // (milliseconds), so one team's small operation is not stuck behind
+    // another's large one. Not a JSON key: the agent sets it when nothing
+    // pins its engines (docs/collectives.md, "Engines shared fairly").
+    uint64_t yield_after_bytes = 0;
     bool start_engines = true;      // tests set false to fill queues deterministically
     // What runs the descriptors: the software engines' kernels, or a DSA
     // work queue the engines hand them to (idxd/hw_queue.h). With "idxd"

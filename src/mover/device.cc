@@ -68,7 +68,7 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
             int cpu = config.cpus.empty() ? -1 : config.cpus[next_cpu++ % config.cpus.size()];
             device->engines_.push_back(std::make_unique<Engine>(
                 group.get(), &device->spaces_, cpu, idle_spin_ns, config.idle_yield,
-                device->watch_.get(), device->watch_->take()));
+                config.yield_after_bytes, device->watch_.get(), device->watch_->take()));
         }
         device->groups_.push_back(std::move(group));
     }
@@ -118,7 +118,9 @@ uint32_t Device::relieve_held_engines() {
                            config_.name, e.tid(), watch_->limit_ns() / 1'000'000,
                            e.slot()->owner.load(std::memory_order_relaxed));
             engines_.push_back(std::make_unique<Engine>(e.group(), &spaces_, e.cpu(), idle_spin_ns,
-                                                        config_.idle_yield, watch_.get(), slot));
+                                                        config_.idle_yield,
+                                                        config_.yield_after_bytes, watch_.get(),
+                                                        slot));
             if (started_) engines_.back()->start();
         }
     }
@@ -135,7 +137,8 @@ uint32_t Device::relieve_held_engines() {
                                 {&c.failed, &left_.failed},
                                 {&c.bytes, &left_.bytes},
                                 {&c.lost_completions, &left_.lost_completions},
-                                {&c.dropped, &left_.dropped}})
+                                {&c.dropped, &left_.dropped},
+                                {&c.busy_ns, &left_.busy_ns}})
             to->fetch_add(from->load(std::memory_order_relaxed), std::memory_order_relaxed);
         watch_->give_back(e.slot());
         engines_.erase(engines_.begin() + long(i));

@@ -22,6 +22,11 @@ void bump(std::atomic<uint64_t> &counter, uint64_t by) {
 // doorbell: a safety net only, wake-ups come from the doorbell.
 constexpr int64_t kSleepCapNs = 100'000'000;
 
+// An idle engine reads the clock every this many polls (reading it every
+// poll would cost more than the poll): it decides when to sleep, and it
+// starts the next burst's busy time.
+constexpr unsigned kIdleClockPolls = 16;
+
 }  // namespace
 
 void GroupState::wake_all() {
@@ -30,9 +35,10 @@ void GroupState::wake_all() {
 }
 
 Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
-               bool idle_yield, const StallWatch *watch, EngineSlot *slot)
+               bool idle_yield, uint64_t yield_after_bytes, const StallWatch *watch,
+               EngineSlot *slot)
     : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns),
-      idle_yield_(idle_yield), watch_(watch), slot_(slot) {}
+      idle_yield_(idle_yield), yield_after_bytes_(yield_after_bytes), watch_(watch), slot_(slot) {}
 
 Engine::~Engine() { stop(); }
 
@@ -52,13 +58,22 @@ void Engine::run() {
         DP_LOG_WARN("mover engine runs unpinned: CPU {} is not available", cpu_);
     uint64_t idle_since = 0;
     unsigned idle_polls = 0;
+    // The last clock read while idle, and where the current burst began
+    // (0: no burst): EngineCounters::busy_ns.
+    uint64_t idle_clock = timing::now_ns(), burst_start = 0;
     for (;;) {
         // Held in a submitter's call, and replaced meanwhile: once the call
         // returned and its descriptor finished, the relief serves instead.
         if (slot_->held.load(std::memory_order_acquire)) break;
         if (serve_once()) {
+            if (burst_start == 0) burst_start = idle_clock;
             idle_since = 0;
             continue;
+        }
+        if (burst_start != 0) {
+            idle_clock = timing::now_ns();
+            bump(counters_.busy_ns, idle_clock - burst_start);
+            burst_start = 0;
         }
         // Stop only once every queue is empty: close() finishes submitted work.
         if (stopping_.load(std::memory_order_acquire)) {
@@ -69,17 +84,19 @@ void Engine::run() {
             sched_yield();  // (a system call: the clock is cheap beside it)
         } else {
             cpu_relax();
-            // Reading the clock every poll would cost more than the poll itself.
-            if (++idle_polls % 64 != 0) continue;
+            if (++idle_polls % kIdleClockPolls != 0) continue;
         }
         uint64_t now = timing::now_ns();
+        idle_clock = now;
         if (idle_since == 0) {
             idle_since = now;
         } else if (now - idle_since >= idle_spin_ns_) {
             sleep();
             idle_since = 0;
+            idle_clock = timing::now_ns();
         }
     }
+    if (burst_start != 0) bump(counters_.busy_ns, timing::now_ns() - burst_start);
     StallWatch::bind_current_thread(nullptr, nullptr);
     slot_->exited.store(true, std::memory_order_release);
 }
@@ -103,10 +120,12 @@ bool Engine::serve_once() {
                 wq->inflight.fetch_sub(1, std::memory_order_release);
                 process(wq, desc, pasid);
             } else {
-                process(wq, desc, pasid);
+                const uint64_t moved = process(wq, desc, pasid);
                 // Release: this descriptor's writes happen before a DRAIN
                 // that sees the count drop.
                 wq->inflight.fetch_sub(1, std::memory_order_release);
+                // (DeviceConfig::yield_after_bytes: engines sharing CPUs)
+                if (yield_after_bytes_ != 0 && moved >= yield_after_bytes_) sched_yield();
             }
             if (slot_->held.load(std::memory_order_acquire)) return true;
         }
@@ -114,7 +133,7 @@ bool Engine::serve_once() {
     return worked;
 }
 
-void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
+uint64_t Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
     const AddressSpace *space = spaces_->enter(pasid);
     if (space == nullptr) {
         // Its submitter left (the agent retired its space) or never was:
@@ -122,7 +141,7 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
         DP_LOG_DEBUG("{}: descriptor of retired address space {:#x} dropped", wq->config.name,
                      pasid);
         bump(counters_.dropped, 1);
-        return;
+        return 0;
     }
     OpResult result;
     bool reported = true;
@@ -148,11 +167,13 @@ void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
     }
     space->finished(desc);
     spaces_->leave(pasid);
-    if (!reported) return;
+    if (!reported) return 0;
     bump(counters_.completed, 1 + result.members);
     bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
     // A batch's record counts members in bytes; its members' bytes are apart.
-    bump(counters_.bytes, desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes);
+    const uint64_t moved = desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes;
+    bump(counters_.bytes, moved);
+    return moved;
 }
 
 void Engine::drain(WqState *wq) {
