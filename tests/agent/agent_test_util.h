@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -32,6 +33,19 @@ inline std::string make_private_dir() {
     char *dir = mkdtemp(tmpl);  // mode 0700
     return dir ? dir : "";
 }
+
+// An agent configuration file holding `agent_keys` (the inside of its
+// "agent" object), for `deputy agent --config path()`; removed with it.
+struct AgentConfig {
+    explicit AgentConfig(const std::string &agent_keys) : dir(make_private_dir()) {
+        std::ofstream(path()) << R"({"agent": {)" << agent_keys << "}}";
+    }
+    ~AgentConfig() { std::filesystem::remove_all(dir); }
+    AgentConfig(const AgentConfig &) = delete;
+    AgentConfig &operator=(const AgentConfig &) = delete;
+    std::string path() const { return dir + "/agent.json"; }
+    std::string dir;
+};
 
 // The job secret the tests' teams share (dp_config_t.job_secret).
 inline constexpr const char *kTestJobSecret = "test-job-secret-0123456789abcdef";

@@ -815,12 +815,7 @@ TEST_F(CollTest, RequestsFreedOnAnotherThreadKeepEverySlotInUse) {
 TEST_F(CollTest, InfoShowsEachTeamsQueuedPosts) {
     Team team(agent, 2, key());
     auto team_info = [&] {
-        std::string json, error;
-        EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json,
-                                                      &error),
-                  DP_OK)
-            << error;
-        const auto teams = nlohmann::json::parse(json)["teams"];
+        const auto teams = deputy::testing::agent_info(agent)["teams"];
         return teams.empty() ? nlohmann::json{} : teams[0];
     };
     uint8_t *src[2], *dst[2];

@@ -282,12 +282,17 @@ class AgentPaused {
 };
 
 // Operations the members ran themselves (the agent's count).
-inline uint64_t run_by_members(const AgentProcess &agent) {
+// What `deputy info` says (a failed request fails the test).
+inline nlohmann::json agent_info(const AgentProcess &agent) {
     std::string json, error;
     EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error),
               DP_OK)
         << error;
-    return nlohmann::json::parse(json)["collectives"]["run_by_members"].get<uint64_t>();
+    return nlohmann::json::parse(json);
+}
+
+inline uint64_t run_by_members(const AgentProcess &agent) {
+    return agent_info(agent)["collectives"]["run_by_members"].get<uint64_t>();
 }
 
 }  // namespace deputy::testing

@@ -31,6 +31,7 @@
 
 namespace {
 
+using deputy::testing::AgentConfig;
 using deputy::testing::AgentProcess;
 using deputy::testing::Memory;
 using deputy::testing::Team;
@@ -59,15 +60,6 @@ int mappings_of(const std::string &prefix) {
 }
 
 // An agent config file in a private directory, removed with it.
-struct AgentConfig {
-    explicit AgentConfig(const std::string &agent_keys) : dir(deputy::testing::make_private_dir()) {
-        std::ofstream(path()) << R"({"agent": {)" << agent_keys << "}}";
-    }
-    ~AgentConfig() { std::filesystem::remove_all(dir); }
-    std::string path() const { return dir + "/agent.json"; }
-    std::string dir;
-};
-
 // Raises this process's soft limit on fds to the hard one; returns it.
 rlim_t raise_fd_limit() {
     rlimit r{};

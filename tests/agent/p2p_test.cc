@@ -30,11 +30,7 @@ using deputy::testing::Memory;
 using deputy::testing::Team;
 
 nlohmann::json p2p_info(const AgentProcess &agent) {
-    std::string json, error;
-    EXPECT_EQ(deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error),
-              DP_OK)
-        << error;
-    return nlohmann::json::parse(json)["p2p"];
+    return deputy::testing::agent_info(agent)["p2p"];
 }
 
 void pattern(uint8_t *p, size_t n, uint32_t seed) {

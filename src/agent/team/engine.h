@@ -175,6 +175,14 @@ class TeamEngine {
     // Fails the queued posts of operation sequences >= from.
     void fail_queued_from(Team &t, uint64_t from);
     size_t window() const;  // tasks of one operation with the engines at once
+    // Whether a plan moving `traffic` bytes runs on the service thread now
+    // (it then counts against this turn's share): over mapped memory only,
+    // at most coll_inline_bytes, and only while the service thread has run
+    // less than coll_inline_bytes of plans since it last refilled the
+    // engines (progress()). Beyond that, small operations go to the engines
+    // too: many small ones cannot keep a large one's window from being
+    // refilled, and the large one's window bounds what they wait behind.
+    bool run_inline(uint64_t traffic, bool all_in_place);
     // Several nodes (node_membership.cc, node_execution.cc).
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }
     void join_nodes(ClientSession &s, const channel::control::TeamJoin &m,
@@ -270,6 +278,11 @@ class TeamEngine {
     Hooks hooks_;
     uint32_t next_team_id_ = 1;
     std::map<uint32_t, std::unique_ptr<Team>> teams_;
+    // progress() serves the teams in turn from the one after the team it
+    // served first last time, so that with the device queue full no team
+    // is always refilled first.
+    uint32_t first_served_ = 0;
+    uint64_t inline_left_ = 0;  // run_inline()'s share left in this turn
     std::map<uint32_t, uint32_t> pending_;  // client id -> joins_pending()
     // node_key(secret, key) -> team id while members join: keys are scoped
     // by their job.

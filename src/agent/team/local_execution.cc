@@ -41,11 +41,10 @@ void TeamEngine::start_local(Team &t, const std::vector<Posted> &posted) {
     }
     // Small: cheaper on the service thread than the wake-ups of a hand-off
     // to an engine (bounded by coll_inline_bytes, so no client waits long
-    // for it). Only over mapped memory: a call into a member's process
+    // for it, and by the turn's share: run_inline()). Only over mapped memory: a call into a member's process
     // takes as long as the process likes (userfaultfd), and the service
     // thread serves everyone; engines can be relieved (mover/stall_watch.h).
-    const bool inline_ =
-        ex->local.plan.traffic_bytes() <= config_.coll_inline_bytes && ex->buffers.all_in_place();
+    const bool inline_ = run_inline(ex->local.plan.traffic_bytes(), ex->buffers.all_in_place());
     ex->runner = inline_ ? Execution::Runner::service_thread : Execution::Runner::engines;
     if (!inline_) {
         ex->local.tasks.reset(&ex->local.plan, {}, 1, &ex->buffers);

@@ -265,7 +265,7 @@ void TeamEngine::start_transfer(Team &t, std::unique_ptr<Transfer> x) {
         x->buffers.all_in_place() ? config_.coll_chunk_bytes : config_.coll_direct_chunk_bytes,
         from, to);
     // Small and mapped: cheaper here than the wake-ups of a hand-off.
-    if (x->plan.traffic_bytes() <= config_.coll_inline_bytes && x->buffers.all_in_place()) {
+    if (run_inline(x->plan.traffic_bytes(), x->buffers.all_in_place())) {
         uint8_t status = DP_COMP_SUCCESS;
         std::string why;
         for (const coll::Task &task : x->plan.tasks)

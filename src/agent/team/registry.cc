@@ -66,6 +66,13 @@ TeamEngine::TeamEngine(mover::Device *device, const AgentConfig &config, Hooks h
     }
 }
 
+bool TeamEngine::run_inline(uint64_t traffic, bool all_in_place) {
+    if (!all_in_place || traffic > config_.coll_inline_bytes || traffic > inline_left_)
+        return false;
+    inline_left_ -= traffic;
+    return true;
+}
+
 size_t TeamEngine::window() const {
     // Enough to keep every engine busy with one operation while the service
     // thread is woken to refill it (with 2 per engine, a 16 MiB direct
@@ -299,17 +306,26 @@ bool TeamEngine::progress() {
     if (!node_parked_.empty()) expire_parked();
     bool worked = poll_internode();
     if (!orphans_.empty()) worked |= poll_orphans();
+    // A new turn: the engines' windows are refilled below (run_inline()).
+    inline_left_ = config_.coll_inline_bytes;
     if (!transfers_.empty()) worked |= progress_p2p();
-    for (auto &[id, t] : teams_) {
-        if (t->running) {
-            worked |= advance(*t);
-        } else if (t->board.valid() && t->ready && !t->broken && !members_running(*t)) {
+    if (teams_.empty()) return worked;
+    auto serve = [&](Team &t) {
+        if (t.running) {
+            worked |= advance(t);
+        } else if (t.board.valid() && t.ready && !t.broken && !members_running(t)) {
             // The members finished an operation they ran: the next may start.
-            const uint64_t before = t->ops;
-            try_start(*t);
-            worked |= t->ops != before;
+            const uint64_t before = t.ops;
+            try_start(t);
+            worked |= t.ops != before;
         }
-    }
+    };
+    // In turn from the team after the one served first last time (serving a
+    // team neither adds nor erases one, so the iterators hold).
+    const auto first = teams_.upper_bound(first_served_);
+    for (auto it = first; it != teams_.end(); ++it) serve(*it->second);
+    for (auto it = teams_.begin(); it != first; ++it) serve(*it->second);
+    first_served_ = first != teams_.end() ? first->first : teams_.begin()->first;
     return worked;
 }
 
