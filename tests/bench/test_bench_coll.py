@@ -106,6 +106,8 @@ def test_help_names_the_flags() -> None:
     (["--allreduce-table", "--max", "4g"], "--max 4g"),
     (["--root", "5", "--op", "bcast", *MPI_ONLY], "--root 5"),
     (["--op", "alltoall", "-d", "bfloat16", *MPI_ONLY], "-d bfloat16"),
+    (["--load", "1m,2x"], "--load 2x"),
+    (["--load", "2"], "--load 2"),
 ])
 def test_usage_errors_name_the_flag(args: list[str], expected: str) -> None:
     fails_naming(expected, *args)
@@ -336,6 +338,29 @@ def test_deputy_iallreduce_overlap_with_test_calls(agent, tmp_path: Path) -> Non
                             "-m", "4k:64k", "-i", "10", "-x", "2", "-t", "2", "--compute", "idle")
     rows = [r for r in doc["results"] if r["impl"] == "deputy"]
     assert rows and all(0 <= r["overlap_pct"] <= 100 and "overall_vs_mpi" in r for r in rows)
+
+
+def test_deputy_beside_streaming_teams(agent, tmp_path: Path) -> None:
+    """--load: the first of three teams of 2 is measured alone, then beside two teams
+    streaming allreduces; the summary compares, reports each streaming team and the
+    engines' shares; the JSON labels each row."""
+    stdout, doc = deputy_ok(tmp_path, agent, "-m", "8:64", "--load", "64k,1m", *QUICK,
+                            ranks=6)
+    assert doc["config"]["load"] == "64k,1m"
+    assert [r["load"] for r in doc["results"]] == ["alone"] * 4 + ["64k,1m"] * 4
+    assert "2 team(s) of 2 rank(s)" in stdout
+    assert len(re.findall(r"# beside the load / alone, deputy p99, \d+ B: [0-9.]+x", stdout)) == 4
+    teams = doc["load"]["teams"]
+    assert [(t["team"], t["bytes"]) for t in teams] == [(1, 65536), (2, 1 << 20)]
+    assert all(t["operations"] >= 1 and t["seconds"] > 0 for t in teams)
+    assert re.search(r"# load team 2: \d+ allreduce\(s\) of 1M", stdout)
+    assert "# the agent's engines beside the load: engine 0 " in stdout
+
+
+def test_load_needs_teams_of_equal_size(agent) -> None:
+    r = coll("--load", "64k", *QUICK, ranks=3, env=agent)
+    assert r.returncode != 0
+    assert "the 3 ranks must split into 2 teams of equal size" in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("op", ["reduce_scatter", "allgather", "alltoall", "bcast", "barrier",

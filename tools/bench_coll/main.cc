@@ -19,6 +19,7 @@
 #include "bench_coll/allreduce_table.h"
 #include "bench_coll/compute.h"
 #include "bench_coll/impl.h"
+#include "bench_coll/load.h"
 #include "bench_coll/options.h"
 #include "bench_coll/pattern.h"
 #include "bench_coll/print_buffers.h"
@@ -62,9 +63,22 @@ struct SizePoint {
 };
 
 int run(const CollOptions &o, CLI::App &app) {
-    World world;
-    const bool root_rank = world.rank() == 0;
     cli::apply_log_flags(o.log);
+    // --load: this rank may belong to a team that only streams (load.h).
+    LoadSplit split;
+    std::string split_error;
+    try {
+        if (!split_for_load(parse_load(o.load), &split, &split_error)) {
+            if (launcher_rank() == 0) log::app().error("{}", split_error);
+            return 2;
+        }
+    } catch (const CLI::Error &e) {
+        return launcher_rank() == 0 ? app.exit(e) : e.get_exit_code();
+    }
+    if (split.team != 0) return run_load_rank(split, o);
+    World world(split.comm);
+    LoadControl load(split);  // (releases the streaming ranks however this returns)
+    const bool root_rank = world.rank() == 0;
     // Under `deputy launch -n N` each process is an MPI singleton: the ranks
     // would run N separate one-rank benchmarks. Say so instead.
     if (const char *launched = std::getenv("DEPUTY_SIZE");
@@ -172,6 +186,7 @@ int run(const CollOptions &o, CLI::App &app) {
     }
 
     nlohmann::json results = nlohmann::json::array();
+    nlohmann::json load_document;  // --load: the streaming teams' reports
     uint64_t wrong = 0;
     if (root_rank) {
         print_banner(info);
@@ -190,59 +205,91 @@ int run(const CollOptions &o, CLI::App &app) {
                                     *impls[plan.run_deputy ? 2 : 1],
                                     plan.run_deputy ? impls[0].get() : nullptr, &results);
     } else {
-        if (root_rank) print_table_header(info);
-        std::vector<Row> all_rows;
-        // A team spanning nodes: which algorithm(s) the agents ran between
-        // them, per size (from rank 0's agent, before and after the size).
-        std::map<std::string, uint64_t> inter_before;
-        if (plan.run_deputy && root_rank) inter_before = deputy.inter_node_steps();
-        for (const SizePoint &point : points) {
-            SizeJob job;
-            job.world = &world;
-            job.pattern = Pattern{op.coll, &dt, plan.redop, n, o.root, point.count};
-            job.args =
-                CallArgs{buffers.send(), buffers.recv(), point.count, &dt, plan.redop, o.root};
-            job.size = point.size;
-            job.iterations = plan.iterations_for(point.size);
-            job.warmup = plan.warmup_for(point.size);
-            job.check_every = o.check;
-            job.test_calls = o.test_calls;
-            job.compute = &compute;
-            fill_send(job.pattern, world.rank(), buffers.send());
-            std::vector<Row> rows;
-            for (auto &impl : impls) {
-                rows.push_back(measure(*impl, job, op.nonblocking));
-                rows.back().algorithm = impl->detail();
-                if (o.print_buffers && rows.back().skipped.empty())
-                    print_buffers(
-                        world, job.pattern, buffers.send(), buffers.recv(),
-                        fmt::format("buffers after {} {}, {} B ({} {} per {})", impl->name(),
-                                    op.name, point.size, point.count, dt.name,
-                                    send_elems(op.coll, 1, n) > 1 || recv_elems(op.coll, 1, n) > 1
-                                        ? "block"
-                                        : "rank"));
+        // The sizes, once; with --load, once alone and once beside the
+        // streaming teams (each row says which). Returns the rows.
+        auto sweep = [&](const std::string &load_label) {
+            if (root_rank) print_table_header(info);
+            std::vector<Row> all_rows;
+            // A team spanning nodes: which algorithm(s) the agents ran between
+            // them, per size (from rank 0's agent, before and after the size).
+            std::map<std::string, uint64_t> inter_before;
+            if (plan.run_deputy && root_rank) inter_before = deputy.inter_node_steps();
+            for (const SizePoint &point : points) {
+                SizeJob job;
+                job.world = &world;
+                job.pattern = Pattern{op.coll, &dt, plan.redop, n, o.root, point.count};
+                job.args =
+                    CallArgs{buffers.send(), buffers.recv(), point.count, &dt, plan.redop, o.root};
+                job.size = point.size;
+                job.iterations = plan.iterations_for(point.size);
+                job.warmup = plan.warmup_for(point.size);
+                job.check_every = o.check;
+                job.test_calls = o.test_calls;
+                job.compute = &compute;
+                fill_send(job.pattern, world.rank(), buffers.send());
+                std::vector<Row> rows;
+                for (auto &impl : impls) {
+                    rows.push_back(measure(*impl, job, op.nonblocking));
+                    rows.back().load = load_label;
+                    rows.back().algorithm = impl->detail();
+                    if (o.print_buffers && rows.back().skipped.empty())
+                        print_buffers(
+                            world, job.pattern, buffers.send(), buffers.recv(),
+                            fmt::format("buffers after {} {}, {} B ({} {} per {})", impl->name(),
+                                        op.name, point.size, point.count, dt.name,
+                                        send_elems(op.coll, 1, n) > 1 ||
+                                                recv_elems(op.coll, 1, n) > 1
+                                            ? "block"
+                                            : "rank"));
+                }
+                if (plan.run_deputy && root_rank) {
+                    std::map<std::string, uint64_t> now = deputy.inter_node_steps();
+                    for (const auto &[name, count] : now)
+                        if (count > inter_before[name])
+                            rows.front().inter_node +=
+                                (rows.front().inter_node.empty() ? "" : "+") + name;
+                    inter_before = std::move(now);
+                }
+                const Row *mpi = nullptr;
+                for (const Row &r : rows)
+                    if (r.impl == "mpi" && r.skipped.empty()) mpi = &r;
+                for (const Row &r : rows) {
+                    wrong += r.wrong;
+                    if (root_rank) results.push_back(row_json(info, r, mpi));
+                }
+                if (root_rank) print_size_rows(info, rows);
+                if (root_rank && !rows.front().inter_node.empty())
+                    std::printf("#   %llu B: between nodes the agents ran %s\n",
+                                (unsigned long long)point.size, rows.front().inter_node.c_str());
+                all_rows.insert(all_rows.end(), rows.begin(), rows.end());
             }
-            if (plan.run_deputy && root_rank) {
-                std::map<std::string, uint64_t> now = deputy.inter_node_steps();
-                for (const auto &[name, count] : now)
-                    if (count > inter_before[name])
-                        rows.front().inter_node += (rows.front().inter_node.empty() ? "" : "+") + name;
-                inter_before = std::move(now);
+            if (root_rank) print_skip_notes(all_rows);
+            return all_rows;
+        };
+        if (split.teams == 1) {
+            sweep("");
+        } else {
+            if (root_rank)
+                std::printf("# --load %s: %d team(s) of %d rank(s) stream allreduces through the "
+                            "same agent during the second table\n# alone:\n",
+                            o.load.c_str(), split.teams - 1, split.team_size);
+            const std::vector<Row> alone = sweep("alone");
+            nlohmann::json before;
+            if (root_rank) {
+                before = deputy.agent_info();
+                load.start();
+                std::printf("# beside the streaming teams:\n");
             }
-            const Row *mpi = nullptr;
-            for (const Row &r : rows)
-                if (r.impl == "mpi" && r.skipped.empty()) mpi = &r;
-            for (const Row &r : rows) {
-                wrong += r.wrong;
-                if (root_rank) results.push_back(row_json(info, r, mpi));
+            world.barrier();
+            const std::vector<Row> beside = sweep(o.load);
+            world.barrier();
+            if (root_rank) {
+                const nlohmann::json reports = load.stop();
+                print_load_summary(alone, beside, reports,
+                                   engine_shares(before, deputy.agent_info()));
+                load_document = {{"sizes", o.load}, {"teams", reports}};
             }
-            if (root_rank) print_size_rows(info, rows);
-            if (root_rank && !rows.front().inter_node.empty())
-                std::printf("#   %llu B: between nodes the agents ran %s\n",
-                            (unsigned long long)point.size, rows.front().inter_node.c_str());
-            all_rows.insert(all_rows.end(), rows.begin(), rows.end());
         }
-        if (root_rank) print_skip_notes(all_rows);
     }
 
     int rc = 0;
@@ -252,7 +299,9 @@ int run(const CollOptions &o, CLI::App &app) {
         else
             std::printf("# validation: every checked result is correct\n");
         std::fflush(stdout);
-        if (!o.out_file.empty() && !write_json(o.out_file, results_document(info, results))) rc = 2;
+        nlohmann::json doc = results_document(info, results);
+        if (!load_document.is_null()) doc["load"] = load_document;
+        if (!o.out_file.empty() && !write_json(o.out_file, doc)) rc = 2;
     }
     if (wrong != 0) rc = 1;
     return rc;

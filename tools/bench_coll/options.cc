@@ -1,5 +1,6 @@
 #include "bench_coll/options.h"
 
+#include <deputy/coll.h>
 #include <fmt/format.h>
 
 #include "common/units.h"
@@ -49,6 +50,20 @@ uint64_t Plan::iterations_for(uint64_t bytes) const {
 uint64_t Plan::warmup_for(uint64_t bytes) const {
     if (warmup >= 0) return uint64_t(warmup);
     return bytes <= kOsuLarge ? 200 : 10;
+}
+
+std::vector<uint64_t> parse_load(const std::string &text) {
+    std::vector<uint64_t> sizes;
+    if (text.empty()) return sizes;
+    for (size_t at = 0;;) {
+        const size_t comma = text.find(',', at);
+        const std::string one = text.substr(at, comma == std::string::npos ? comma : comma - at);
+        const uint64_t bytes = parse_bytes("--load", one);
+        if (bytes < 4) usage_error("--load " + one + ": at least 4 bytes (one float32)");
+        sizes.push_back(bytes);
+        if (comma == std::string::npos) return sizes;
+        at = comma + 1;
+    }
 }
 
 std::vector<uint64_t> parse_size_range(const std::string &text, uint32_t factor) {
@@ -124,6 +139,10 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_option("--agent-socket", o->agent_socket,
                    "the agent's socket (default: $DEPUTY_AGENT, else the default path)");
     app.add_option("--out", o->out_file, "write results as JSON to this file (rank 0)");
+    app.add_option("--load", o->load,
+                   "SIZE[,SIZE...]: split the ranks into 1 + N equal teams; the first is "
+                   "measured, first alone and then while each other streams allreduces of its "
+                   "SIZE through the same agent");
     app.add_flag("--sched", o->sched,
                  "also run deputy's own algorithms (src/coll schedules) on the host ranks over "
                  "MPI point-to-point: the host-driven baseline");
@@ -183,9 +202,13 @@ Plan resolve(const CollOptions &o, int ranks) {
     p.warmup = o.warmup;
     if (o.root < 0 || o.root >= ranks)
         usage_error(fmt::format("--root {}: must be a rank, 0..{}", o.root, ranks - 1));
-    if (ranks > 64 && p.run_deputy)
-        usage_error(
-            fmt::format("{} ranks: a deputy team has at most 64 members (use --no-deputy)", ranks));
+    if (ranks > DP_TEAM_MAX_SIZE && p.run_deputy)
+        usage_error(fmt::format("{} ranks: a deputy team has at most {} members (use --no-deputy)",
+                                ranks, DP_TEAM_MAX_SIZE));
+    if (!o.load.empty() && !p.run_deputy)
+        usage_error("--load streams through the agent: drop --no-deputy");
+    if (!o.load.empty() && o.allreduce_table)
+        usage_error("--load measures the -m sizes: drop --allreduce-table");
 
     if (o.allreduce_table) {
         if (p.op->coll != Coll::allreduce || p.op->nonblocking)

@@ -39,6 +39,7 @@ struct CollOptions {
     bool sched = false;             // --sched: src/coll's schedules run by the host ranks
     std::string host_algorithm;     // --host-algorithm (with --sched)
     std::string out_file;           // --out
+    std::string load;               // --load SIZE[,SIZE...]: streaming teams beside (load.h)
     cli::LogFlags log;              // -l, --sdk-log-level
 };
 
@@ -70,5 +71,7 @@ void add_options(CLI::App &app, CollOptions *o);
 Plan resolve(const CollOptions &o, int ranks);
 // The size list of -m and --factor (also used for the banner).
 std::vector<uint64_t> parse_size_range(const std::string &text, uint32_t factor);
+// --load's sizes, one streaming team each (empty text: none).
+std::vector<uint64_t> parse_load(const std::string &text);
 
 }  // namespace deputy::bench::coll

@@ -164,6 +164,31 @@ void print_skip_notes(const std::vector<Row> &rows) {
     std::fflush(stdout);
 }
 
+void print_load_summary(const std::vector<Row> &alone, const std::vector<Row> &beside,
+                        const nlohmann::json &reports, const std::string &engine_shares) {
+    for (const Row &b : beside) {
+        if (!b.skipped.empty()) continue;
+        for (const Row &a : alone) {
+            if (a.impl != b.impl || a.size != b.size || !a.skipped.empty()) continue;
+            // Blocking rows have single calls' tails; non-blocking ones the mean.
+            const bool tails = !b.nonblocking && a.time_p99_us > 0;
+            const double was = tails ? a.time_p99_us : a.time_us;
+            const double is = tails ? b.time_p99_us : b.time_us;
+            std::printf("# beside the load / alone, %s %s, %llu B: %.2fx (%.1f / %.1f us)\n",
+                        b.impl.c_str(), tails ? "p99" : "time", (unsigned long long)b.size,
+                        was > 0 ? is / was : 0.0, is, was);
+        }
+    }
+    for (const auto &t : reports)
+        std::printf("# load team %d: %llu allreduce(s) of %s in %.2f s, bus bandwidth %.2f GB/s\n",
+                    t["team"].get<int>(), (unsigned long long)t["operations"].get<uint64_t>(),
+                    units::format_size(t["bytes"].get<uint64_t>()).c_str(),
+                    t["seconds"].get<double>(), t["busbw_gbs"].get<double>());
+    if (!engine_shares.empty())
+        std::printf("# the agent's engines beside the load: %s\n", engine_shares.c_str());
+    std::fflush(stdout);
+}
+
 nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
     const Plan &p = *info.plan;
     nlohmann::json j = {{"impl", r.impl},
@@ -177,6 +202,7 @@ nlohmann::json row_json(const RunInfo &info, const Row &r, const Row *mpi) {
                         {"warmup", r.warmup}};
     if (!r.inter_node.empty()) j["inter_node"] = r.inter_node;
     if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
+    if (!r.load.empty()) j["load"] = r.load;
     if (!r.skipped.empty()) {
         j["skipped"] = r.skipped;
         return j;
@@ -232,6 +258,7 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
                              {"no_deputy", o.no_deputy},
                              {"allreduce_table", o.allreduce_table},
                              {"max", o.max},
+                             {"load", o.load},
                              {"agent_socket", o.agent_socket},
                              {"wait", o.wait},
                              {"log_level", o.log.log_level},

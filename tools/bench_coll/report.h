@@ -38,6 +38,11 @@ void print_table_header(const RunInfo &info);
 void print_size_rows(const RunInfo &info, const std::vector<Row> &rows);
 // Reasons rows were skipped, once each, at the end.
 void print_skip_notes(const std::vector<Row> &rows);
+// --load: per size and implementation, the tail latency beside the
+// streaming teams against alone; what each streaming team ran; the
+// engines' shares (load.h's engine_shares()).
+void print_load_summary(const std::vector<Row> &alone, const std::vector<Row> &beside,
+                        const nlohmann::json &reports, const std::string &engine_shares);
 
 nlohmann::json results_document(const RunInfo &info, const nlohmann::json &results);
 nlohmann::json row_json(const RunInfo &info, const Row &row, const Row *mpi);

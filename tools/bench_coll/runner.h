@@ -63,6 +63,7 @@ struct Row {
     double wait_cpu_us = 0;  // inside the wait of the overlap loop, per operation
     std::string inter_node;  // deputy across nodes: the agents' algorithm(s) for this size
     std::string algorithm;   // sched: the src/coll algorithm that ran
+    std::string load;        // --load: "alone", or the streaming teams' sizes beside it
 };
 
 struct SizeJob {

@@ -87,15 +87,20 @@ bool DeputySession::probe(const World &world, Memory memory, void *send, void *r
     return world.all(s == DP_OK);
 }
 
-std::map<std::string, uint64_t> DeputySession::inter_node_steps() const {
-    std::map<std::string, uint64_t> steps;
+nlohmann::json DeputySession::agent_info() const {
     std::string text, error;
     const char *token = std::getenv("DEPUTY_TOKEN");
     if (channel::request_agent_info(agent_address_, token ? token : "", 1'000'000'000, &text,
                                     &error) != DP_OK)
-        return steps;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("teams")) return steps;
+        return {};
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_discarded() || !j.is_object() ? nlohmann::json{} : j;
+}
+
+std::map<std::string, uint64_t> DeputySession::inter_node_steps() const {
+    std::map<std::string, uint64_t> steps;
+    const nlohmann::json j = agent_info();
+    if (!j.contains("teams")) return steps;
     for (const auto &t : j["teams"])
         if (t.value("key", "") == key_ && t.contains("inter_node_steps"))
             for (const auto &[name, n] : t["inter_node_steps"].items())

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench_coll/options.h"
@@ -41,6 +42,8 @@ class DeputySession {
     // inter-node steps by algorithm ("ring": 12, ...); empty when the team
     // is on one node or the agent does not say.
     std::map<std::string, uint64_t> inter_node_steps() const;
+    // What `deputy info` says of this rank's agent; empty when it does not answer.
+    nlohmann::json agent_info() const;
 
   private:
     std::string agent_address_;

@@ -1,6 +1,6 @@
-// The job the benchmark runs in: MPI_COMM_WORLD's ranks, and the few
-// collective helpers the measurement itself needs (barriers, averages over
-// ranks, gathering text to rank 0). These always use MPI, never deputy, so
+// The job the benchmark runs in: MPI_COMM_WORLD's ranks (or one team's of
+// them, with --load), and the few collective helpers the measurement itself
+// needs (barriers, averages over ranks, gathering text to rank 0). These always use MPI, never deputy, so
 // they cannot disturb what is measured.
 #pragma once
 
@@ -15,11 +15,12 @@ namespace deputy::bench::coll {
 
 class World {
   public:
-    World();  // after MPI_Init
+    // After MPI_Init; a part of the job (--load) is a communicator of its own.
+    explicit World(MPI_Comm comm = MPI_COMM_WORLD);
     int rank() const { return rank_; }
     int size() const { return size_; }
     int local_size() const { return local_size_; }  // ranks on this node
-    MPI_Comm comm() const { return MPI_COMM_WORLD; }
+    MPI_Comm comm() const { return comm_; }
 
     void barrier() const;
     // Element-wise average / maximum over ranks (every rank gets them).
@@ -37,6 +38,7 @@ class World {
     [[noreturn]] void abort(int code) const;
 
   private:
+    MPI_Comm comm_ = MPI_COMM_WORLD;
     int rank_ = 0;
     int size_ = 1;
     int local_size_ = 1;
