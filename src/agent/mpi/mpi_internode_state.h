@@ -96,6 +96,9 @@ struct MpiInternode::TeamComm {
 struct MpiInternode::Forming {
     uint32_t size = 0;
     std::vector<uint32_t> node_of_rank;  // UINT32_MAX: not joined
+    // Ranks joined so far: a join costs O(1), not a scan of the map (a
+    // team of n ranks formed in O(n), not O(n^2)).
+    uint32_t joined = 0;
     uint64_t deadline_ns = 0;
     uint32_t timeout_ms = 0;
 };

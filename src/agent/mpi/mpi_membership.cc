@@ -110,7 +110,7 @@ void MpiInternode::sequencer_join(uint32_t from, const std::string &key, uint32_
         return refuse(DP_ERR_INVALID, fmt::format("team '{}': rank {} joined already (on node {})",
                                                   key, rank, f.node_of_rank[rank]));
     f.node_of_rank[rank] = from;
-    if (std::count(f.node_of_rank.begin(), f.node_of_rank.end(), UINT32_MAX) != 0) return;
+    if (++f.joined < f.size) return;
     const uint64_t uid = next_uid_++;
     std::vector<uint32_t> map = f.node_of_rank;
     forming_.erase(it);

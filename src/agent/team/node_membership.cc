@@ -111,7 +111,7 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     for (auto it = first; it != last;) {
         const PendingJoin &j = it->second;
         if (j.rank < t.size && t.node_of_rank[j.rank] == internode_->node() && !t.members[j.rank]) {
-            t.members[j.rank] = j.client;
+            t.set_member(j.rank, j.client);
             t.join_ids[j.rank] = j.join_id;
             unpend(j.client);
             it = joining_.erase(it);

@@ -29,7 +29,7 @@ SecretDigest secret_digest(const std::string &secret) {
 uint32_t TeamEngine::teams_of(uint32_t client) const {
     uint32_t n = 0;
     for (const auto &[id, t] : teams_)
-        n += std::count(t->members.begin(), t->members.end(), client) != 0;
+        n += t->rank_of.count(client) != 0;
     for (const auto &[key, j] : joining_) n += j.client == client;
     return n;
 }
@@ -161,16 +161,16 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     // A member's posts are its client's (find_member_team): two ranks in
     // one client could never both post. Its threads may now join at once,
     // so say so instead of forming a team that cannot run.
-    if (auto at = std::find(t->members.begin(), t->members.end(), s.id); at != t->members.end())
+    if (auto at = t->rank_of.find(s.id); at != t->rank_of.end())
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': this client joined it already as rank {} (one rank "
                                   "per client, i.e. per dp_context_t)",
-                                  m.key, at - t->members.begin()));
-    t->members[m.rank] = s.id;
+                                  m.key, at->second));
+    t->set_member(m.rank, s.id);
     t->join_ids[m.rank] = m.join_id;
     t->agent_runs_all |= (m.flags & ch::control::kJoinAgentRuns) != 0;
     ++pending_[s.id];
-    if (std::count(t->members.begin(), t->members.end(), 0u) != 0) return;  // wait for the rest
+    if (t->rank_of.size() < t->size) return;  // wait for the rest
     for (uint32_t id : t->members) unpend(id);
     forming_.erase(scoped);
     t->ready = true;
@@ -228,12 +228,10 @@ TeamEngine::Team *TeamEngine::find_member_team(const ClientSession &s, uint32_t 
     auto it = teams_.find(team_id);
     if (it == teams_.end() || !it->second->ready) return nullptr;
     Team &t = *it->second;
-    for (uint32_t r = 0; r < t.size; ++r)
-        if (t.members[r] == s.id) {
-            *rank = r;
-            return &t;
-        }
-    return nullptr;
+    auto at = t.rank_of.find(s.id);
+    if (at == t.rank_of.end()) return nullptr;
+    *rank = at->second;
+    return &t;
 }
 
 dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *reason) {
@@ -245,9 +243,9 @@ dp_status_t TeamEngine::leave(ClientSession &s, uint32_t team_id, std::string *r
     }
     // An operation still running keeps going: it holds the memory it uses.
     break_team(*t, fmt::format("rank {} left team '{}'", rank, t->key));
-    t->members[rank] = 0;
+    t->set_member(rank, 0);
     p2p_member_gone(*t, rank, s.id);
-    if (std::count(t->members.begin(), t->members.end(), 0u) == t->size) {
+    if (t->rank_of.empty()) {
         retire(*t);
         teams_.erase(team_id);
     }
@@ -258,22 +256,21 @@ void TeamEngine::client_gone(ClientSession &s) {
     std::vector<uint32_t> emptied;
     for (auto &[id, team] : teams_) {
         Team &t = *team;
-        auto at = std::find(t.members.begin(), t.members.end(), s.id);
-        if (at == t.members.end()) continue;
-        const uint32_t rank = uint32_t(at - t.members.begin());
+        auto at = t.rank_of.find(s.id);
+        if (at == t.rank_of.end()) continue;
+        const uint32_t rank = at->second;
+        t.set_member(rank, 0);
         if (!t.ready) {  // still forming: the others keep waiting for a new rank `rank`
-            *at = 0;
-            if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
+            if (t.rank_of.empty()) emptied.push_back(id);
             continue;
         }
         // An operation running over this client's buffers goes on: it holds
         // their memory (Execution::memories), so nothing waits here.
-        *at = 0;
         break_team(t, fmt::format("rank {} (pid {}) of team '{}' left or died", rank, s.creds.pid,
                                   t.key));
         p2p_member_gone(t, rank, s.id);
         DP_LOG_WARN("agent: {}", t.broken_reason);
-        if (std::count(t.members.begin(), t.members.end(), 0u) == t.size) emptied.push_back(id);
+        if (t.rank_of.empty()) emptied.push_back(id);
     }
     for (uint32_t id : emptied) {
         if (!teams_.at(id)->ready)

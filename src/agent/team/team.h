@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,15 @@ struct TeamEngine::Team {
     SecretDigest secret{};
     uint32_t size = 0;
     std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
+    // Its inverse, the rank of each client that is a member here: a post
+    // finds its member in O(1) whatever the team's size. Both change
+    // through set_member() only.
+    std::unordered_map<uint32_t, uint32_t> rank_of;
+    void set_member(uint32_t rank, uint32_t client) {
+        if (members[rank] != 0) rank_of.erase(members[rank]);
+        members[rank] = client;
+        if (client != 0) rank_of[client] = rank;
+    }
     // Per rank, the join id its member's TEAM_JOIN carried: the answer
     // carries it back (a client may wait for several joins at once, of
     // different teams).
