@@ -197,5 +197,8 @@ def test_info_shows_each_thread_and_the_clients_cpus(env):
                      out, re.M), out
     assert re.search(r"^    service +\d+ 1 +1 +\d+\.\d\d +\d+\.\d\d +\d+$", out, re.M), out
     assert re.search(r"^    engine 0 +\d+ 1 +1 +\d+\.\d\d +\d+\.\d\d +\d+$", out, re.M), out
+    # What the engine did: nothing yet (the launched `deputy info` posts no work).
+    assert re.search(r"^    engine 0: \d+ % of the engines' work \(\d+\.\d\d s\), \d+ descriptors, "
+                     r"\S+ moved, 0 queued$", out, re.M), out
     assert "  engines' CPUs 1; clients' CPUs (no client)\n" in out
     assert "warning" not in out

@@ -16,6 +16,7 @@
 #include "common/cli_common.h"
 #include "common/cli_json.h"
 #include "common/log.h"
+#include "common/units.h"
 
 namespace deputy::tools {
 namespace {
@@ -55,6 +56,16 @@ void print_placement(const nlohmann::json &p) {
                     stats ? fmt::format("{:.2f}", t["wait_ns"].get<uint64_t>() / 1e6).c_str() : "-",
                     stats ? std::to_string(t["timeslices"].get<uint64_t>()).c_str() : "-");
     }
+    // What each engine did (busy above counts its idle polling too).
+    for (const auto &t : p["threads"])
+        if (t.contains("work_ns"))
+            std::printf("    engine %u: %.0f %% of the engines' work (%.2f s), %llu descriptors, "
+                        "%s moved, %llu queued\n",
+                        t["engine"].get<unsigned>(), 100.0 * t["work_share"].get<double>(),
+                        double(t["work_ns"].get<uint64_t>()) / 1e9,
+                        (unsigned long long)t["descriptors"].get<uint64_t>(),
+                        units::format_size(t["bytes"].get<uint64_t>()).c_str(),
+                        (unsigned long long)t["queued"].get<uint64_t>());
     const std::string clients = p.value("client_cpus", "");
     std::printf("  engines' CPUs %s; clients' CPUs %s\n", p.value("engine_cpus", "?").c_str(),
                 clients.empty() ? "(no client)" : clients.c_str());
