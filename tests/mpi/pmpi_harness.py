@@ -13,6 +13,7 @@ with the reason on the last line.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 import os
@@ -544,6 +545,33 @@ def line_diff(reference: list[str], got: list[str], accept: Callable[[str, str],
     if len(problems) > limit:
         problems = problems[:limit] + [f"  ... and {len(problems) - limit} more"]
     return problems
+
+
+def program_parser(doc: str, prog_help: str, budget: float) -> argparse.ArgumentParser:
+    """The flags of every runner of a test program under the library (its
+    tests.cmake entry passes them): --mpi, --prog, --deputy, --lib, --budget."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--mpi", choices=sorted(MPIS), required=True)
+    ap.add_argument("--prog", type=Path, required=True, help=prog_help)
+    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
+    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
+    ap.add_argument("--budget", type=float, default=budget,
+                    help="seconds for the whole test (below ctest's TIMEOUT)")
+    return ap
+
+
+def program_launch(args: argparse.Namespace) -> tuple[Mpi, "Launch"]:
+    """For a runner's parsed flags: starts its time budget, checks the MPI
+    and that the program and the library are built (Skip when not), and
+    makes every path absolute."""
+    set_budget(args.budget)
+    mpi = MPIS[args.mpi]
+    mpi.check()
+    args.prog, args.lib, args.deputy = (p.absolute() for p in (args.prog, args.lib, args.deputy))
+    for path, what in ((args.prog, "the program"), (args.lib, "the library")):
+        if not path.exists():
+            raise Skip(f"{what} {path} is not built")
+    return mpi, Launch(mpi, args.lib)
 
 
 def main(body: Callable[[], None]) -> None:

@@ -20,7 +20,6 @@ when the MPI, the program or the library is missing.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -50,22 +49,11 @@ def check_lines(stdout: str, ranks: list[int], what: str, want_error: bool) -> l
 
 
 def body() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
-    ap.add_argument("--prog", type=Path, required=True, help="failure_check built for this MPI")
-    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
-    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
-    ap.add_argument("--budget", type=float, default=170)
+    ap = h.program_parser(__doc__, "failure_check built for this MPI", budget=170)
     ap.add_argument("--timeout", type=float, default=60,
                     help="seconds each case may take: beyond, it hung")
     args = ap.parse_args()
-    h.set_budget(args.budget)
-    mpi = h.MPIS[args.mpi]
-    mpi.check()
-    for f, what in ((args.prog, "the program"), (args.lib, "the library")):
-        if not f.exists():
-            raise h.Skip(f"{what} {f} not built")
-    launch = h.Launch(mpi, args.lib.absolute())
+    mpi, launch = h.program_launch(args)
     failures: list[str] = []
     with h.Agent(args.deputy.absolute()) as agent:
         report_dir = agent.dir / "report"

@@ -9,7 +9,6 @@ the program or the library is missing.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -23,22 +22,10 @@ EXPECTED = {"MPI_Allreduce": 4, "MPI_Allgather": 3, "MPI_Alltoall": 3, "MPI_Bcas
 
 
 def body() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
-    ap.add_argument("--prog", type=Path, required=True, help="large_comm_check_<mpi>")
-    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
-    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
+    ap = h.program_parser(__doc__, "large_comm_check_<mpi>", budget=250)
     ap.add_argument("--ranks", type=int, default=100)
-    ap.add_argument("--budget", type=float, default=250,
-                    help="seconds for the whole test (below ctest's TIMEOUT)")
     args = ap.parse_args()
-    h.set_budget(args.budget)
-    mpi = h.MPIS[args.mpi]
-    mpi.check()
-    for path, what in ((args.prog, "the program"), (args.lib, "the library")):
-        if not path.exists():
-            raise h.Skip(f"{what} {path} is not built")
-    launch = h.Launch(mpi, args.lib.absolute())
+    _, launch = h.program_launch(args)
     n = args.ranks
     failures: list[str] = []
     # The agent serves every rank: one client per rank.

@@ -371,11 +371,8 @@ def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float
 
 
 def body() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mpi", choices=sorted(h.MPIS), required=True)
-    ap.add_argument("--prog", type=Path, required=True, help="offload_check built for this MPI")
-    ap.add_argument("--deputy", type=Path, required=True, help="build/tools/deputy")
-    ap.add_argument("--lib", type=Path, required=True, help="libdeputy-mpi-<mpi>.so")
+    # (Not program_launch: the runs without the library need no library.)
+    ap = h.program_parser(__doc__, "offload_check built for this MPI", budget=250)
     ap.add_argument("--ranks", default="1,2,3,4", help="comma-separated rank counts")
     ap.add_argument("--no-nodes", action="store_true", help="skip the several-node run")
     ap.add_argument("--nodes-via", choices=("deputy-mpirun", "wrapper"), default="deputy-mpirun",
@@ -384,8 +381,6 @@ def body() -> None:
     ap.add_argument("--full", action="store_true", help="offload_check --full (the whole matrix)")
     ap.add_argument("--with-known-library-bugs", action="store_true",
                     help="also run the cases of KNOWN_LIBRARY_BUGS (they fail until fixed)")
-    ap.add_argument("--budget", type=float, default=250,
-                    help="seconds for the whole test (below ctest's TIMEOUT)")
     ap.add_argument("--timeout", type=float, default=150, help="seconds per run")
     args = ap.parse_args()
     h.set_budget(args.budget)
