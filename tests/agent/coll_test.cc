@@ -830,6 +830,7 @@ TEST_F(CollTest, InfoShowsEachTeamsQueuedPosts) {
         deputy::testing::eventually([&] { return team_info().value("queued_posts", 0) == 1; }))
         << team_info().dump();
     EXPECT_EQ(team_info()["size"], 2);
+    EXPECT_EQ(team_info()["members_here"], 2);
     ASSERT_EQ(dp_iallreduce(src[1], dst[1], 16, DP_INT32, DP_SUM, team[1].team, &req[1]), DP_OK);
     for (auto *q : req) {
         EXPECT_EQ(dp_wait(q), DP_OK);

@@ -376,6 +376,7 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"broken", t->broken},
                          {"operations", t->ops},
                          {"local_ranks", t->local_ranks.size()},
+                         {"members_here", t->rank_of.size()},  // joined, not left or gone
                          {"spans_nodes", t->spans_nodes},
                          {"queued_posts", queued},
                          {"running", t->running != nullptr},
