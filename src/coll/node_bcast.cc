@@ -1,7 +1,5 @@
 // bcast across nodes: the root's node copies its data into recv, the
 // agents broadcast recv from that node, and every other member takes it.
-#include <algorithm>
-
 #include "coll/node_plan_parts.h"
 
 namespace deputy::coll {
@@ -29,9 +27,7 @@ NodeExchange exchange_node_bcast(const NodeLayout &x, const NodePlan &plan, uint
     NodeExchange e;
     e.kind = NodeExchange::Kind::bcast;
     e.bytes = x.n;
-    e.root_node = uint32_t(std::lower_bound(plan.nodes.begin(), plan.nodes.end(),
-                                            x.args.node_of_rank[x.a.root]) -
-                           plan.nodes.begin());
+    e.root_node = root_node_index(x, plan);
     return e;
 }
 

@@ -1,8 +1,7 @@
 // gather across nodes: each node packs its members' sources into send, the
-// agents allgather them (every node's part in node order), and the root's
-// node writes every rank's block at its place in the root's destination.
-// Every node receives everything: a gather to the root's node alone is the
-// scale work's.
+// agents gather them to the root's node (every node's part in node order;
+// the others receive nothing), and the root's node writes every rank's
+// block at its place in the root's destination.
 #include "coll/node_plan_parts.h"
 
 namespace deputy::coll {
@@ -10,7 +9,10 @@ namespace deputy::coll {
 void plan_node_gather(const NodeLayout &x, NodePlan *plan) {
     const uint64_t n = x.n;
     pack_local_sources(x, plan);
-    if (x.args.node_of_rank[x.a.root] != x.args.node) return;
+    if (x.args.node_of_rank[x.a.root] != x.args.node) {
+        plan->recv_bytes = 0;  // (the root's node alone receives)
+        return;
+    }
     for (size_t i = 0; i < x.p; ++i)
         add_chunked(
             plan->write_back, 0, Task::Kind::move, n, x.a, 1,
@@ -18,6 +20,14 @@ void plan_node_gather(const NodeLayout &x, NodePlan *plan) {
             [&](size_t, uint64_t off) {
                 return Piece{Where::destination, x.a.root, x.order[i] * n + off};
             });
+}
+
+NodeExchange exchange_node_gather(const NodeLayout &x, const NodePlan &plan, uint32_t) {
+    NodeExchange e;
+    e.kind = NodeExchange::Kind::gatherv;
+    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
+    e.root_node = root_node_index(x, plan);
+    return e;
 }
 
 }  // namespace deputy::coll

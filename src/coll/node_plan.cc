@@ -24,7 +24,9 @@ NodeExchange exchange_node_bcast(const NodeLayout &, const NodePlan &, uint32_t)
 void plan_node_alltoallv(const NodeLayout &, NodePlan *);
 NodeExchange exchange_node_alltoallv(const NodeLayout &, const NodePlan &, uint32_t);
 void plan_node_reduce(const NodeLayout &, NodePlan *);
+NodeExchange exchange_node_reduce(const NodeLayout &, const NodePlan &, uint32_t);
 void plan_node_gather(const NodeLayout &, NodePlan *);
+NodeExchange exchange_node_gather(const NodeLayout &, const NodePlan &, uint32_t);
 void plan_node_scatter(const NodeLayout &, NodePlan *);
 NodeExchange exchange_node_scatter(const NodeLayout &, const NodePlan &, uint32_t);
 void plan_node_scan(const NodeLayout &, NodePlan *);
@@ -55,9 +57,9 @@ constexpr NodeEntry kNodePlans[] = {
     {Collective::bcast, plan_node_bcast, exchange_node_bcast},
     {Collective::barrier, plan_node_barrier, exchange_node_barrier},
     {Collective::alltoallv, plan_node_alltoallv, exchange_node_alltoallv},
-    {Collective::reduce, plan_node_reduce, exchange_node_reduction},
-    // gather, scan and exscan exchange as allgather does (every node's part).
-    {Collective::gather, plan_node_gather, exchange_node_allgather},
+    {Collective::reduce, plan_node_reduce, exchange_node_reduce},
+    {Collective::gather, plan_node_gather, exchange_node_gather},
+    // scan and exscan exchange as allgather does (every node's part).
     {Collective::scatter, plan_node_scatter, exchange_node_scatter},
     {Collective::scan, plan_node_scan, exchange_node_allgather},
     {Collective::exscan, plan_node_exscan, exchange_node_allgather},

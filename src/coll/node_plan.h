@@ -55,15 +55,20 @@ struct NodeArgs {
 // team's nodes (in node order) over the agent's buffers, as offsets into
 // send and recv; the agents' transport (MPI) carries it out.
 struct NodeExchange {
-    enum class Kind : uint8_t { allreduce, allgatherv, alltoallv, bcast, barrier };
+    enum class Kind : uint8_t { allreduce, allgatherv, alltoallv, bcast, barrier, reduce,
+                                gatherv, scatterv };
     Kind kind = Kind::barrier;
-    // allreduce: `elements` at recv_offset of recv, reduced in place.
+    // allreduce: `elements` at recv_offset of recv, reduced in place;
+    // reduce: the same, the result on the node at index root_node only.
     uint64_t recv_offset = 0, elements = 0;
     // bcast: `bytes` of recv from the node at index root_node.
     uint64_t bytes = 0;
     uint32_t root_node = 0;
     // allgatherv: this node's part is all of send; every node's part
     // (part_bytes, per node) lands in recv, concatenated in node order.
+    // gatherv: the same, in the recv of the node at index root_node only.
+    // scatterv: the node at root_node holds every node's part in send,
+    // concatenated in node order; each node's lands at the start of its recv.
     std::vector<uint64_t> part_bytes;
     // alltoallv: the part for node k is send_bytes[k] at send_offsets[k] of
     // send; node k's part lands at recv_offsets[k] of recv.

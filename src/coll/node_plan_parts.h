@@ -4,6 +4,7 @@
 // coll/.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,13 @@ void add_chunked(NodeStage &stage, uint32_t group, Task::Kind kind, uint64_t byt
 }
 
 inline Piece agent_recv(uint64_t off) { return {Where::agent_recv, 0, off}; }
+
+// The index, among the team's nodes, of the root's node.
+inline uint32_t root_node_index(const NodeLayout &x, const NodePlan &plan) {
+    return uint32_t(std::lower_bound(plan.nodes.begin(), plan.nodes.end(),
+                                     x.args.node_of_rank[x.a.root]) -
+                    plan.nodes.begin());
+}
 inline Piece agent_send(uint64_t off) { return {Where::agent_send, 0, off}; }
 
 // A plan whose step exchanges [0, bytes) of recv once (every collective

@@ -3,9 +3,9 @@
 // agents allreduce recv in stage_bytes pieces, and each member takes its
 // part of each piece as it arrives (the whole vector, its own block, or for
 // reduce the root alone the whole vector). reduce_scatterv's blocks are
-// those of its counts, the same on every member (coll/vector_counts.h). reduce moves as much between agents as
-// allreduce: a reduction to the root's node alone (a tree) is the scale
-// work's.
+// those of its counts, the same on every member (coll/vector_counts.h).
+// reduce's pieces are reduced to the root's node alone (MPI_Ireduce between
+// the agents: a tree, not an allreduce).
 #include <algorithm>
 
 #include "coll/node_plan_parts.h"
@@ -87,6 +87,13 @@ NodeExchange exchange_node_reduction(const NodeLayout &x, const NodePlan &plan, 
     e.kind = NodeExchange::Kind::allreduce;
     e.recv_offset = plan.groups[group].offset;
     e.elements = plan.groups[group].bytes / x.element;
+    return e;
+}
+
+NodeExchange exchange_node_reduce(const NodeLayout &x, const NodePlan &plan, uint32_t group) {
+    NodeExchange e = exchange_node_reduction(x, plan, group);
+    e.kind = NodeExchange::Kind::reduce;
+    e.root_node = root_node_index(x, plan);
     return e;
 }
 

@@ -1,38 +1,37 @@
-// scatter across nodes: the root's node copies the root's whole source into
-// recv, the agents broadcast it from that node, and each member takes its
-// block. Every node receives every block: sending each node only its
-// ranks' blocks is the scale work's.
-#include <algorithm>
-
+// scatter across nodes: the root's node packs the root's source into send
+// in node order (each node's ranks' blocks together), the agents scatter it
+// from that node, each node receiving only its own ranks' blocks, and each
+// member takes its block.
 #include "coll/node_plan_parts.h"
 
 namespace deputy::coll {
 
 void plan_node_scatter(const NodeLayout &x, NodePlan *plan) {
     const LocalArgs &a = x.a;
-    const uint64_t total = x.p * x.n;
-    plan->recv_bytes = total;
-    one_group(plan, total);
-    if (x.args.node_of_rank[a.root] == x.args.node)
-        add_chunked(
-            plan->gather, 0, Task::Kind::move, total, a, 1,
-            [&](size_t, uint64_t off) { return Piece{Where::source, a.root, off}; }, 1,
-            [&](size_t, uint64_t off) { return agent_recv(off); });
-    for (uint32_t r : x.local)
+    const bool root_here = x.args.node_of_rank[a.root] == x.args.node;
+    plan->send_bytes = root_here ? x.p * x.n : 0;
+    plan->recv_bytes = x.l * x.n;
+    one_group(plan, x.l * x.n);
+    if (root_here)
+        for (size_t i = 0; i < x.p; ++i)
+            add_chunked(
+                plan->gather, 0, Task::Kind::move, x.n, a, 1,
+                [&](size_t, uint64_t off) {
+                    return Piece{Where::source, a.root, x.order[i] * x.n + off};
+                },
+                1, [&](size_t, uint64_t off) { return agent_send(i * x.n + off); });
+    for (size_t j = 0; j < x.l; ++j)
         add_chunked(
             plan->write_back, 0, Task::Kind::move, x.n, a, 1,
-            [&](size_t, uint64_t off) { return agent_recv(r * x.n + off); }, 1,
-            [&](size_t, uint64_t off) { return Piece{Where::destination, r, off}; });
+            [&](size_t, uint64_t off) { return agent_recv(j * x.n + off); }, 1,
+            [&](size_t, uint64_t off) { return Piece{Where::destination, x.local[j], off}; });
 }
 
-// A bcast of the root's whole source from the root's node.
 NodeExchange exchange_node_scatter(const NodeLayout &x, const NodePlan &plan, uint32_t) {
     NodeExchange e;
-    e.kind = NodeExchange::Kind::bcast;
-    e.bytes = x.p * x.n;
-    e.root_node = uint32_t(std::lower_bound(plan.nodes.begin(), plan.nodes.end(),
-                                            x.args.node_of_rank[x.a.root]) -
-                           plan.nodes.begin());
+    e.kind = NodeExchange::Kind::scatterv;
+    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
+    e.root_node = root_node_index(x, plan);
     return e;
 }
 

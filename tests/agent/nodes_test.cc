@@ -571,6 +571,17 @@ TEST_F(NodesTest, InterNodeAlgorithmsAreSelectableAndReported) {
                     ASSERT_EQ(std::memcmp(dst[r], ref.data(), n), 0)
                         << "rank " << r << " count " << count << " " << dp_dtype_name(dt);
                 }
+                // A reduce to a rank of node 1: MPI_Ireduce between the
+                // agents, or the same schedule as the allreduce's.
+                const int root = p - 1;
+                std::memset(dst[root], 0, n);
+                st = team.run([&](int r, dp_request_t **q) {
+                    return dp_ireduce(src[r], r == root ? dst[r] : nullptr, count, dt, DP_SUM, root,
+                                      team.team(r), q);
+                });
+                for (int r = 0; r < p; ++r) ASSERT_EQ(st[r], DP_OK) << "reduce " << count;
+                ASSERT_EQ(std::memcmp(dst[root], ref.data(), n), 0)
+                    << "reduce, count " << count << " " << dp_dtype_name(dt);
             }
         }
         const std::string info = run_command(target_shell(

@@ -52,10 +52,34 @@ constexpr std::array<UserFn, sizeof...(I)> reduce_functions(std::index_sequence<
 }
 constexpr auto kReduceFns = reduce_functions(std::make_index_sequence<size_t(DP_DTYPE_COUNT) * size_t(DP_OP_COUNT)>());
 
+// (A small reduce too: every node reduces the gathered parts, the root's
+// node writes its result back.)
 bool inline_reduction(const InterOp &op) {
-    return op.check && op.step.kind == coll::NodeExchange::Kind::allreduce &&
+    return op.check &&
+           (op.step.kind == coll::NodeExchange::Kind::allreduce ||
+            op.step.kind == coll::NodeExchange::Kind::reduce) &&
            op.step.elements * mover::dtype_size(op.dtype) <= kInlineBytes;
 }
+
+// MPI's description of one element of `dtype` reduced with `redop` by
+// deputy's kernels (MPI has no bfloat16, float16 or logical ops on every
+// type). The caller frees both once its request is posted: MPI keeps them
+// alive until the operation completes (MPI 3.1 §2.5.1).
+struct MpiReduction {
+    MPI_Op op;
+    MPI_Datatype type;
+    MpiReduction(uint8_t dtype, uint8_t redop) {
+        MPI_Op_create(kReduceFns[dtype * DP_OP_COUNT + redop], 1, &op);
+        MPI_Type_contiguous(int(mover::dtype_size(dtype)), MPI_BYTE, &type);
+        MPI_Type_commit(&type);
+    }
+    ~MpiReduction() {
+        MPI_Type_free(&type);
+        MPI_Op_free(&op);
+    }
+    MpiReduction(const MpiReduction &) = delete;
+    MpiReduction &operator=(const MpiReduction &) = delete;
+};
 
 }  // namespace
 
@@ -91,7 +115,13 @@ bool MpiInternode::post_next(Running &r) {
         r.phase = Running::Phase::header_wait;
     } else {
         switch (op.step.kind) {
-            case coll::NodeExchange::Kind::allreduce: {
+            case coll::NodeExchange::Kind::allreduce:
+            case coll::NodeExchange::Kind::reduce: {
+                // A reduce's step too, where a schedule runs: measured on 4
+                // simulated nodes, the schedules (rabenseifner, ring) beat
+                // MPI's tree reduce from 1 MiB (4.3-4.7 ms against 3.4-3.9
+                // for 1 MiB; docs/PERFORMANCE.md), as they spread the
+                // reduction over the nodes.
                 if (uses_schedule(r.op)) {
                     // All tag slots busy: post later (never MPI's own instead:
                     // every node must choose the same algorithm).
@@ -101,16 +131,17 @@ bool MpiInternode::post_next(Running &r) {
                     }
                     break;
                 }
-                MPI_Op mpi_op;
-                MPI_Op_create(kReduceFns[op.dtype * DP_OP_COUNT + op.redop], 1, &mpi_op);
-                MPI_Datatype type;
-                MPI_Type_contiguous(int(mover::dtype_size(op.dtype)), MPI_BYTE, &type);
-                MPI_Type_commit(&type);
-                rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, int(op.step.elements), type, mpi_op, t.comm,
-                                    &r.request);
-                // Both stay alive until the operation completes (MPI 3.1 §2.5.1).
-                MPI_Type_free(&type);
-                MPI_Op_free(&mpi_op);
+                const MpiReduction m(op.dtype, op.redop);
+                if (op.step.kind == coll::NodeExchange::Kind::allreduce) {
+                    rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, int(op.step.elements), m.type, m.op,
+                                        t.comm, &r.request);
+                } else {
+                    // In place at the root's node; the others' recv is only sent.
+                    const bool root = t.index == op.step.root_node;
+                    rc = MPI_Ireduce(root ? MPI_IN_PLACE : op.recv, root ? op.recv : nullptr,
+                                     int(op.step.elements), m.type, m.op, int(op.step.root_node),
+                                     t.comm, &r.request);
+                }
                 break;
             }
             case coll::NodeExchange::Kind::bcast:
@@ -118,7 +149,10 @@ bool MpiInternode::post_next(Running &r) {
                                 &r.request);
                 break;
             case coll::NodeExchange::Kind::barrier: rc = MPI_Ibarrier(t.comm, &r.request); break;
-            case coll::NodeExchange::Kind::allgatherv: {
+            case coll::NodeExchange::Kind::allgatherv:
+            case coll::NodeExchange::Kind::gatherv:
+            case coll::NodeExchange::Kind::scatterv: {
+                // Every node's part, in node order.
                 r.counts.resize(size_t(n));
                 r.displs.resize(size_t(n));
                 int at = 0;
@@ -127,8 +161,16 @@ bool MpiInternode::post_next(Running &r) {
                     r.displs[size_t(i)] = at;
                     at += r.counts[size_t(i)];
                 }
-                rc = MPI_Iallgatherv(op.send, r.counts[t.index], MPI_BYTE, op.recv, r.counts.data(),
-                                     r.displs.data(), MPI_BYTE, t.comm, &r.request);
+                const int mine = r.counts[t.index], root = int(op.step.root_node);
+                if (op.step.kind == coll::NodeExchange::Kind::allgatherv)
+                    rc = MPI_Iallgatherv(op.send, mine, MPI_BYTE, op.recv, r.counts.data(),
+                                         r.displs.data(), MPI_BYTE, t.comm, &r.request);
+                else if (op.step.kind == coll::NodeExchange::Kind::gatherv)
+                    rc = MPI_Igatherv(op.send, mine, MPI_BYTE, op.recv, r.counts.data(),
+                                      r.displs.data(), MPI_BYTE, root, t.comm, &r.request);
+                else
+                    rc = MPI_Iscatterv(op.send, r.counts.data(), r.displs.data(), MPI_BYTE,
+                                       op.recv, mine, MPI_BYTE, root, t.comm, &r.request);
                 break;
             }
             case coll::NodeExchange::Kind::alltoallv: {
