@@ -30,10 +30,7 @@ void plan_node_allgather(const NodeLayout &x, NodePlan *plan) {
 }
 
 NodeExchange exchange_node_allgather(const NodeLayout &x, const NodePlan &plan, uint32_t) {
-    NodeExchange e;
-    e.kind = NodeExchange::Kind::allgatherv;
-    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
-    return e;
+    return per_node_parts(x, plan, NodeExchange::Kind::allgatherv);
 }
 
 }  // namespace deputy::coll

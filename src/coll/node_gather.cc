@@ -23,11 +23,7 @@ void plan_node_gather(const NodeLayout &x, NodePlan *plan) {
 }
 
 NodeExchange exchange_node_gather(const NodeLayout &x, const NodePlan &plan, uint32_t) {
-    NodeExchange e;
-    e.kind = NodeExchange::Kind::gatherv;
-    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
-    e.root_node = root_node_index(x, plan);
-    return e;
+    return per_node_parts(x, plan, NodeExchange::Kind::gatherv);
 }
 
 }  // namespace deputy::coll

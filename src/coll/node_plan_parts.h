@@ -47,6 +47,19 @@ inline uint32_t root_node_index(const NodeLayout &x, const NodePlan &plan) {
 }
 inline Piece agent_send(uint64_t off) { return {Where::agent_send, 0, off}; }
 
+// A step that moves each node's ranks' blocks of n bytes as that node's
+// part, in node order (allgatherv, gatherv, scatterv), rooted at the
+// root's node where the kind has a root.
+inline NodeExchange per_node_parts(const NodeLayout &x, const NodePlan &plan,
+                                   NodeExchange::Kind kind) {
+    NodeExchange e;
+    e.kind = kind;
+    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
+    // (An unrooted collective's root field means nothing: never an index.)
+    if (kind != NodeExchange::Kind::allgatherv) e.root_node = root_node_index(x, plan);
+    return e;
+}
+
 // A plan whose step exchanges [0, bytes) of recv once (every collective
 // but the reductions, which go in pieces).
 inline void one_group(NodePlan *plan, uint64_t bytes) {

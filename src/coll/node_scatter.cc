@@ -28,11 +28,7 @@ void plan_node_scatter(const NodeLayout &x, NodePlan *plan) {
 }
 
 NodeExchange exchange_node_scatter(const NodeLayout &x, const NodePlan &plan, uint32_t) {
-    NodeExchange e;
-    e.kind = NodeExchange::Kind::scatterv;
-    for (const auto &rs : plan.ranks_of) e.part_bytes.push_back(rs.size() * x.n);
-    e.root_node = root_node_index(x, plan);
-    return e;
+    return per_node_parts(x, plan, NodeExchange::Kind::scatterv);
 }
 
 }  // namespace deputy::coll
