@@ -10,11 +10,11 @@ void pack_local_sources(const NodeLayout &x, NodePlan *plan) {
     plan->send_bytes = x.l * n;
     plan->recv_bytes = x.p * n;
     one_group(plan, x.p * n);
+    MoveBatch gather(plan->gather, 0, x.a);
     for (size_t i = 0; i < x.l; ++i)
-        add_chunked(
-            plan->gather, 0, Task::Kind::move, n, x.a, 1,
-            [&](size_t, uint64_t off) { return Piece{Where::source, x.local[i], off}; }, 1,
-            [&](size_t, uint64_t off) { return agent_send(i * n + off); });
+        gather.add(
+            n, [&](uint64_t off) { return Piece{Where::source, x.local[i], off}; },
+            [&](uint64_t off) { return agent_send(i * n + off); });
 }
 
 void plan_node_allgather(const NodeLayout &x, NodePlan *plan) {

@@ -12,26 +12,28 @@ void plan_node_alltoall(const NodeLayout &x, NodePlan *plan) {
     one_group(plan, 0);
     // To node k: for each local source i, its blocks for k's ranks.
     uint64_t part = 0;
+    MoveBatch gather(plan->gather, 0, x.a);
     for (const auto &rs : plan->ranks_of) {
         for (size_t i = 0; i < l; ++i)
             for (size_t j = 0; j < rs.size(); ++j) {
                 const uint64_t to = part + (i * rs.size() + j) * n;
-                add_chunked(
-                    plan->gather, 0, Task::Kind::move, n, x.a, 1,
-                    [&](size_t, uint64_t off) {
+                gather.add(
+                    n,
+                    [&](uint64_t off) {
                         return Piece{Where::source, x.local[i], rs[j] * n + off};
                     },
-                    1, [&](size_t, uint64_t off) { return agent_send(to + off); });
+                    [&](uint64_t off) { return agent_send(to + off); });
             }
         part += l * rs.size() * n;
     }
+    gather.flush();
     // From each rank i (node order), one block per local rank j.
+    MoveBatch write_back(plan->write_back, 0, x.a);
     for (size_t i = 0; i < x.p; ++i)
         for (size_t j = 0; j < l; ++j)
-            add_chunked(
-                plan->write_back, 0, Task::Kind::move, n, x.a, 1,
-                [&](size_t, uint64_t off) { return agent_recv((i * l + j) * n + off); }, 1,
-                [&](size_t, uint64_t off) {
+            write_back.add(
+                n, [&](uint64_t off) { return agent_recv((i * l + j) * n + off); },
+                [&](uint64_t off) {
                     return Piece{Where::destination, x.local[j], x.order[i] * n + off};
                 });
 }

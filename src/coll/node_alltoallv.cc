@@ -22,35 +22,34 @@ void plan_node_alltoallv(const NodeLayout &x, NodePlan *plan) {
     counts.kind = data.kind = NodeExchange::Kind::alltoallv;
     // To node k: for each local source i, its blocks for k's ranks.
     uint64_t sent = 0;
+    MoveBatch gather(plan->gather, 1, a);
     for (const auto &rs : plan->ranks_of) {
         data.send_offsets.push_back(sent);
         for (uint32_t i : x.local)
             for (uint32_t j : rs) {
                 const VectorBlock &b = v[i].send[j];
                 const uint64_t to = sent;
-                add_chunked(
-                    plan->gather, 1, Task::Kind::move, b.bytes, a, 1,
-                    [&](size_t, uint64_t off) { return Piece{Where::source, i, b.offset + off}; },
-                    1, [&](size_t, uint64_t off) { return agent_send(to + off); });
+                gather.add(
+                    b.bytes, [&](uint64_t off) { return Piece{Where::source, i, b.offset + off}; },
+                    [&](uint64_t off) { return agent_send(to + off); });
                 sent += b.bytes;
                 plan->counts_sent.push_back(b.bytes);
             }
         data.send_bytes.push_back(sent - data.send_offsets.back());
     }
     // From node k: for each of its ranks i, its block for each local rank.
+    gather.flush();
     uint64_t received = 0;
+    MoveBatch write_back(plan->write_back, 1, a);
     for (const auto &rs : plan->ranks_of) {
         data.recv_offsets.push_back(received);
         for (uint32_t i : rs)
             for (uint32_t j : x.local) {
                 const VectorBlock &b = v[j].recv[i];
                 const uint64_t from = received;
-                add_chunked(
-                    plan->write_back, 1, Task::Kind::move, b.bytes, a, 1,
-                    [&](size_t, uint64_t off) { return agent_recv(from + off); }, 1,
-                    [&](size_t, uint64_t off) {
-                        return Piece{Where::destination, j, b.offset + off};
-                    });
+                write_back.add(
+                    b.bytes, [&](uint64_t off) { return agent_recv(from + off); },
+                    [&](uint64_t off) { return Piece{Where::destination, j, b.offset + off}; });
                 received += b.bytes;
                 plan->counts_expected.push_back(b.bytes);
             }

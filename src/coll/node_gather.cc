@@ -13,11 +13,11 @@ void plan_node_gather(const NodeLayout &x, NodePlan *plan) {
         plan->recv_bytes = 0;  // (the root's node alone receives)
         return;
     }
+    MoveBatch write_back(plan->write_back, 0, x.a);
     for (size_t i = 0; i < x.p; ++i)
-        add_chunked(
-            plan->write_back, 0, Task::Kind::move, n, x.a, 1,
-            [&](size_t, uint64_t off) { return agent_recv(i * n + off); }, 1,
-            [&](size_t, uint64_t off) {
+        write_back.add(
+            n, [&](uint64_t off) { return agent_recv(i * n + off); },
+            [&](uint64_t off) {
                 return Piece{Where::destination, x.a.root, x.order[i] * n + off};
             });
 }

@@ -12,19 +12,19 @@ void plan_node_scatter(const NodeLayout &x, NodePlan *plan) {
     plan->send_bytes = root_here ? x.p * x.n : 0;
     plan->recv_bytes = x.l * x.n;
     one_group(plan, x.l * x.n);
-    if (root_here)
+    if (root_here) {
+        MoveBatch gather(plan->gather, 0, a);
         for (size_t i = 0; i < x.p; ++i)
-            add_chunked(
-                plan->gather, 0, Task::Kind::move, x.n, a, 1,
-                [&](size_t, uint64_t off) {
-                    return Piece{Where::source, a.root, x.order[i] * x.n + off};
-                },
-                1, [&](size_t, uint64_t off) { return agent_send(i * x.n + off); });
+            gather.add(
+                x.n,
+                [&](uint64_t off) { return Piece{Where::source, a.root, x.order[i] * x.n + off}; },
+                [&](uint64_t off) { return agent_send(i * x.n + off); });
+    }
+    MoveBatch write_back(plan->write_back, 0, a);
     for (size_t j = 0; j < x.l; ++j)
-        add_chunked(
-            plan->write_back, 0, Task::Kind::move, x.n, a, 1,
-            [&](size_t, uint64_t off) { return agent_recv(j * x.n + off); }, 1,
-            [&](size_t, uint64_t off) { return Piece{Where::destination, x.local[j], off}; });
+        write_back.add(
+            x.n, [&](uint64_t off) { return agent_recv(j * x.n + off); },
+            [&](uint64_t off) { return Piece{Where::destination, x.local[j], off}; });
 }
 
 NodeExchange exchange_node_scatter(const NodeLayout &x, const NodePlan &plan, uint32_t) {
