@@ -43,7 +43,9 @@ typedef struct dp_team dp_team_t;
 typedef struct dp_request dp_request_t;
 
 /* Joins team `key` as `rank` of `size` (1..DP_TEAM_MAX_SIZE, members on
- * every node together; an agent serves as many as its max_clients). Blocks until
+ * every node together; an agent serves as many as its max_clients, and
+ * waiting members run a one-node team's operations themselves only up to
+ * 256 members: above, the agent runs them all). Blocks until
  * all members joined or timeout_ms passes (0: 30000): DP_ERR_TIMEOUT naming
  * the missing ranks; DP_ERR_MISMATCH if members disagree on size;
  * DP_ERR_INVALID for a rank outside 0..size-1 or taken twice, or when this
@@ -51,7 +53,7 @@ typedef struct dp_request dp_request_t;
  * Threads may create teams on one context at the same time, each waiting
  * for its own; DP_ERR_TOO_LARGE when the context has the agent's
  * max_pending_joins (32) joins waiting already. */
-#define DP_TEAM_MAX_SIZE 256
+#define DP_TEAM_MAX_SIZE 16384
 #define DP_TEAM_MAX_OUTSTANDING 64 /* posted, not yet completed, operations per member */
 DP_API dp_status_t dp_team_create(dp_context_t *ctx, const char *key, int rank, int size,
                                   dp_team_t **team);

@@ -100,6 +100,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_pending_joins")
             c->max_pending_joins = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_team_queue") c->max_team_queue = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_queued_counts_bytes")
+            c->max_queued_counts_bytes = get_uint(v, path, 1ull << 32);
         else if (key == "coll_chunk_bytes") c->coll_chunk_bytes = get_uint(v, path, 1ull << 30);
         else if (key == "coll_direct_chunk_bytes")
             c->coll_direct_chunk_bytes = get_uint(v, path, 1ull << 30);
@@ -291,6 +293,9 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     if (c->max_process_clients == 0) return bad("max_process_clients must be at least 1");
     if (c->engine_hold_ms == 0) return bad("engine_hold_ms must be at least 1");
     if (c->max_team_queue == 0) return bad("max_team_queue must be at least 1");
+    // (Below 512 KiB a member of the largest teams cannot post a vector
+    // collective at all: docs/agent.md.)
+    if (c->max_queued_counts_bytes < 4096) return bad("max_queued_counts_bytes must be at least 4096");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");
     if (c->max_heap_bytes == 0) {

@@ -86,6 +86,11 @@ struct AgentConfig {
     // max_clients.
     uint32_t max_process_clients = 64;
     uint32_t max_team_queue = 64;            // a member's posts queued per team (DP_TEAM_MAX_OUTSTANDING)
+    // ... and the bytes of the vector collectives' counts blocks among them,
+    // which the agent copies (32 per member of the team: 512 KiB a post at
+    // 16384 members; 16 MiB holds 32 such posts, any number below 8192;
+    // at least 4096).
+    uint64_t max_queued_counts_bytes = 16 << 20;
     uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
     // ... when some member's buffer is ordinary (registered) memory:
     // process_vm_readv/writev move ~5 GB/s in 256 KiB calls here and ~7-8

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "channel/socket_io.h"
+#include "channel/team_board.h"
 #include "channel/transport.h"
 #include "common/check.h"
 
@@ -405,9 +406,9 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *erro
     if (!r.bytes(out->reason.data(), len, "reason") || !r.u64(&out->board_bytes, "board_bytes") ||
         !r.u32(&pools, "pools"))
         return DP_ERR_INVALID;
-    if (pools > DP_TEAM_MAX_SIZE)
+    if (pools > kMaxBoardMembers)
         return invalid(error, fmt::format("TEAM_READY: field 'pools' = {} (at most {})", pools,
-                                          DP_TEAM_MAX_SIZE));
+                                          kMaxBoardMembers));
     out->pools.resize(pools);
     for (PoolView &v : out->pools)
         if (!r.u64(&v.member_base, "member_base") || !r.u64(&v.segment_bytes, "segment_bytes") ||

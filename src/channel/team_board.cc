@@ -13,7 +13,7 @@ constexpr size_t kWaitingOffset = 4096;
 static_assert(sizeof(BoardHeader) <= kWaitingOffset);
 constexpr size_t kOpsBytes = sizeof(BoardOp) * kBoardSlots;
 constexpr uint64_t kCountMask = 0xffff;
-static_assert(DP_TEAM_MAX_SIZE < kCountMask, "a member count fits the read/written words");
+static_assert(kMaxBoardMembers < kCountMask, "a member count fits the read/written words");
 
 // The header page, then a 64-byte waiting word per member (a page or more),
 // then the operation slots and the posts.

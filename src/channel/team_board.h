@@ -40,6 +40,10 @@ namespace deputy::channel {
 // More than a member's outstanding operations (DP_TEAM_MAX_OUTSTANDING), so
 // that slots are reused only by operations long finished.
 inline constexpr uint32_t kBoardSlots = 128;
+// The largest team with a board: its members' posts take kBoardSlots x 64
+// bytes each (2 MiB at 256) and each member maps 2 x size views; a larger
+// one-node team has the agent run every operation.
+inline constexpr uint32_t kMaxBoardMembers = 256;
 inline constexpr uint64_t kBoardMagic = 0x44524f424d414554ull;  // "TEAMBORD"
 
 enum BoardOwner : uint32_t { kOwnerNone = 0, kOwnerAgent = 1, kOwnerRanks = 2 };

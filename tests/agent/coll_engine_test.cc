@@ -156,6 +156,42 @@ TEST(CollEngine, FullQueueIsReportedAsRetryAndThePostSucceedsWhenMadeAgain) {
         for (int k = 0; k < 3; ++k) EXPECT_EQ(buf[r][k], int64_t(k) * 20 + 1) << "rank " << r;
 }
 
+// The agent's copies of a member's vector counts are bounded in bytes: a
+// team of 4 has 128-byte counts blocks, so 32 posts fill 4 KiB and the
+// 33rd is answered DP_ERR_RETRY (its queue, 64 posts, had room), naming
+// nothing it did not do; the 32 run once the others post theirs.
+TEST(CollEngine, CountsCopiesBeyondTheirBoundAreReportedAsRetry) {
+    ConfiguredAgent agent("\"max_queued_counts_bytes\": 4096");
+    constexpr int kN = 4, kPosts = 33;
+    Team team(*agent, kN, "counts-bound");
+    std::vector<int32_t *> src(kN), dst(kN);
+    const std::vector<size_t> counts(kN, 1), displs{0, 1, 2, 3};
+    for (int r = 0; r < kN; ++r) {
+        src[r] = reinterpret_cast<int32_t *>(team.buffer(r, kN * 4));
+        dst[r] = reinterpret_cast<int32_t *>(team.buffer(r, kN * 4));
+        for (int k = 0; k < kN; ++k) src[r][k] = r * 10 + k;
+    }
+    std::vector<std::vector<dp_request_t *>> req(kN, std::vector<dp_request_t *>(kPosts));
+    for (int k = 0; k < kPosts; ++k)
+        ASSERT_EQ(dp_ialltoallv(src[0], counts.data(), displs.data(), dst[0], counts.data(),
+                                displs.data(), DP_INT32, team[0].team, &req[0][size_t(k)]),
+                  DP_OK);
+    EXPECT_EQ(dp_wait(req[0][kPosts - 1]), DP_ERR_RETRY);
+    dp_request_free(req[0][kPosts - 1]);
+    for (int r = 1; r < kN; ++r)
+        for (int k = 0; k < kPosts - 1; ++k)
+            ASSERT_EQ(dp_ialltoallv(src[r], counts.data(), displs.data(), dst[r], counts.data(),
+                                    displs.data(), DP_INT32, team[r].team, &req[r][size_t(k)]),
+                      DP_OK);
+    for (int r = 0; r < kN; ++r)
+        for (int k = 0; k < kPosts - 1; ++k) {
+            ASSERT_EQ(dp_wait(req[r][size_t(k)]), DP_OK) << "rank " << r << " op " << k;
+            dp_request_free(req[r][size_t(k)]);
+        }
+    for (int r = 0; r < kN; ++r)
+        for (int k = 0; k < kN; ++k) EXPECT_EQ(dst[r][k], k * 10 + r) << "rank " << r;
+}
+
 // A member in registered memory is killed while the engines run the
 // team's operations over its memory: the survivor gets DP_ERR_AGENT_LOST
 // within the bound, the agent serves a new team, and the dead member's

@@ -4,7 +4,7 @@
 // and on two engines; 128 members in 4 processes that each get the board
 // and all 257 views (more fds than one message carries: TEAM_READY and
 // TEAM_VIEWS); 72 members that run the operations themselves. Over 8
-// agents: DP_TEAM_MAX_SIZE members, every collective at count 1. Row and
+// agents: 1024 members, every collective at count 1. Row and
 // column teams of a 16 x 8 grid at once. And the limit itself, refused by
 // the library and by the agent.
 //
@@ -202,8 +202,31 @@ TEST(LargeTeamViews, MembersOfFourProcessesGetTheBoardAndEveryView) {
     }
 }
 
+// More members on one agent than a board holds (channel::kMaxBoardMembers,
+// 256): the team forms without one, each member free to run operations
+// but none given a view, and the agent runs the whole table bit-exact.
+TEST(LargeTeamOneAgent, MoreMembersThanABoardHoldsAreRunByTheAgent) {
+    constexpr int kN = 300;
+    const AgentConfig config(R"("engines": 2, "max_clients": 320, "max_process_clients": 320, )"
+                             R"("max_process_pending_joins": 320)");
+    AgentProcess agent({"--config", config.path()});
+    Team team(agent, kN, "beyond-board", Memory::mapped, 1 << 20);
+    ASSERT_EQ(dp_team_size(team[kN - 1].team), kN);
+    EXPECT_EQ(mappings_of("deputy-team-"), 0) << "a team of " << kN << " members got a board";
+    const auto info = deputy::testing::agent_info(agent);
+    ASSERT_EQ(info["teams"].size(), 1u) << info.dump();
+    EXPECT_EQ(info["teams"][0]["members_here"], kN);
+    EXPECT_FALSE(info["teams"][0]["board"].get<bool>());
+    deputy::testing::TableShape shape;
+    shape.counts = {1};
+    deputy::testing::check_table(team, [&](int r) { return team[r].team; }, "300 on one agent",
+                                 shape);
+    EXPECT_EQ(deputy::testing::run_by_members(agent), 0u);
+}
+
 // One member more than DP_TEAM_MAX_SIZE: the library refuses it before
-// asking, and the agent refuses a raw join of that size naming the limit.
+// asking, and the agent refuses a raw join of that size naming the limit;
+// an agent without other nodes refuses a size above its max_clients.
 TEST(LargeTeamLimit, ASizeAboveTheLimitIsRefusedNamingIt) {
     AgentProcess agent;
     dp_config_t c = agent.config();
@@ -223,23 +246,37 @@ TEST(LargeTeamLimit, ASizeAboveTheLimitIsRefusedNamingIt) {
     control::TeamReady ready;
     ASSERT_TRUE(raw.team_join(payload, &ready));
     EXPECT_EQ(ready.status, DP_ERR_INVALID);
-    EXPECT_NE(ready.reason.find("size 257 (1..256)"), std::string::npos) << ready.reason;
+    EXPECT_NE(ready.reason.find("size 16385 (1..16384)"), std::string::npos) << ready.reason;
+    // On one node every member is one of this agent's clients: a size
+    // above its max_clients could never form, and is refused at once.
+    payload.clear();
+    control::encode(control::TeamJoin{2, "above-clients", deputy::testing::kTestJobSecret, 0,
+                                      257, 1000},
+                    &payload);
+    ASSERT_TRUE(raw.team_join(payload, &ready));
+    EXPECT_EQ(ready.status, DP_ERR_TOO_LARGE);
+    EXPECT_NE(ready.reason.find("size 257, more members than this agent serves (max_clients = "
+                                "256"),
+              std::string::npos)
+        << ready.reason;
 }
 
-// DP_TEAM_MAX_SIZE members over 8 agents (simulated nodes, one MPI job),
-// ranks interleaved across them: every collective of the table at count 1.
-TEST(LargeTeamNodes, EveryCollectiveWithTheLargestTeamOverEightAgents) {
+// 1024 members over 8 agents, 128 on each, ranks interleaved (every
+// node's ranks a stride, the member map at its longest): every collective
+// of the table at count 1.
+TEST(LargeTeamNodes, EveryCollectiveWithAThousandRanksOverEightAgents) {
     if (const std::string why = deputy::testing::why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
-    constexpr int kNodes = 8;
-    deputy::testing::NodeAgents agents(kNodes);
+    constexpr int kNodes = 8, kN = 1024;
+    deputy::testing::NodeAgents agents(kNodes, {}, R"("max_process_clients": 256)");
     ASSERT_TRUE(agents.ready()) << kNodes << " agents under mpirun did not come up";
-    std::vector<int> node_of(DP_TEAM_MAX_SIZE);
-    for (int r = 0; r < DP_TEAM_MAX_SIZE; ++r) node_of[size_t(r)] = r % kNodes;
-    deputy::testing::SpanningTeam team(agents, node_of, "largest", Memory::mapped, 60000, 2 << 20);
+    std::vector<int> node_of(kN);
+    for (int r = 0; r < kN; ++r) node_of[size_t(r)] = r % kNodes;
+    deputy::testing::SpanningTeam team(agents, node_of, "thousand", Memory::mapped, 120000,
+                                       1 << 20);
     for (int r = 0; r < team.size(); ++r) ASSERT_EQ(team.create_status(r), DP_OK) << "rank " << r;
     deputy::testing::TableShape shape;
     shape.counts = {1};
-    deputy::testing::check_table(team, [&](int r) { return team.team(r); }, "256 over 8 agents",
+    deputy::testing::check_table(team, [&](int r) { return team.team(r); }, "1024 over 8 agents",
                                  shape);
 }
 

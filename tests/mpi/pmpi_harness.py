@@ -55,7 +55,7 @@ def offloaded_ops(deputy: Path) -> tuple[str, ...]:
 # intercepted them.)
 NOT_YET_OFFLOADED: tuple[str, ...] = ()
 # Reasons that mean something is broken, not that an operation is
-# ineligible: with an agent up and at most DP_TEAM_MAX_SIZE (256) ranks, none may appear.
+# ineligible: with an agent up and at most max_clients (256) ranks per node, none may appear.
 # ("below threshold" may: the library passes every 0-byte call so, whatever
 # the threshold.)
 SETUP_REASONS = ("no agent", "disabled", "team creation failed")

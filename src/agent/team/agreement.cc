@@ -73,7 +73,7 @@ uint8_t TeamEngine::bind_members(Team &t, Execution &ex) {
     const bool vector = coll::is_vector(ex.collective);
     ex.buffers.members.assign(t.size, {});
     for (uint32_t r : t.local_ranks) {
-        ClientSession *c = hooks_.find_client(t.members[r]);
+        ClientSession *c = hooks_.find_client(t.client_of(r));
         if (!c) return channel::kCollMemberLost;
         const ClientSpace &space = c->space();
         if (vector) {

@@ -24,6 +24,12 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
     if (config_.rank_execution_bytes == 0 || config_.max_team_queue < DP_TEAM_MAX_OUTSTANDING ||
         multi_node() || t.agent_runs_all)
         return;
+    if (t.size > channel::kMaxBoardMembers) {
+        DP_LOG_INFO("agent: team '{}': {} members, more than a board holds ({}): the agent runs "
+                    "its operations",
+                    t.key, t.size, channel::kMaxBoardMembers);
+        return;
+    }
     // A board and a view of each member's pool and heap: all of them open
     // while the answer is sent, the board for as long as the team lives.
     if (std::string why; hooks_.room_for_fds && !hooks_.room_for_fds(1 + 2 * t.size, &why)) {
@@ -43,7 +49,7 @@ void TeamEngine::offer_board(Team &t, channel::control::TeamReady *ready,
         return view;
     };
     for (uint32_t r = 0; r < t.size; ++r) {
-        ClientSession *c = hooks_.find_client(t.members[r]);
+        ClientSession *c = hooks_.find_client(t.client_of(r));
         if (!c || !c->memory || c->space().client_pool() == 0) return;  // not attached whole
         const Segment &segment = c->memory->segment;
         UniqueFd view = read_only(segment, r, "pool");

@@ -27,7 +27,7 @@ void TeamEngine::finish(Team &t, uint8_t status, const std::string &why) {
     if (status != DP_COMP_SUCCESS && status != channel::kCollMismatch && ex->buffers.member_gone())
         status = channel::kCollMemberLost;
     for (uint32_t r : t.local_ranks)
-        publish(t.members[r], ex->heads[r].completion, status, ex->bytes, ex->heads[r].sequence);
+        publish(t.client_of(r), ex->heads[r].completion, status, ex->bytes, ex->heads[r].sequence);
     finished_on_board(t);
     if (status == DP_COMP_SUCCESS) {
         ++completed_ops_;

@@ -96,10 +96,6 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
     t.id = next_team_id_++;
     t.key = plain_key(e.key);
     t.size = uint32_t(e.node_of_rank.size());
-    t.members.assign(t.size, 0);
-    t.join_ids.assign(t.size, 0);
-    t.queues.resize(t.size);
-    t.posts.assign(t.size, 0);
     t.ready = true;
     t.uid = e.team_uid;
     t.node_of_rank = e.node_of_rank;
@@ -107,12 +103,14 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         if (t.node_of_rank[r] == internode_->node()) t.local_ranks.push_back(r);
         else t.spans_nodes = true;
     }
+    t.here.resize(t.local_ranks.size());
     auto [first, last] = joining_.equal_range(e.key);
     for (auto it = first; it != last;) {
         const PendingJoin &j = it->second;
-        if (j.rank < t.size && t.node_of_rank[j.rank] == internode_->node() && !t.members[j.rank]) {
+        Team::Here *h = t.here_of(j.rank);
+        if (h && !h->client) {
             t.set_member(j.rank, j.client);
-            t.join_ids[j.rank] = j.join_id;
+            h->join_id = j.join_id;
             unpend(j.client);
             it = joining_.erase(it);
         } else {
@@ -124,10 +122,12 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
                 t.size, t.local_ranks.size());
     teams_[t.id] = std::move(team);
     std::string gone;
-    for (uint32_t r : t.local_ranks) {
-        ClientSession *c = t.members[r] ? hooks_.find_client(t.members[r]) : nullptr;
-        if (c) hooks_.send_ready(*c, {t.join_ids[r], DP_OK, t.id, ""}, {});
-        else gone = fmt::format("rank {} of team '{}' left before the team formed", r, t.key);
+    for (size_t i = 0; i < t.here.size(); ++i) {
+        const Team::Here &h = t.here[i];
+        ClientSession *c = h.client ? hooks_.find_client(h.client) : nullptr;
+        if (c) hooks_.send_ready(*c, {h.join_id, DP_OK, t.id, ""}, {});
+        else gone = fmt::format("rank {} of team '{}' left before the team formed",
+                                t.local_ranks[i], t.key);
     }
     replay_parked(t.uid);
     if (!gone.empty()) break_team(t, gone);

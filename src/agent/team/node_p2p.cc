@@ -297,7 +297,7 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
         return bad(fmt::format("rank {} is not on that node", h.from));
     if (h.kind == InterMessage::gone) {
         if (!t) return;
-        if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(t->size);
+        if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(uint32_t(t->here.size()), t->size);
         if (t->p2p->node_gone[h.from]) return;
         t->p2p->node_gone[h.from] = 1;
         return p2p_member_gone(*t, h.from, 0);
@@ -308,9 +308,9 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
     if (eager && e.bytes->size() != sizeof(InterMessage) + h.bytes)
         return bad("its length is not its head's");
     if (!t || h.to >= t->size || on_other_node(*t, h.to) || h.bytes > ch::kMaxCollBytes ||
-        h.tag < 0 || !t->members[h.to])
+        h.tag < 0 || !t->client_of(h.to))
         return refuse_node_message(e);
-    if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(t->size);
+    if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(uint32_t(t->here.size()), t->size);
     P2pQueues &q = *t->p2p;
     auto m = std::make_shared<P2pMessage>();
     m->send.opcode = ch::kP2pSend;
@@ -328,15 +328,16 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
         m->copy_of = P2pMessage::CopyOf::node_early;
         m->held = true;
     }
-    auto &recvs = q.recvs[h.to];
+    P2pQueues::Member &to = *q.at(t->slot_of(h.to));  // (a member here: checked above)
+    auto &recvs = to.recvs;
     for (auto it = recvs.begin(); it != recvs.end(); ++it) {
         if (!ch::p2p_accepts(*it, h.from, h.tag)) continue;
         const ch::P2pPost recv = *it;
         recvs.erase(it);
-        take_message(*t, m, recv, t->members[h.to]);
+        take_message(*t, m, recv, t->client_of(h.to));
         return;
     }
-    q.arrived[h.to].push_back(std::move(m));
+    to.arrived.push_back(std::move(m));
 }
 
 void TeamEngine::refuse_node_message(const InternodeEvent &e) {
@@ -420,7 +421,7 @@ void TeamEngine::on_node_lost(const InternodeEvent &e) {
         if (!t.spans_nodes) continue;
         for (uint32_t r = 0; r < t.size; ++r) {
             if (t.node_of_rank[r] != e.node) continue;
-            if (!t.p2p) t.p2p = std::make_unique<P2pQueues>(t.size);
+            if (!t.p2p) t.p2p = std::make_unique<P2pQueues>(uint32_t(t.here.size()), t.size);
             if (t.p2p->node_gone[r]) continue;
             DP_LOG_WARN("agent: team '{}': rank {} is gone with its node: {}", t.key, r, e.reason);
             t.p2p->node_gone[r] = 1;

@@ -67,7 +67,8 @@ void TeamEngine::release_copy(P2pMessage &m) {
 }
 
 void TeamEngine::p2p_answered(Team *t, uint32_t rank) {
-    if (t && t->p2p && rank < t->p2p->open.size() && t->p2p->open[rank]) --t->p2p->open[rank];
+    if (!t || !t->p2p) return;
+    if (P2pQueues::Member *m = t->p2p->at(t->slot_of(rank)); m && m->open) --m->open;
 }
 
 void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
@@ -97,15 +98,16 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
                        s.id, ch::p2p_opcode_name(p.opcode), t->key, p.buf, p.bytes);
         return refuse(DP_COMP_ADDRESS_DENIED);
     }
-    if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(t->size);
+    if (!t->p2p) t->p2p = std::make_unique<P2pQueues>(uint32_t(t->here.size()), t->size);
     P2pQueues &q = *t->p2p;
-    auto &arrived = q.arrived[rank];
+    P2pQueues::Member &me = *q.at(t->slot_of(rank));  // (the poster: a member here)
+    auto &arrived = me.arrived;
     // A member that left or died sends nothing more (a message it sent
     // before is still received); one on another node, when its agent said so.
     auto gone = [&](int32_t rank_or_any) {
         if (rank_or_any < 0) return false;
         const uint32_t r = uint32_t(rank_or_any);
-        return on_other_node(*t, r) ? q.node_gone[r] != 0 : t->members[r] == 0;
+        return on_other_node(*t, r) ? q.node_gone[r] != 0 : t->client_of(r) == 0;
     };
     if (p.opcode == ch::kP2pProbe) {
         for (const auto &m : arrived)
@@ -114,13 +116,13 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
         if (gone(p.peer)) return refuse(ch::kCollMemberLost);
         return publish_p2p(s.id, p, DP_COMP_SUCCESS, 0, kNoSource, 0);
     }
-    if (q.open[rank] >= DP_P2P_MAX_OUTSTANDING) {
+    if (me.open >= DP_P2P_MAX_OUTSTANDING) {
         // The library never posts more (its slots): a client that does is
         // told to post again later, and the agent holds nothing more of it.
         DP_LOG_LIMITED(s.space().log(),
                        "client {}: {} on team '{}': {} of its point-to-point posts are open "
                        "(DP_P2P_MAX_OUTSTANDING)",
-                       s.id, ch::p2p_opcode_name(p.opcode), t->key, q.open[rank]);
+                       s.id, ch::p2p_opcode_name(p.opcode), t->key, me.open);
         return refuse(ch::kCollQueueFull);
     }
     if (p.opcode == ch::kP2pRecv) {
@@ -129,33 +131,34 @@ void TeamEngine::post_p2p(ClientSession &s, const ch::P2pPost &p) {
             if (!ch::p2p_accepts(p, (*it)->from, (*it)->send.tag)) continue;
             std::shared_ptr<P2pMessage> m = std::move(*it);
             arrived.erase(it);
-            ++q.open[rank];
+            ++me.open;
             take_message(*t, m, p, s.id);
             return;
         }
         if (gone(p.peer)) return refuse(ch::kCollMemberLost);
-        ++q.open[rank];
-        q.recvs[rank].push_back(p);
+        ++me.open;
+        me.recvs.push_back(p);
         return;
     }
     // A send.
     if (gone(p.peer)) return refuse(ch::kCollMemberLost);
-    ++q.open[rank];
+    ++me.open;
     auto m = std::make_shared<P2pMessage>();
     m->send = p;
     m->from = rank;
     m->to = uint32_t(p.peer);
     m->sender = s.id;
     if (on_other_node(*t, m->to)) return send_to_node(*t, m);
-    auto &recvs = q.recvs[m->to];
+    P2pQueues::Member &to = *q.at(t->slot_of(m->to));  // (a member here)
+    auto &recvs = to.recvs;
     for (auto it = recvs.begin(); it != recvs.end(); ++it) {
         if (!ch::p2p_accepts(*it, rank, p.tag)) continue;
         const ch::P2pPost recv = *it;
         recvs.erase(it);
-        take_message(*t, m, recv, t->members[m->to]);
+        take_message(*t, m, recv, t->client_of(m->to));
         return;
     }
-    q.arrived[m->to].push_back(m);
+    to.arrived.push_back(m);
     // Early and small: copied now within the bounds, so that its send
     // completes; otherwise (or synchronous) it waits for its receive.
     if (!(p.flags & ch::kP2pSynchronous) && p.bytes <= config_.p2p_eager_bytes &&
@@ -328,7 +331,7 @@ void TeamEngine::finish_transfer(Transfer &x, uint8_t status, const std::string 
                     publish_p2p(m.receiver, m.recv, status, 0, m.from, m.send.tag);
                     p2p_answered(t, m.to);
                 } else if (t && t->p2p) {
-                    auto &arrived = t->p2p->arrived[m.to];
+                    auto &arrived = t->p2p->at(t->slot_of(m.to))->arrived;
                     arrived.erase(std::remove(arrived.begin(), arrived.end(), x.message),
                                   arrived.end());
                 }
@@ -376,23 +379,27 @@ void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
         ++p2p_failed_;
     };
     // Its own receives: nobody is there to take a message any more.
-    for (const ch::P2pPost &recv : q.recvs[rank]) fail(client, recv, rank);
-    q.recvs[rank].clear();
-    // Messages for it: copies dropped (a copy still being made is its
-    // transfer's too), senders still waiting told.
-    for (const auto &m : q.arrived[rank]) {
-        if (m->copy) {
-            release_copy(*m);
-        } else {
-            fail(m->sender, m->send, m->from);
+    // (A member of another node has none here.)
+    if (P2pQueues::Member *gone = q.at(t.slot_of(rank))) {
+        for (const ch::P2pPost &recv : gone->recvs) fail(client, recv, rank);
+        gone->recvs.clear();
+        // Messages for it: copies dropped (a copy still being made is its
+        // transfer's too), senders still waiting told.
+        for (const auto &m : gone->arrived) {
+            if (m->copy) {
+                release_copy(*m);
+            } else {
+                fail(m->sender, m->send, m->from);
+            }
         }
+        gone->arrived.clear();
     }
-    q.arrived[rank].clear();
-    for (uint32_t r = 0; r < t.size; ++r) {
+    for (size_t i = 0; i < q.members.size(); ++i) {
+        const uint32_t r = t.local_ranks[i];
         if (r == rank) continue;
         // Its sends that wait for a receive: their bytes will not be there
         // (a copy the agent holds stays, for the receive that comes).
-        auto &arrived = q.arrived[r];
+        auto &arrived = q.members[i].arrived;
         for (auto it = arrived.begin(); it != arrived.end();) {
             if ((*it)->from != rank || (*it)->copy) {
                 ++it;
@@ -403,13 +410,13 @@ void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
         }
         // Receives that name it: no message of it waits (one that arrived
         // was matched then), and none will come.
-        auto &recvs = q.recvs[r];
+        auto &recvs = q.members[i].recvs;
         for (auto it = recvs.begin(); it != recvs.end();) {
             if (it->peer != int32_t(rank)) {
                 ++it;
                 continue;
             }
-            fail(t.members[r], *it, r);
+            fail(t.client_of(r), *it, r);
             it = recvs.erase(it);
         }
     }
@@ -418,8 +425,8 @@ void TeamEngine::p2p_member_gone(Team &t, uint32_t rank, uint32_t client) {
 
 void TeamEngine::drop_p2p(Team &t) {
     if (!t.p2p) return;
-    for (auto &arrived : t.p2p->arrived)
-        for (const auto &m : arrived) release_copy(*m);  // (one being made is its transfer's too)
+    for (auto &member : t.p2p->members)
+        for (const auto &m : member.arrived) release_copy(*m);  // (one being made is its transfer's too)
     if (t.spans_nodes) drop_node_p2p(t);
     t.p2p.reset();
 }

@@ -73,15 +73,20 @@ struct TeamEngine::P2pMessage {
 };
 
 struct TeamEngine::P2pQueues {
-    explicit P2pQueues(uint32_t size)
-        : recvs(size), arrived(size), open(size, 0), node_gone(size, 0) {}
-    // By receiving rank: its receives no message matched yet, in order.
-    std::vector<std::deque<channel::P2pPost>> recvs;
-    // By receiving rank: the messages addressed to it that no receive
-    // took yet, in the order their sends arrived.
-    std::vector<std::deque<std::shared_ptr<P2pMessage>>> arrived;
-    // By rank: its posts the agent took and has not answered yet.
-    std::vector<uint32_t> open;
+    // Made by the team's first point-to-point post: queues for this node's
+    // members only (by Team::slot_of), a byte per rank for the others.
+    P2pQueues(uint32_t members_here, uint32_t size) : members(members_here), node_gone(size, 0) {}
+    struct Member {
+        // Its receives no message matched yet, in order.
+        std::deque<channel::P2pPost> recvs;
+        // The messages addressed to it that no receive took yet, in the
+        // order their sends arrived.
+        std::deque<std::shared_ptr<P2pMessage>> arrived;
+        // Its posts the agent took and has not answered yet.
+        uint32_t open = 0;
+    };
+    std::vector<Member> members;
+    Member *at(uint32_t slot) { return slot < members.size() ? &members[slot] : nullptr; }
     // By rank, for members on other nodes: its agent said it left.
     std::vector<uint8_t> node_gone;
 };

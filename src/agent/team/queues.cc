@@ -29,15 +29,16 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
     // board names operations. (While the team works that is t.ops plus its
     // queue; not once it broke: its queues are emptied, and the members
     // may have run operations the agent never started.)
-    const uint64_t sequence = t->posts[rank] + 1;
+    Team::Here &member = *t->here_of(rank);
+    const uint64_t sequence = member.posts + 1;
     if (t->broken || sequence >= t->broken_from) {
-        t->posts[rank] = sequence;
+        member.posts = sequence;
         if (claim_for_agent(*t, sequence) != channel::kOwnerRanks)
             publish(s.id, d.completion, channel::kCollMemberLost, 0, d.sequence);
         if (t->board.valid()) t->board.notify();
         return;
     }
-    if (t->queues[rank].size() >= config_.max_team_queue) {
+    if (member.queue.size() >= config_.max_team_queue) {
         // Its own status, not a refusal of the operation: the member may
         // post it again once some of its queue has run. (A member of a team
         // with a board never gets here unless it ignored the board's bound
@@ -51,16 +52,33 @@ void TeamEngine::post(ClientSession &s, const channel::CollPost &d) {
     Posted p;
     p.post = d;
     const auto c = collective_of(d);
-    if (c && coll::is_vector(*c)) copy_counts(s, *t, &p);
-    t->posts[rank] = sequence;
-    t->queues[rank].push_back(std::move(p));
+    if (c && coll::is_vector(*c)) {
+        // A member's copies are bounded in bytes too: a team of thousands
+        // has counts blocks of a hundred KiB and more.
+        if (member.counts_bytes + d.counts_bytes > config_.max_queued_counts_bytes) {
+            DP_LOG_LIMITED(s.space().log(),
+                           "client {}: {} on team '{}': its queued counts blocks would hold {} "
+                           "bytes at the agent (max_queued_counts_bytes = {}); post it again "
+                           "once some have run",
+                           s.id, collective_name_of(d), t->key,
+                           member.counts_bytes + d.counts_bytes, config_.max_queued_counts_bytes);
+            if (claim_for_agent(*t, sequence) != channel::kOwnerRanks)
+                publish(s.id, d.completion, channel::kCollQueueFull, 0, d.sequence);
+            if (t->board.valid()) t->board.notify();
+            return;
+        }
+        copy_counts(s, *t, &p);
+        member.counts_bytes += p.counts.size();
+    }
+    member.posts = sequence;
+    member.queue.push_back(std::move(p));
     try_start(*t);
 }
 
 void TeamEngine::copy_counts(ClientSession &s, const Team &t, Posted *p) {
     const channel::CollPost &d = p->post;
-    // Only the team's length is ever copied: a member cannot make the agent
-    // hold more than 2 KiB per queued post.
+    // Only the team's length is ever copied (32 bytes per member), within
+    // the member's max_queued_counts_bytes (post()).
     if (d.counts_bytes != coll::vector_counts_bytes(t.size)) {
         DP_LOG_LIMITED(s.space().log(),
                        "client {}: {} on team '{}' with a {}-byte counts block; a team of {} "
@@ -99,13 +117,16 @@ void TeamEngine::try_start(Team &t) {
             break_team(t, t.broken_reason);
             return;
         }
-        for (uint32_t r : t.local_ranks)
-            if (t.queues[r].empty()) return;
+        for (const Team::Here &h : t.here)
+            if (h.queue.empty()) return;
         std::vector<Posted> &heads = t.next;  // not re-entered: t.starting
         heads.resize(t.size);
-        for (uint32_t r : t.local_ranks) {
-            heads[r] = std::move(t.queues[r].front());
-            t.queues[r].pop_front();
+        for (size_t i = 0; i < t.here.size(); ++i) {
+            Team::Here &h = t.here[i];
+            Posted &head = heads[t.local_ranks[i]];
+            head = std::move(h.queue.front());
+            h.queue.pop_front();
+            h.counts_bytes -= head.counts.size();
         }
         if (t.spans_nodes) start_nodes(t, std::move(heads));
         else start_local(t, heads);
@@ -113,8 +134,10 @@ void TeamEngine::try_start(Team &t) {
 }
 
 void TeamEngine::fail_all(const std::vector<channel::CollPost> &heads, Team &t, uint8_t status) {
-    for (uint32_t r : t.local_ranks)
-        publish(t.members[r], heads[r].completion, status, 0, heads[r].sequence);
+    for (size_t i = 0; i < t.here.size(); ++i) {
+        const channel::CollPost &h = heads[t.local_ranks[i]];
+        publish(t.here[i].client, h.completion, status, 0, h.sequence);
+    }
     ++failed_ops_;
     finished_on_board(t);
 }
@@ -146,31 +169,32 @@ void TeamEngine::break_team(Team &t, const std::string &why) {
         // (Not when another node broke it from there already.)
         if (t.spans_nodes && t.ops + 1 < t.broken_from) internode_->broken(t.uid, t.ops + 1, why);
     }
-    for (uint32_t r = 0; r < t.size; ++r) {
+    for (Team::Here &h : t.here) {
         // Position p of the queue is operation t.ops + p + 1; one the members
         // claimed is theirs to fail (and one a member scribbled on is
         // nobody's: the agent fails it, or its members would wait forever).
         uint64_t seq = t.ops;
-        for (const Posted &p : t.queues[r]) {
+        for (const Posted &p : h.queue) {
             if (claim_for_agent(t, ++seq) == channel::kOwnerRanks) continue;
-            publish(t.members[r], p.post.completion, channel::kCollMemberLost, 0,
-                    p.post.sequence);
+            publish(h.client, p.post.completion, channel::kCollMemberLost, 0, p.post.sequence);
             ++failed_ops_;
         }
-        t.queues[r].clear();
+        h.queue.clear();
+        h.counts_bytes = 0;
     }
     if (t.board.valid()) t.board.notify();
 }
 
 void TeamEngine::fail_queued_from(Team &t, uint64_t from) {
-    for (uint32_t r = 0; r < t.size; ++r) {
-        auto &q = t.queues[r];
+    for (Team::Here &h : t.here) {
+        auto &q = h.queue;
         // Position p of the queue is operation t.ops + p + 1.
         const uint64_t keep = from > t.ops + 1 ? from - t.ops - 1 : 0;
         while (q.size() > keep) {
-            publish(t.members[r], q.back().post.completion, channel::kCollMemberLost, 0,
+            publish(h.client, q.back().post.completion, channel::kCollMemberLost, 0,
                     q.back().post.sequence);
             ++failed_ops_;
+            h.counts_bytes -= q.back().counts.size();
             q.pop_back();
         }
     }

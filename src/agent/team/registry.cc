@@ -12,6 +12,7 @@
 #include "agent/team/execution.h"
 #include "agent/team/team.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 #include "common/timing.h"
 #include "mover/wait.h"
 
@@ -125,6 +126,13 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
                                   m.key, teams_of(s.id), config_.max_teams_per_client));
     const SecretDigest secret = secret_digest(m.secret);
     if (multi_node()) return join_nodes(s, m, secret);
+    // On one node every member is a client of this agent.
+    if (m.size > config_.max_clients)
+        return answer(DP_ERR_TOO_LARGE,
+                      fmt::format("team '{}': size {}, more members than this agent serves "
+                                  "(max_clients = {}; every member of a team on one node is "
+                                  "one of its clients)",
+                                  m.key, m.size, config_.max_clients));
     // Forming teams are named by the job's secret and the key together: a
     // key is a name another job may use too (every libdeputy-mpi job's
     // first communicator has the same one), and a join of another job
@@ -144,8 +152,6 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
         team->key = m.key;
         team->secret = secret;
         team->size = m.size;
-        team->members.assign(m.size, 0);
-        team->join_ids.assign(m.size, 0);
         team->timeout_ms = m.timeout_ms ? m.timeout_ms : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms);
         team->deadline_ns = timing::now_ns() + uint64_t(team->timeout_ms) * 1'000'000;
         t = team.get();
@@ -155,7 +161,7 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     if (t->size != m.size)
         return answer(DP_ERR_MISMATCH, fmt::format("team '{}' has size {}; this member says {}",
                                                    m.key, t->size, m.size));
-    if (t->members[m.rank] != 0)
+    if (const Team::Here *h = t->here_of(m.rank); h && h->client != 0)
         return answer(DP_ERR_INVALID,
                       fmt::format("team '{}': rank {} joined already", m.key, m.rank));
     // A member's posts are its client's (find_member_team): two ranks in
@@ -166,19 +172,21 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
                       fmt::format("team '{}': this client joined it already as rank {} (one rank "
                                   "per client, i.e. per dp_context_t)",
                                   m.key, at->second));
+    // A forming team holds the members that joined, in rank order: what a
+    // flood of joins costs is bounded by the joins, whatever size they claim.
+    if (!t->here_of(m.rank)) {
+        const auto at = std::lower_bound(t->local_ranks.begin(), t->local_ranks.end(), m.rank);
+        t->here.emplace(t->here.begin() + (at - t->local_ranks.begin()));
+        t->local_ranks.insert(at, m.rank);
+    }
     t->set_member(m.rank, s.id);
-    t->join_ids[m.rank] = m.join_id;
+    t->here_of(m.rank)->join_id = m.join_id;
     t->agent_runs_all |= (m.flags & ch::control::kJoinAgentRuns) != 0;
     ++pending_[s.id];
     if (t->rank_of.size() < t->size) return;  // wait for the rest
-    for (uint32_t id : t->members) unpend(id);
+    for (const Team::Here &h : t->here) unpend(h.client);
     forming_.erase(scoped);
-    t->ready = true;
-    // Per-member state only for teams that formed: a forming team costs a
-    // few bytes per rank, whatever a flood of joins asks for.
-    t->queues.resize(t->size);
-    t->posts.assign(t->size, 0);
-    for (uint32_t r = 0; r < t->size; ++r) t->local_ranks.push_back(r);
+    t->ready = true;  // every rank joined: local_ranks is 0..size-1
     ch::control::TeamReady ready{0, DP_OK, t->id, ""};
     std::vector<UniqueFd> views;
     offer_board(*t, &ready, &views);
@@ -186,9 +194,9 @@ void TeamEngine::join(ClientSession &s, const ch::control::TeamJoin &m) {
     for (const UniqueFd &f : views) fds.push_back(f.get());
     DP_LOG_INFO("agent: team {} '{}' formed: {} member(s){}", t->id, t->key, t->size,
                 t->board.valid() ? ", waiting members may run its operations" : "");
-    for (uint32_t r = 0; r < t->size; ++r) {
-        ready.join_id = t->join_ids[r];
-        if (ClientSession *c = hooks_.find_client(t->members[r])) hooks_.send_ready(*c, ready, fds);
+    for (const Team::Here &h : t->here) {
+        ready.join_id = h.join_id;
+        if (ClientSession *c = hooks_.find_client(h.client)) hooks_.send_ready(*c, ready, fds);
     }
 }
 
@@ -201,21 +209,19 @@ void TeamEngine::form_timeouts() {
             ++it;
             continue;
         }
-        std::string missing;
-        uint32_t joined = 0;
-        for (uint32_t r = 0; r < t.size; ++r) {
-            if (t.members[r]) ++joined;
-            else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        }
+        std::vector<uint32_t> missing;
+        for (uint32_t r = 0; r < t.size; ++r)
+            if (!t.client_of(r)) missing.push_back(r);
         std::string why = fmt::format("team '{}': {} of {} members joined within {} ms; missing "
                                       "rank(s) {}",
-                                      t.key, joined, t.size, t.timeout_ms, missing);
+                                      t.key, t.rank_of.size(), t.size, t.timeout_ms,
+                                      rank_list(missing));
         DP_LOG_WARN("agent: {}", why);
-        for (uint32_t r = 0; r < t.size; ++r) {
-            if (!t.members[r]) continue;
-            unpend(t.members[r]);
-            if (ClientSession *c = hooks_.find_client(t.members[r]))
-                hooks_.send_ready(*c, {t.join_ids[r], DP_ERR_TIMEOUT, 0, why}, {});
+        for (const Team::Here &h : t.here) {
+            if (!h.client) continue;
+            unpend(h.client);
+            if (ClientSession *c = hooks_.find_client(h.client))
+                hooks_.send_ready(*c, {h.join_id, DP_ERR_TIMEOUT, 0, why}, {});
         }
         const uint32_t team_id = t.id;
         it = forming_.erase(it);
@@ -366,7 +372,7 @@ void TeamEngine::info(nlohmann::json *out) const {
         // Posts of this node's members that wait for the others' (or for
         // the one running): the team's outstanding operations, per member.
         size_t queued = 0;
-        for (const auto &q : t->queues) queued += q.size();
+        for (const Team::Here &h : t->here) queued += h.queue.size();
         // The key is a label: joining also needs the job's secret, of which
         // nothing is shown.
         teams.push_back({{"id", id},

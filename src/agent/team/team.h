@@ -59,24 +59,53 @@ struct TeamEngine::Team {
     std::string key;
     SecretDigest secret{};
     uint32_t size = 0;
-    std::vector<uint32_t> members;  // client id per rank; 0: not (or no longer) there
-    // Its inverse, the rank of each client that is a member here: a post
-    // finds its member in O(1) whatever the team's size. Both change
-    // through set_member() only.
+    // This node's members in rank order: here[i] is rank local_ranks[i]
+    // (every rank when the team is on one node). Nothing is kept per rank
+    // of other nodes but the member map (node_of_rank), so a node's share
+    // of a large team grows with its own members.
+    struct Here {
+        uint32_t client = 0;  // 0: not (or no longer) there
+        // The join id its TEAM_JOIN carried: the answer carries it back (a
+        // client may wait for several joins at once, of different teams).
+        uint64_t join_id = 0;
+        std::deque<Posted> queue;
+        // How many of its posts the agent took (queued, started or failed):
+        // the sequence of its next is one more.
+        uint64_t posts = 0;
+        uint64_t counts_bytes = 0;  // of the counts blocks copied into `queue`
+    };
+    std::vector<uint32_t> local_ranks;  // ascending
+    std::vector<Here> here;
+    // The rank of each client that is a member here: a post finds its
+    // member in O(1) whatever the team's size. Changes through
+    // set_member() only.
     std::unordered_map<uint32_t, uint32_t> rank_of;
+    // Rank `rank`'s member if it is one of this node's ranks, else nullptr.
+    const Here *here_of(uint32_t rank) const {
+        if (rank < local_ranks.size() && local_ranks[rank] == rank) return &here[rank];  // one node
+        auto it = std::lower_bound(local_ranks.begin(), local_ranks.end(), rank);
+        return it != local_ranks.end() && *it == rank ? &here[size_t(it - local_ranks.begin())]
+                                                      : nullptr;
+    }
+    Here *here_of(uint32_t rank) {
+        return const_cast<Here *>(static_cast<const Team *>(this)->here_of(rank));
+    }
+    // Its index in `here`, UINT32_MAX for another node's rank.
+    uint32_t slot_of(uint32_t rank) const {
+        const Here *h = here_of(rank);
+        return h ? uint32_t(h - here.data()) : UINT32_MAX;
+    }
+    // Its client, 0 if none (another node's rank, or one that left).
+    uint32_t client_of(uint32_t rank) const {
+        const Here *h = here_of(rank);
+        return h ? h->client : 0;
+    }
     void set_member(uint32_t rank, uint32_t client) {
-        if (members[rank] != 0) rank_of.erase(members[rank]);
-        members[rank] = client;
+        Here &h = *here_of(rank);
+        if (h.client != 0) rank_of.erase(h.client);
+        h.client = client;
         if (client != 0) rank_of[client] = rank;
     }
-    // Per rank, the join id its member's TEAM_JOIN carried: the answer
-    // carries it back (a client may wait for several joins at once, of
-    // different teams).
-    std::vector<uint64_t> join_ids;
-    std::vector<std::deque<Posted>> queues;
-    // Per rank, how many of its member's posts the agent took (queued,
-    // started or failed): the sequence of its next is one more.
-    std::vector<uint64_t> posts;
     bool ready = false;
     bool broken = false;
     std::string broken_reason;
@@ -90,11 +119,9 @@ struct TeamEngine::Team {
     std::vector<Posted> next;          // the heads try_start takes, reused
     bool starting = false;  // inside try_start()
     uint64_t ops = 0;
-    // Several nodes: the agents' name for the team, where each rank is, and
-    // the ranks on this node (all ranks when the team is on one node).
+    // Several nodes: the agents' name for the team and where each rank is.
     uint64_t uid = 0;
     std::vector<uint32_t> node_of_rank;
-    std::vector<uint32_t> local_ranks;
     bool spans_nodes = false;
     std::map<std::string, uint64_t> inter_algorithms;  // inter-node steps run, by algorithm
     // One node: the board on which waiting members may run operations
