@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <utility>
 
 #include "agent/mpi/mpi_internode_state.h"
@@ -165,19 +167,13 @@ void MpiInternode::loop() {
             commands.swap(commands_);
         }
         bool progressed = !commands.empty();
+        // Joins go to the sequencer by team, a message per turn and node,
+        // not per rank.
+        std::map<std::tuple<std::string, uint32_t, uint32_t>, std::vector<uint32_t>> joins;
         for (Command &c : commands) {
             switch (c.kind) {
                 case Command::Kind::join:
-                    if (node_ == 0) {
-                        sequencer_join(0, c.key, c.rank, c.size, c.timeout_ms);
-                    } else {
-                        send_control(0, json{{"t", "join"},
-                                             {"key", c.key},
-                                             {"rank", c.rank},
-                                             {"size", c.size},
-                                             {"timeout", c.timeout_ms}}
-                                            .dump());
-                    }
+                    joins[{c.key, c.size, c.timeout_ms}].push_back(c.rank);
                     break;
                 case Command::Kind::broken: {
                     auto it = teams_.find(c.uid);
@@ -217,6 +213,8 @@ void MpiInternode::loop() {
                 case Command::Kind::p2p_data_receive: p2p_command(c); break;
             }
         }
+        for (auto &[team, ranks] : joins)
+            send_joins(std::get<0>(team), std::get<1>(team), std::get<2>(team), std::move(ranks));
         receive_control();
         if (node_ == 0) sequencer_timeouts();
         progressed |= progress_ops();

@@ -86,6 +86,10 @@ class MpiInternode final : public Internode {
     void send_control(uint32_t to, const std::string &message);
     void receive_control();
     void on_control(uint32_t from, const std::string &message);
+    // This node's joins of one team (key, size and timeout alike) from one
+    // turn, to the sequencer in one message.
+    void send_joins(const std::string &key, uint32_t size, uint32_t timeout_ms,
+                    std::vector<uint32_t> ranks);
     void sequencer_join(uint32_t from, const std::string &key, uint32_t rank, uint32_t size,
                         uint32_t timeout_ms);
     void sequencer_timeouts();

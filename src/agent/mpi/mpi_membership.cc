@@ -3,13 +3,17 @@
 // operations: nothing here moves a collective's bytes.
 #include <fmt/format.h>
 
+#include <deputy/coll.h>
+
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "agent/mpi/mpi_internode.h"
 #include "agent/mpi/mpi_internode_state.h"
 #include "channel/coll_post.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 #include "common/timing.h"
 
 namespace deputy::agent {
@@ -19,7 +23,79 @@ using nlohmann::json;
 
 constexpr int kControlTag = 1;
 
+// Ranks in the order given as runs [first, count] of consecutive ranks
+// (a rank named twice starts a run of its own: the sequencer refuses it).
+json rank_runs(const std::vector<uint32_t> &ranks) {
+    json runs = json::array();
+    for (size_t i = 0; i < ranks.size();) {
+        size_t j = i + 1;
+        while (j < ranks.size() && ranks[j] == ranks[j - 1] + 1) ++j;
+        runs.push_back({ranks[i], j - i});
+        i = j;
+    }
+    return runs;
+}
+
+// The runs back, or false (with nothing kept) for a malformed list or more
+// than DP_TEAM_MAX_SIZE ranks.
+bool ranks_of_runs(const json &runs, std::vector<uint32_t> *ranks) {
+    if (!runs.is_array()) return false;
+    uint64_t total = 0;
+    for (const json &run : runs) {
+        const auto r = run.get<std::array<uint32_t, 2>>();
+        if ((total += r[1]) > DP_TEAM_MAX_SIZE || uint64_t(r[0]) + r[1] > UINT32_MAX)
+            return false;
+    }
+    for (const json &run : runs) {
+        const auto r = run.get<std::array<uint32_t, 2>>();
+        for (uint32_t k = 0; k < r[1]; ++k) ranks->push_back(r[0] + k);
+    }
+    return true;
+}
+
+// The member map as runs [node, count] of consecutive ranks on one node:
+// a node per run when ranks are placed in blocks.
+json map_runs(const std::vector<uint32_t> &node_of_rank) {
+    json runs = json::array();
+    for (size_t i = 0; i < node_of_rank.size();) {
+        size_t j = i + 1;
+        while (j < node_of_rank.size() && node_of_rank[j] == node_of_rank[i]) ++j;
+        runs.push_back({node_of_rank[i], j - i});
+        i = j;
+    }
+    return runs;
+}
+
+bool map_of_runs(const json &runs, uint32_t nodes, std::vector<uint32_t> *map) {
+    if (!runs.is_array()) return false;
+    uint64_t total = 0;
+    for (const json &run : runs) {
+        const auto r = run.get<std::array<uint32_t, 2>>();
+        if (r[0] >= nodes || r[1] == 0 || (total += r[1]) > DP_TEAM_MAX_SIZE) return false;
+    }
+    for (const json &run : runs) {
+        const auto r = run.get<std::array<uint32_t, 2>>();
+        map->insert(map->end(), r[1], r[0]);
+    }
+    return true;
+}
+
 }  // namespace
+
+void MpiInternode::send_joins(const std::string &key, uint32_t size, uint32_t timeout_ms,
+                              std::vector<uint32_t> ranks) {
+    if (node_ == 0) {
+        for (uint32_t rank : ranks) sequencer_join(0, key, rank, size, timeout_ms);
+        return;
+    }
+    std::sort(ranks.begin(), ranks.end());
+    send_control(0, json{{"t", "join"},
+                         {"key", key},
+                         {"ranks", rank_runs(ranks)},
+                         {"size", size},
+                         {"timeout", timeout_ms}}
+                        .dump());
+}
 
 void MpiInternode::send_control(uint32_t to, const std::string &message) {
     auto text = std::make_shared<std::string>(message);
@@ -60,11 +136,24 @@ void MpiInternode::on_control(uint32_t from, const std::string &text) {
     try {
         const std::string t = m.at("t").get<std::string>();
         if (t == "join" && node_ == 0) {
-            sequencer_join(from, m.at("key").get<std::string>(), m.at("rank").get<uint32_t>(),
-                           m.at("size").get<uint32_t>(), m.at("timeout").get<uint32_t>());
+            std::vector<uint32_t> ranks;
+            if (!ranks_of_runs(m.at("ranks"), &ranks)) {
+                DP_LOG_WARN("agent node {}: join from node {} names more than {} ranks; ignored",
+                            node_, from, DP_TEAM_MAX_SIZE);
+                return;
+            }
+            const auto key = m.at("key").get<std::string>();
+            const auto size = m.at("size").get<uint32_t>();
+            const auto timeout = m.at("timeout").get<uint32_t>();
+            for (uint32_t rank : ranks) sequencer_join(from, key, rank, size, timeout);
         } else if (t == "formed") {
-            on_formed(m.at("key").get<std::string>(), m.at("uid").get<uint64_t>(),
-                      m.at("map").get<std::vector<uint32_t>>());
+            std::vector<uint32_t> map;
+            if (!map_of_runs(m.at("map"), nodes_, &map)) {
+                DP_LOG_WARN("agent node {}: malformed member map from node {} ignored", node_,
+                            from);
+                return;
+            }
+            on_formed(m.at("key").get<std::string>(), m.at("uid").get<uint64_t>(), map);
         } else if (t == "join_failed") {
             InternodeEvent e;
             e.kind = InternodeEvent::Kind::join_failed;
@@ -117,7 +206,8 @@ void MpiInternode::sequencer_join(uint32_t from, const std::string &key, uint32_
     std::vector<uint32_t> nodes = map;
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    const std::string formed = json{{"t", "formed"}, {"key", key}, {"uid", uid}, {"map", map}}.dump();
+    const std::string formed =
+        json{{"t", "formed"}, {"key", key}, {"uid", uid}, {"map", map_runs(map)}}.dump();
     for (uint32_t n : nodes)
         if (n != node_) send_control(n, formed);
     if (std::find(nodes.begin(), nodes.end(), node_) != nodes.end()) on_formed(key, uid, map);
@@ -131,20 +221,14 @@ void MpiInternode::sequencer_timeouts() {
             ++it;
             continue;
         }
-        std::string missing;
-        std::vector<uint32_t> nodes;
-        uint32_t joined = 0;
+        std::vector<uint32_t> missing, nodes;
         for (uint32_t r = 0; r < f.size; ++r) {
-            if (f.node_of_rank[r] == UINT32_MAX) {
-                missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-            } else {
-                ++joined;
-                nodes.push_back(f.node_of_rank[r]);
-            }
+            if (f.node_of_rank[r] == UINT32_MAX) missing.push_back(r);
+            else nodes.push_back(f.node_of_rank[r]);
         }
         const std::string why = fmt::format(
             "team '{}': {} of {} members joined within {} ms on {} node(s); missing rank(s) {}",
-            it->first, joined, f.size, f.timeout_ms, nodes_, missing);
+            it->first, f.joined, f.size, f.timeout_ms, nodes_, rank_list(missing));
         std::sort(nodes.begin(), nodes.end());
         nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
         const std::string m = json{{"t", "join_failed"}, {"key", it->first}, {"rank", UINT32_MAX},
