@@ -77,12 +77,13 @@ void LocalPlan::add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
             }
         if (own_out.empty()) return;
         if (!paired) own_in.assign(in.begin(), in.end());
-        const std::optional<uint32_t> keep = writer;
-        writer.reset();  // (the pieces are the writer's now)
-        add(kind, bytes, own_in, own_out);
-        writer = keep;
-        return;
+        return append(kind, bytes, own_in, own_out);
     }
+    append(kind, bytes, in, out);
+}
+
+void LocalPlan::append(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
+                       std::span<const Piece> out) {
     Task t;
     t.kind = kind;
     t.bytes = bytes;

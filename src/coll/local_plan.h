@@ -78,6 +78,10 @@ struct LocalPlan {
     // writer's share of it (its outputs, and the inputs they need), if any.
     void add(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
              std::span<const Piece> out);
+
+  private:
+    void append(Task::Kind kind, uint64_t bytes, std::span<const Piece> in,
+                std::span<const Piece> out);
 };
 
 struct LocalArgs {

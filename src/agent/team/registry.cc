@@ -57,6 +57,7 @@ TeamEngine::TeamEngine(mover::Device *device, const AgentConfig &config, Hooks h
                        Internode *internode)
     : device_(device), config_(config), hooks_(std::move(hooks)),
       internode_(internode) {
+    inline_left_ = config_.coll_inline_bytes;  // (progress() renews it each turn)
     // The first slot after the device's own: the table is empty at start.
     if (device_->add_address_space(&task_space_, &task_pasid_) != DP_OK)
         DP_LOG_ERROR("agent: no address space left for collective tasks");
