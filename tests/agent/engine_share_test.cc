@@ -57,7 +57,21 @@ TEST(EngineShare, InfoShowsEachEnginesWorkShareAndQueue) {
         });
         for (auto s : st) ASSERT_EQ(s, DP_OK);
     }
-    const auto engines = engines_of(agent_info(agent));
+    // An engine counts a descriptor just after it published its record, so
+    // the last one may still be on its way into the counters when the
+    // operation's waiter reads them: a snapshot taken once every one of the
+    // 3 x 16 tasks and their bytes are counted (or after 3 s, and then the
+    // checks below say what was missing).
+    std::vector<nlohmann::json> engines;
+    deputy::testing::eventually([&] {
+        engines = engines_of(agent_info(agent));
+        uint64_t n = 0, b = 0;
+        for (const auto &e : engines) {
+            n += e["descriptors"].get<uint64_t>();
+            b += e["bytes"].get<uint64_t>();
+        }
+        return n >= 3u * 16u && b >= 3u * 2u * count * 4u;
+    });
     ASSERT_EQ(engines.size(), 2u);
     uint64_t work_ns = 0, descriptors = 0, bytes = 0;
     double share = 0;
