@@ -120,6 +120,11 @@ aarch64() {
   local agent_suites='^(AgentAuth|HostileBytes|AgentLost|AgentConfigErrors|AgentPlacement'
   agent_suites+='|AgentOnDsaTest|StagedEngineTest|NodesConfig|P2pTest)\.'
   agent_suites+='|^AgentTest\.(Mapped|StagedMode|BlockWait)'
+  # qemu-user keeps flags for every page of the guest's address space, so
+  # mapping the shared heap (the machine's memory by default) costs about
+  # a second per process under emulation: enough, under CI's load, to miss
+  # the library's 1 s answer bound on HEAP_SHARE. 1 GiB holds every test.
+  local -x DEPUTY_HEAP_BYTES=$((1 << 30))
   cmake --build build-aarch64 -j "$jobs" --target deputy_cli deputy_agent_mpi mover_tests \
     channel_tests coll_tests agent_tests &&
     ctest --test-dir build-aarch64 -j "$jobs" -L '^(mover|channel|coll)$' --no-tests=error \
