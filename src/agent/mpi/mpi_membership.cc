@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "agent/mpi/mpi_internode.h"
@@ -14,6 +15,7 @@
 #include "channel/coll_post.h"
 #include "common/log.h"
 #include "common/rank_list.h"
+#include "common/runs.h"
 #include "common/timing.h"
 
 namespace deputy::agent {
@@ -27,56 +29,58 @@ constexpr int kControlTag = 1;
 // (a rank named twice starts a run of its own: the sequencer refuses it).
 json rank_runs(const std::vector<uint32_t> &ranks) {
     json runs = json::array();
-    for (size_t i = 0; i < ranks.size();) {
-        size_t j = i + 1;
-        while (j < ranks.size() && ranks[j] == ranks[j - 1] + 1) ++j;
-        runs.push_back({ranks[i], j - i});
-        i = j;
-    }
+    for_each_run(ranks, [](uint32_t a, uint32_t b) { return b == a + 1; },
+                 [&](size_t i, size_t end) {
+                     runs.push_back({ranks[i], end - i});
+                     return true;
+                 });
     return runs;
-}
-
-// The runs back, or false (with nothing kept) for a malformed list or more
-// than DP_TEAM_MAX_SIZE ranks.
-bool ranks_of_runs(const json &runs, std::vector<uint32_t> *ranks) {
-    if (!runs.is_array()) return false;
-    uint64_t total = 0;
-    for (const json &run : runs) {
-        const auto r = run.get<std::array<uint32_t, 2>>();
-        if ((total += r[1]) > DP_TEAM_MAX_SIZE || uint64_t(r[0]) + r[1] > UINT32_MAX)
-            return false;
-    }
-    for (const json &run : runs) {
-        const auto r = run.get<std::array<uint32_t, 2>>();
-        for (uint32_t k = 0; k < r[1]; ++k) ranks->push_back(r[0] + k);
-    }
-    return true;
 }
 
 // The member map as runs [node, count] of consecutive ranks on one node:
 // a node per run when ranks are placed in blocks.
 json map_runs(const std::vector<uint32_t> &node_of_rank) {
     json runs = json::array();
-    for (size_t i = 0; i < node_of_rank.size();) {
-        size_t j = i + 1;
-        while (j < node_of_rank.size() && node_of_rank[j] == node_of_rank[i]) ++j;
-        runs.push_back({node_of_rank[i], j - i});
-        i = j;
-    }
+    for_each_run(node_of_rank, std::equal_to<uint32_t>(), [&](size_t i, size_t end) {
+        runs.push_back({node_of_rank[i], end - i});
+        return true;
+    });
     return runs;
 }
 
-bool map_of_runs(const json &runs, uint32_t nodes, std::vector<uint32_t> *map) {
+// The [first, count] pairs of a list of runs, or false (with nothing
+// kept) for a malformed list, a run `valid` refuses, or more than
+// DP_TEAM_MAX_SIZE ranks in all.
+template <typename Valid>
+bool read_runs(const json &runs, Valid valid, std::vector<std::array<uint32_t, 2>> *out) {
     if (!runs.is_array()) return false;
+    std::vector<std::array<uint32_t, 2>> read;
     uint64_t total = 0;
     for (const json &run : runs) {
         const auto r = run.get<std::array<uint32_t, 2>>();
-        if (r[0] >= nodes || r[1] == 0 || (total += r[1]) > DP_TEAM_MAX_SIZE) return false;
+        if (!valid(r[0], r[1]) || (total += r[1]) > DP_TEAM_MAX_SIZE) return false;
+        read.push_back(r);
     }
-    for (const json &run : runs) {
-        const auto r = run.get<std::array<uint32_t, 2>>();
-        map->insert(map->end(), r[1], r[0]);
-    }
+    *out = std::move(read);
+    return true;
+}
+
+bool ranks_of_runs(const json &runs, std::vector<uint32_t> *ranks) {
+    std::vector<std::array<uint32_t, 2>> read;
+    auto no_wrap = [](uint32_t first, uint32_t count) {
+        return uint64_t(first) + count <= UINT32_MAX;
+    };
+    if (!read_runs(runs, no_wrap, &read)) return false;
+    for (const auto &[first, count] : read)
+        for (uint32_t k = 0; k < count; ++k) ranks->push_back(first + k);
+    return true;
+}
+
+bool map_of_runs(const json &runs, uint32_t nodes, std::vector<uint32_t> *map) {
+    std::vector<std::array<uint32_t, 2>> read;
+    auto on_a_node = [nodes](uint32_t node, uint32_t count) { return node < nodes && count > 0; };
+    if (!read_runs(runs, on_a_node, &read)) return false;
+    for (const auto &[node, count] : read) map->insert(map->end(), count, node);
     return true;
 }
 
@@ -138,7 +142,8 @@ void MpiInternode::on_control(uint32_t from, const std::string &text) {
         if (t == "join" && node_ == 0) {
             std::vector<uint32_t> ranks;
             if (!ranks_of_runs(m.at("ranks"), &ranks)) {
-                DP_LOG_WARN("agent node {}: join from node {} names more than {} ranks; ignored",
+                DP_LOG_WARN("agent node {}: join from node {} ignored: its ranks are not runs "
+                            "[first, count] of at most {} ranks in all, below 2^32",
                             node_, from, DP_TEAM_MAX_SIZE);
                 return;
             }
