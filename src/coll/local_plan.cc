@@ -1,6 +1,9 @@
 #include "coll/local_plan.h"
 
+#include <algorithm>
 #include <iterator>
+#include <numeric>
+#include <tuple>
 #include <vector>
 
 namespace deputy::coll {
@@ -93,8 +96,28 @@ void LocalPlan::append(Task::Kind kind, uint64_t bytes, std::span<const Piece> i
     t.first_output = uint32_t(pieces.size());
     t.outputs = uint32_t(out.size());
     pieces.insert(pieces.end(), out.begin(), out.end());
+    if (in.size() > 1) {
+        thread_local std::vector<uint32_t> first;
+        first_equal(in, &first);
+        for (uint32_t i = 0; i < first.size() && !t.repeats; ++i) t.repeats = first[i] != i;
+    }
     tasks.push_back(t);
     if (bytes > max_task_bytes) max_task_bytes = bytes;
+}
+
+void first_equal(std::span<const Piece> pieces, std::vector<uint32_t> *first) {
+    thread_local std::vector<uint32_t> order;
+    order.resize(pieces.size());
+    std::iota(order.begin(), order.end(), 0u);
+    auto key = [&](uint32_t i) {
+        return std::tuple(pieces[i].where, pieces[i].rank, pieces[i].offset, i);
+    };
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    first->resize(pieces.size());
+    for (size_t k = 0; k < order.size(); ++k)
+        (*first)[order[k]] = k > 0 && pieces[order[k]] == pieces[order[k - 1]]
+                                 ? (*first)[order[k - 1]]
+                                 : order[k];
 }
 
 LocalPlan build_local_plan(const LocalArgs &args) {

@@ -50,7 +50,14 @@ struct Task {
     uint64_t bytes = 0;
     uint32_t first_input = 0, inputs = 0;    // into LocalPlan::pieces
     uint32_t first_output = 0, outputs = 0;  // into LocalPlan::pieces
+    // Some input is named twice (the runner reads it once): found as the
+    // plan is built, so that the runner of a reused plan looks only then.
+    bool repeats = false;
 };
+
+// Per piece, the index of the first piece equal to it (itself if none
+// before it). Sorts: fit for thousands of pieces.
+void first_equal(std::span<const Piece> pieces, std::vector<uint32_t> *first);
 
 struct LocalPlan {
     Collective collective = Collective::barrier;

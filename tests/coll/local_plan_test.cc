@@ -190,6 +190,39 @@ TEST(LocalPlan, TasksRespectTheChunkAndAlltoallPairsShareTasks) {
     EXPECT_EQ(p2.max_task_bytes, uint64_t(256) << 10);
 }
 
+// A task that names an input twice says so as the plan is built (its
+// runner reads it once); the collectives' plans name each input once.
+TEST(LocalPlan, RepeatedInputsAreFoundAsThePlanIsBuilt) {
+    for (size_t n : {size_t(2), size_t(5), size_t(33), size_t(1000)}) {
+        SCOPED_TRACE("pieces " + std::to_string(n));
+        std::vector<Piece> in(n), out(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            in[i] = {Where::source, i % 7, uint64_t(i) * 8};
+            out[i] = {Where::destination, i, 0};
+        }
+        LocalPlan plan;
+        plan.add(Task::Kind::move, 8, in, out);
+        in[n - 1] = in[0];  // the last reads the first's bytes again
+        plan.add(Task::Kind::move, 8, in, out);
+        ASSERT_EQ(plan.tasks.size(), 2u);
+        EXPECT_FALSE(plan.tasks[0].repeats);
+        EXPECT_TRUE(plan.tasks[1].repeats);
+        std::vector<uint32_t> first;
+        first_equal(plan.inputs(plan.tasks[1]), &first);
+        for (uint32_t i = 0; i + 1 < n; ++i) ASSERT_EQ(first[i], i);
+        EXPECT_EQ(first[n - 1], 0u);
+    }
+    for (int i = 0; i < kCollectiveCount; ++i) {
+        const auto c = Collective(i);
+        if (is_vector(c)) continue;
+        for (uint32_t p : {2u, 8u, 300u}) {
+            LocalArgs a{c, p, 1, DP_INT32, DP_SUM, 0, 256 << 10};
+            for (const Task &t : build_local_plan(a).tasks)
+                ASSERT_FALSE(t.repeats) << collective_name(c) << " of " << p;
+        }
+    }
+}
+
 // A member's own plan (LocalArgs::writer) is the whole plan's tasks that
 // write its destination, in the same order, each with the outputs there
 // and the inputs they take (all of a reduce's, the paired ones of a

@@ -21,22 +21,6 @@ bool overlaps(const uint8_t *a, const uint8_t *b, uint64_t n) { return a < b + n
 // task: pairwise, one such operation took 37 s on the agent's engines.
 constexpr size_t kFewPieces = 32;
 
-// Per piece, the first piece equal to it (itself if none before it).
-void first_equal(std::span<const Piece> pieces, std::vector<uint32_t> *first) {
-    thread_local std::vector<uint32_t> order;
-    order.resize(pieces.size());
-    std::iota(order.begin(), order.end(), 0u);
-    auto key = [&](uint32_t i) {
-        return std::tuple(pieces[i].where, pieces[i].rank, pieces[i].offset, i);
-    };
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-    first->resize(pieces.size());
-    for (size_t k = 0; k < order.size(); ++k)
-        (*first)[order[k]] = k > 0 && pieces[order[k]] == pieces[order[k - 1]]
-                                 ? (*first)[order[k - 1]]
-                                 : order[k];
-}
-
 // The bytes of every input, in place or in scratch, each read once. One
 // per thread, reused: a small operation's tasks run back to back on the
 // service thread, where two allocations per task were a measurable part
@@ -68,12 +52,12 @@ bool read_inputs(const LocalPlan &plan, const Task &t, const TaskBuffers &buffer
     in->at.assign(pieces.size(), nullptr);
     // A piece named twice is read once.
     thread_local std::vector<uint32_t> first;
-    const bool many = pieces.size() > kFewPieces;
+    const bool many = t.repeats && pieces.size() > kFewPieces;
     if (many) first_equal(pieces, &first);
     for (size_t i = 0; i < pieces.size(); ++i) {
         if (many) {
             if (first[i] != i) in->at[i] = in->at[first[i]];
-        } else {
+        } else if (t.repeats) {
             for (size_t j = 0; j < i && !in->at[i]; ++j)
                 if (pieces[j] == pieces[i]) in->at[i] = in->at[j];
         }
