@@ -18,6 +18,16 @@ namespace deputy::client {
 namespace control = channel::control;
 using channel::MsgType;
 
+namespace {
+
+// A team's views come kMaxFdsPerMessage to a message, the last message
+// the rest: `got` fds of the `left` still due are a whole batch or the rest.
+bool whole_batch(size_t got, size_t left) {
+    return got == left || (got < left && got == channel::sock::kMaxFdsPerMessage);
+}
+
+}  // namespace
+
 void ControlChannel::start(UniqueFd socket, int64_t slice_ns, int64_t answer_timeout_ns,
                            Hooks hooks) {
     socket_ = std::move(socket);
@@ -187,7 +197,7 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
             }
             const size_t expected = control::ready_fds(ready);
             const size_t got = segments.size();
-            if (got > expected || (got < expected && got != channel::sock::kMaxFdsPerMessage)) {
+            if (!whole_batch(got, expected)) {
                 *why = fmt::format("the agent answered join {} with {} fds of the {} its "
                                    "views need",
                                    ready.join_id, got, expected);
@@ -221,8 +231,7 @@ bool ControlChannel::dispatch(MsgType type, std::vector<uint8_t> payload,
             }
             Waiter *w = it->second;
             const size_t left = views_expected_ - w->segments.size();
-            if (segments.empty() || segments.size() > left ||
-                (segments.size() < left && segments.size() != channel::sock::kMaxFdsPerMessage)) {
+            if (segments.empty() || !whole_batch(segments.size(), left)) {
                 *why = fmt::format("the agent sent {} of join {}'s {} remaining views",
                                    segments.size(), join_id, left);
                 return false;
