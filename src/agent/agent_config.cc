@@ -1,5 +1,6 @@
 #include "agent/agent_config.h"
 
+#include <deputy/coll.h>
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -102,6 +103,9 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_team_queue") c->max_team_queue = uint32_t(get_uint(v, path, 65536));
         else if (key == "max_queued_counts_bytes")
             c->max_queued_counts_bytes = get_uint(v, path, 1ull << 32);
+        else if (key == "test_stand_in_key") c->test_stand_in_key = get_string(v, path);
+        else if (key == "test_stand_in_block")
+            c->test_stand_in_block = uint32_t(get_uint(v, path, DP_TEAM_MAX_SIZE));
         else if (key == "coll_chunk_bytes") c->coll_chunk_bytes = get_uint(v, path, 1ull << 30);
         else if (key == "coll_direct_chunk_bytes")
             c->coll_direct_chunk_bytes = get_uint(v, path, 1ull << 30);
@@ -296,6 +300,9 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
     // (Below 512 KiB a member of the largest teams cannot post a vector
     // collective at all: docs/agent.md.)
     if (c->max_queued_counts_bytes < 4096) return bad("max_queued_counts_bytes must be at least 4096");
+    if (c->test_stand_in_key.empty() != (c->test_stand_in_block == 0))
+        return bad("test_stand_in_key and test_stand_in_block go together (a key, and a block "
+                   "of at least 1 rank)");
     if (c->coll_chunk_bytes < 4096) return bad("coll_chunk_bytes must be at least 4096");
     if (c->coll_direct_chunk_bytes < 4096) return bad("coll_direct_chunk_bytes must be at least 4096");
     if (c->max_heap_bytes == 0) {

@@ -91,6 +91,13 @@ struct AgentConfig {
     // 16384 members; 16 MiB holds 32 such posts, any number below 8192;
     // at least 4096).
     uint64_t max_queued_counts_bytes = 16 << 20;
+    // Test mode (several nodes): when a client joins rank r of the team
+    // `test_stand_in_key`, the agent joins every other rank of r's block
+    // of test_stand_in_block ranks itself, as stand-ins, so that a team of
+    // thousands forms with one client per node. Stand-ins have no memory:
+    // the team forms and is broken at once (docs/agent.md).
+    std::string test_stand_in_key;
+    uint32_t test_stand_in_block = 0;
     uint64_t coll_chunk_bytes = 256 << 10;   // a collective's tasks: engines share one operation in these
     // ... when some member's buffer is ordinary (registered) memory:
     // process_vm_readv/writev move ~5 GB/s in 256 KiB calls here and ~7-8

@@ -297,7 +297,11 @@ TEST(AgentConfigErrors, BadConfigNamesTheKey) {
                           Case{R"({"agent": {"backend": "dsa"}})",
                                "agent.backend: 'dsa' is not 'software' or 'idxd'"},
                           Case{R"({"agent": {"idxd_queue": "dsa0/wq0.0"}})",
-                               "idxd_queue 'dsa0/wq0.0' is set but backend is not 'idxd'"}}) {
+                               "idxd_queue 'dsa0/wq0.0' is set but backend is not 'idxd'"},
+                          Case{R"({"agent": {"test_stand_in_key": "big"}})",
+                               "test_stand_in_key and test_stand_in_block go together"},
+                          Case{R"({"agent": {"test_stand_in_block": 16385}})",
+                               "agent.test_stand_in_block: 16385 is above the limit 16384"}}) {
         std::string dir = deputy::testing::make_private_dir();
         std::string file = dir + "/agent.json";
         std::ofstream(file) << c.config;

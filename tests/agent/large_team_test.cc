@@ -4,7 +4,8 @@
 // and on two engines; 128 members in 4 processes that each get the board
 // and all 257 views (more fds than one message carries: TEAM_READY and
 // TEAM_VIEWS); 72 members that run the operations themselves. Over 8
-// agents: 1024 members, every collective at count 1. Row and
+// agents: 1024 members, every collective at count 1; teams of 4096 and
+// 16384 ranks formed with stand-ins. Row and
 // column teams of a 16 x 8 grid at once. And the limit itself, refused by
 // the library and by the agent.
 //
@@ -18,11 +19,13 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "channel/socket_io.h"
 #include "coll_table.h"
@@ -278,6 +281,77 @@ TEST(LargeTeamNodes, EveryCollectiveWithAThousandRanksOverEightAgents) {
     shape.counts = {1};
     deputy::testing::check_table(team, [&](int r) { return team.team(r); }, "1024 over 8 agents",
                                  shape);
+}
+
+// Teams of 4096 and 16384 ranks over 8 agents, one client per agent (the
+// first rank of each node's block) and the rest stand-ins the agents join
+// themselves (test_stand_in_key): creation within a bound (docs/agent.md
+// states it; PERFORMANCE.md has the figures), every member's operation
+// then fails (stand-ins have no memory) and the team is destroyed.
+TEST(LargeTeamNodes, TeamsOfThousandsFormWithStandIns) {
+    if (const std::string why = deputy::testing::why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
+    constexpr int kNodes = 8;
+    for (const int n : {4096, 16384}) {
+        SCOPED_TRACE(std::to_string(n) + " ranks");
+        const std::string key = "stand" + std::to_string(n);
+        deputy::testing::NodeAgents agents(
+            kNodes, {},
+            R"("test_stand_in_key": ")" + key + R"(", "test_stand_in_block": )" +
+                std::to_string(n / kNodes));
+        ASSERT_TRUE(agents.ready()) << kNodes << " agents under mpirun did not come up";
+        std::vector<std::string> sockets(kNodes);
+        std::vector<dp_context_t *> ctx(kNodes, nullptr);
+        for (int k = 0; k < kNodes; ++k) {
+            sockets[size_t(k)] = agents.socket(k);
+            dp_config_t c = DP_CONFIG_INITIALIZER;
+            c.job_secret = deputy::testing::kTestJobSecret;
+            c.agent = sockets[size_t(k)].c_str();
+            c.pool_bytes = 1 << 20;
+            ASSERT_EQ(dp_init(&c, &ctx[size_t(k)]), DP_OK);
+        }
+        std::vector<dp_team_t *> team(kNodes, nullptr);
+        std::vector<dp_status_t> status(kNodes, DP_ERR_INTERNAL);
+        const auto start = std::chrono::steady_clock::now();
+        std::vector<std::thread> joiners;
+        for (int k = 0; k < kNodes; ++k)
+            joiners.emplace_back([&, k] {
+                status[size_t(k)] = dp_team_create_timeout(ctx[size_t(k)], key.c_str(),
+                                                           k * (n / kNodes), n, 60000,
+                                                           &team[size_t(k)]);
+            });
+        for (auto &t : joiners) t.join();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        for (int k = 0; k < kNodes; ++k) ASSERT_EQ(status[size_t(k)], DP_OK) << "node " << k;
+        std::printf("[ stand-ins ] %d ranks over %d agents formed in %.3f s\n", n, kNodes,
+                    seconds);
+        EXPECT_LT(seconds, 2.0) << "creation of " << n << " ranks with stand-ins";
+        {
+            std::string text, error;
+            ASSERT_EQ(deputy::channel::request_agent_info(agents.socket(3), "", 2'000'000'000,
+                                                          &text, &error),
+                      DP_OK)
+                << error;
+            const auto info = nlohmann::json::parse(text);
+            ASSERT_EQ(info["teams"].size(), 1u) << info.dump();
+            EXPECT_EQ(info["teams"][0]["size"], n);
+            EXPECT_EQ(info["teams"][0]["local_ranks"], n / kNodes);
+            EXPECT_EQ(info["teams"][0]["stand_ins"], n / kNodes - 1);
+            EXPECT_TRUE(info["teams"][0]["broken"].get<bool>());
+        }
+        // Each member's first operation fails: every node broke the team.
+        for (int k = 0; k < kNodes; ++k) {
+            auto *b = static_cast<int64_t *>(dp_malloc(ctx[size_t(k)], 64));
+            EXPECT_EQ(dp_allreduce(b, b + 1, 1, DP_INT64, DP_SUM, team[size_t(k)]),
+                      DP_ERR_AGENT_LOST)
+                << "node " << k;
+            dp_free(ctx[size_t(k)], b);
+        }
+        for (int k = 0; k < kNodes; ++k) {
+            EXPECT_EQ(dp_team_destroy(team[size_t(k)]), DP_OK);
+            dp_finalize(ctx[size_t(k)]);
+        }
+    }
 }
 
 // A 16 x 8 grid of 128 members, as FFT and LU codes split a communicator:

@@ -187,6 +187,9 @@ class TeamEngine {
     bool multi_node() const { return internode_ && internode_->nodes() > 1; }
     void join_nodes(ClientSession &s, const channel::control::TeamJoin &m,
                     const std::array<uint8_t, 32> &secret);
+    // Test mode (AgentConfig::test_stand_in_key): the rest of the joiner's block.
+    void join_stand_ins(const std::string &key, const channel::control::TeamJoin &m,
+                        uint32_t timeout_ms);
     static std::string node_key(const std::array<uint8_t, 32> &secret, const std::string &key);
     static std::string plain_key(const std::string &node_key);
     void on_formed(const InternodeEvent &e);
@@ -292,7 +295,7 @@ class TeamEngine {
     std::vector<std::unique_ptr<Execution>> orphans_;
     Internode *internode_ = nullptr;
     struct PendingJoin {
-        uint32_t client = 0, rank = 0, size = 0;
+        uint32_t client = 0, rank = 0, size = 0;  // client 0: a stand-in (join_stand_ins())
         uint64_t join_id = 0;
     };
     // Several nodes: local joins by the key the agents agree on, which is

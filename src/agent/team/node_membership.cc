@@ -11,6 +11,7 @@
 #include "agent/team/execution.h"
 #include "agent/team/team.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 
 namespace deputy::agent {
 
@@ -53,8 +54,35 @@ void TeamEngine::join_nodes(ClientSession &s, const ch::control::TeamJoin &m,
     }
     joining_.insert({key, {s.id, m.rank, m.size, m.join_id}});
     ++pending_[s.id];
-    internode_->join(key, m.rank, m.size,
-                     m.timeout_ms ? m.timeout_ms : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms));
+    const uint32_t timeout_ms =
+        m.timeout_ms ? m.timeout_ms
+                     : std::min(uint32_t(kDefaultTeamTimeoutMs), config_.max_team_timeout_ms);
+    internode_->join(key, m.rank, m.size, timeout_ms);
+    if (!config_.test_stand_in_key.empty() && m.key == config_.test_stand_in_key)
+        join_stand_ins(key, m, timeout_ms);
+}
+
+void TeamEngine::join_stand_ins(const std::string &key, const ch::control::TeamJoin &m,
+                                uint32_t timeout_ms) {
+    // The joiner's block but the ranks a join of this node names already
+    // (its own, a stand-in's, another client's).
+    const uint32_t block = config_.test_stand_in_block;
+    const uint32_t first = m.rank / block * block;
+    const uint32_t end = uint32_t(std::min<uint64_t>(uint64_t(first) + block, m.size));
+    std::vector<bool> taken(end - first);
+    for (auto [it, last] = joining_.equal_range(key); it != last; ++it)
+        if (it->second.rank >= first && it->second.rank < end) taken[it->second.rank - first] = true;
+    uint32_t joined = 0;
+    for (uint32_t r = first; r < end; ++r) {
+        if (taken[r - first]) continue;
+        joining_.insert({key, {0, r, m.size, 0}});
+        internode_->join(key, r, m.size, timeout_ms);
+        ++joined;
+    }
+    if (joined)
+        DP_LOG_INFO("agent: team '{}': {} stand-in(s) join ranks {}-{} beside rank {} "
+                    "(test_stand_in_key)",
+                    m.key, joined, first, end - 1, m.rank);
 }
 
 bool TeamEngine::poll_internode() {
@@ -104,14 +132,20 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         else t.spans_nodes = true;
     }
     t.here.resize(t.local_ranks.size());
+    std::vector<uint32_t> stand_ins;
     auto [first, last] = joining_.equal_range(e.key);
     for (auto it = first; it != last;) {
         const PendingJoin &j = it->second;
         Team::Here *h = t.here_of(j.rank);
-        if (h && !h->client) {
-            t.set_member(j.rank, j.client);
-            h->join_id = j.join_id;
-            unpend(j.client);
+        if (h && !h->client && !h->stand_in) {
+            if (j.client) {
+                t.set_member(j.rank, j.client);
+                h->join_id = j.join_id;
+                unpend(j.client);
+            } else {
+                h->stand_in = true;
+                stand_ins.push_back(j.rank);
+            }
             it = joining_.erase(it);
         } else {
             ++it;
@@ -126,11 +160,19 @@ void TeamEngine::on_formed(const InternodeEvent &e) {
         const Team::Here &h = t.here[i];
         ClientSession *c = h.client ? hooks_.find_client(h.client) : nullptr;
         if (c) hooks_.send_ready(*c, {h.join_id, DP_OK, t.id, ""}, {});
-        else gone = fmt::format("rank {} of team '{}' left before the team formed",
-                                t.local_ranks[i], t.key);
+        else if (!h.stand_in)
+            gone = fmt::format("rank {} of team '{}' left before the team formed",
+                               t.local_ranks[i], t.key);
     }
     replay_parked(t.uid);
     if (!gone.empty()) break_team(t, gone);
+    // Stand-ins have no memory to run an operation over: the team served
+    // its purpose, forming; every operation on it fails, naming them.
+    else if (!stand_ins.empty())
+        break_team(t, fmt::format("ranks {} of team '{}' are stand-ins played by agent node {} "
+                                  "(test mode test_stand_in_key): the team forms, it runs no "
+                                  "operation",
+                                  rank_list(stand_ins), t.key, internode_->node()));
 }
 
 void TeamEngine::on_join_failed(const InternodeEvent &e) {

@@ -372,8 +372,11 @@ void TeamEngine::info(nlohmann::json *out) const {
     for (const auto &[id, t] : teams_) {
         // Posts of this node's members that wait for the others' (or for
         // the one running): the team's outstanding operations, per member.
-        size_t queued = 0;
-        for (const Team::Here &h : t->here) queued += h.queue.size();
+        size_t queued = 0, stand_ins = 0;
+        for (const Team::Here &h : t->here) {
+            queued += h.queue.size();
+            stand_ins += h.stand_in;
+        }
         // The key is a label: joining also needs the job's secret, of which
         // nothing is shown.
         teams.push_back({{"id", id},
@@ -384,6 +387,7 @@ void TeamEngine::info(nlohmann::json *out) const {
                          {"operations", t->ops},
                          {"local_ranks", t->local_ranks.size()},
                          {"members_here", t->rank_of.size()},  // joined, not left or gone
+                         {"stand_ins", stand_ins},  // test mode (test_stand_in_key)
                          {"spans_nodes", t->spans_nodes},
                          {"queued_posts", queued},
                          {"running", t->running != nullptr},

@@ -73,6 +73,7 @@ struct TeamEngine::Team {
         // the sequence of its next is one more.
         uint64_t posts = 0;
         uint64_t counts_bytes = 0;  // of the counts blocks copied into `queue`
+        bool stand_in = false;      // played by the agent (test mode): no client, no memory
     };
     std::vector<uint32_t> local_ranks;  // ascending
     std::vector<Here> here;
