@@ -314,7 +314,7 @@ def main(argv: list[str]) -> int:
             f.write(key + "\n")
     print(f"# fake deputy bench {argv[1]} {key}")
     if os.environ.get("FAKE_DEPUTY_USAGE") == key:
-        print(f"-s {key}: not a size (examples: 64, 4k, 1m)\nRun with --help for more information.",
+        print(f"-s {key}: not a size (examples: 64, 4k, 2m, 1g)\nRun with --help for more information.",
               file=sys.stderr)
         return 105
     if os.environ.get("FAKE_DEPUTY_HANG") == key:

@@ -1,7 +1,7 @@
 """`deputy-tools perf-doc`: the coll_offload results into docs/PERFORMANCE.md's marked section.
 
 Results are synthetic `deputy bench coll --out` documents (the schema of
-tools/bench_coll/report.cc, as in data/coll/) written where a sweep of the
+tools/bench/coll/report.cc, as in data/coll/) written where a sweep of the
 shipped spec would file them, with numbers chosen so that a wrong median, a
 ratio of medians instead of a median of ratios, or a lost placement shows;
 the measuring path runs the fake benchmark, fake mpirun, taskset and agent.

@@ -89,7 +89,7 @@ def test_usage_error_reports_the_message_not_the_hint(tmp_path: Path, fake_deput
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_DEPUTY_USAGE", "4k")
     [failure] = run_sweep(spec(), tmp_path / "out", str(fake_deputy)).failed
-    assert failure.outcome.message == "exit status 105: -s 4k: not a size (examples: 64, 4k, 1m)"
+    assert failure.outcome.message == "exit status 105: -s 4k: not a size (examples: 64, 4k, 2m, 1g)"
     log = failure.outcome.log.read_text()
     assert log.startswith(f"$ {fake_deputy} bench mover") and "Run with --help" in log
 

@@ -1,6 +1,6 @@
-"""deputy-bench-mpi (tools/bench_mpi/osu_overlap.c) under plain Open MPI: the
+"""deputy-bench-mpi (tools/bench/mpi/osu_overlap.c) under plain Open MPI: the
 table and the --json document it writes, and the cost of a sleep an idle run
-measures first (tools/bench_common/sleep_cost.h), and the blocking forms'
+measures first (tools/bench/common/sleep_cost.h), and the blocking forms'
 alternating rounds. The library's own runs through it are in tests/launch
 and tests/mpi."""
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,7 @@ TEST_F(CliJsonTest, FileSetsEveryKind) {
     EXPECT_EQ(opt_.count, 9u);
     EXPECT_EQ(opt_.ratio, 2.25);
     EXPECT_EQ(opt_.msg_size, "2m");
-    EXPECT_EQ(deputy::cli::parse_size_or_die(opt_.msg_size), 2u << 20);
+    EXPECT_EQ(deputy::cli::parse_size("-s", opt_.msg_size), 2u << 20);
     EXPECT_EQ(opt_.name, "from-file");
     EXPECT_TRUE(opt_.verify);
     EXPECT_EQ(opt_.cpus, (std::vector<int>{1, 3, 5}));
@@ -249,10 +250,30 @@ TEST_F(CliJsonTest, LogLevelValidatedFromFile) {
     EXPECT_NE(error.find("log level '45' is not one of"), std::string::npos) << error;
 }
 
+// A message naming the flag and its value, what a mistyped size gets
+// from every command.
+std::string size_error(const std::function<void()> &parse) {
+    try {
+        parse();
+    } catch (const CLI::ValidationError &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
 TEST(CliCommon, SizeValidatorAndParse) {
-    EXPECT_EQ(deputy::cli::parse_size_or_die("4k"), 4096u);
-    EXPECT_EQ(deputy::cli::parse_size_or_die("3"), 3u);
-    EXPECT_THROW(deputy::cli::parse_size_or_die("4x"), CLI::ValidationError);
+    using deputy::cli::parse_size;
+    using deputy::cli::parse_size_list;
+    EXPECT_EQ(parse_size("-s", "4k"), 4096u);
+    EXPECT_EQ(parse_size("-s", "3"), 3u);
+    EXPECT_EQ(size_error([] { parse_size("--page-size", "4x"); }),
+              "--page-size 4x: not a size (examples: 64, 4k, 2m, 1g)");
+    EXPECT_EQ(parse_size_list("-s", "64,4k,1m"), (std::vector<uint64_t>{64, 4096, 1 << 20}));
+    EXPECT_EQ(parse_size_list("--load", "2g"), (std::vector<uint64_t>{2ull << 30}));
+    EXPECT_EQ(size_error([] { parse_size_list("-s", "64,4q"); }),
+              "-s 4q: not a size (examples: 64, 4k, 2m, 1g)");
+    EXPECT_EQ(size_error([] { parse_size_list("-s", "64,"); }),
+              "-s : not a size (examples: 64, 4k, 2m, 1g)");
     CLI::App app{"t"};
     std::string size;
     app.add_option("-s", size)->check(deputy::cli::size_validator());

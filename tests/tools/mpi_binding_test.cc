@@ -1,7 +1,7 @@
 // The mpirun options that bind ranks to a layout's slots, on synthetic
 // topologies: Open MPI's logical core and PU numbers, Hydra's OS numbers
 // repeated up to the number of ranks.
-#include "launch/mpi_binding.h"
+#include "cli/launch/mpi_binding.h"
 
 #include <gtest/gtest.h>
 

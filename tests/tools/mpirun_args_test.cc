@@ -1,16 +1,16 @@
-// `deputy mpirun` (tools/launch): where the program starts among mpirun's
+// `deputy mpirun` (tools/cli/launch): where the program starts among mpirun's
 // arguments and which of them name hosts, for Open MPI and Hydra; the
 // rank environment options; binding options and the rank count; the block
 // mapping of ranks to simulated nodes; commands as shell text.
-#include "launch/mpirun_args.h"
+#include "cli/launch/mpirun_args.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "launch/mpirun_helpers.h"
-#include "launch/spawn.h"
+#include "cli/launch/mpirun_helpers.h"
+#include "cli/launch/spawn.h"
 
 namespace {
 

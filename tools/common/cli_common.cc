@@ -1,10 +1,15 @@
 #include "common/cli_common.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/units.h"
 
 namespace deputy::cli {
 namespace {
+
+// What every size flag accepts (common/units.h), as each message says it.
+constexpr const char *kSizeExamples = "64, 4k, 2m, 1g";
 
 CLI::Validator level_validator() {
     return CLI::Validator(
@@ -38,15 +43,32 @@ CLI::Validator size_validator() {
     return CLI::Validator(
         [](std::string &value) -> std::string {
             if (units::parse_size(value)) return {};
-            return "size '" + value + "' is not a byte count (examples: 64, 4k, 2m, 1g)";
+            return "size '" + value + "' is not a byte count (examples: " + kSizeExamples +
+                   ")";
         },
         "SIZE", "size");
 }
 
-uint64_t parse_size_or_die(const std::string &text) {
+void usage_error(const std::string &message) { throw CLI::ValidationError(message); }
+
+std::string not_a_size(const std::string &flag, const std::string &text) {
+    return flag + " " + text + ": not a size (examples: " + kSizeExamples + ")";
+}
+
+uint64_t parse_size(const std::string &flag, const std::string &text) {
     auto size = units::parse_size(text);
-    if (!size) throw CLI::ValidationError("size", "bad size '" + text + "'");
+    if (!size) usage_error(not_a_size(flag, text));
     return *size;
+}
+
+std::vector<uint64_t> parse_size_list(const std::string &flag, const std::string &text) {
+    std::vector<uint64_t> sizes;
+    for (size_t at = 0;;) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        sizes.push_back(parse_size(flag, text.substr(at, comma - at)));
+        if (comma == text.size()) return sizes;
+        at = comma + 1;
+    }
 }
 
 }  // namespace deputy::cli

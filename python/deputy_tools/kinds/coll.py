@@ -6,7 +6,7 @@ AllReduce article tabulates MPI's allreduce against a ring allreduce on MPI
 point-to-point from 128 B to 2 GiB; nccl-tests adds algbw / busbw, and the
 host CPU time per operation is what offload is for. The same questions are
 asked of deputy here, from `--out` documents only (schema:
-tools/bench_coll/report.cc and allreduce_table.cc, docs/coll-bench.md):
+tools/bench/coll/report.cc and allreduce_table.cc, docs/coll-bench.md):
 every result row becomes a flat record, each figure puts the message size
 on x and draws one line per implementation (deputy, MPI, ring); anything
 else that varies among the documents (op, memory mode, compute, wait

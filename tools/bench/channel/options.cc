@@ -6,6 +6,7 @@
 
 #include "channel/transport/shm/transport.h"
 #include "common/affinity.h"
+#include "common/cli_common.h"
 #include "common/units.h"
 
 namespace deputy::bench::channel {
@@ -35,7 +36,7 @@ bool resolve(const ChannelOptions &o, Plan *plan, std::string *error) {
         return fail("--one-way applies to --mode stream (pingpong is two-way by nature)");
 
     auto size = units::parse_size(o.msg_size);
-    if (!size) return fail("-s " + o.msg_size + ": not a size (examples: 64, 4k, 1m)");
+    if (!size) return fail(cli::not_a_size("-s", o.msg_size));
     auto limit = units::parse_size(o.max_msg_size);
     if (!limit || *limit == 0 || *limit > ch::kMaxMessageCeiling)
         return fail(fmt::format("--max-msg-size {}: expected 1..{} bytes", o.max_msg_size,
@@ -59,7 +60,7 @@ bool resolve(const ChannelOptions &o, Plan *plan, std::string *error) {
     if (!ch::parse_transport_kind(o.transport, &e.kind))
         return fail("--transport " + o.transport + ": expected shm, uds or tcp");
     auto buffer = units::parse_size(o.buffer_size);
-    if (!buffer) return fail("--buffer-size " + o.buffer_size + ": not a size");
+    if (!buffer) return fail(cli::not_a_size("--buffer-size", o.buffer_size));
     if (e.kind == ch::TransportKind::kShm && *buffer != 0 &&
         ((*buffer & (*buffer - 1)) != 0 || *buffer < ch::shm::kMinRingBytes ||
          *buffer > ch::shm::kMaxRingBytes))

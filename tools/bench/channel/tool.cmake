@@ -6,7 +6,7 @@ list(REMOVE_ITEM DEPUTY_BENCH_CHANNEL_SOURCES ${DEPUTY_BENCH_CHANNEL_DIR}/bench_
 
 add_library(deputy_bench_channel STATIC ${DEPUTY_BENCH_CHANNEL_SOURCES})
 target_include_directories(deputy_bench_channel PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(deputy_bench_channel PUBLIC deputy_core)
+target_link_libraries(deputy_bench_channel PUBLIC deputy_core deputy_tool_common)
 
 # deputy_cli globbed bench/*/*.cc; compile those files once, here.
 get_target_property(DEPUTY_CLI_SOURCES deputy_cli SOURCES)

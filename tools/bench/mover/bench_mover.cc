@@ -37,22 +37,15 @@ struct Resolved {
     BufferNodes nodes;        // -S
 };
 
-[[noreturn]] void usage_error(const std::string &message) {
-    throw CLI::ValidationError(message);
-}
+using cli::usage_error;
 
 Resolved resolve(const MoverOptions &o) {
     Resolved r;
     if (!parse_opcode(o.op, &r.opcode))
         usage_error("-o " + o.op + ": unknown operation (names: " + mover::opcode_names() +
                     "; or DSA opcode numbers like 3)");
-    std::stringstream list(o.sizes);
-    for (std::string item; std::getline(list, item, ',');) {
-        auto size = units::parse_size(item);
-        if (!size) usage_error("-s " + item + ": not a size (examples: 64, 4k, 1m)");
-        r.sizes.push_back(*size);
-    }
-    if (r.sizes.empty()) usage_error("-s: no size given");
+    if (o.sizes.empty()) usage_error("-s: no size given");
+    r.sizes = cli::parse_size_list("-s", o.sizes);
     if (o.wait.size() == 1 && o.wait[0] >= '0' && o.wait[0] <= '3') {
         r.wait = dp_wait_mode_t(o.wait[0] - '0');
     } else if (o.wait.rfind("0x", 0) == 0) {

@@ -48,9 +48,9 @@ int run(CLI::App &app, Flags &f) {
         if (app.count("--bind") > 0) throw rail::RailError("--bind is a server flag");
         if (app.count("--accept-timeout") > 0) throw rail::RailError("--accept-timeout is a server flag");
     }
-    o.page_size = cli::parse_size_or_die(f.page_size);
-    o.pages = cli::parse_size_or_die(f.pages);
-    o.repeat = cli::parse_size_or_die(f.repeat);
+    o.page_size = cli::parse_size("--page-size", f.page_size);
+    o.pages = cli::parse_size("--pages", f.pages);
+    o.repeat = cli::parse_size("--repeat", f.repeat);
     o.warmup = !f.no_warmup;
     o.verify = !f.no_verify;
     rail::validate(o);
