@@ -4,11 +4,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include "channel/key_file.h"
 #include "common/affinity.h"
-#include "common/host_info.h"
+#include "common/result_document.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -197,11 +196,7 @@ bool write_json(const std::string &path, const ChannelOptions &o, const Plan &pl
                    {"results", nlohmann::json::array()}};
         for (const SideResult &r : *baseline) compare["results"].push_back(to_json(r));
     }
-    nlohmann::json doc = {
-        {"benchmark", "channel"},
-        {"schema", 1},
-        {"config",
-         {{"msg_size", plan.msg_size},
+    const nlohmann::json config = {{"msg_size", plan.msg_size},
           {"num_msgs", o.num_msgs},
           {"transport", o.transport},
           {"secure", o.secure},
@@ -219,17 +214,14 @@ bool write_json(const std::string &path, const ChannelOptions &o, const Plan &pl
           {"spin_us", o.spin_us},
           {"verify", !o.no_verify},
           {"cpus", o.cpus},
-          {"compare", o.compare}}},
-        {"versions",
-         {{"deputy", dp_version()}, {"libsodium", deputy::channel::secure::sodium_version()}}},
-        {"host", host_info()},
-        {"busy_threads", busy_threads(plan)},
-        {"results", results},
-        {"compare", compare}};
-    std::ofstream out(path);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-        log::app().error("--out {}: cannot write the results file", path);
+          {"compare", o.compare}};
+    nlohmann::json doc = cli::result_document(
+        "channel", config, {{"libsodium", deputy::channel::secure::sodium_version()}}, results);
+    doc["busy_threads"] = busy_threads(plan);
+    doc["compare"] = compare;
+    std::string error;
+    if (!cli::write_json_file("--out", path, doc, &error)) {
+        log::app().error("{}", error);
         return false;
     }
     return true;

@@ -30,6 +30,7 @@
 #include "common/affinity.h"
 #include "common/cli_json.h"
 #include "common/log.h"
+#include "common/result_document.h"
 #include "common/units.h"
 
 namespace deputy::bench::coll {
@@ -301,7 +302,11 @@ int run(const CollOptions &o, CLI::App &app) {
         std::fflush(stdout);
         nlohmann::json doc = results_document(info, results);
         if (!load_document.is_null()) doc["load"] = load_document;
-        if (!o.out_file.empty() && !write_json(o.out_file, doc)) rc = 2;
+        std::string error;
+        if (!o.out_file.empty() && !cli::write_json_file("--out", o.out_file, doc, &error)) {
+            log::app().error("{}", error);
+            rc = 2;
+        }
     }
     if (wrong != 0) rc = 1;
     return rc;

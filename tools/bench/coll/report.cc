@@ -4,10 +4,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <set>
 
-#include "common/host_info.h"
+#include "common/result_document.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -269,24 +268,11 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
         config["sleep"] = {{"asked_us", info.sleep.asked_us},
                            {"wall_us", info.sleep.wall_us},
                            {"cpu_us", info.sleep.cpu_us}};
-    return {{"benchmark", "coll"},
-            {"schema", 1},
-            {"config", config},
-            {"versions", {{"deputy", dp_version()}, {"mpi", info.mpi_version}}},
-            {"host", host_info()},
-            {"averaging", "mean over iterations, then mean over ranks (OSU, nccl-tests)"},
-            {"cpu_clock_cost_ns", info.cpu_clock_cost_ns},
-            {"results", results}};
-}
-
-bool write_json(const std::string &path, const nlohmann::json &doc) {
-    std::ofstream out(path);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-        log::app().error("--out {}: cannot write the results file", path);
-        return false;
-    }
-    return true;
+    nlohmann::json doc =
+        cli::result_document("coll", config, {{"mpi", info.mpi_version}}, results);
+    doc["averaging"] = "mean over iterations, then mean over ranks (OSU, nccl-tests)";
+    doc["cpu_clock_cost_ns"] = info.cpu_clock_cost_ns;
+    return doc;
 }
 
 }  // namespace deputy::bench::coll

@@ -46,7 +46,6 @@ void print_load_summary(const std::vector<Row> &alone, const std::vector<Row> &b
 
 nlohmann::json results_document(const RunInfo &info, const nlohmann::json &results);
 nlohmann::json row_json(const RunInfo &info, const Row &row, const Row *mpi);
-bool write_json(const std::string &path, const nlohmann::json &doc);
 
 // Ratio of a to b as "1.23x", or "-" when either is missing.
 std::string ratio_text(double a, double b);

@@ -11,11 +11,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/affinity.h"
-#include "common/host_info.h"
+#include "common/result_document.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "mover/config.h"
@@ -135,11 +134,8 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
                            {"verified", r.verified},
                            {"verify_error", r.verify_error}});
     }
-    nlohmann::json doc = {
-        {"benchmark", "mover"},
-        {"schema", 1},
-        {"config",
-         {{"op", h.op}, {"sizes", o.sizes}, {"buffers", o.buffers}, {"iterations", o.iterations},
+    const nlohmann::json config = {
+          {"op", h.op}, {"sizes", o.sizes}, {"buffers", o.buffers}, {"iterations", o.iterations},
           {"batch", o.batch}, {"queue_depth", o.queue_depth}, {"wq_mode", h.wq_mode},
           {"wq_size", o.wq_size}, {"engines", h.engines}, {"wait", h.wait}, {"cpu_mode", o.cpu_mode},
           {"compare", o.compare}, {"caller_cpus", o.caller_cpus}, {"engine_cpus", o.engine_cpus},
@@ -147,16 +143,13 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
           {"dtype", o.dtype}, {"redop", o.redop}, {"dif_block", o.dif_block},
           {"placement", o.placement},
           {"config_file", o.config_file}, {"verify", o.verify}, {"device", o.device},
-          {"wq", o.wq}, {"backend", h.backend}, {"numa_nodes", o.numa_nodes}}},
-        {"versions", {{"deputy", dp_version()}, {"kernels_isa", h.isa}}},
-        {"host", host_info()},
-        {"busy_threads", h.busy_threads},
-        {"results", results}};
+          {"wq", o.wq}, {"backend", h.backend}, {"numa_nodes", o.numa_nodes}};
+    nlohmann::json doc = cli::result_document("mover", config, {{"kernels_isa", h.isa}}, results);
+    doc["busy_threads"] = h.busy_threads;
     if (!idxd.is_null()) doc["idxd"] = idxd;
-    std::ofstream out(path);
-    out << doc.dump(2) << "\n";
-    if (!out) {
-        log::app().error("--out {}: cannot write the results file", path);
+    std::string error;
+    if (!cli::write_json_file("--out", path, doc, &error)) {
+        log::app().error("{}", error);
         return false;
     }
     return true;

@@ -1,16 +1,13 @@
 #include "bench/rail/summary.h"
 
-#include <deputy/version.h>
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "bench/rail/fabric.h"
 #include "bench/rail/rail_error.h"
 #include "bench/rail/reporter.h"
 #include "bench/rail/wire.h"
-#include "common/host_info.h"
+#include "common/result_document.h"
 #include "common/units.h"
 
 namespace deputy::rail {
@@ -180,58 +177,56 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
                          {"first_completion_ms", rail.first_completion_ms}});
     }
     double link = o.link_gbps * o.rails;
-    return {
-        {"tool", "deputy bench rail"},
-        {"role", role_name(o.role)},
-        {"config",
-         {{"provider", o.provider},
-          {"domain", o.domain},
-          {"rails", o.rails},
-          {"devices", o.devices},
-          {"page_size", o.page_size},
-          {"pages", o.pages},
-          {"repeat", o.repeat},
-          {"duration_s", o.duration_s},
-          {"batch", o.batch},
-          {"tx_depth", o.tx_depth},
-          {"link_gbps", o.link_gbps},
-          {"warmup", o.warmup},
-          {"verify", o.verify},
-          {"seed", o.seed},
-          {"pin", o.pin}}},
-        {"versions",
-         {{"deputy", DEPUTY_VERSION_STRING},
-          {"libfabric", libfabric_version()},
-          {"libfabric_api", std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION)},
-          {"provider", r.provider},
-          {"provider_version", r.provider_version}}},
-        {"host", host_info()},
-        {"server_host", r.server_host},
-        {"results",
-         {{"bytes_per_write", o.page_size},
-          {"iterations", r.writes},
-          {"seconds", r.seconds},
-          {"bytes", r.bytes},
-          {"bw_peak_gbps", std::max(r.peak_gbps, r.avg_gbps())},
-          {"bw_average_gbps", r.avg_gbps()},
-          {"msg_rate_mpps", r.mpps()},
-          {"pct_of_link", link > 0 ? 100.0 * r.avg_gbps() / link : 0.0},
-          {"signal", r.signal},
-          {"warmup_ms", r.warmup_ms},
-          {"warmup_writes", r.warmup_writes},
-          {"sample_interval_s", kSampleInterval},
-          {"samples_gbps", r.samples_gbps}}},
-        {"rails", rails},
-        {"verify", v.to_json()},
-    };
+    const nlohmann::json config = {
+        {"provider", o.provider},
+        {"domain", o.domain},
+        {"rails", o.rails},
+        {"devices", o.devices},
+        {"page_size", o.page_size},
+        {"pages", o.pages},
+        {"repeat", o.repeat},
+        {"duration_s", o.duration_s},
+        {"batch", o.batch},
+        {"tx_depth", o.tx_depth},
+        {"link_gbps", o.link_gbps},
+        {"warmup", o.warmup},
+        {"verify", o.verify},
+        {"seed", o.seed},
+        {"pin", o.pin}};
+    const nlohmann::json versions = {
+        {"libfabric", libfabric_version()},
+        {"libfabric_api",
+         std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION)},
+        {"provider", r.provider},
+        {"provider_version", r.provider_version}};
+    const nlohmann::json results = {
+        {"bytes_per_write", o.page_size},
+        {"iterations", r.writes},
+        {"seconds", r.seconds},
+        {"bytes", r.bytes},
+        {"bw_peak_gbps", std::max(r.peak_gbps, r.avg_gbps())},
+        {"bw_average_gbps", r.avg_gbps()},
+        {"msg_rate_mpps", r.mpps()},
+        {"pct_of_link", link > 0 ? 100.0 * r.avg_gbps() / link : 0.0},
+        {"signal", r.signal},
+        {"warmup_ms", r.warmup_ms},
+        {"warmup_writes", r.warmup_writes},
+        {"sample_interval_s", kSampleInterval},
+        {"samples_gbps", r.samples_gbps}};
+    nlohmann::json doc = cli::result_document("rail", config, versions, results);
+    doc["tool"] = "deputy bench rail";
+    doc["role"] = role_name(o.role);
+    doc["server_host"] = r.server_host;
+    doc["rails"] = rails;
+    doc["verify"] = v.to_json();
+    return doc;
 }
 
 void write_results(const RailOptions &o, const RunResult &r, const VerifySummary &v) {
     if (o.out.empty()) return;
-    std::ofstream file(o.out);
-    if (!file) throw RailError("--out " + o.out + ": cannot open for writing: " + std::strerror(errno));
-    file << results_document(o, r, v).dump(2) << "\n";
-    if (!file) throw RailError("--out " + o.out + ": write failed");
+    std::string error;
+    if (!cli::write_json_file("--out", o.out, results_document(o, r, v), &error))
+        throw RailError(error);
 }
 
 }  // namespace deputy::rail

@@ -8,7 +8,7 @@ list(REMOVE_ITEM DEPUTY_RAIL_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/rail/benc
 
 add_library(deputy_rail STATIC ${DEPUTY_RAIL_SOURCES})
 target_include_directories(deputy_rail PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(deputy_rail PUBLIC deputy_core PkgConfig::FABRIC)
+target_link_libraries(deputy_rail PUBLIC deputy_core deputy_tool_common PkgConfig::FABRIC)
 
 # deputy_cli globbed bench/*/*.cc; compile those files once, in deputy_rail.
 get_target_property(DEPUTY_CLI_SOURCES deputy_cli SOURCES)

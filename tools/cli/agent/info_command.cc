@@ -15,6 +15,7 @@
 #include "channel/transport/uds/transport.h"
 #include "common/cli_common.h"
 #include "common/cli_json.h"
+#include "common/result_document.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -106,10 +107,10 @@ bool save_device(const nlohmann::json &j, const std::string &path) {
         std::fprintf(stderr, "--save-config: this agent's answer has no device (an older agent?)\n");
         return false;
     }
-    std::ofstream out(path);
-    out << nlohmann::json::array({j["device"]}).dump(2) << "\n";
-    if (!out.flush()) {
-        std::fprintf(stderr, "--save-config %s: cannot write the file\n", path.c_str());
+    std::string error;
+    if (!cli::write_json_file("--save-config", path, nlohmann::json::array({j["device"]}),
+                              &error)) {
+        std::fprintf(stderr, "%s\n", error.c_str());
         return false;
     }
     std::printf("saved the agent's device to %s (deputy agent --config %s loads it)\n",
