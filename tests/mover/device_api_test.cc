@@ -336,9 +336,19 @@ TEST(MoverStats, ExactAfterAKnownWorkload) {
     ASSERT_EQ(run(mover.get(), make_desc(DP_OP_BATCH, 0, addr(members), 3)).status,
               DP_COMP_BATCH_FAILED);
 
+    // An engine counts a descriptor just after publishing its record
+    // (mover.h): the counts settle a moment after the last wait returns
+    // (on an Arm host, or emulated, a moment long enough to see).
     dp_mover_stats_t stats;
     stats.size = sizeof(stats);
-    ASSERT_EQ(dp_mover_get_stats(mover.get(), &stats), DP_OK);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        ASSERT_EQ(dp_mover_get_stats(mover.get(), &stats), DP_OK);
+        // (bytes is the last counter an engine bumps)
+        const bool settled = stats.completed >= 9 && stats.bytes >= 3607;
+        if (settled || std::chrono::steady_clock::now() > give_up) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     EXPECT_EQ(stats.size, sizeof(stats));
     EXPECT_EQ(stats.submitted, 6u);
     EXPECT_EQ(stats.completed, 5u + 1u + 3u);     // 5 single + the batch + its 3 members
