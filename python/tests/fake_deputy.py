@@ -82,14 +82,16 @@ def _rail(argv: list[str]) -> tuple[dict, str, str]:
     p = argparse.ArgumentParser()
     p.add_argument("--rails", type=int, default=1)
     p.add_argument("--page-size", default="64k")
+    p.add_argument("--no-warmup", action="store_true")
     p.add_argument("--out", required=True)
     args, _ = p.parse_known_args(argv)
+    first_ms = 40.0 if args.no_warmup else 0.1  # a rail connects on its first write
     rails = [{"rail": r, "device": 0, "domain": "lo", "writes": 100, "bytes": 100 << 16,
-              "gbps": 2.0, "share": 1.0 / args.rails, "eagain": 0, "first_completion_ms": 0.1}
-             for r in range(args.rails)]
+              "gbps": 2.0, "share": 1.0 / args.rails, "eagain": 0,
+              "first_completion_ms": first_ms} for r in range(args.rails)]
     doc = {"tool": "deputy bench rail", "role": "client",
            "config": {"provider": "tcp", "rails": args.rails, "devices": 1, "batch": 16,
-                      "tx_depth": 64},
+                      "tx_depth": 64, "warmup": not args.no_warmup},
            "versions": {"provider": "tcp;ofi_rxm"},
            "results": {"bytes_per_write": _size(args.page_size), "iterations": 100 * args.rails,
                        "seconds": 1.0, "bytes": 100 * args.rails << 16,

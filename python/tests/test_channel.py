@@ -307,7 +307,7 @@ def test_reproduce_small_only_channel(tmp_path: Path, fake_deputy: Path,
         assert png.exists() and str(png) in printed
     tables = (out / "tables.md").read_text()
     assert [line for line in tables.splitlines() if line.startswith("## ")] == [
-        "## channel_buffer", "## channel_count", "## channel_size"]
+        "## channel_buffer", "## channel_buffer_doca", "## channel_count", "## channel_size"]
     assert "| tcp       | yes    |" in tables
     assert not any("mover" in c for c in calls())
 

@@ -6,6 +6,7 @@ lines, legend entries), never as pixels.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,7 @@ def test_rail_figures(data: Path, tmp_path: Path) -> None:
     plotted, notes = plot([data / "rail"], tmp_path)
     assert set(plotted) == {"rail:gbps_over_time", "rail:per_rail", "rail:bandwidth_vs_rails"}
     ax = axes(plotted["rail:gbps_over_time"])
-    assert ax.get_xlabel() == "Time since the timed start (s)"
+    assert ax.get_xlabel() == "Time since the writers started, warm-up included (s)"
     assert ax.get_ylabel() == "Bandwidth (Gbit/s)"
     assert len(ax.get_lines()) == 2
     assert [t.split(",")[0] for t in legend_texts(ax)] == ["1 rail", "2 rails"]
@@ -122,6 +123,30 @@ def test_rail_figures(data: Path, tmp_path: Path) -> None:
     ax = axes(plotted["rail:bandwidth_vs_rails"])
     assert ticks(ax) == ["1 rail", "2 rails"] and len(ax.containers) == 1
     assert any("bandwidth_vs_page_size not drawn" in n for n in notes)
+    assert any("warmup_effect not drawn: needs runs with and without the warm-up" in n
+               for n in notes)
+
+
+def test_rail_warmup_effect(data: Path, tmp_path: Path) -> None:
+    """Two runs of one rail setup, one with --no-warmup: first writes per rail, log scale,
+    one bar per run; the Gbit/s series beside them."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    doc = json.loads((data / "rail" / "rails-2.json").read_text())
+    (runs / "on.json").write_text(json.dumps(doc))
+    doc["config"]["warmup"] = False
+    for rail in doc["rails"]:
+        rail["first_completion_ms"] = 40.0 + rail["rail"]
+    (runs / "off.json").write_text(json.dumps(doc))
+    plotted, _ = plot([runs], tmp_path, ("rail:warmup_effect",))
+    first, over_time = plotted["rail:warmup_effect"].figure.axes[:2]
+    assert ticks(first) == ["rail 0", "rail 1"] and len(first.containers) == 2
+    assert first.get_yscale() == "log"
+    assert sorted(legend_texts(first)) == ["no warm-up", "warm-up"]
+    heights = {c.get_label(): [b.get_height() for b in c] for c in first.containers}
+    assert heights["no warm-up"] == [40.0, 41.0]
+    assert len(over_time.get_lines()) == 2
+    assert over_time.get_xlabel() == "Time since the writers started, warm-up included (s)"
 
 
 def test_unknown_figure_name_lists_the_available_ones(data: Path, tmp_path: Path) -> None:

@@ -128,9 +128,10 @@ def test_small_profiles_stay_small() -> None:
     """The reproduce --small promise: a few minutes on 2 cores. A mover or rail point takes
     seconds: about a hundred in all. A coll point starts mpirun and two ranks (a second or
     two) and runs at most 100 iterations per size: at most 30 of them (coll_offload's 20,
-    10 iterations of 3 sizes, about a minute). A channel point of at most 10000 messages of
-    at most 64 KiB takes well under a second, except tcp with less than 16 KiB of socket
-    buffer, about 0.1 s per message (docs/channel.md), hence at most 200 messages there."""
+    10 iterations of 3 sizes, about a minute). At most 70 channel points: one of at most
+    10000 messages of at most 64 KiB takes well under a second, except tcp with less than
+    16 KiB of socket buffer, about 0.1 s per message (docs/channel.md), hence at most 200
+    messages there."""
     by_bench: dict[str, list[points.Point]] = {}
     for path in shipped_specs():
         spec = load_spec(path, "small")
@@ -139,7 +140,7 @@ def test_small_profiles_stay_small() -> None:
     assert len(by_bench["coll"]) <= 30
     assert all(int(p.flags.get("iterations", 0)) <= 100 for p in by_bench["coll"])
     channel = by_bench["channel"]
-    assert len(channel) <= 60
+    assert len(channel) <= 70
     for point in channel:
         count, size = int(point.flags["num-msgs"]), _bytes(point.flags["msg-size"])
         assert count <= 10000 and size <= 64 << 10, point.label()
@@ -176,9 +177,9 @@ def test_only_selects_a_spec_or_a_group() -> None:
     assert [p.stem for p in select_specs(["mover_fig3", "mover_fig2"])] == [
         "mover_fig3", "mover_fig2"]
     channel = [p.stem for p in select_specs(["channel"])]
-    assert channel == ["channel_buffer", "channel_count", "channel_size"]
+    assert channel == ["channel_buffer", "channel_buffer_doca", "channel_count", "channel_size"]
     assert [p.stem for p in select_specs(["channel_size", "channel"])] == [
-        "channel_size", "channel_buffer", "channel_count"]
-    assert [p.stem for p in select_specs(["rail"])] == ["rail_loopback"]  # by benchmark
+        "channel_size", "channel_buffer", "channel_buffer_doca", "channel_count"]
+    assert [p.stem for p in select_specs(["rail"])] == ["rail_loopback", "rail_warmup"]  # by bench
     with pytest.raises(SpecError, match="--only nope: no such spec file, shipped spec, nor group"):
         select_specs(["nope"])

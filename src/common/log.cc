@@ -2,6 +2,7 @@
 
 #include <deputy/log.h>
 #include <deputy/version.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
@@ -16,17 +17,18 @@ namespace {
 struct LevelRow {
     int number;
     const char *name;
+    const char *tag;  // the level as DOCA's logs print it
     spdlog::level::level_enum spd;
 };
 
 constexpr std::array<LevelRow, 7> kLevels{{
-    {DP_LOG_DISABLE, "DISABLE", spdlog::level::off},
-    {DP_LOG_CRITICAL, "CRITICAL", spdlog::level::critical},
-    {DP_LOG_ERROR, "ERROR", spdlog::level::err},
-    {DP_LOG_WARNING, "WARNING", spdlog::level::warn},
-    {DP_LOG_INFO, "INFO", spdlog::level::info},
-    {DP_LOG_DEBUG, "DEBUG", spdlog::level::debug},
-    {DP_LOG_TRACE, "TRACE", spdlog::level::trace},
+    {DP_LOG_DISABLE, "DISABLE", "", spdlog::level::off},
+    {DP_LOG_CRITICAL, "CRITICAL", "CRIT", spdlog::level::critical},
+    {DP_LOG_ERROR, "ERROR", "ERR", spdlog::level::err},
+    {DP_LOG_WARNING, "WARNING", "WARN", spdlog::level::warn},
+    {DP_LOG_INFO, "INFO", "INF", spdlog::level::info},
+    {DP_LOG_DEBUG, "DEBUG", "DBG", spdlog::level::debug},
+    {DP_LOG_TRACE, "TRACE", "TRC", spdlog::level::trace},
 }};
 
 const LevelRow *row_of(int level) {
@@ -34,6 +36,42 @@ const LevelRow *row_of(int level) {
         if (row.number == level) return &row;
     return nullptr;
 }
+
+// %* in the DOCA pattern: the level's tag from the table above.
+class LevelTag final : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg &msg, const std::tm &,
+                spdlog::memory_buf_t &dest) override {
+        for (const auto &row : kLevels) {
+            if (row.spd != msg.level) continue;
+            dest.append(std::string_view(row.tag));
+            return;
+        }
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override {
+        return std::make_unique<LevelTag>();
+    }
+};
+
+// The plain format, and the one DOCA's sample programs print
+// ([time][thread][component][level][file:line][function] message), which
+// the users of those samples read and grep.
+void apply_pattern(spdlog::logger &logger, Format format) {
+    switch (format) {
+        case Format::kPlain:
+            logger.set_pattern("[%H:%M:%S.%f] [%n] [%^%l%$] %v");
+            return;
+        case Format::kDoca: {
+            auto formatter = std::make_unique<spdlog::pattern_formatter>();
+            formatter->add_flag<LevelTag>('*').set_pattern(
+                "[%H:%M:%S:%f][%t][%n][%*][%s:%#][%!] %v");
+            logger.set_formatter(std::move(formatter));
+            return;
+        }
+    }
+}
+
+Format g_format = Format::kPlain;
 
 // Both loggers write to stderr so benchmark tables on stdout stay clean.
 // Not registered in spdlog's registry: that one lives in libspdlog.so and
@@ -44,7 +82,7 @@ const LevelRow *row_of(int level) {
 std::shared_ptr<spdlog::logger> make_logger(const char *name, int level) {
     auto logger = std::make_shared<spdlog::logger>(
         name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    logger->set_pattern("[%H:%M:%S.%f] [%n] [%^%l%$] %v");
+    apply_pattern(*logger, g_format);
     logger->set_level(row_of(level)->spd);
     return logger;
 }
@@ -122,6 +160,18 @@ bool set_app_level(int level) {
     app().set_level(row->spd);
     g_app_level = level;
     return true;
+}
+
+std::optional<Format> parse_format(std::string_view text) {
+    if (text == "plain") return Format::kPlain;
+    if (text == "doca") return Format::kDoca;
+    return std::nullopt;
+}
+
+void set_format(Format format) {
+    g_format = format;
+    apply_pattern(sdk(), format);
+    apply_pattern(app(), format);
 }
 
 int sdk_level() {

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -243,9 +244,15 @@ def parse_buffers(stdout: str) -> dict[str, list[list[int]]]:
 
 
 def test_print_buffers_alltoall_in_the_dpa_samples_layout(tmp_path: Path) -> None:
-    # As DOCA's DPA all-to-all sample: 4 ranks, -m 32 -> 8 int32 per rank, 2 per destination.
-    stdout, _ = run_ok(tmp_path, *MPI_ONLY, "--op", "alltoall", "-d", "int32", "-m", "32:32",
-                       "--print-buffers", *QUICK, ranks=4)
+    # As DOCA's DPA all-to-all sample: 4 ranks, -m 32 -> 8 int32 per rank, 2 per destination,
+    # after its log line "Number of processes = 4," (in DOCA's log format on request).
+    r = coll(*MPI_ONLY, "--op", "alltoall", "-d", "int32", "-m", "32:32", "--print-buffers",
+             "--log-format", "doca", *QUICK, ranks=4)
+    assert r.returncode == 0, r.stdout + r.stderr
+    stdout = r.stdout
+    said = re.findall(r"^\[\d\d:\d\d:\d\d:\d{6}\]\[\d+\]\[app\]\[INF\]\[main\.cc:\d+\]\[\w+\] "
+                      r"Number of processes = (\d+),$", r.stderr, re.M)
+    assert said == ["4"], r.stderr  # once, by rank 0
     buf = parse_buffers(stdout)
     send, recv = buf["send"], buf["recv"]
     assert len(send) == len(recv) == 4 and all(len(row) == 8 for row in send + recv)
@@ -257,6 +264,11 @@ def test_print_buffers_alltoall_in_the_dpa_samples_layout(tmp_path: Path) -> Non
 def test_allreduce_table_columns_and_sizes(tmp_path: Path) -> None:
     stdout, doc = run_ok(tmp_path, "--allreduce-table", "--no-deputy", "--max", "32k")
     lines = stdout.splitlines()
+    # As the ring-allreduce article's program: each rank's node first, then the table.
+    host = socket.gethostname()
+    first_row = next(i for i, line in enumerate(lines) if "DataSize(Bytes)" in line)
+    assert [line for line in lines if line.startswith("Hostname:")] == [f"Hostname: {host}"] * 2
+    assert all(line.startswith(("#", "Hostname: ")) for line in lines[:first_row]), stdout
     head = [line for line in lines if "DataSize(Bytes)" in line]
     assert head and head[0].split("  ") and re.search(
         r"DataSize\(Bytes\)\s+Num of float\s+Native Allreduce\s+Ring Allreduce\s+"

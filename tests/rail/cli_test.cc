@@ -235,6 +235,64 @@ TEST(RailCli, RunLongerThanTimeout) {
     EXPECT_GT(nums[1], 0.0);
 }
 
+// Several buffers per device (the article's buffers per GPU): each its own
+// registration; a pass writes every page of every buffer; every byte checked.
+TEST(RailCli, SeveralBuffersPerDevice) {
+    std::string out = temp_path("buffers.json");
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--provider", "tcp", "--rails", "2",
+                                            "--devices", "2", "--buffers", "3", "--pages", "4",
+                                            "--page-size", "8k", "--repeat", "2", "--out", out,
+                                            "-q"}),
+                                  kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.out.find("# 4 pages x 8K per buffer, 3 buffers per device,"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("# verify: 192K checked, 0 bad pages, 0 bad bytes"), std::string::npos)
+        << r.out;  // 2 devices x 3 buffers x 4 pages x 8 KiB
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["config"]["buffers"], 3);
+    EXPECT_EQ(j["results"]["iterations"], 2 * 3 * 4 * 2);  // devices x buffers x pages x repeat
+    ProcessResult bad = run_command(rail_cmd({"--loopback", "--buffers", "65"}), kLimit);
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--buffers 65 is out of range (1-64)"), std::string::npos)
+        << describe(bad);
+}
+
+// The multi-rail article's server prints these between its warm-up and its
+// timed writes; --sample-interval sets the samples' interval in the JSON.
+TEST(RailCli, WarmupLinesAndSampleInterval) {
+    std::string out = temp_path("warm.json");
+    ProcessResult r = run_command(rail_cmd({"--loopback", "--provider", "tcp", "--rails", "2",
+                                            "--pages", "16", "--repeat", "2",
+                                            "--sample-interval", "0.01", "--out", out, "-q"}),
+                                  kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const std::string lines =
+        "Warmup completed.\nStarted RDMA WRITE to the remote memory: 1 device(s), 2 rail(s).\n";
+    const size_t at = r.out.find(lines);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_LT(at, r.out.find(kHeader)) << r.out;
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["results"]["sample_interval_s"], 0.01);
+
+    ProcessResult cold = run_command(rail_cmd({"--loopback", "--provider", "tcp", "--pages", "16",
+                                               "--repeat", "2", "--no-warmup", "-q"}),
+                                     kLimit);
+    ASSERT_EQ(cold.exit_code, 0) << describe(cold);
+    EXPECT_EQ(cold.out.find("Warmup completed."), std::string::npos) << cold.out;
+    EXPECT_NE(cold.out.find("Started RDMA WRITE to the remote memory: 1 device(s), 1 rail(s).\n"),
+              std::string::npos)
+        << cold.out;
+
+    ProcessResult bad = run_command(rail_cmd({"--loopback", "--sample-interval", "0"}), kLimit);
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--sample-interval 0: out of range (0.001-60 seconds)"),
+              std::string::npos)
+        << describe(bad);
+}
+
 TEST(RailCli, FlagsFromJson) {
     std::string cfg = temp_path("cfg.json");
     std::ofstream(cfg) << R"({"provider": "shm", "rails": 2, "pages": 8, "page-size": "4k", "repeat": 2, "quiet": true})";

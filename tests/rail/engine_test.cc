@@ -114,7 +114,7 @@ TEST_P(RailEngine, WritesEveryPageBitExact) {
         regs.push_back(std::make_unique<Registration>(w, source.data(), source.size(), FI_WRITE, 2));
         fi_addr_t peer = w.insert_peer(t.address(), "target");
         t.insert_peer(w.address(), "writer");
-        wb.push_back({&w, regs.back()->desc(), {peer, remote.remote_base(), remote.key()},
+        wb.push_back({&w, regs.back()->desc(), {{peer, remote.remote_base(), remote.key()}},
                       &counters[size_t(r)], end_signal(r)});
         tb.push_back({&t, end_signal(r)});
         cq_data = cq_data && w.remote_cq_data() && t.remote_cq_data();
@@ -124,6 +124,7 @@ TEST_P(RailEngine, WritesEveryPageBitExact) {
     WritePlan plan;
     plan.page_size = page_size;
     plan.pages = pages;
+    plan.pages_per_buffer = pages;
     plan.repeat = 3;
     plan.batch = 4;
     plan.tx_depth = 8;
@@ -162,11 +163,11 @@ TEST_P(RailEngine, WritesEveryPageBitExact) {
     EXPECT_EQ(writes, pages * 3);
     EXPECT_EQ(stats.warmup_writes, c.warmup ? uint64_t(c.rails) : 0u);
 
-    VerifyReport ok = verify_pages(dest.data(), page_size, pages, seed, 0, 4);
+    VerifyReport ok = verify_pages(dest.data(), page_size, pages, 0, seed, 0, 4);
     EXPECT_EQ(ok.bad_pages, 0u) << (ok.first.empty() ? "" : ok.first[0].describe());
     EXPECT_EQ(ok.checked_bytes, page_size * pages);
     dest.data()[5 * page_size + 77] ^= 0x10;  // the checker must see one flipped bit
-    VerifyReport bad = verify_pages(dest.data(), page_size, pages, seed, 0, 4);
+    VerifyReport bad = verify_pages(dest.data(), page_size, pages, 0, seed, 0, 4);
     ASSERT_EQ(bad.bad_pages, 1u);
     EXPECT_EQ(bad.first[0].page, 5u);
     EXPECT_EQ(bad.first[0].offset, 77u);

@@ -29,11 +29,15 @@ Hello sample_hello() {
     h.workload.repeat = 3;
     h.workload.seed = 99;
     h.workload.warmup = false;
+    h.workload.sample_interval_s = 0.02;
+    h.workload.buffers = 2;
     h.provider = "shm";
     h.cq_data = true;
     for (int r = 0; r < 4; ++r)
-        h.rails.push_back({{uint8_t(r), 0xAB, 0x00}, "shm", 0x1000u * uint64_t(r), uint64_t(r) + 1,
-                           8192 * 10});
+        h.rails.push_back({{uint8_t(r), 0xAB, 0x00},
+                           "shm",
+                           {{0x1000u * uint64_t(r), uint64_t(r) + 1, 8192 * 10},
+                            {0x9000u * uint64_t(r), uint64_t(r) + 5, 8192 * 10}}});
     return h;
 }
 
@@ -67,10 +71,16 @@ TEST(RailHandshake, HelloRoundTrip) {
     EXPECT_EQ(back.workload.repeat, 3u);
     EXPECT_EQ(back.workload.seed, 99u);
     EXPECT_FALSE(back.workload.warmup);
+    EXPECT_EQ(back.workload.sample_interval_s, 0.02);
     ASSERT_EQ(back.rails.size(), 4u);
     EXPECT_EQ(back.rails[3].address, (std::vector<uint8_t>{3, 0xAB, 0}));
-    EXPECT_EQ(back.rails[3].base, 0x3000u);
-    EXPECT_EQ(back.rails[3].key, 4u);
+    EXPECT_EQ(back.workload.buffers, 2u);
+    ASSERT_EQ(back.rails[3].buffers.size(), 2u);
+    EXPECT_EQ(back.rails[3].buffers[0].base, 0x3000u);
+    EXPECT_EQ(back.rails[3].buffers[0].key, 4u);
+    EXPECT_EQ(back.rails[3].buffers[1].base, 0x1B000u);
+    EXPECT_EQ(back.rails[3].buffers[1].key, 8u);
+    EXPECT_EQ(back.rails[3].buffers[1].len, 8192u * 10);
 }
 
 TEST(RailHandshake, MalformedHelloNamesTheField) {
@@ -85,10 +95,18 @@ TEST(RailHandshake, MalformedHelloNamesTheField) {
     j = encode_hello(sample_hello());
     j["version"] = 99;
     EXPECT_EQ(error_of([&] { decode_hello(j); }),
-              "the client speaks protocol version 99, this server 1 (run the same deputy on both hosts)");
+              "the client speaks protocol version 99, this server 2 (run the same deputy on both hosts)");
     j = encode_hello(sample_hello());
     j["rails"] = 2;
     EXPECT_EQ(error_of([&] { decode_hello(j); }), "HELLO: 4 rail addresses for 2 rails");
+    j = encode_hello(sample_hello());
+    j["buffers"] = 3;
+    EXPECT_EQ(error_of([&] { decode_hello(j); }),
+              "HELLO: 2 buffers advertised on a rail for --buffers 3");
+    j = encode_hello(sample_hello());
+    j["rail_info"][1]["buffers"][1]["len"] = 8192;
+    EXPECT_EQ(error_of([&] { decode_hello(j); }),
+              "HELLO: a client buffer of 8192 bytes is smaller than --pages x --page-size");
 }
 
 TEST(RailHandshake, ServerTopologyMustMatchWhenGiven) {
@@ -111,7 +129,7 @@ TEST(RailHandshake, ReadyRoundTripAndSignalModes) {
     Ready r;
     r.provider = "tcp;ofi_rxm";
     r.signal = "remote_cq_data";
-    r.rails.push_back({{1, 2, 3}, "lo", 0, 0, 0});
+    r.rails.push_back({{1, 2, 3}, "lo", {}});
     Ready back = decode_ready(encode_ready(r));
     EXPECT_EQ(back.provider, "tcp;ofi_rxm");
     EXPECT_EQ(back.signal, "remote_cq_data");

@@ -72,7 +72,7 @@ TEST(RailOptions, BuffersMustFitInMemory) {
     o.page_size = 1ull << 30;
     o.pages = 1ull << 20;
     std::string e = error_of(o);
-    EXPECT_EQ(e.rfind("--pages x --page-size x --devices x 2 sides = 2048T exceeds half of this machine's memory (", 0), 0u)
+    EXPECT_EQ(e.rfind("--pages x --page-size x --buffers x --devices x 2 sides = 2048T exceeds half of this machine's memory (", 0), 0u)
         << e;
 }
 

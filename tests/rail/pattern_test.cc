@@ -36,7 +36,7 @@ TEST(RailPattern, VerifyPassesOnTheRightBytes) {
     const size_t ps = 1000;
     std::vector<uint8_t> buf(ps * 7);
     for (uint64_t p = 0; p < 7; ++p) fill_page(buf.data() + p * ps, ps, 42, 1, p);
-    VerifyReport r = verify_pages(buf.data(), ps, 7, 42, 1, 8);
+    VerifyReport r = verify_pages(buf.data(), ps, 7, 0, 42, 1, 8);
     EXPECT_EQ(r.checked_bytes, 7000u);
     EXPECT_EQ(r.bad_pages, 0u);
     EXPECT_EQ(r.bad_bytes, 0u);
@@ -51,7 +51,7 @@ TEST(RailPattern, VerifyReportsPageOffsetAndBytes) {
     buf[2 * ps + 100] ^= 0xFF;
     buf[2 * ps + 200] ^= 0x01;
     std::memset(buf.data() + 3 * ps, 0, ps);  // a page never written
-    VerifyReport r = verify_pages(buf.data(), ps, 4, 7, 0, 8);
+    VerifyReport r = verify_pages(buf.data(), ps, 4, 0, 7, 0, 8);
     ASSERT_EQ(r.bad_pages, 2u);
     ASSERT_EQ(r.first.size(), 2u);
     EXPECT_EQ(r.first[0].page, 2u);
@@ -68,10 +68,24 @@ TEST(RailPattern, VerifyReportsPageOffsetAndBytes) {
     EXPECT_EQ(r.first[0].describe(), want);
 }
 
+// A device's second buffer holds its pages from `pages` on: checked as such
+// it passes; checked as the first buffer (a write to the wrong buffer) it
+// fails on every page.
+TEST(RailPattern, VerifyFromAFirstPage) {
+    const size_t ps = 256;
+    std::vector<uint8_t> buf(ps * 3);
+    for (uint64_t p = 0; p < 3; ++p) fill_page(buf.data() + p * ps, ps, 5, 2, 3 + p);
+    EXPECT_EQ(verify_pages(buf.data(), ps, 3, 3, 5, 2, 4).bad_pages, 0u);
+    VerifyReport wrong = verify_pages(buf.data(), ps, 3, 0, 5, 2, 4);
+    EXPECT_EQ(wrong.bad_pages, 3u);
+    ASSERT_FALSE(wrong.first.empty());
+    EXPECT_EQ(wrong.first[0].page, 0u);
+}
+
 TEST(RailPattern, ReportIsCappedButCountsEverything) {
     const size_t ps = 64;
     std::vector<uint8_t> buf(ps * 10, 0);  // nothing written
-    VerifyReport r = verify_pages(buf.data(), ps, 10, 1, 0, 3);
+    VerifyReport r = verify_pages(buf.data(), ps, 10, 0, 1, 0, 3);
     EXPECT_EQ(r.bad_pages, 10u);
     EXPECT_EQ(r.first.size(), 3u);
     VerifyReport total;

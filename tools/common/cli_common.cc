@@ -32,9 +32,15 @@ void add_log_flags(CLI::App &app, LogFlags *flags) {
     app.add_option("--sdk-log-level", flags->sdk_log_level,
                    "library log level (same scale; default DEPUTY_LOG_LEVEL or 40)")
         ->check(level_validator());
+    app.add_option("--log-format", flags->log_format,
+                   "log lines: plain, or doca ([time][thread][logger][level][file:line][function] "
+                   "message, as DOCA's sample programs print them)")
+        ->check(CLI::IsMember({"plain", "doca"}))
+        ->capture_default_str();
 }
 
 void apply_log_flags(const LogFlags &flags) {
+    log::set_format(*log::parse_format(flags.log_format));
     log::set_app_level(*log::parse_level(flags.log_level));
     if (!flags.sdk_log_level.empty()) log::set_sdk_level(*log::parse_level(flags.sdk_log_level));
 }

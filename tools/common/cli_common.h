@@ -1,5 +1,6 @@
 // Flags every deputy command shares: -l/--log-level (the tool's own log),
-// --sdk-log-level (the library's; DEPUTY_LOG_LEVEL is the fallback); and
+// --sdk-log-level (the library's; DEPUTY_LOG_LEVEL is the fallback),
+// --log-format; and
 // the one way every command reads sizes and reports what a user mistyped.
 #pragma once
 
@@ -14,9 +15,11 @@ namespace deputy::cli {
 struct LogFlags {
     std::string log_level = "50";
     std::string sdk_log_level;  // empty: keep DEPUTY_LOG_LEVEL or the default
+    std::string log_format = "plain";  // or "doca" (a command may default to it)
 };
 
-// Adds -l/--log-level and --sdk-log-level, both validated ("10".."70" or a name).
+// Adds -l/--log-level and --sdk-log-level, both validated ("10".."70" or a
+// name), and --log-format (plain or doca, for both logs).
 void add_log_flags(CLI::App &app, LogFlags *flags);
 // Applies parsed flags to the two loggers.
 void apply_log_flags(const LogFlags &flags);

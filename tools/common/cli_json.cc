@@ -1,5 +1,6 @@
 #include "common/cli_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,35 @@ void check_type(const std::string &key, const CLI::Option &option, const json &v
     }
 }
 
+// DOCA's programs read a file of groups ({"doca_general_flags": {...},
+// "doca_program_flags": {...}}) whose keys are the flags' names, so a user
+// of its samples can bring that file as it is: the groups are opened into
+// one object of flags. A flag given twice is refused, never overridden.
+constexpr const char *kGroups[] = {"doca_general_flags", "doca_program_flags"};
+
+json open_groups(const json &doc, const std::string &path) {
+    json flat = json::object();
+    auto put = [&](const std::string &key, const json &value) {
+        if (flat.contains(key))
+            throw CLI::ConfigError("--json " + path + ": key '" + key + "' is given twice");
+        flat[key] = value;
+    };
+    for (const auto &[key, value] : doc.items()) {
+        const bool group = std::find(std::begin(kGroups), std::end(kGroups), key) !=
+                           std::end(kGroups);
+        if (!group) {
+            put(key, value);
+            continue;
+        }
+        if (!value.is_object())
+            throw CLI::ConfigError("--json " + path + ": '" + key +
+                                   "' expects an object {\"flag-name\": value}, got " +
+                                   describe(value));
+        for (const auto &[inner, inner_value] : value.items()) put(inner, inner_value);
+    }
+    return flat;
+}
+
 void apply_json_file(CLI::App &app, const std::string &path) {
     std::ifstream in(path);
     if (!in) throw CLI::ConfigError("--json " + path + ": cannot read the file");
@@ -91,6 +121,7 @@ void apply_json_file(CLI::App &app, const std::string &path) {
     }
     if (!doc.is_object())
         throw CLI::ConfigError("--json " + path + ": expected one JSON object {\"flag-name\": value}");
+    doc = open_groups(doc, path);
     // Check every key before applying any, so a bad file changes nothing.
     std::vector<std::pair<CLI::Option *, const json *>> updates;
     for (const auto &[key, value] : doc.items()) {
@@ -128,7 +159,9 @@ void apply_json_file(CLI::App &app, const std::string &path) {
 void add_json_config(CLI::App &app) {
     app.add_option_function<std::string>(
            "--json", [&app](const std::string &path) { apply_json_file(app, path); },
-           "read flags from a JSON object {\"flag-name\": value}; command-line flags override it")
+           "read flags from a JSON object {\"flag-name\": value} (or DOCA's "
+           "{\"doca_general_flags\": {...}, \"doca_program_flags\": {...}}); command-line "
+           "flags override it")
         ->configurable(false)
         ->type_name("FILE");
 }

@@ -31,7 +31,9 @@ DEVICES = Param("devices", fmt=lambda n: f"{n} device{'' if n == 1 else 's'}")
 PAGE_SIZE = Param("page_size", fmt=lambda v: f"{format_size(v)} pages")
 BATCH = Param("batch", "batch")
 TX_DEPTH = Param("tx_depth", "tx-depth")
-PARAMS = [PROVIDER, RAILS, DEVICES, PAGE_SIZE, BATCH, TX_DEPTH]
+WARMUP = Param("warmup", fmt=lambda on: "warm-up" if on else "no warm-up")
+BUFFERS = Param("buffers", fmt=lambda n: f"{n} buffer{'' if n == 1 else 's'} per device")
+PARAMS = [PROVIDER, RAILS, DEVICES, BUFFERS, PAGE_SIZE, BATCH, TX_DEPTH, WARMUP]
 
 
 def runs(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
@@ -58,9 +60,11 @@ def runs(docs: Sequence[ResultDoc]) -> list[dict[str, Any]]:
             "provider": versions.get("provider") or need(config, "provider", d, "config"),
             "rails": need(config, "rails", d, "config"),
             "devices": config.get("devices"),
+            "buffers": config.get("buffers", 1),
             "page_size": need(res, "bytes_per_write", d, "results"),
             "batch": config.get("batch"),
             "tx_depth": config.get("tx_depth"),
+            "warmup": config.get("warmup"),
             "seconds": seconds,
             "writes": res.get("iterations"),
             "bw_peak": res.get("bw_peak_gbps"),
@@ -100,15 +104,60 @@ def gbps_over_time(docs: Sequence[ResultDoc]) -> Figure:
         raise NotApplicable("no run has samples_gbps (runs shorter than one sample interval)")
     grouping, labels = _run_labels(recs)
     fig, ax = new_axes()
+    _draw_samples(ax, recs, labels, markersize=4)
+    decorate(ax, "Rail bandwidth over time (whole run, per sample interval)",
+             grouping.subtitle(), TIME_SINCE_START, GBITS)
+    legend(ax)
+    return fig
+
+
+TIME_SINCE_START = "Time since the writers started, warm-up included (s)"
+
+
+def _draw_samples(ax: Any, recs: Sequence[dict[str, Any]], labels: Sequence[str],
+                  markersize: int) -> None:
+    """Each run's Gbit/s per sample interval, one line per run."""
     for i, (r, label) in enumerate(zip(recs, labels)):
         times = [(k + 1) * r["interval"] for k in range(len(r["samples"]))]
-        ax.plot(times, r["samples"], "-o", markersize=4, color=colour(i, len(recs)),
+        ax.plot(times, r["samples"], "-o", markersize=markersize, color=colour(i, len(recs)),
                 label=f"{label}, average {r['bw_avg']:.2f} Gbit/s")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    decorate(ax, "Rail bandwidth over time (whole run, per sample interval)",
-             grouping.subtitle(), "Time since the timed start (s)", GBITS)
-    legend(ax)
+
+
+def _per_rail(recs: Sequence[dict[str, Any]], labels: Sequence[str],
+              key: str) -> tuple[list[int], dict[str, list[float]]]:
+    """Every rail id of the runs, and per run label the rails' `key` (NaN where missing)."""
+    rail_ids = sorted({row["rail"] for r in recs for row in r["rail_rows"]})
+    series = {}
+    for r, label in zip(recs, labels):
+        by_rail = {row["rail"]: row[key] for row in r["rail_rows"]}
+        series[label] = [float("nan") if by_rail.get(k) is None else by_rail[k]
+                         for k in rail_ids]
+    return rail_ids, series
+
+
+def warmup_effect(docs: Sequence[ResultDoc]) -> Figure:
+    """The multi-rail article's warm-up chapter: each rail's first timed write (left), slow
+    where the rail connects on its first write, and Gbit/s over time (right), ramping up
+    without the warm-up."""
+    recs = [r for r in runs(docs) if r["warmup"] is not None]
+    if len({r["warmup"] for r in recs}) < 2:
+        raise NotApplicable("needs runs with and without the warm-up (--no-warmup)")
+    grouping, labels = _run_labels(recs)
+    rail_ids, firsts = _per_rail(recs, labels, "first_completion_ms")
+    fig = Figure(figsize=(13.0, 5.5), layout="constrained")
+    first_ax, time_ax = fig.subplots(1, 2)
+    grouped_bars(first_ax, [f"rail {k}" for k in rail_ids], firsts)
+    first_ax.set_yscale("log")
+    decorate(first_ax, "First write of each rail", "", "Rail",
+             "Completion after the timed start (ms, log)")
+    legend(first_ax)
+    _draw_samples(time_ax, recs, labels, markersize=3)
+    decorate(time_ax, "Bandwidth per sample interval", "", TIME_SINCE_START, GBITS)
+    legend(time_ax)
+    fig.suptitle("\n".join(t for t in ("Rail warm-up: first writes and ramp, with and without",
+                                        grouping.subtitle()) if t), fontsize=11)
     return fig
 
 
@@ -117,11 +166,7 @@ def per_rail(docs: Sequence[ResultDoc]) -> Figure:
     if not recs or not any(r["rail_rows"] for r in recs):
         raise NotApplicable("no per-rail results")
     grouping, labels = _run_labels(recs)
-    rail_ids = sorted({row["rail"] for r in recs for row in r["rail_rows"]})
-    series = {}
-    for r, label in zip(recs, labels):
-        by_rail = {row["rail"]: row["gbps"] for row in r["rail_rows"]}
-        series[label] = [by_rail.get(k, float("nan")) for k in rail_ids]
+    rail_ids, series = _per_rail(recs, labels, "gbps")
     fig, ax = new_axes()
     grouped_bars(ax, [f"rail {k}" for k in rail_ids], series)
     decorate(ax, "Rail bandwidth per rail (run totals)", grouping.subtitle(), "Rail", GBITS)
@@ -147,6 +192,8 @@ def _vs(x: Param, xlabel: str, title: str):
 FIGURES = (
     FigureDef("gbps_over_time", "Gbit/s per sample interval, one line per run", gbps_over_time),
     FigureDef("per_rail", "Gbit/s of each rail, one bar per run", per_rail),
+    FigureDef("warmup_effect", "first write per rail and Gbit/s over time, with and without "
+              "the warm-up (the multi-rail article's warm-up chapter)", warmup_effect),
     FigureDef("bandwidth_vs_rails", "average Gbit/s per number of rails",
               _vs(RAILS, "Rails (endpoints)", "Rail bandwidth vs number of rails")),
     FigureDef("bandwidth_vs_page_size", "average Gbit/s per write size",

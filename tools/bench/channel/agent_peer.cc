@@ -85,7 +85,7 @@ SideResult failed_side(const Plan &plan, Role role, dp_status_t status, std::str
     r.status = status;
     r.error = std::move(error);
     r.verdict = "no result";
-    log::app().error("[{}] {}", r.role, r.error);
+    DP_APP_ERROR("[{}] {}", r.role, r.error);
     return r;
 }
 
@@ -178,7 +178,7 @@ void serve_agent_peer(UniqueFd socket, const std::string &agent_address) {
         return;
     }
     send_json(socket.get(), {{"address", listener->address()}}, "agent bench service");
-    log::app().info("bench-channel: serving a {} run on {}", o.transport, listener->address());
+    DP_APP_INFO("bench-channel: serving a {} run on {}", o.transport, listener->address());
     SideResult r = run_side(plan, Role::kListen, listener.get(), {});
     send_json(socket.get(), to_json(r), "agent bench service");
 }

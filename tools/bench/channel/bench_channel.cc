@@ -17,12 +17,12 @@ int run(const ChannelOptions &o, const cli::LogFlags &log_flags) {
     cli::apply_log_flags(log_flags);
     if (!o.keygen_file.empty()) {
         if (deputy::channel::secure::generate_key_file(o.keygen_file) != DP_OK) {
-            log::app().error("--keygen {}: no key written (the error above says why)",
-                             o.keygen_file);
+            DP_APP_ERROR("--keygen {}: no key written (the error above says why)",
+                         o.keygen_file);
             return channel::kExitError;
         }
-        log::app().info("wrote a new key to {} (mode 0600): copy it to the other end",
-                        o.keygen_file);
+        DP_APP_INFO("wrote a new key to {} (mode 0600): copy it to the other end",
+                    o.keygen_file);
         return channel::kExitOk;
     }
     channel::Plan plan;
@@ -36,6 +36,7 @@ int run(const ChannelOptions &o, const cli::LogFlags &log_flags) {
 void register_channel(CLI::App &bench) {
     auto o = std::make_shared<ChannelOptions>();
     auto log_flags = std::make_shared<cli::LogFlags>();
+    log_flags->log_format = "doca";  // the DOCA sample's lines, which its users read
     CLI::App *app = bench.add_subcommand(
         "channel",
         "host<->agent message channel: N messages of S bytes over shm, uds or tcp, "

@@ -99,10 +99,13 @@ void print_rows(const Plan &plan, const std::vector<SideResult> &sides) {
             (unsigned long long)plan.warmup);
     }
     for (const SideResult &r : sides) {
-        std::printf("# %s: messages sent %llu (planned %llu), received %llu (expected %llu): %s\n",
+        const std::string dropped =
+            r.dropped > 0 ? fmt::format(", dropped {} beyond -n", r.dropped) : std::string();
+        std::printf("# %s: messages sent %llu (planned %llu), received %llu (expected %llu)"
+                    "%s: %s\n",
                     r.role.c_str(), (unsigned long long)r.sent, (unsigned long long)r.planned_send,
                     (unsigned long long)r.received, (unsigned long long)r.expected,
-                    r.verdict.c_str());
+                    dropped.c_str(), r.verdict.c_str());
         if (r.status != DP_OK)
             std::printf("# %s: error: %s (%s)\n", r.role.c_str(), r.error.c_str(),
                         dp_status_name(r.status));
@@ -123,6 +126,7 @@ nlohmann::json to_json(const SideResult &r) {
             {"sent", r.sent},
             {"expected", r.expected},
             {"received", r.received},
+            {"dropped", r.dropped},
             {"peer_planned", r.peer_planned},
             {"peer_sent", r.peer_sent},
             {"wrong", r.wrong},
@@ -163,6 +167,7 @@ SideResult from_json(const nlohmann::json &j) {
     r.sent = j.at("sent");
     r.expected = j.at("expected");
     r.received = j.at("received");
+    r.dropped = j.at("dropped");
     r.peer_planned = j.at("peer_planned");
     r.peer_sent = j.at("peer_sent");
     r.wrong = j.at("wrong");
@@ -221,7 +226,7 @@ bool write_json(const std::string &path, const ChannelOptions &o, const Plan &pl
     doc["compare"] = compare;
     std::string error;
     if (!cli::write_json_file("--out", path, doc, &error)) {
-        log::app().error("{}", error);
+        DP_APP_ERROR("{}", error);
         return false;
     }
     return true;

@@ -34,6 +34,7 @@ struct SideResult {
     uint64_t sent = 0;           // messages sent successfully
     uint64_t expected = 0;       // messages this side expected to receive
     uint64_t received = 0;       // messages received successfully
+    uint64_t dropped = 0;        // stream: the peer's messages read beyond this side's -n
     int64_t peer_planned = -1;   // the peer's -n (HELLO), -1 if no HELLO came
     int64_t peer_sent = -1;      // the count in the peer's END, -1 if no END came
     uint64_t wrong = 0;          // received messages whose size or bytes were wrong

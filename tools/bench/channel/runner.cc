@@ -119,7 +119,7 @@ std::vector<SideResult> run_loopback_at(const Plan &plan) {
                 ? fmt::format("was killed by signal {}", WTERMSIG(status))
                 : fmt::format("exited with code {} without a result", WEXITSTATUS(status));
         sides.push_back(lost_child(plan, why));
-        log::app().error("[connect] {}", sides.back().error);
+        DP_APP_ERROR("[connect] {}", sides.back().error);
     }
     return sides;
 }

@@ -43,7 +43,7 @@ void pin(const std::vector<int> &cpus, size_t index, const char *role) {
     if (cpus.empty()) return;
     int cpu = cpus[index % cpus.size()];
     if (affinity::pin_current_thread(cpu) != DP_OK)
-        log::app().warn("[{}] could not pin a thread to CPU {}", role, cpu);
+        DP_APP_WARN("[{}] could not pin a thread to CPU {}", role, cpu);
 }
 
 std::string describe_status(dp_status_t s, const char *what) {
@@ -141,16 +141,32 @@ bool Side::handshake() {
         fail(code, problem);
         return false;
     }
-    log::app().info(
+    DP_APP_INFO(
         "[{}] connection established: {} {} (buffer {} bytes, max message {} "
         "bytes)",
         name_, r_.transport, r_.peer, r_.buffer_bytes, r_.max_message);
-    if (peer.num_msgs != plan_.num_msgs)
-        log::app().warn("[{}] message counts differ: this side -n {}, the peer -n {}", name_,
-                        plan_.num_msgs, peer.num_msgs);
+    if (plan_.mode == Mode::kStream && r_.expected > 0) {
+        // As in DOCA's secure-channel sample, a side's -n caps what it
+        // receives: it counts min(its -n, the peer's) messages and reads
+        // what the peer sends beyond that without counting it (never
+        // leaving the sender blocked on a full channel).
+        r_.expected = std::min(r_.expected, peer.num_msgs);
+        if (peer.num_msgs > plan_.num_msgs)
+            DP_APP_WARN("[{}] message counts differ: this side -n {}, the peer -n {}: this side "
+                        "receives {} (its -n caps what it receives) and drops the other {}",
+                        name_, plan_.num_msgs, peer.num_msgs, plan_.num_msgs,
+                        peer.num_msgs - plan_.num_msgs);
+        else if (peer.num_msgs < plan_.num_msgs)
+            DP_APP_WARN("[{}] message counts differ: this side -n {}, the peer -n {}: this side "
+                        "receives the peer's {}",
+                        name_, plan_.num_msgs, peer.num_msgs, peer.num_msgs);
+    } else if (peer.num_msgs != plan_.num_msgs) {
+        DP_APP_WARN("[{}] message counts differ: this side -n {}, the peer -n {}", name_,
+                    plan_.num_msgs, peer.num_msgs);
+    }
     if (peer.msg_size != plan_.msg_size && plan_.mode == Mode::kStream)
-        log::app().warn("[{}] message sizes differ: this side sends {} bytes, the peer {}", name_,
-                        plan_.msg_size, peer.msg_size);
+        DP_APP_WARN("[{}] message sizes differ: this side sends {} bytes, the peer {}", name_,
+                    plan_.msg_size, peer.msg_size);
     expect_ =
         std::make_unique<Payload>(plan_.mode == Mode::kStream ? peer.msg_size : plan_.msg_size);
     return true;
@@ -160,8 +176,8 @@ bool Side::check_data(const uint8_t *data, size_t length, uint64_t seq) {
     if (!plan_.verify) return true;
     if (expect_->matches(data, length, seq)) return true;
     if (++r_.wrong <= kMaxWrongLogged)
-        log::app().error("[{}] message {} is wrong: {} bytes (expected {}){}", name_, seq, length,
-                         expect_->size(), length == expect_->size() ? ", content differs" : "");
+        DP_APP_ERROR("[{}] message {} is wrong: {} bytes (expected {}){}", name_, seq, length,
+                     expect_->size(), length == expect_->size() ? ", content differs" : "");
     return false;
 }
 
@@ -178,7 +194,7 @@ bool Side::start_barrier() {
     std::vector<uint8_t> buffer(t_.max_message());
     if (s == DP_OK) s = t_.recv(&type, buffer.data(), buffer.size(), &length, plan_.timeout_ns);
     if (s == DP_OK && type == MsgType::kStart) {
-        log::app().info("[{}] start barrier passed: both sides' threads are ready", name_);
+        DP_APP_INFO("[{}] start barrier passed: both sides' threads are ready", name_);
         return true;
     }
     if (s != DP_OK) fail(s, describe_status(s, "the start barrier"));
@@ -202,17 +218,17 @@ void Side::stream_send() {
     if (!started) return;
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.send_start_ns = timing::now_ns();
-    log::app().info("[{}] SEND START TIME: {} ns ({} messages of {} bytes)", name_,
-                    r_.send_start_ns, r_.planned_send, plan_.msg_size);
+    DP_APP_INFO("[{}] SEND START TIME: {} ns ({} messages of {} bytes)", name_,
+                r_.send_start_ns, r_.planned_send, plan_.msg_size);
     dp_status_t s = DP_OK;
     for (uint64_t i = 0; i < r_.planned_send; ++i) {
         s = t_.send(MsgType::kData, payload.message(i), plan_.msg_size, plan_.timeout_ns);
         if (s != DP_OK) break;
         ++r_.sent;
-        if (trace_) log::app().trace("[{}] message sent: {}", name_, i);
+        if (trace_) DP_APP_TRACE("[{}] message sent: {}", name_, i);
     }
     r_.send_end_ns = timing::now_ns();
-    log::app().info("[{}] SEND END TIME: {} ns", name_, r_.send_end_ns);
+    DP_APP_INFO("[{}] SEND END TIME: {} ns", name_, r_.send_end_ns);
     if (s == DP_OK) {
         uint8_t end[ch::kEndBytes];
         ch::put_u64(end, r_.sent);
@@ -222,8 +238,8 @@ void Side::stream_send() {
     if (s != DP_OK)
         fail(s, fmt::format("sending message {} of {}: {}", r_.sent + 1, r_.planned_send,
                             dp_strerror(s)));
-    log::app().info("[{}] Send thread exiting, total amount of messages sent successfully: {}",
-                    name_, r_.sent);
+    DP_APP_INFO("[{}] Send thread exiting, total amount of messages sent successfully: {}",
+                name_, r_.sent);
 }
 
 void Side::stream_recv() {
@@ -234,7 +250,8 @@ void Side::stream_recv() {
     if (go_.load(std::memory_order_acquire) < 0) return;
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.recv_start_ns = timing::now_ns();
-    log::app().info("[{}] RECV START TIME: {} ns", name_, r_.recv_start_ns);
+    DP_APP_INFO("[{}] RECV START TIME: {} ns", name_, r_.recv_start_ns);
+    uint64_t last_counted_ns = 0;
     for (;;) {
         MsgType type;
         size_t length = 0;
@@ -249,9 +266,13 @@ void Side::stream_recv() {
             break;
         }
         if (type == MsgType::kData) {
+            if (r_.received == r_.expected) {  // beyond this side's -n: read, not counted
+                if (r_.dropped++ == 0) last_counted_ns = timing::now_ns();
+                continue;
+            }
             if (r_.received == 0) r_.recv_first_ns = timing::now_ns();
             check_data(buffer.data(), length, r_.received);
-            if (trace_) log::app().trace("[{}] message received: {}", name_, r_.received);
+            if (trace_) DP_APP_TRACE("[{}] message received: {}", name_, r_.received);
             ++r_.received;
         } else if (type == MsgType::kEnd && length == ch::kEndBytes) {
             r_.peer_sent = int64_t(ch::get_u64(buffer.data()));
@@ -267,10 +288,11 @@ void Side::stream_recv() {
             break;
         }
     }
-    r_.recv_end_ns = timing::now_ns();
+    // The timed window ends with the last message counted.
+    r_.recv_end_ns = r_.dropped > 0 ? last_counted_ns : timing::now_ns();
     r_.recv_cpu_ns = timing::thread_cpu_ns() - cpu0;
-    log::app().info("[{}] RECV END TIME: {} ns", name_, r_.recv_end_ns);
-    log::app().info(
+    DP_APP_INFO("[{}] RECV END TIME: {} ns", name_, r_.recv_end_ns);
+    DP_APP_INFO(
         "[{}] Receive thread exiting, total amount of messages received "
         "successfully: {}",
         name_, r_.received);
@@ -284,8 +306,8 @@ void Side::ping() {
     samples.reserve(r_.planned_send);
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.send_start_ns = r_.recv_start_ns = timing::now_ns();
-    log::app().info("[{}] SEND START TIME: {} ns ({} round trips of {} bytes)", name_,
-                    r_.send_start_ns, r_.planned_send, plan_.msg_size);
+    DP_APP_INFO("[{}] SEND START TIME: {} ns ({} round trips of {} bytes)", name_,
+                r_.send_start_ns, r_.planned_send, plan_.msg_size);
     for (uint64_t i = 0; i < r_.planned_send; ++i) {
         const uint64_t t0 = timing::now_ns();
         dp_status_t s =
@@ -309,10 +331,10 @@ void Side::ping() {
         check_data(buffer.data(), length, i);
         ++r_.received;
         if (i >= plan_.warmup) samples.push_back(double(t1 - t0) / 2);
-        if (trace_) log::app().trace("[{}] round trip {}: {} ns", name_, i, t1 - t0);
+        if (trace_) DP_APP_TRACE("[{}] round trip {}: {} ns", name_, i, t1 - t0);
     }
     r_.send_end_ns = r_.recv_end_ns = timing::now_ns();
-    log::app().info("[{}] SEND END TIME: {} ns", name_, r_.send_end_ns);
+    DP_APP_INFO("[{}] SEND END TIME: {} ns", name_, r_.send_end_ns);
     if (r_.status == DP_OK) {
         uint8_t end[ch::kEndBytes];
         ch::put_u64(end, r_.sent);
@@ -344,7 +366,7 @@ void Side::pong() {
     std::vector<uint8_t> buffer(t_.max_message());
     const uint64_t cpu0 = timing::thread_cpu_ns();
     r_.send_start_ns = r_.recv_start_ns = timing::now_ns();
-    log::app().info("[{}] RECV START TIME: {} ns (echoing)", name_, r_.recv_start_ns);
+    DP_APP_INFO("[{}] RECV START TIME: {} ns (echoing)", name_, r_.recv_start_ns);
     for (;;) {
         MsgType type;
         size_t length = 0;
@@ -374,14 +396,14 @@ void Side::pong() {
             break;
         }
         ++r_.sent;
-        if (trace_) log::app().trace("[{}] message echoed: {}", name_, r_.received - 1);
+        if (trace_) DP_APP_TRACE("[{}] message echoed: {}", name_, r_.received - 1);
     }
     r_.send_end_ns = r_.recv_end_ns = timing::now_ns();
     r_.recv_cpu_ns = timing::thread_cpu_ns() - cpu0;
     // The responder's plan is to echo every ping that comes; what it expected
     // to receive (its -n) is checked on the receive side.
     r_.planned_send = r_.received;
-    log::app().info("[{}] RECV END TIME: {} ns", name_, r_.recv_end_ns);
+    DP_APP_INFO("[{}] RECV END TIME: {} ns", name_, r_.recv_end_ns);
 }
 
 void Side::finish_verdict() {
@@ -390,8 +412,9 @@ void Side::finish_verdict() {
         issues.push_back(fmt::format("sent {} of {}", r_.sent, r_.planned_send));
     if (r_.received != r_.expected)
         issues.push_back(fmt::format("received {}, expected {}", r_.received, r_.expected));
-    if (r_.peer_sent >= 0 && uint64_t(r_.peer_sent) != r_.received)
-        issues.push_back(fmt::format("the peer sent {} but {} arrived", r_.peer_sent, r_.received));
+    if (r_.peer_sent >= 0 && uint64_t(r_.peer_sent) != r_.received + r_.dropped)
+        issues.push_back(fmt::format("the peer sent {} but {} arrived", r_.peer_sent,
+                                     r_.received + r_.dropped));
     if (plan_.mode == Mode::kPingpong && role_ == Role::kConnect && r_.peer_planned >= 0 &&
         uint64_t(r_.peer_planned) != plan_.num_msgs)
         issues.push_back(fmt::format("the peer expected {} pings", r_.peer_planned));
@@ -420,7 +443,7 @@ SideResult Side::run() {
     }
     finish_verdict();
     if (r_.status != DP_OK)
-        log::app().error("[{}] {} ({})", name_, r_.error, dp_status_name(r_.status));
+        DP_APP_ERROR("[{}] {} ({})", name_, r_.error, dp_status_name(r_.status));
     return r_;
 }
 
@@ -449,13 +472,13 @@ SideResult run_side(const Plan &plan, Role role, ch::EndpointListener *listener,
             if (s != DP_OK) {
                 failed.status = s;
                 failed.error = "cannot listen on " + plan.endpoint.address;
-                log::app().error("[listen] {} ({})", failed.error, dp_status_name(s));
+                DP_APP_ERROR("[listen] {} ({})", failed.error, dp_status_name(s));
                 return failed;
             }
             listener = own.get();
         }
-        log::app().info("[listen] Started listening on {} {}, waiting for a connection",
-                        failed.transport, listener->address());
+        DP_APP_INFO("[listen] Started listening on {} {}, waiting for a connection",
+                    failed.transport, listener->address());
         s = listener->accept(plan.timeout_ns, &transport);
     } else {
         s = ch::connect_endpoint(plan.endpoint, plan.timeout_ns, &transport);
@@ -467,7 +490,7 @@ SideResult run_side(const Plan &plan, Role role, ch::EndpointListener *listener,
                 ? fmt::format("no peer connected within {} s (--timeout)", plan.timeout_ns / 1e9)
                 : fmt::format("{} {}: {}", role == Role::kListen ? "accepting on" : "connecting to",
                               plan.endpoint.address, dp_strerror(s));
-        log::app().error("[{}] {} ({})", failed.role, failed.error, dp_status_name(s));
+        DP_APP_ERROR("[{}] {} ({})", failed.role, failed.error, dp_status_name(s));
         return failed;
     }
     return run_on(*transport, plan, role, cpus);

@@ -36,12 +36,12 @@ std::string self_dir() {
     execv(program.c_str(), argv.data());
     const int err = errno;
     if (err == ENOENT)
-        log::app().error(
+        DP_APP_ERROR(
             "deputy bench coll: {} not found: it is built when CMake finds MPI "
             "(Debian: openmpi-bin libopenmpi-dev)",
             program);
     else
-        log::app().error("deputy bench coll: cannot run {}: {}", program, std::strerror(err));
+        DP_APP_ERROR("deputy bench coll: cannot run {}: {}", program, std::strerror(err));
     throw CLI::RuntimeError(2);
 }
 

@@ -77,7 +77,7 @@ int run_load_rank(const LoadSplit &split, const CollOptions &o) {
         send = static_cast<float *>(dp_malloc(session.context(), count * 4));
         recv = static_cast<float *>(dp_malloc(session.context(), count * 4));
         ok = send && recv;
-        if (!ok) log::app().error("load team {}: dp_malloc of 2 x {} B failed", split.team, bytes);
+        if (!ok) DP_APP_ERROR("load team {}: dp_malloc of 2 x {} B failed", split.team, bytes);
     }
     ok = world.all(ok);
     if (!ok) {
@@ -103,8 +103,8 @@ int run_load_rank(const LoadSplit &split, const CollOptions &o) {
         const dp_status_t st =
             dp_allreduce(send, recv, count, DP_FLOAT32, DP_SUM, session.team());
         if (st != DP_OK) {
-            log::app().critical("load team {}: allreduce of {} B failed: {}", split.team, bytes,
-                                dp_status_name(st));
+            DP_APP_CRITICAL("load team {}: allreduce of {} B failed: {}", split.team, bytes,
+                            dp_status_name(st));
             world.abort(3);
         }
         if (++ops == 1 && leader) {
@@ -145,7 +145,7 @@ void LoadControl::start() {
         MPI_Recv(&started, 1, MPI_INT, leader_of(split_, t), kStartedTag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         if (!started) {
-            log::app().critical("load team {} could not start (see its ranks' messages)", t);
+            DP_APP_CRITICAL("load team {} could not start (see its ranks' messages)", t);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }

@@ -70,7 +70,7 @@ int run(const CollOptions &o, CLI::App &app) {
     std::string split_error;
     try {
         if (!split_for_load(parse_load(o.load), &split, &split_error)) {
-            if (launcher_rank() == 0) log::app().error("{}", split_error);
+            if (launcher_rank() == 0) DP_APP_ERROR("{}", split_error);
             return 2;
         }
     } catch (const CLI::Error &e) {
@@ -84,7 +84,7 @@ int run(const CollOptions &o, CLI::App &app) {
     // would run N separate one-rank benchmarks. Say so instead.
     if (const char *launched = std::getenv("DEPUTY_SIZE");
         launched && world.size() == 1 && std::atoi(launched) > 1) {
-        log::app().error(
+        DP_APP_ERROR(
             "started as one of {} deputy launch ranks, but MPI sees 1 rank: deputy bench "
             "coll times and synchronises with MPI; run it under mpirun -np {}",
             launched, launched);
@@ -119,7 +119,7 @@ int run(const CollOptions &o, CLI::App &app) {
     }
     if (points.empty()) {
         if (root_rank)
-            log::app().error(
+            DP_APP_ERROR(
                 "-m {}: no size holds one {} element{} per rank", o.sizes, dt.name,
                 blocked(op.coll) ? " per block" : "");
         return 2;
@@ -139,7 +139,7 @@ int run(const CollOptions &o, CLI::App &app) {
     if (root_rank) {
         const uint64_t avail = mem_available_bytes();
         if (avail != 0 && need > avail / 10 * 9) {
-            log::app().error(
+            DP_APP_ERROR(
                 "{} needs {} on this node ({} ranks x (send {} + receive {}{})) but "
                 "MemAvailable is {}: lower {}",
                 o.allreduce_table ? "--allreduce-table --max " + o.max : "-m " + o.sizes, gib(need),
@@ -158,7 +158,7 @@ int run(const CollOptions &o, CLI::App &app) {
     Buffers buffers;
     std::string error;
     bool allocated = buffers.allocate(plan.memory, deputy.context(), send_max, recv_max, &error);
-    if (!allocated) log::app().error("rank {}: {}", world.rank(), error);
+    if (!allocated) DP_APP_ERROR("rank {}: {}", world.rank(), error);
     if (!world.all(allocated)) return 2;
     if (plan.run_deputy && !deputy.probe(world, plan.memory, buffers.send(), buffers.recv()))
         return 2;
@@ -201,6 +201,8 @@ int run(const CollOptions &o, CLI::App &app) {
                         dt.name);
     }
 
+    // DOCA's DPA all-to-all sample logs its job size before the buffers.
+    if (o.print_buffers && root_rank) DP_APP_INFO("Number of processes = {},", n);
     if (o.allreduce_table) {
         wrong = run_allreduce_table(world, info, buffers, *impls[plan.run_deputy ? 1 : 0],
                                     *impls[plan.run_deputy ? 2 : 1],
@@ -304,7 +306,7 @@ int run(const CollOptions &o, CLI::App &app) {
         if (!load_document.is_null()) doc["load"] = load_document;
         std::string error;
         if (!o.out_file.empty() && !cli::write_json_file("--out", o.out_file, doc, &error)) {
-            log::app().error("{}", error);
+            DP_APP_ERROR("{}", error);
             rc = 2;
         }
     }

@@ -12,8 +12,8 @@ namespace {
 uint64_t g_cpu_clock_cost_ns = 0;
 
 [[noreturn]] void failed(const Impl &impl, const SizeJob &job, const char *what) {
-    log::app().critical("rank {}: {} {} of {} B failed in {}: {}", job.world->rank(), impl.name(),
-                        collective_name(job.pattern.coll), job.size, what, impl.error());
+    DP_APP_CRITICAL("rank {}: {} {} of {} B failed in {}: {}", job.world->rank(), impl.name(),
+                    collective_name(job.pattern.coll), job.size, what, impl.error());
     job.world->abort(3);
 }
 

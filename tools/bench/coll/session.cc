@@ -55,10 +55,10 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     config.job_secret = secret_.c_str();
     dp_status_t s = dp_init(&config, &ctx_);
     if (s != DP_OK) {
-        log::app().error("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
-                         s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
+        DP_APP_ERROR("rank {}: dp_init: {}{}", world.rank(), dp_strerror(s),
+                     s == DP_ERR_NO_AGENT ? " (start one: deputy agent --daemon; or set "
                                                 "DEPUTY_AGENT / --agent-socket; or --no-deputy)"
-                         : config.pool_bytes != 0
+                     : config.pool_bytes != 0
                              ? fmt::format(" (asked for a {} pool for --memory {}: raise the "
                                            "agent's max_pool_bytes or use --memory direct)",
                                            units::format_size(config.pool_bytes),
@@ -71,9 +71,9 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     key_ = world.broadcast(world.rank() == 0 ? "bench-coll-" + random_hex(2) : std::string());
     s = dp_team_create(ctx_, key_.c_str(), world.rank(), world.size(), &team_);
     if (s != DP_OK) {
-        log::app().error("rank {}: dp_team_create(key {}, rank {}, size {}) with --memory {}: {}",
-                         world.rank(), key_, world.rank(), world.size(), memory_name(memory),
-                         dp_strerror(s));
+        DP_APP_ERROR("rank {}: dp_team_create(key {}, rank {}, size {}) with --memory {}: {}",
+                     world.rank(), key_, world.rank(), world.size(), memory_name(memory),
+                     dp_strerror(s));
         team_ = nullptr;
     }
     return world.all(team_ != nullptr);
@@ -82,8 +82,8 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
 bool DeputySession::probe(const World &world, Memory memory, void *send, void *recv) {
     dp_status_t s = dp_allreduce(send, recv, 1, DP_UINT8, DP_SUM, team_);
     if (s != DP_OK)
-        log::app().error("rank {}: --memory {}: a deputy allreduce on these buffers fails: {}",
-                         world.rank(), memory_name(memory), dp_strerror(s));
+        DP_APP_ERROR("rank {}: --memory {}: a deputy allreduce on these buffers fails: {}",
+                     world.rank(), memory_name(memory), dp_strerror(s));
     return world.all(s == DP_OK);
 }
 

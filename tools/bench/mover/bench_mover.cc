@@ -157,13 +157,13 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
     if (o.engines < 1 || o.engines > DP_MOVER_MAX_ENGINES)
         usage_error(fmt::format("-e {}: engines must be 1..{}", o.engines, DP_MOVER_MAX_ENGINES));
     if (affinity::pin_current_thread(r.caller_cpu) != DP_OK)
-        log::app().warn("could not pin the calling thread to CPU {}", r.caller_cpu);
+        DP_APP_WARN("could not pin the calling thread to CPU {}", r.caller_cpu);
 
     dp_mover_t *mover = nullptr;
     if (r.run_mover) {
         const char *error = nullptr;
         if (dp_mover_open_json(r.device_json.c_str(), &mover, &error) != DP_OK) {
-            log::app().error("cannot open the mover: {}", error ? error : "unknown error");
+            DP_APP_ERROR("cannot open the mover: {}", error ? error : "unknown error");
             return 2;
         }
     }
@@ -198,10 +198,10 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
         std::unique_ptr<Workload> workload;
         std::string error;
         if (Workload::create(spec, &workload, &error) != DP_OK) {
-            log::app().error("{}", error);
+            DP_APP_ERROR("{}", error);
             return 2;
         }
-        log::app().debug("size {}: {} unit(s) of {} op(s)", size, workload->units(), o.batch);
+        DP_APP_DEBUG("size {}: {} unit(s) of {} op(s)", size, workload->units(), o.batch);
         if (r.run_mover) results.push_back(run_on_mover(mover, *workload, plan));
         if (r.run_cpu) results.push_back(run_on_cpu(*workload, plan));
         for (size_t i = results.size() - (r.run_mover + r.run_cpu); i < results.size(); ++i) {
@@ -209,7 +209,7 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
                                       ? &results[i + 1] : nullptr);
             if (!results[i].verified) {
                 all_ok = false;
-                log::app().error("{} at {} bytes: {}", results[i].mode, size, results[i].verify_error);
+                DP_APP_ERROR("{} at {} bytes: {}", results[i].mode, size, results[i].verify_error);
             }
         }
     }

@@ -149,7 +149,7 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
     if (!idxd.is_null()) doc["idxd"] = idxd;
     std::string error;
     if (!cli::write_json_file("--out", path, doc, &error)) {
-        log::app().error("{}", error);
+        DP_APP_ERROR("{}", error);
         return false;
     }
     return true;

@@ -23,6 +23,7 @@ struct Flags {
     bool loopback = false;
     std::string page_size = "64k";
     std::string pages = "256";
+    std::string buffers = "1";
     std::string repeat = "16";
     bool no_warmup = false;
     bool no_verify = false;
@@ -31,9 +32,10 @@ struct Flags {
 
 // Flags that describe the workload: the client's request carries them, so
 // the server rejects them rather than silently ignoring them.
-constexpr const char *kClientFlags[] = {"--page-size", "--pages",     "--repeat",    "--duration",
-                                        "--batch",     "--tx-depth",  "--link-gbps", "--no-warmup",
-                                        "--no-verify", "--seed",      "--rx-poll-us", "--end-signal"};
+constexpr const char *kClientFlags[] = {
+    "--page-size", "--pages", "--buffers", "--repeat", "--duration", "--batch",
+    "--tx-depth", "--link-gbps", "--sample-interval", "--no-warmup", "--no-verify",
+    "--seed",      "--rx-poll-us", "--end-signal"};
 
 int run(CLI::App &app, Flags &f) {
     RailOptions &o = f.options;
@@ -50,6 +52,7 @@ int run(CLI::App &app, Flags &f) {
     }
     o.page_size = cli::parse_size("--page-size", f.page_size);
     o.pages = cli::parse_size("--pages", f.pages);
+    o.buffers = cli::parse_size("--buffers", f.buffers);
     o.repeat = cli::parse_size("--repeat", f.repeat);
     o.warmup = !f.no_warmup;
     o.verify = !f.no_verify;
@@ -67,8 +70,8 @@ int run(CLI::App &app, Flags &f) {
     }
     case rail::Role::kServer: {
         rail::Listener listener(o.bind, o.port);
-        log::app().info("server: listening on {} (provider {})",
-                        rail::HostPort{o.bind, listener.port()}.text(), o.provider);
+        DP_APP_INFO("server: listening on {} (provider {})",
+                    rail::HostPort{o.bind, listener.port()}.text(), o.provider);
         rail::SessionOutput out;
         out.live = rail::live_output_wanted(o.quiet, o.progress);
         out.tty = rail::stderr_is_tty();
@@ -117,8 +120,12 @@ void register_rail(CLI::App &bench) {
     app->add_option("--page-size", flags->page_size, "bytes per write (k/m/g suffixes)")
         ->check(cli::size_validator())
         ->capture_default_str();
-    app->add_option("--pages", flags->pages, "pages per device buffer")
+    app->add_option("--pages", flags->pages, "pages per buffer")
         ->check(cli::size_validator())
+        ->capture_default_str();
+    app->add_option("--buffers", flags->buffers,
+                    "buffers per device, each registered on its own; a pass writes every page "
+                    "of every buffer (1-64)")
         ->capture_default_str();
     app->add_option("--repeat", flags->repeat, "passes over the pages")
         ->check(cli::size_validator())
@@ -140,6 +147,10 @@ void register_rail(CLI::App &bench) {
     app->add_option("--end-signal", o.end_signal,
                     "how a rail's end is signalled: auto, data (immediate data on the last write), "
                     "message (delivery-complete last write, then the server's RESULT)")
+        ->capture_default_str();
+    app->add_option("--sample-interval", o.sample_interval_s,
+                    "seconds per sample of the live line and of samples_gbps in --out (0.001-60; "
+                    "short ones show the first writes' ramp)")
         ->capture_default_str();
     app->add_flag("--no-warmup", flags->no_warmup,
                   "skip the untimed write through every rail (shows connection set-up in the numbers)");

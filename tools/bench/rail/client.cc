@@ -1,5 +1,5 @@
-// The client role: exposes one zeroed buffer per device, registered on each
-// of the device's rails, asks the server to fill it, drives progress until
+// The client role: exposes --buffers zeroed buffers per device, each
+// registered on each of the device's rails, asks the server to fill them, drives progress until
 // every rail's end-of-stream signal arrived, then checks every byte against
 // the seeded pattern.
 #include <memory>
@@ -44,8 +44,11 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
     std::vector<const fi_info *> infos = catalog.pick(o.domain, &route, o.rails);
     std::vector<std::unique_ptr<Rail>> rails;
     for (int r = 0; r < o.rails; ++r) rails.push_back(std::make_unique<Rail>(infos[size_t(r)], "client", r));
-    std::vector<Buffer> buffers;  // zeroed and pre-faulted
-    for (int d = 0; d < o.devices; ++d) buffers.emplace_back(o.device_bytes());
+    // Device d's buffer b is buffers[d * --buffers + b]: zeroed, pre-faulted,
+    // and registered on its own on each of the device's rails.
+    std::vector<Buffer> buffers;
+    for (uint64_t i = 0; i < uint64_t(o.devices) * o.buffers; ++i)
+        buffers.emplace_back(o.buffer_bytes());
 
     const int rpd = o.rails_per_device();
     std::vector<std::unique_ptr<Registration>> regs;
@@ -55,10 +58,15 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
     hello.cq_data = true;
     for (int r = 0; r < o.rails; ++r) {
         Rail &rail = *rails[size_t(r)];
-        regs.push_back(std::make_unique<Registration>(rail, buffers[size_t(r / rpd)].data(),
-                                                      o.device_bytes(), FI_REMOTE_WRITE, 1));
-        hello.rails.push_back({rail.address(), rail.domain_name(), regs.back()->remote_base(),
-                               regs.back()->key(), o.device_bytes()});
+        RailAdvert advert{rail.address(), rail.domain_name(), {}};
+        for (uint64_t b = 0; b < o.buffers; ++b) {
+            Buffer &buffer = buffers[size_t(uint64_t(r / rpd) * o.buffers + b)];
+            regs.push_back(std::make_unique<Registration>(rail, buffer.data(), o.buffer_bytes(),
+                                                          FI_REMOTE_WRITE, 1 + 2 * b));
+            advert.buffers.push_back(
+                {regs.back()->remote_base(), regs.back()->key(), o.buffer_bytes()});
+        }
+        hello.rails.push_back(std::move(advert));
         hello.cq_data = hello.cq_data && rail.remote_cq_data();
         if (o.end_signal == "data" && !rail.remote_cq_data())
             throw RailError(rail.where() + ": --end-signal data, but the provider's cq_data_size is " +
@@ -153,16 +161,19 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
     verify.enabled = o.verify;
     if (o.verify)
         for (int d = 0; d < o.devices; ++d)
-            verify.report.merge(verify_pages(buffers[size_t(d)].data(), o.page_size, o.pages, o.seed,
-                                             uint32_t(d), kMaxReportedMismatches),
-                                kMaxReportedMismatches);
+            for (uint64_t b = 0; b < o.buffers; ++b)  // buffer b holds pages b*pages...
+                verify.report.merge(
+                    verify_pages(buffers[size_t(uint64_t(d) * o.buffers + b)].data(), o.page_size,
+                                 o.pages, b * o.pages, o.seed, uint32_t(d),
+                                 kMaxReportedMismatches),
+                    kMaxReportedMismatches);
     conn.send(MsgType::kVerdict, verify.to_json(), o.timeout_s);
     if (output.summary) print_summary(stdout, o, result, verify);
     if (output.write_out) write_results(o, result, verify);
     if (verify.report.bad_pages != 0) {
-        log::app().error("verification failed: {} pages ({} bytes) differ; first: {}",
-                         verify.report.bad_pages, verify.report.bad_bytes,
-                         verify.report.first.front().describe());
+        DP_APP_ERROR("verification failed: {} pages ({} bytes) differ; first: {}",
+                     verify.report.bad_pages, verify.report.bad_bytes,
+                     verify.report.first.front().describe());
         return kExitMismatch;
     }
     return kExitOk;
@@ -175,7 +186,7 @@ int run_client(const RailOptions &o, const HostPort &server, const SessionOutput
     // connection is made.
     Catalog catalog = Catalog::query(o.provider);
     Socket conn = connect_to(server, o.timeout_s);
-    log::app().debug("client: connected to {}", conn.peer());
+    DP_APP_DEBUG("client: connected to {}", conn.peer());
     try {
         return run(o, conn, catalog, output);
     } catch (const RailError &e) {

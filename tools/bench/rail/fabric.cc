@@ -231,7 +231,7 @@ void Rail::close_all() noexcept {
     auto close = [this](fid_t fid, const char *what) {
         if (fid == nullptr) return;
         int ret = fi_close(fid);
-        if (ret) log::app().warn("{}: fi_close({}) failed: {}", where_, what, fi_error_text(ret));
+        if (ret) DP_APP_WARN("{}: fi_close({}) failed: {}", where_, what, fi_error_text(ret));
     };
     close(ep_ ? &ep_->fid : nullptr, "endpoint");
     close(av_ ? &av_->fid : nullptr, "av");
@@ -314,7 +314,7 @@ Registration::Registration(Rail &rail, void *buf, size_t len, uint64_t access,
 Registration::~Registration() {
     if (mr_ != nullptr) {
         int ret = fi_close(&mr_->fid);
-        if (ret) log::app().warn("fi_close(mr) failed: {}", fi_error_text(ret));
+        if (ret) DP_APP_WARN("fi_close(mr) failed: {}", fi_error_text(ret));
     }
 }
 

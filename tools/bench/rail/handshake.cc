@@ -8,12 +8,12 @@ namespace {
 
 nlohmann::json encode_rails(const std::vector<RailAdvert> &rails) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto &r : rails)
-        out.push_back({{"address", to_hex(r.address)},
-                       {"domain", r.domain},
-                       {"base", r.base},
-                       {"key", r.key},
-                       {"len", r.len}});
+    for (const auto &r : rails) {
+        nlohmann::json buffers = nlohmann::json::array();
+        for (const auto &b : r.buffers)
+            buffers.push_back({{"base", b.base}, {"key", b.key}, {"len", b.len}});
+        out.push_back({{"address", to_hex(r.address)}, {"domain", r.domain}, {"buffers", buffers}});
+    }
     return out;
 }
 
@@ -25,9 +25,12 @@ std::vector<RailAdvert> decode_rails(const nlohmann::json &body, const char *msg
         RailAdvert a;
         a.address = from_hex(field<std::string>(r, msg, "address"), "address");
         a.domain = field<std::string>(r, msg, "domain");
-        a.base = field<uint64_t>(r, msg, "base");
-        a.key = field<uint64_t>(r, msg, "key");
-        a.len = field<uint64_t>(r, msg, "len");
+        auto buffers = field<nlohmann::json>(r, msg, "buffers");
+        if (!buffers.is_array())
+            throw RailError(std::string(msg) + ": field 'buffers' is not an array");
+        for (const auto &b : buffers)
+            a.buffers.push_back({field<uint64_t>(b, msg, "base"), field<uint64_t>(b, msg, "key"),
+                                 field<uint64_t>(b, msg, "len")});
         out.push_back(std::move(a));
     }
     return out;
@@ -44,11 +47,13 @@ nlohmann::json encode_hello(const Hello &h) {
             {"devices", w.devices},
             {"page_size", w.page_size},
             {"pages", w.pages},
+            {"buffers", w.buffers},
             {"repeat", w.repeat},
             {"duration_s", w.duration_s},
             {"batch", w.batch},
             {"tx_depth", w.tx_depth},
             {"link_gbps", w.link_gbps},
+            {"sample_interval_s", w.sample_interval_s},
             {"warmup", w.warmup},
             {"verify", w.verify},
             {"seed", w.seed},
@@ -71,11 +76,13 @@ Hello decode_hello(const nlohmann::json &b) {
     w.devices = field<int>(b, m, "devices");
     w.page_size = field<uint64_t>(b, m, "page_size");
     w.pages = field<uint64_t>(b, m, "pages");
+    w.buffers = field<uint64_t>(b, m, "buffers");
     w.repeat = field<uint64_t>(b, m, "repeat");
     w.duration_s = field<double>(b, m, "duration_s");
     w.batch = field<int>(b, m, "batch");
     w.tx_depth = field<int>(b, m, "tx_depth");
     w.link_gbps = field<double>(b, m, "link_gbps");
+    w.sample_interval_s = field<double>(b, m, "sample_interval_s");
     w.warmup = field<bool>(b, m, "warmup");
     w.verify = field<bool>(b, m, "verify");
     w.seed = field<uint64_t>(b, m, "seed");
@@ -84,10 +91,16 @@ Hello decode_hello(const nlohmann::json &b) {
     if (h.rails.size() != size_t(w.rails))
         throw RailError("HELLO: " + std::to_string(h.rails.size()) + " rail addresses for " +
                         std::to_string(w.rails) + " rails");
-    for (const auto &r : h.rails)
-        if (r.len < w.page_size * w.pages)
-            throw RailError("HELLO: a client buffer of " + std::to_string(r.len) +
-                            " bytes is smaller than --pages x --page-size");
+    for (const auto &r : h.rails) {
+        if (r.buffers.size() != w.buffers)
+            throw RailError("HELLO: " + std::to_string(r.buffers.size()) +
+                            " buffers advertised on a rail for --buffers " +
+                            std::to_string(w.buffers));
+        for (const auto &buffer : r.buffers)
+            if (buffer.len < w.page_size * w.pages)
+                throw RailError("HELLO: a client buffer of " + std::to_string(buffer.len) +
+                                " bytes is smaller than --pages x --page-size");
+    }
     return h;
 }
 
@@ -117,11 +130,13 @@ RailOptions merge_workload(const RailOptions &server, const Hello &hello) {
     merged.devices = w.devices;
     merged.page_size = w.page_size;
     merged.pages = w.pages;
+    merged.buffers = w.buffers;
     merged.repeat = w.repeat;
     merged.duration_s = w.duration_s;
     merged.batch = w.batch;
     merged.tx_depth = w.tx_depth;
     merged.link_gbps = w.link_gbps;
+    merged.sample_interval_s = w.sample_interval_s;
     merged.warmup = w.warmup;
     merged.verify = w.verify;
     merged.seed = w.seed;

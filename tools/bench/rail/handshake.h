@@ -15,12 +15,17 @@
 
 namespace deputy::rail {
 
+// A client buffer as one rail reaches it.
+struct BufferAdvert {
+    uint64_t base = 0;  // remote address of its byte 0
+    uint64_t key = 0;   // its key on this rail
+    uint64_t len = 0;
+};
+
 struct RailAdvert {
     std::vector<uint8_t> address;  // fi_getname
     std::string domain;
-    uint64_t base = 0;  // client: remote address of byte 0 of the rail's device buffer
-    uint64_t key = 0;   // client: its key
-    uint64_t len = 0;   // client: the buffer's length
+    std::vector<BufferAdvert> buffers;  // client: its device's buffers, in order; server: none
 };
 
 struct Hello {

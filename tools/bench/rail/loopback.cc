@@ -19,8 +19,8 @@ int run_loopback(const RailOptions &options) {
 
     int busy = 2 * options.devices;
     if (busy > affinity::cpu_count())
-        log::app().warn("loopback runs {} busy threads (a writer and a receiver per device) on {} "
-                        "CPUs: the numbers are CPU-bound", busy, affinity::cpu_count());
+        DP_APP_WARN("loopback runs {} busy threads (a writer and a receiver per device) on {} "
+                    "CPUs: the numbers are CPU-bound", busy, affinity::cpu_count());
 
     Listener listener("127.0.0.1", 0);
     RailOptions server = options;

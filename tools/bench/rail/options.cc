@@ -1,5 +1,6 @@
 #include "bench/rail/options.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@ inline constexpr int kMaxRails = 256;
 inline constexpr uint64_t kMaxPageSize = 1ull << 30;
 inline constexpr uint64_t kMaxPages = 1ull << 24;
 inline constexpr int kMaxBatch = 1024;
+inline constexpr uint64_t kMaxBuffers = 64;
 inline constexpr int kMaxDepth = 65536;
 
 [[noreturn]] void bad(const std::string &message) { throw RailError(message); }
@@ -58,6 +60,7 @@ void validate(RailOptions &o) {
             std::to_string(o.devices) + " (each device gets the same number of rails)");
     check_range<uint64_t>("--page-size", o.page_size, 1, kMaxPageSize);
     check_range<uint64_t>("--pages", o.pages, 1, kMaxPages);
+    check_range<uint64_t>("--buffers", o.buffers, 1, kMaxBuffers);
     if (o.pages < uint64_t(o.rails_per_device()))
         bad("--pages " + std::to_string(o.pages) + " is less than the rails per device (" +
             std::to_string(o.rails_per_device()) + "): every rail needs a page to write");
@@ -68,6 +71,9 @@ void validate(RailOptions &o) {
     check_range("--tx-depth", o.tx_depth, 1, kMaxDepth);
     if (!(o.link_gbps > 0) || !std::isfinite(o.link_gbps))
         bad("--link-gbps must be a positive number of Gbit/s per rail");
+    if (!(o.sample_interval_s >= 0.001) || o.sample_interval_s > 60)
+        bad(fmt::format("--sample-interval {}: out of range (0.001-60 seconds)",
+                        o.sample_interval_s));
     if (o.end_signal != "auto" && o.end_signal != "data" && o.end_signal != "message")
         bad("--end-signal '" + o.end_signal + "' is not one of auto, data, message");
     check_range("--rx-poll-us", o.rx_poll_us, -1, 1000000);
@@ -78,10 +84,11 @@ void validate(RailOptions &o) {
 
     // Buffers: one per device on each side; loopback holds both sides.
     uint64_t sides = o.role == Role::kLoopback ? 2 : 1;
-    uint64_t total = o.page_size * o.pages * uint64_t(o.devices) * sides;
+    uint64_t total = o.device_bytes() * uint64_t(o.devices) * sides;
     uint64_t limit = physical_memory_bytes() / 2;
     if (limit != 0 && total > limit)
-        bad("--pages x --page-size x --devices" + std::string(sides == 2 ? " x 2 sides" : "") +
+        bad("--pages x --page-size x --buffers x --devices" +
+            std::string(sides == 2 ? " x 2 sides" : "") +
             " = " + units::format_size(total) + " exceeds half of this machine's memory (" +
             units::format_size(limit) + ")");
 

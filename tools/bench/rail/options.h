@@ -31,12 +31,15 @@ struct RailOptions {
     std::vector<int> cpus;   // parsed by validate()
 
     uint64_t page_size = 64 * 1024;
-    uint64_t pages = 256;
+    uint64_t pages = 256;    // pages per buffer
+    uint64_t buffers = 1;    // buffers per device, each registered on its own (the
+                             // multi-rail article's buffers per GPU)
     uint64_t repeat = 16;
     double duration_s = 0;  // > 0: repeat passes until this long has passed
     int batch = 16;         // writes posted per rail per progress call
     int tx_depth = 64;      // writes in flight per rail (clamped to the provider's tx size)
     double link_gbps = 100;  // per rail, for "% of link"
+    double sample_interval_s = 0.25;  // the live line's and samples_gbps' interval
     // Client: microseconds its device threads sleep after an empty poll; -1
     // picks per provider (rx_poll_us_for). Providers that move data in the
     // receiver's progress (tcp) need 0, busy polling.
@@ -56,7 +59,9 @@ struct RailOptions {
     double accept_timeout_s = 300;
 
     int rails_per_device() const { return rails / devices; }
-    uint64_t device_bytes() const { return page_size * pages; }
+    uint64_t buffer_bytes() const { return page_size * pages; }
+    uint64_t device_bytes() const { return buffer_bytes() * buffers; }
+    uint64_t device_pages() const { return pages * buffers; }  // per pass
 };
 
 // Checks every field; throws RailError naming the flag and its limit.

@@ -58,12 +58,13 @@ void VerifyReport::merge(const VerifyReport &other, size_t max_report) {
         if (first.size() < max_report) first.push_back(m);
 }
 
-VerifyReport verify_pages(const uint8_t *buf, size_t page_size, uint64_t pages, uint64_t seed,
-                          uint32_t device, size_t max_report) {
+VerifyReport verify_pages(const uint8_t *buf, size_t page_size, uint64_t pages,
+                          uint64_t first_page, uint64_t seed, uint32_t device, size_t max_report) {
     VerifyReport report;
     std::vector<uint8_t> expected(page_size);
-    for (uint64_t page = 0; page < pages; ++page) {
-        const uint8_t *got = buf + page * page_size;
+    for (uint64_t i = 0; i < pages; ++i) {
+        const uint64_t page = first_page + i;
+        const uint8_t *got = buf + i * page_size;
         fill_page(expected.data(), page_size, seed, device, page);
         report.checked_bytes += page_size;
         if (std::memcmp(got, expected.data(), page_size) == 0) continue;

@@ -33,8 +33,9 @@ struct VerifyReport {
 };
 
 // Checks `pages` pages of `page_size` bytes at `buf` against device
-// `device`'s pattern; records up to `max_report` mismatching pages.
-VerifyReport verify_pages(const uint8_t *buf, size_t page_size, uint64_t pages, uint64_t seed,
-                          uint32_t device, size_t max_report);
+// `device`'s pages first_page, first_page + 1, ...; records up to
+// `max_report` mismatching pages.
+VerifyReport verify_pages(const uint8_t *buf, size_t page_size, uint64_t pages,
+                          uint64_t first_page, uint64_t seed, uint32_t device, size_t max_report);
 
 }  // namespace deputy::rail

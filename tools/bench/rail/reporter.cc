@@ -23,8 +23,12 @@ Sample Sample::from_json(const nlohmann::json &j) {
     return s;
 }
 
-Sampler::Sampler(const std::vector<RailCounters> *counters, double link_gbps_total)
-    : counters_(counters), link_total_(link_gbps_total), last_bytes_(counters->size(), 0) {}
+Sampler::Sampler(const std::vector<RailCounters> *counters, double link_gbps_total,
+                 double interval_s)
+    : counters_(counters),
+      link_total_(link_gbps_total),
+      interval_s_(interval_s),
+      last_bytes_(counters->size(), 0) {}
 
 Sample Sampler::take(uint64_t now_ns) {
     Sample s;
@@ -53,7 +57,7 @@ Sample Sampler::take(uint64_t now_ns) {
     last_writes_ = writes;
     last_ns_ = now_ns;
     // Only whole intervals count for the peak; the last, short one would be noise.
-    if (dt >= kSampleInterval * 0.9) {
+    if (dt >= interval_s_ * 0.9) {
         rates_.push_back(s.gbps);
         peak_ = std::max(peak_, s.gbps);
     }

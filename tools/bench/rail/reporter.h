@@ -14,8 +14,6 @@
 
 namespace deputy::rail {
 
-inline constexpr double kSampleInterval = 0.25;  // seconds
-
 struct Sample {
     double elapsed_s = 0;
     double gbps = 0;
@@ -29,7 +27,9 @@ struct Sample {
 
 class Sampler {
 public:
-    Sampler(const std::vector<RailCounters> *counters, double link_gbps_total);
+    // interval_s: the sampling interval (--sample-interval); shorter
+    // samples (the last one) are shown but kept out of rates() and the peak.
+    Sampler(const std::vector<RailCounters> *counters, double link_gbps_total, double interval_s);
     // Samples the counters; `now_ns` is timing::now_ns().
     Sample take(uint64_t now_ns);
     // Highest rate over whole intervals so far (Gbit/s), and every sample's rate.
@@ -39,6 +39,7 @@ public:
 private:
     const std::vector<RailCounters> *counters_;
     double link_total_;
+    double interval_s_;
     uint64_t t0_ = 0, last_ns_ = 0;
     std::vector<uint64_t> last_bytes_;
     uint64_t last_writes_ = 0;

@@ -3,6 +3,7 @@
 // buffers (device threads running DeviceWriter), reporting as it goes.
 #include <deputy/version.h>
 
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -45,8 +46,8 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
           const SessionOutput &output) {
     Hello hello = decode_hello(expect(conn, MsgType::kHello, server_options.timeout_s).body);
     RailOptions o = merge_workload(server_options, hello);
-    log::app().debug("server: {} asks for {} rails over {} devices, {} pages x {} B", conn.peer(),
-                     o.rails, o.devices, o.pages, o.page_size);
+    DP_APP_DEBUG("server: {} asks for {} rails over {} devices, {} pages x {} B", conn.peer(),
+                 o.rails, o.devices, o.pages, o.page_size);
 
     Catalog catalog = Catalog::query(o.provider);
     if (catalog.provider_name() != hello.provider)
@@ -58,37 +59,41 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
     // Rails, then source pages, then registrations (destroyed in reverse).
     std::vector<std::unique_ptr<Rail>> rails;
     for (int r = 0; r < o.rails; ++r) rails.push_back(std::make_unique<Rail>(infos[size_t(r)], "server", r));
-    std::vector<Buffer> sources;
+    std::vector<Buffer> sources;  // per device: every page of all its buffers, in order
     for (int d = 0; d < o.devices; ++d) {
         sources.emplace_back(o.device_bytes());
-        for (uint64_t p = 0; p < o.pages; ++p)
+        for (uint64_t p = 0; p < o.device_pages(); ++p)
             fill_page(sources.back().data() + p * o.page_size, o.page_size, o.seed, uint32_t(d), p);
     }
     const int rpd = o.rails_per_device();
     std::vector<std::unique_ptr<Registration>> regs;
-    std::vector<RemoteBuffer> remotes;
+    std::vector<std::vector<RemoteBuffer>> remotes;  // per rail, per buffer
     bool cq_data = hello.cq_data;
     for (int r = 0; r < o.rails; ++r) {
         Rail &rail = *rails[size_t(r)];
         regs.push_back(std::make_unique<Registration>(rail, sources[size_t(r / rpd)].data(),
                                                       o.device_bytes(), FI_WRITE, 2));
         const RailAdvert &peer = hello.rails[size_t(r)];
-        remotes.push_back({rail.insert_peer(peer.address, "client rail " + std::to_string(r)),
-                           peer.base, peer.key});
+        const fi_addr_t address =
+            rail.insert_peer(peer.address, "client rail " + std::to_string(r));
+        remotes.emplace_back();
+        for (const BufferAdvert &buffer : peer.buffers)
+            remotes.back().push_back({address, buffer.base, buffer.key});
         cq_data = cq_data && rail.remote_cq_data();
     }
 
     Ready ready;
     ready.provider = catalog.provider_name();
     ready.signal = cq_data ? "remote_cq_data" : "delivery_complete";
-    for (auto &rail : rails) ready.rails.push_back({rail->address(), rail->domain_name(), 0, 0, 0});
+    for (auto &rail : rails) ready.rails.push_back({rail->address(), rail->domain_name(), {}});
     conn.send(MsgType::kReady, encode_ready(ready), o.timeout_s);
     expect(conn, MsgType::kGo, o.timeout_s);
 
     // One thread per device.
     WritePlan plan;
     plan.page_size = o.page_size;
-    plan.pages = o.pages;
+    plan.pages = o.device_pages();
+    plan.pages_per_buffer = o.pages;
     plan.repeat = o.repeat;
     plan.duration_s = o.duration_s;
     plan.batch = o.batch;
@@ -110,7 +115,14 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
     }
     std::atomic<bool> cancel{false};
     std::atomic<int> running{o.devices};
-    StartGate gate(o.devices);
+    // The multi-rail article's server prints these two lines between its
+    // warm-up and its timed writes; so does this one.
+    StartGate gate(o.devices, [&o] {
+        if (o.warmup) std::printf("Warmup completed.\n");
+        std::printf("Started RDMA WRITE to the remote memory: %d device(s), %d rail(s).\n",
+                    o.devices, o.rails);
+        std::fflush(stdout);
+    });
     for (int d = 0; d < o.devices; ++d) {
         DeviceRun &run = devices[size_t(d)];
         run.thread = std::thread([&, d, &run = run] {
@@ -127,11 +139,11 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
 
     // Live numbers until the device threads finish; a message from the
     // client (an ERROR, or the connection closing) cancels the run.
-    Sampler sampler(&counters, o.link_gbps * o.rails);
+    Sampler sampler(&counters, o.link_gbps * o.rails, o.sample_interval_s);
     LiveLine live(output.live, output.tty);
     sampler.take(timing::now_ns());
     std::string peer_error;
-    const uint64_t interval_ns = uint64_t(kSampleInterval * 1e9);
+    const uint64_t interval_ns = uint64_t(o.sample_interval_s * 1e9);
     uint64_t next_ns = timing::now_ns() + interval_ns;
     while (running.load() > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -213,8 +225,8 @@ int run_server(const RailOptions &options, Listener &listener, const std::atomic
                const SessionOutput &output) {
     Socket conn = listener.accept(options.accept_timeout_s, cancel);
     // Standalone servers announce the client; inside --loopback it is noise.
-    log::app().log(output.summary ? spdlog::level::info : spdlog::level::debug, "server: {} connected",
-                   conn.peer());
+    SPDLOG_LOGGER_CALL(&log::app(), output.summary ? spdlog::level::info : spdlog::level::debug,
+                       "server: {} connected", conn.peer());
     try {
         return serve(options, conn, cancel, output);
     } catch (const RailError &e) {

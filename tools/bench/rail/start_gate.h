@@ -6,18 +6,23 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 namespace deputy::rail {
 
 class StartGate {
 public:
-    explicit StartGate(int parties) : waiting_(parties) {}
+    // on_open: run once, by the last party to arrive, before any passes
+    // (what the run announces between warm-up and the timed region).
+    explicit StartGate(int parties, std::function<void()> on_open = {})
+        : waiting_(parties), on_open_(std::move(on_open)) {}
 
     // True once all parties arrived; false if `cancel` became true first.
     bool arrive_and_wait(const std::atomic<bool> &cancel) {
         std::unique_lock lock(mutex_);
         if (--waiting_ == 0) {
+            if (on_open_) on_open_();
             cv_.notify_all();
             return true;
         }
@@ -32,6 +37,7 @@ private:
     std::mutex mutex_;
     std::condition_variable cv_;
     int waiting_;
+    std::function<void()> on_open_;
 };
 
 }  // namespace deputy::rail

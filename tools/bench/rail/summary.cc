@@ -114,9 +114,12 @@ void print_summary(std::FILE *out, const RailOptions &o, const RunResult &r,
                  o.devices == 1 ? "" : "s");
     std::string work = o.duration_s > 0 ? "duration " + std::to_string(o.duration_s) + " s"
                                         : "repeat " + std::to_string(o.repeat);
-    std::fprintf(out, "# %llu pages x %s per device, %s, batch %d, tx-depth %d, warm-up %s\n",
+    const std::string buffers =
+        o.buffers == 1 ? "per device"
+                       : "per buffer, " + std::to_string(o.buffers) + " buffers per device";
+    std::fprintf(out, "# %llu pages x %s %s, %s, batch %d, tx-depth %d, warm-up %s\n",
                  static_cast<unsigned long long>(o.pages), units::format_size(o.page_size).c_str(),
-                 work.c_str(), o.batch, o.tx_depth, o.warmup ? "on" : "off");
+                 buffers.c_str(), work.c_str(), o.batch, o.tx_depth, o.warmup ? "on" : "off");
     std::fprintf(out, "# end of stream: %s\n",
                  r.signal == "remote_cq_data"
                      ? "immediate data (FI_REMOTE_CQ_DATA) on each rail's last write"
@@ -184,6 +187,7 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
         {"devices", o.devices},
         {"page_size", o.page_size},
         {"pages", o.pages},
+        {"buffers", o.buffers},
         {"repeat", o.repeat},
         {"duration_s", o.duration_s},
         {"batch", o.batch},
@@ -211,7 +215,7 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
         {"signal", r.signal},
         {"warmup_ms", r.warmup_ms},
         {"warmup_writes", r.warmup_writes},
-        {"sample_interval_s", kSampleInterval},
+        {"sample_interval_s", o.sample_interval_s},
         {"samples_gbps", r.samples_gbps}};
     nlohmann::json doc = cli::result_document("rail", config, versions, results);
     doc["tool"] = "deputy bench rail";

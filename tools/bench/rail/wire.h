@@ -38,7 +38,7 @@ const char *msg_name(MsgType type);
 bool msg_type_valid(uint16_t raw);
 
 inline constexpr uint32_t kWireMagic = 0x4450524C;  // "DPRL"
-inline constexpr uint32_t kWireVersion = 1;
+inline constexpr uint32_t kWireVersion = 2;
 inline constexpr uint32_t kMaxFrame = 16u << 20;
 
 struct Frame {

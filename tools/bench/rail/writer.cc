@@ -41,6 +41,19 @@ struct RailState {
 
 std::string page_text(uint64_t page) { return "page " + std::to_string(page); }
 
+// Where page `page` of the device lands: its buffer's key and address.
+struct Target {
+    fi_addr_t peer;
+    uint64_t addr;
+    uint64_t key;
+};
+
+Target target_of(const WriterRail &rail, const WritePlan &plan, uint64_t page) {
+    const RemoteBuffer &buffer = rail.remotes[page / plan.pages_per_buffer];
+    return {buffer.peer, buffer.base + (page % plan.pages_per_buffer) * plan.page_size,
+            buffer.key};
+}
+
 }  // namespace
 
 struct DeviceWriter::State {
@@ -67,6 +80,12 @@ DeviceWriter::DeviceWriter(int device, const uint8_t *source, std::vector<Writer
             rs.slots[i].slot = i;
             rs.free_slots.push_back(rs.depth - 1 - i);
         }
+        if (binding.remotes.empty() ||
+            binding.remotes.size() * plan.pages_per_buffer != plan.pages)
+            throw RailError(binding.rail->where() + ": " +
+                            std::to_string(binding.remotes.size()) + " remote buffers for " +
+                            std::to_string(plan.pages) + " pages of " +
+                            std::to_string(plan.pages_per_buffer) + " per buffer");
         if (plan.page_size > binding.rail->max_msg_size())
             throw RailError(binding.rail->where() + ": --page-size " +
                             std::to_string(plan.page_size) + " exceeds the provider's max_msg_size " +
@@ -108,10 +127,10 @@ void DeviceWriter::warm_up(DeviceStats &stats, const std::atomic<bool> &cancel) 
             OpContext &ctx = rs.slots[0];
             ctx.page = uint32_t(page);
             ctx.last = false;
+            const Target to = target_of(rs.binding, plan_, page);
             ssize_t ret = fi_write(rs.binding.rail->ep(), source_ + page * plan_.page_size,
-                                   plan_.page_size, rs.binding.desc, rs.binding.remote.peer,
-                                   rs.binding.remote.base + page * plan_.page_size,
-                                   rs.binding.remote.key, &ctx);
+                                   plan_.page_size, rs.binding.desc, to.peer, to.addr, to.key,
+                                   &ctx);
             if (ret == -FI_EAGAIN) continue;
             if (ret) rs.binding.rail->fail("fi_write (warm-up, " + page_text(page) + ")", int(ret));
             posted[k] = true;
@@ -209,24 +228,23 @@ void DeviceWriter::stream(DeviceStats &stats, const std::atomic<bool> &cancel) {
                 ctx.page = w.page;
                 ctx.last = w.last;
                 const uint8_t *buf = source_ + uint64_t(w.page) * page_size;
-                uint64_t raddr = rs.binding.remote.base + uint64_t(w.page) * page_size;
+                const Target to = target_of(rs.binding, plan_, w.page);
                 ssize_t ret;
                 if (!w.last) {
                     ret = fi_write(rs.binding.rail->ep(), buf, page_size, rs.binding.desc,
-                                   rs.binding.remote.peer, raddr, rs.binding.remote.key, &ctx);
+                                   to.peer, to.addr, to.key, &ctx);
                 } else if (plan_.signal_with_data) {
                     ret = fi_writedata(rs.binding.rail->ep(), buf, page_size, rs.binding.desc,
-                                       rs.binding.signal, rs.binding.remote.peer, raddr,
-                                       rs.binding.remote.key, &ctx);
+                                       rs.binding.signal, to.peer, to.addr, to.key, &ctx);
                 } else {
                     iovec iov{const_cast<uint8_t *>(buf), page_size};
-                    fi_rma_iov rma{raddr, page_size, rs.binding.remote.key};
+                    fi_rma_iov rma{to.addr, page_size, to.key};
                     void *desc = rs.binding.desc;
                     fi_msg_rma msg{};
                     msg.msg_iov = &iov;
                     msg.desc = &desc;
                     msg.iov_count = 1;
-                    msg.addr = rs.binding.remote.peer;
+                    msg.addr = to.peer;
                     msg.rma_iov = &rma;
                     msg.rma_iov_count = 1;
                     msg.context = &ctx;

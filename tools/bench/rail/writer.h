@@ -25,7 +25,8 @@ struct alignas(64) RailCounters {
 
 struct WritePlan {
     uint64_t page_size = 0;
-    uint64_t pages = 0;
+    uint64_t pages = 0;             // per pass: every page of every buffer of the device
+    uint64_t pages_per_buffer = 0;  // page g goes to buffer g / this, at its page g % this
     uint64_t repeat = 1;
     double duration_s = 0;  // > 0: passes until this long has passed
     int batch = 16;
@@ -45,7 +46,7 @@ struct RemoteBuffer {
 struct WriterRail {
     Rail *rail = nullptr;
     void *desc = nullptr;  // local descriptor of the source buffer (FI_MR_LOCAL)
-    RemoteBuffer remote;
+    std::vector<RemoteBuffer> remotes;  // the device's buffers in order, one peer
     RailCounters *counters = nullptr;
     uint32_t signal = 0;  // immediate data of the last write
 };

@@ -70,9 +70,9 @@ bool under_mpi_launcher() {
         for (auto it = std::next(at); it != args.end(); ++it) argv.push_back(it->data());
     argv.push_back(nullptr);
     execv(program.c_str(), argv.data());
-    log::app().error("deputy agent under mpirun: cannot run {}: {} (it is built when CMake finds "
-                     "MPI; Debian: openmpi-bin libopenmpi-dev)",
-                     program, std::strerror(errno));
+    DP_APP_ERROR("deputy agent under mpirun: cannot run {}: {} (it is built when CMake finds "
+                 "MPI; Debian: openmpi-bin libopenmpi-dev)",
+                 program, std::strerror(errno));
     throw CLI::RuntimeError(2);
 }
 
@@ -159,7 +159,7 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
     std::string error;
     dp_status_t s = agent::Agent::create(std::move(config), &agent, &error, internode);
     if (s != DP_OK) {
-        log::app().error("deputy agent: {} ({})", error, dp_status_name(s));
+        DP_APP_ERROR("deputy agent: {} ({})", error, dp_status_name(s));
         if (ready_fd >= 0) {
             std::string msg = "1" + error;
             [[maybe_unused]] ssize_t n = ::write(ready_fd, msg.data(), msg.size());
@@ -170,7 +170,7 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
     if (!pidfile.empty()) {
         std::ofstream out(pidfile, std::ios::trunc);
         out << getpid() << "\n";
-        if (!out) log::app().warn("deputy agent: cannot write pidfile {}", pidfile);
+        if (!out) DP_APP_WARN("deputy agent: cannot write pidfile {}", pidfile);
     }
     // Services the agent hands connections to; each runs on its own thread,
     // joined when the agent stops.
@@ -205,13 +205,13 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
 int run_daemon(agent::AgentConfig config, const std::string &pidfile, const std::string &log_file) {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        log::app().error("deputy agent --daemon: pipe: {}", std::strerror(errno));
+        DP_APP_ERROR("deputy agent --daemon: pipe: {}", std::strerror(errno));
         return 1;
     }
     const std::string socket = config.socket_path;
     pid_t pid = fork();
     if (pid < 0) {
-        log::app().error("deputy agent --daemon: fork: {}", std::strerror(errno));
+        DP_APP_ERROR("deputy agent --daemon: fork: {}", std::strerror(errno));
         return 1;
     }
     if (pid == 0) {
@@ -248,7 +248,7 @@ int run_daemon(agent::AgentConfig config, const std::string &pidfile, const std:
         return 0;
     }
     std::string why = n > 1 ? std::string(buf + 1, size_t(n - 1)) : "it exited before listening";
-    log::app().error("deputy agent --daemon: the agent did not start: {}", why);
+    DP_APP_ERROR("deputy agent --daemon: the agent did not start: {}", why);
     return 1;
 }
 
@@ -316,11 +316,11 @@ void register_agent(CLI::App &app) {
                                                        "foreground: mpirun is their parent");
             std::unique_ptr<agent::Internode> internode = g_internode_factory(&config, &error);
             if (!internode) {
-                log::app().error("deputy agent: cannot join the other nodes' agents: {}", error);
+                DP_APP_ERROR("deputy agent: cannot join the other nodes' agents: {}", error);
                 throw CLI::RuntimeError(1);
             }
-            log::app().info("deputy agent: {}; clients connect to {}", internode->describe(),
-                            config.socket_path);
+            DP_APP_INFO("deputy agent: {}; clients connect to {}", internode->describe(),
+                        config.socket_path);
             int rc = serve(std::move(config), pidfile, -1, internode.get());
             if (rc != 0) throw CLI::RuntimeError(rc);
             return;

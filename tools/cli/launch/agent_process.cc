@@ -56,7 +56,7 @@ bool AgentProcess::start(SpawnSpec spec, const std::string &log_path, bool keep_
     pid_ = spawn(spec, error, &code);
     reported_exit_ = false;
     if (pid_ < 0) return false;
-    log::app().debug("{}: started {} (pid {}): {}", tool_, what_, pid_, command_line(spec.argv));
+    DP_APP_DEBUG("{}: started {} (pid {}): {}", tool_, what_, pid_, command_line(spec.argv));
     return true;
 }
 

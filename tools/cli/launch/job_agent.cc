@@ -94,7 +94,7 @@ JobAgent::Outcome JobAgent::acquire(const AgentOptions &options, SignalFd &signa
             return outcome;
         }
     }
-    log::app().debug("{}: using the agent at {}", options.tool, address_);
+    DP_APP_DEBUG("{}: using the agent at {}", options.tool, address_);
     if (!options.config_file.empty())
         std::fprintf(stderr,
                      "%s: warning: --agent-config %s is ignored: the agent at %s already runs "

@@ -118,7 +118,7 @@ AgentProcess::Outcome MpiAgents::start(const MpiAgentsSpec &spec, SignalFd &sign
     probe_.stop();
     // They read it before they listened.
     if (spec.nodes > 0) unlink(token_file.c_str());
-    log::app().debug("{}: the agents listen on {}", spec.tool, address_);
+    DP_APP_DEBUG("{}: the agents listen on {}", spec.tool, address_);
     return outcome;
 }
 

@@ -406,7 +406,7 @@ void reap_orphans() {
         const size_t paren = line.rfind(')');
         const char state =
             paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
-        log::app().debug("{}: adopted pid {} in state {}: {}", kTool, child, state, line);
+        DP_APP_DEBUG("{}: adopted pid {} in state {}: {}", kTool, child, state, line);
         if (state != 'Z') {
             launch::kill_tree(child, SIGKILL);
             ++n;
@@ -502,7 +502,7 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
     private_agent.stop();
     mpi_agents.stop();
     reap_orphans();
-    log::app().debug("{}: mpirun's exit code {}", kTool, rc);
+    DP_APP_DEBUG("{}: mpirun's exit code {}", kTool, rc);
     return rc;
 }
 
