@@ -512,3 +512,17 @@ def test_dry_run_names_the_agent_and_environment(tmp_path: Path, fake_deputy: Pa
     assert lines[2].startswith(f"mpirun -np 2 {fake_deputy.resolve()} bench coll --allreduce-table "
                                "--max 8m --out ")
     assert len(lines) == 3 and calls() == [] and not (tmp_path / "o").exists()
+
+
+def test_placement_comes_from_the_sweep_else_from_the_run(data: Path, tmp_path: Path) -> None:
+    """A run outside a sweep says its placement itself (config.placement, from its agent and
+    its ranks' CPUs); a sweep's placement coordinate wins where both are present."""
+    doc = json.loads((data / "coll" / "iallreduce" / "idle.json").read_text())
+    doc["config"]["placement"] = "own-core"
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    doc["sweep"] = {"point": {"placement": "shared"}}
+    (tmp_path / "swept.json").write_text(json.dumps(doc))
+    docs, notes = load_results([tmp_path])
+    assert not notes
+    by_file = {d.path.name: {r["placement"] for r in records([d])} for d in docs}
+    assert by_file == {"run.json": {"own-core"}, "swept.json": {"shared"}}

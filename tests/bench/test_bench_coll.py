@@ -332,6 +332,41 @@ def deputy_ok(tmp_path: Path, agent_env: dict, *args: str, ranks: int = 2):
     return r.stdout, doc
 
 
+def test_the_placement_is_found_from_the_agent_and_the_ranks_cpus(agent, tmp_path: Path) -> None:
+    """config.placement: "shared" when the agent's engines may run where the ranks do,
+    "own-core" when they are pinned to CPUs no rank may use; absent without deputy."""
+    _, doc = deputy_ok(tmp_path, agent, "--op", "allreduce", "-m", "8:8", *QUICK)
+    assert doc["config"]["placement"] == "shared"
+    _, mpi_only = run_ok(tmp_path, *MPI_ONLY, "-m", "8:8", *QUICK)
+    assert "placement" not in mpi_only["config"]
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: no core to give the agent")
+    d = Path(tempfile.mkdtemp(prefix="deputy-bcoll-own-"))
+    try:
+        r = subprocess.run([DEPUTY, "agent", "--daemon", "--socket", str(d / "a.sock"),
+                            "--agent-cores", "last"], capture_output=True, text=True,
+                           timeout=TIMEOUT_S)
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = tmp_path / "own.json"
+        ranks = ",".join(str(c) for c in cpus[:-1])
+        r = subprocess.run(["taskset", "-c", ranks, MPIRUN, "-np", "2", "--bind-to", "none",
+                            DEPUTY, "bench", "coll", "--op", "allreduce", "-m", "8:8", *QUICK,
+                            "--out", str(out)], capture_output=True, text=True,
+                           timeout=TIMEOUT_S,
+                           env={**os.environ, **MPI_ENV, "DEPUTY_AGENT": str(d / "a.sock")})
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert json.loads(out.read_text())["config"]["placement"] == "own-core"
+    finally:
+        pid = d / "agent.pid"
+        if pid.exists():
+            try:
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.mark.parametrize("memory,wait",
                          [("mapped", "spin"), ("direct", "block"), ("staged", "block")])
 def test_deputy_allreduce_against_mpi(memory: str, wait: str, agent, tmp_path: Path) -> None:

@@ -92,10 +92,13 @@ _METRICS = ("time_us", "time_max_us", "time_p50_us", "time_p99_us", "algbw_gbps"
 
 
 def placement_of(doc: ResultDoc) -> str | None:
-    """The `placement` coordinate the sweep wrote into the document, or None."""
+    """The `placement` coordinate the sweep wrote into the document, else the placement the
+    benchmark found (config.placement: its agent's engines against the ranks' CPUs), or None."""
     sweep = doc.doc.get("sweep")
     point = sweep.get("point") if isinstance(sweep, dict) else None
     value = point.get("placement") if isinstance(point, dict) else None
+    if value is None and isinstance(doc.doc.get("config"), dict):
+        value = doc.doc["config"].get("placement")
     return value if isinstance(value, str) else None
 
 

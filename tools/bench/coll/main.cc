@@ -178,6 +178,7 @@ int run(const CollOptions &o, CLI::App &app) {
     info.cpus = affinity::cpu_count();
     for (const auto &impl : impls) info.impls.push_back(impl->name());
     info.mpi_version = World::library_version();
+    if (plan.run_deputy) info.placement = deputy.placement(world);
     info.cpu_clock_cost_ns = calibrate_cpu_clock();
     Compute compute(plan.compute_idle);  // (sets the timer slack an idle phase sleeps with)
     if (plan.compute_idle && op.nonblocking && !o.allreduce_table) {

@@ -264,6 +264,7 @@ nlohmann::json results_document(const RunInfo &info, const nlohmann::json &resul
                              {"implementations", info.impls},
                              {"ranks", info.ranks},
                              {"local_ranks", info.local_ranks}};
+    if (!info.placement.empty()) config["placement"] = info.placement;
     if (info.sleep.asked_us > 0)
         config["sleep"] = {{"asked_us", info.sleep.asked_us},
                            {"wall_us", info.sleep.wall_us},

@@ -26,6 +26,7 @@ struct RunInfo {
     int cpus = 1;
     std::vector<std::string> impls;  // in column order
     std::string mpi_version;
+    std::string placement;  // "shared", "own-core", or "" (no agent, or it did not say)
     uint64_t cpu_clock_cost_ns = 0;
     // Idle compute: what one short sleep costs here (the slowest rank's;
     // bench_common/sleep_cost.h); asked_us 0 when the compute is cpu.

@@ -10,6 +10,7 @@
 
 #include "channel/agent_address.h"
 #include "channel/agent_info.h"
+#include "common/affinity.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -95,6 +96,24 @@ nlohmann::json DeputySession::agent_info() const {
         return {};
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     return j.is_discarded() || !j.is_object() ? nlohmann::json{} : j;
+}
+
+std::string DeputySession::placement(const World &world) const {
+    // Each rank against its own agent (ranks on other nodes have theirs).
+    const nlohmann::json info = agent_info();
+    const nlohmann::json *cpus = nullptr;
+    if (info.contains("placement") && info["placement"].contains("engine_cpus"))
+        cpus = &info["placement"]["engine_cpus"];
+    std::vector<int> engines;
+    std::string error;
+    const bool known = cpus != nullptr && cpus->is_string() &&
+                       affinity::parse_cpu_list(cpus->get<std::string>(), &engines, &error) == DP_OK;
+    bool overlap = engines.empty();  // engines unpinned: they run on the ranks' CPUs too
+    for (int cpu : affinity::allowed_cpus(0))
+        for (int engine : engines) overlap = overlap || engine == cpu;
+    const std::vector<double> any = world.maximum({known ? 0.0 : 1.0, overlap ? 1.0 : 0.0});
+    if (any[0] > 0) return "";
+    return any[1] > 0 ? "shared" : "own-core";
 }
 
 std::map<std::string, uint64_t> DeputySession::inter_node_steps() const {

@@ -44,6 +44,11 @@ class DeputySession {
     std::map<std::string, uint64_t> inter_node_steps() const;
     // What `deputy info` says of this rank's agent; empty when it does not answer.
     nlohmann::json agent_info() const;
+    // Where the agent ran beside the ranks: "own-core" when its engines are
+    // pinned to CPUs none of the ranks may run on, "shared" otherwise (the
+    // two placements of docs/PERFORMANCE.md), "" when the agent does not say.
+    // Collective over `world`.
+    std::string placement(const World &world) const;
 
   private:
     std::string agent_address_;
