@@ -293,6 +293,46 @@ TEST(RailCli, WarmupLinesAndSampleInterval) {
         << describe(bad);
 }
 
+// The multi-rail article groups each GPU's NICs by PCIe topology:
+// --domain pcie on a hand-written node (one GPU, its NIC named "lo" so that
+// tcp has it), printed before the run and kept in --out.
+TEST(RailCli, DomainsGroupedByPcieTopology) {
+    const std::string xml = std::string(DEPUTY_RAIL_TOPOLOGIES) + "/one_gpu_lo.xml";
+    std::string out = temp_path("pcie.json");
+    std::vector<std::string> argv = {"env", "HWLOC_XMLFILE=" + xml};
+    for (const std::string &a : rail_cmd({"--loopback", "--provider", "tcp", "--rails", "2",
+                                          "--domain", "pcie", "--pages", "4", "--page-size", "8k",
+                                          "--repeat", "2", "--out", out, "-q"}))
+        argv.push_back(a);
+    ProcessResult r = run_command(argv, kLimit);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_NE(r.out.find("PCIe groups (HWLOC_XMLFILE=" + xml + "):\n"
+                         "  device 0 = GPU 0000:01:00.0 (card1): lo (2 hops), lo (2 hops)\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("# verify: 32K checked, 0 bad pages, 0 bad bytes"), std::string::npos)
+        << r.out;  // 4 pages x 8 KiB, checked once
+    nlohmann::json j = read_json(out);
+    std::remove(out.c_str());
+    EXPECT_EQ(j["config"]["domain"], "pcie");
+    ASSERT_EQ(j["config"]["pcie_groups"].size(), 1u);
+    EXPECT_EQ(j["config"]["pcie_groups"][0]["domains"], nlohmann::json({"lo", "lo"}));
+    EXPECT_EQ(j["rails"][1]["domain"], "lo");
+
+    // Two devices on a node of one GPU: refused, naming the GPU.
+    argv = {"env", "HWLOC_XMLFILE=" + xml};
+    for (const std::string &a :
+         rail_cmd({"--loopback", "--provider", "tcp", "--rails", "2", "--devices", "2",
+                   "--domain", "pcie", "-q"}))
+        argv.push_back(a);
+    ProcessResult bad = run_command(argv, kLimit);
+    EXPECT_EQ(bad.exit_code, 1) << describe(bad);
+    EXPECT_NE(bad.err.find("--domain pcie: --devices is 2 but HWLOC_XMLFILE=" + xml +
+                           " has 1 GPU(s) (GPU 0000:01:00.0 (card1))"),
+              std::string::npos)
+        << describe(bad);
+}
+
 TEST(RailCli, FlagsFromJson) {
     std::string cfg = temp_path("cfg.json");
     std::ofstream(cfg) << R"({"provider": "shm", "rails": 2, "pages": 8, "page-size": "4k", "repeat": 2, "quiet": true})";

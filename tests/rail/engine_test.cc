@@ -14,19 +14,10 @@
 #include "bench/rail/rail_error.h"
 #include "bench/rail/target.h"
 #include "bench/rail/writer.h"
+#include "rail/error_of.h"
 
 namespace deputy::rail {
 namespace {
-
-template <typename F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const RailError &e) {
-        return e.what();
-    }
-    return "";
-}
 
 sockaddr_storage loopback_route() {
     sockaddr_storage ss{};

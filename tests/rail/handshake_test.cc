@@ -6,19 +6,10 @@
 #include "bench/rail/rail_error.h"
 #include "bench/rail/summary.h"
 #include "bench/rail/wire.h"
+#include "rail/error_of.h"
 
 namespace deputy::rail {
 namespace {
-
-template <typename F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const RailError &e) {
-        return e.what();
-    }
-    return "";
-}
 
 Hello sample_hello() {
     Hello h;

@@ -8,19 +8,10 @@
 
 #include "bench/rail/oob.h"
 #include "bench/rail/rail_error.h"
+#include "rail/error_of.h"
 
 namespace deputy::rail {
 namespace {
-
-template <typename F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const RailError &e) {
-        return e.what();
-    }
-    return "";
-}
 
 struct Pair {
     Listener listener{"127.0.0.1", 0};

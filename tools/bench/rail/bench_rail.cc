@@ -107,8 +107,10 @@ void register_rail(CLI::App &bench) {
                     "libfabric provider (tcp means tcp;ofi_rxm; also shm, verbs, efa, ...)")
         ->capture_default_str();
     app->add_option("--domain", o.domain,
-                    "domain (NIC) per rail: one name, one per rail (comma list), or 'all' to spread "
-                    "rails over the provider's domains; default: the interface that routes to the peer");
+                    "domain (NIC) per rail: one name, one per rail (comma list), 'all' to spread "
+                    "rails over the provider's domains, or 'pcie' to give each device the NICs "
+                    "nearest it in the PCIe tree (hwloc); default: the interface that routes to "
+                    "the peer");
     app->add_option("--rails", o.rails, "endpoints, one per NIC on real hardware")
         ->capture_default_str();
     app->add_option("--devices", o.devices,

@@ -9,6 +9,7 @@
 #include "bench/rail/fabric.h"
 #include "bench/rail/handshake.h"
 #include "bench/rail/pattern.h"
+#include "bench/rail/pcie_groups.h"
 #include "bench/rail/rail_error.h"
 #include "bench/rail/reporter.h"
 #include "bench/rail/session.h"
@@ -41,7 +42,10 @@ struct DeviceWait {
 
 int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutput &output) {
     sockaddr_storage route = conn.local_address();
-    std::vector<const fi_info *> infos = catalog.pick(o.domain, &route, o.rails);
+    const DomainChoice domains =
+        choose_domains(o.domain, o.devices, o.rails_per_device(), catalog.domains());
+    if (output.summary) print_groups(stdout, domains);
+    std::vector<const fi_info *> infos = catalog.pick(domains.spec, &route, o.rails);
     std::vector<std::unique_ptr<Rail>> rails;
     for (int r = 0; r < o.rails; ++r) rails.push_back(std::make_unique<Rail>(infos[size_t(r)], "client", r));
     // Device d's buffer b is buffers[d * --buffers + b]: zeroed, pre-faulted,
@@ -169,7 +173,7 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
                     kMaxReportedMismatches);
     conn.send(MsgType::kVerdict, verify.to_json(), o.timeout_s);
     if (output.summary) print_summary(stdout, o, result, verify);
-    if (output.write_out) write_results(o, result, verify);
+    if (output.write_out) write_results(o, result, verify, domains.groups);
     if (verify.report.bad_pages != 0) {
         DP_APP_ERROR("verification failed: {} pages ({} bytes) differ; first: {}",
                      verify.report.bad_pages, verify.report.bad_bytes,

@@ -124,14 +124,18 @@ Catalog::Catalog(Catalog &&other) noexcept
 
 std::string Catalog::provider_name() const { return list_->fabric_attr->prov_name; }
 
-std::string Catalog::domain_names() const {
+std::vector<std::string> Catalog::domains() const {
     std::vector<std::string> names;
     for (const fi_info *i = list_; i != nullptr; i = i->next) {
         std::string name = i->domain_attr->name ? i->domain_attr->name : "?";
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     }
+    return names;
+}
+
+std::string Catalog::domain_names() const {
     std::string out;
-    for (const auto &n : names) out += (out.empty() ? "" : ", ") + n;
+    for (const auto &n : domains()) out += (out.empty() ? "" : ", ") + n;
     return out;
 }
 

@@ -43,12 +43,15 @@ public:
 
     // One fi_info per rail. `domain_spec`: "" (the interface that routes to
     // `route` if given, else the first), a name, a comma list of one name per
-    // rail, or "all" (rails round-robin over the provider's domains).
+    // rail, or "all" (rails round-robin over the provider's domains);
+    // "pcie" is resolved to such a list first (pcie_groups.h).
     std::vector<const fi_info *> pick(const std::string &domain_spec,
                                       const sockaddr_storage *route, int rails) const;
     const std::string &requested() const { return requested_; }
     // Provider name as libfabric reports it ("tcp;ofi_rxm").
     std::string provider_name() const;
+    // Its distinct domain names, in fi_getinfo's order.
+    std::vector<std::string> domains() const;
 
 private:
     Catalog(std::string requested, fi_info *list) : requested_(std::move(requested)), list_(list) {}

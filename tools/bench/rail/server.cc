@@ -11,6 +11,7 @@
 #include "bench/rail/fabric.h"
 #include "bench/rail/handshake.h"
 #include "bench/rail/pattern.h"
+#include "bench/rail/pcie_groups.h"
 #include "bench/rail/rail_error.h"
 #include "bench/rail/reporter.h"
 #include "bench/rail/session.h"
@@ -54,7 +55,10 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
         throw RailError("provider mismatch: the server uses '" + catalog.provider_name() +
                         "' (--provider " + o.provider + "), the client '" + hello.provider + "'");
     sockaddr_storage route = conn.local_address();
-    std::vector<const fi_info *> infos = catalog.pick(o.domain, &route, o.rails);
+    const DomainChoice domains =
+        choose_domains(o.domain, o.devices, o.rails_per_device(), catalog.domains());
+    if (output.summary) print_groups(stdout, domains);
+    std::vector<const fi_info *> infos = catalog.pick(domains.spec, &route, o.rails);
 
     // Rails, then source pages, then registrations (destroyed in reverse).
     std::vector<std::unique_ptr<Rail>> rails;
@@ -208,7 +212,7 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
     double verify_budget = o.timeout_s + double(o.device_bytes() * uint64_t(o.devices)) / 100e6;
     VerifySummary verify = VerifySummary::from_json(expect(conn, MsgType::kVerdict, verify_budget).body);
     if (output.summary) print_summary(stdout, o, result, verify);
-    if (output.write_out) write_results(o, result, verify);
+    if (output.write_out) write_results(o, result, verify, domains.groups);
     return verify.report.bad_pages == 0 ? kExitOk : kExitMismatch;
 }
 

@@ -164,7 +164,8 @@ void print_summary(std::FILE *out, const RailOptions &o, const RunResult &r,
     std::fflush(out);
 }
 
-nlohmann::json results_document(const RailOptions &o, const RunResult &r, const VerifySummary &v) {
+nlohmann::json results_document(const RailOptions &o, const RunResult &r, const VerifySummary &v,
+                                const std::vector<DeviceGroup> &groups) {
     nlohmann::json rails = nlohmann::json::array();
     for (const auto &rail : r.rails) {
         double gbps = r.seconds > 0 ? double(rail.bytes) * 8 / r.seconds / 1e9 : 0;
@@ -180,7 +181,7 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
                          {"first_completion_ms", rail.first_completion_ms}});
     }
     double link = o.link_gbps * o.rails;
-    const nlohmann::json config = {
+    nlohmann::json config = {
         {"provider", o.provider},
         {"domain", o.domain},
         {"rails", o.rails},
@@ -197,6 +198,7 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
         {"verify", o.verify},
         {"seed", o.seed},
         {"pin", o.pin}};
+    if (!groups.empty()) config["pcie_groups"] = to_json(groups);
     const nlohmann::json versions = {
         {"libfabric", libfabric_version()},
         {"libfabric_api",
@@ -226,10 +228,11 @@ nlohmann::json results_document(const RailOptions &o, const RunResult &r, const 
     return doc;
 }
 
-void write_results(const RailOptions &o, const RunResult &r, const VerifySummary &v) {
+void write_results(const RailOptions &o, const RunResult &r, const VerifySummary &v,
+                   const std::vector<DeviceGroup> &groups) {
     if (o.out.empty()) return;
     std::string error;
-    if (!cli::write_json_file("--out", o.out, results_document(o, r, v), &error))
+    if (!cli::write_json_file("--out", o.out, results_document(o, r, v, groups), &error))
         throw RailError(error);
 }
 

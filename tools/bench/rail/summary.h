@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/rail/options.h"
+#include "bench/rail/pcie_groups.h"
 #include "bench/rail/pattern.h"
 
 namespace deputy::rail {
@@ -57,10 +58,13 @@ struct VerifySummary {
 void print_summary(std::FILE *out, const RailOptions &options, const RunResult &result,
                    const VerifySummary &verify);
 
-// The --out document: config, versions, host, results, rails, verify.
+// The --out document: config, versions, host, results, rails, verify;
+// config.pcie_groups holds this side's `--domain pcie` groups, when any.
 nlohmann::json results_document(const RailOptions &options, const RunResult &result,
-                                const VerifySummary &verify);
+                                const VerifySummary &verify,
+                                const std::vector<DeviceGroup> &groups = {});
 // Writes it to options.out; throws RailError naming the file.
-void write_results(const RailOptions &options, const RunResult &result, const VerifySummary &verify);
+void write_results(const RailOptions &options, const RunResult &result, const VerifySummary &verify,
+                   const std::vector<DeviceGroup> &groups);
 
 }  // namespace deputy::rail
