@@ -89,8 +89,8 @@ def _execute(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | Non
         # children too; not a session of its own: under autogroup scheduling
         # a session is a scheduling group, and ranks in another group than
         # the sweep's agent (started from this session) would measure a
-        # placement no launcher makes (docs/PERFORMANCE.md, "The agent's
-        # scheduling group").
+        # placement no launcher makes (docs/decisions/2026-11-27-scheduling-
+        # group.md).
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace",
                                 process_group=0,

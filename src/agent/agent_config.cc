@@ -219,8 +219,8 @@ void apply_engine_polling(AgentConfig *c) {
 }  // namespace
 
 uint32_t shared_placement_engines(size_t agent_cpus) {
-    // Two engines, measured (docs/PERFORMANCE.md, "Engines when the agent
-    // shares the ranks' CPUs"): while the ranks wait, a large operation's
+    // Two engines, measured (docs/decisions/2026-11-26-engines-in-shared-
+    // placement.md, "Engines when the agent shares the ranks' CPUs"): while the ranks wait, a large operation's
     // chunks run on both of their cores; small operations run on the service
     // thread and are not slower; idle engines yield their CPU. More than two
     // has not been measured on a machine with more cores.
@@ -325,8 +325,8 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         // Asleep, it made every post after a compute phase longer than its
         // 50 us window pay a doorbell and a wake-up (4-7 us against 0.6-1.1
         // through libdeputy-mpi), and operations of 256 KiB-1 MiB overlapped
-        // 68-95 % instead of 92-99 % (docs/PERFORMANCE.md, "An agent with a
-        // core of its own keeps polling it").
+        // 68-95 % instead of 92-99 % (docs/decisions/2026-11-26-own-core-
+        // agent-polls.md, "An agent with a core of its own keeps polling it").
         if (!c->idle_spin_set) c->idle_spin_us = kOwnCoreIdleSpinUs;
         if (!c->engine_idle_spin_us && !c->device_given) c->engine_idle_spin_us = kOwnCoreIdleSpinUs;
     }

@@ -115,8 +115,8 @@ struct AgentConfig {
     // wake-up of the agent and back, which costs more than such an
     // operation's copies when the ranks' cores leave the agent none, and
     // members that all wait and find an operation unclaimed have no CPU
-    // to give the agent anyway. 16 MiB by measurement (docs/PERFORMANCE.md,
-    // "Members run operations up to 16 MiB": with every core computing,
+    // to give the agent anyway. 16 MiB by measurement (docs/decisions/
+    // 2026-11-27-member-thresholds.md, "Members run operations up to 16 MiB": with every core computing,
     // ialltoall lost to MPI at 1 and 4 MiB with 256 KiB, at 8 MiB with
     // 4 MiB). 0: the agent
     // runs every operation, the default when the agent is pinned to CPUs of

@@ -60,8 +60,8 @@ struct ClientOptions {
 // began: each turn gives the CPU to any thread that wants it (the agent's,
 // a teammate), so unlike spinning it starves nobody, and a result that
 // comes within the phase costs no sleep and no wake-up (20-40 us each on
-// the 2-vCPU machine of docs/PERFORMANCE.md, "A waiting rank yields before
-// it sleeps"). 4 MiB since members run operations up to 16 MiB themselves:
+// the 2-vCPU machine of docs/decisions/2026-11-27-waits-yield-first.md, "A
+// waiting rank yields before it sleeps"). 4 MiB since members run operations up to 16 MiB themselves:
 // a member that slept while its teammate arrived must be woken to do its
 // part, which doubled the blocking calls of 256 KiB-1 MiB ("Waits yield up
 // to 4 MiB"); above 4 MiB a wake-up is a small part of the operation and

@@ -86,7 +86,7 @@ def test_daemon_starts_answers_info_and_stops_cleanly(daemon, agent_dir):
 def test_daemon_stays_in_the_callers_session_and_ignores_hangup(daemon):
     # A session of its own would be a scheduling group of its own under
     # autogroup scheduling, which takes CPU from computing ranks
-    # (docs/PERFORMANCE.md, "The agent's scheduling group").
+    # (docs/decisions/2026-11-27-scheduling-group.md).
     sock, pid = daemon
     assert os.getsid(pid) == os.getsid(0)
     assert os.getpgid(pid) == pid and os.getpgid(pid) != os.getpgid(0)
