@@ -24,16 +24,6 @@ namespace {
 
 inline constexpr size_t kMaxReportedMismatches = 16;
 
-Frame expect(Socket &conn, MsgType want, double timeout_s) {
-    Frame f = conn.receive(timeout_s, msg_name(want));
-    if (f.type == MsgType::kError)
-        throw RailError("the server reported: " + f.body.value("message", std::string("?")));
-    if (f.type != want)
-        throw RailError(conn.peer() + " sent " + msg_name(f.type) + " where " + msg_name(want) +
-                        " was expected");
-    return f;
-}
-
 struct DeviceWait {
     std::unique_ptr<DeviceTarget> target;
     std::string error;
@@ -81,7 +71,7 @@ int run(const RailOptions &o, Socket &conn, Catalog &catalog, const SessionOutpu
     conn.send(MsgType::kHello, encode_hello(hello), o.timeout_s);
     // The server fills its pages before READY: allow for that beyond --timeout.
     double setup_budget = o.timeout_s + double(o.device_bytes() * uint64_t(o.devices)) / 100e6;
-    Ready ready = decode_ready(expect(conn, MsgType::kReady, setup_budget).body);
+    Ready ready = decode_ready(conn.expect(MsgType::kReady, "server", setup_budget).body);
     if (ready.rails.size() != size_t(o.rails))
         throw RailError("READY lists " + std::to_string(ready.rails.size()) + " server rails, expected " +
                         std::to_string(o.rails));

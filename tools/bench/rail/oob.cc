@@ -163,6 +163,17 @@ void Socket::send(MsgType type, const nlohmann::json &body, double timeout_s) {
     write_all(frame.data(), frame.size(), timeout_s);
 }
 
+Frame Socket::expect(MsgType want, const char *peer_role, double timeout_s) {
+    Frame f = receive(timeout_s, msg_name(want));
+    if (f.type == MsgType::kError)
+        throw RailError(std::string("the ") + peer_role + " reported: " +
+                        f.body.value("message", std::string("?")));
+    if (f.type != want)
+        throw RailError(peer_ + " sent " + msg_name(f.type) + " where " + msg_name(want) +
+                        " was expected");
+    return f;
+}
+
 Frame Socket::receive(double timeout_s, const char *waiting_for) {
     double deadline = now_s() + timeout_s;
     uint32_t header[3];

@@ -43,6 +43,9 @@ public:
     void send(MsgType type, const nlohmann::json &body, double timeout_s);
     // Waits up to timeout_s for a whole frame; `waiting_for` names it in errors.
     Frame receive(double timeout_s, const char *waiting_for);
+    // receive() of a frame of type `want`: an ERROR frame throws its message
+    // ("the client reported: ..."), any other type throws naming both.
+    Frame expect(MsgType want, const char *peer_role, double timeout_s);
     // A frame if one has started to arrive, else nullopt (never blocks long).
     std::optional<Frame> poll_frame(double timeout_s, const char *waiting_for);
     void close();

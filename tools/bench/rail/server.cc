@@ -25,17 +25,6 @@
 namespace deputy::rail {
 namespace {
 
-// Receives a frame of type `want`; an ERROR from the peer becomes its message.
-Frame expect(Socket &conn, MsgType want, double timeout_s) {
-    Frame f = conn.receive(timeout_s, msg_name(want));
-    if (f.type == MsgType::kError)
-        throw RailError("the client reported: " + f.body.value("message", std::string("?")));
-    if (f.type != want)
-        throw RailError(conn.peer() + " sent " + msg_name(f.type) + " where " + msg_name(want) +
-                        " was expected");
-    return f;
-}
-
 struct DeviceRun {
     std::unique_ptr<DeviceWriter> writer;
     DeviceStats stats;
@@ -45,7 +34,8 @@ struct DeviceRun {
 
 int serve(const RailOptions &server_options, Socket &conn, const std::atomic<bool> *outer_cancel,
           const SessionOutput &output) {
-    Hello hello = decode_hello(expect(conn, MsgType::kHello, server_options.timeout_s).body);
+    Hello hello =
+        decode_hello(conn.expect(MsgType::kHello, "client", server_options.timeout_s).body);
     RailOptions o = merge_workload(server_options, hello);
     DP_APP_DEBUG("server: {} asks for {} rails over {} devices, {} pages x {} B", conn.peer(),
                  o.rails, o.devices, o.pages, o.page_size);
@@ -91,7 +81,7 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
     ready.signal = cq_data ? "remote_cq_data" : "delivery_complete";
     for (auto &rail : rails) ready.rails.push_back({rail->address(), rail->domain_name(), {}});
     conn.send(MsgType::kReady, encode_ready(ready), o.timeout_s);
-    expect(conn, MsgType::kGo, o.timeout_s);
+    conn.expect(MsgType::kGo, "client", o.timeout_s);
 
     // One thread per device.
     WritePlan plan;
@@ -210,7 +200,8 @@ int serve(const RailOptions &server_options, Socket &conn, const std::atomic<boo
 
     // The client verifies every byte; allow time for that beyond --timeout.
     double verify_budget = o.timeout_s + double(o.device_bytes() * uint64_t(o.devices)) / 100e6;
-    VerifySummary verify = VerifySummary::from_json(expect(conn, MsgType::kVerdict, verify_budget).body);
+    VerifySummary verify =
+        VerifySummary::from_json(conn.expect(MsgType::kVerdict, "client", verify_budget).body);
     if (output.summary) print_summary(stdout, o, result, verify);
     if (output.write_out) write_results(o, result, verify, domains.groups);
     return verify.report.bad_pages == 0 ? kExitOk : kExitMismatch;
