@@ -108,6 +108,29 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
     agent->populator_ = std::make_unique<PoolPopulator>();
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->populator_->event_fd(), tag(kPopulated)));
     DP_CHECK(epoll_add(agent->epoll_.get(), agent->probes_.event_fd(), tag(kProbed)));
+    if (!agent->config_.listen.empty()) {
+        RemoteGateConfig gate;
+        gate.address = agent->config_.listen.substr(std::string("tcp://").size());
+        gate.key_file = agent->config_.key_file;
+        gate.insecure = agent->config_.insecure_tcp;
+        gate.max_handshakes = agent->config_.max_handshakes;
+        gate.handshake_timeout_ns = int64_t(agent->config_.handshake_timeout_ms) * 1'000'000;
+        gate.max_message = control::kMaxControlMessage;
+        s = RemoteGate::open(gate, &agent->gate_);
+        if (s != DP_OK) {
+            *error = fmt::format("agent: cannot serve remote clients at {}: {} (the log says why)",
+                                 agent->config_.listen, dp_status_name(s));
+            return s;
+        }
+        DP_CHECK(epoll_add(agent->epoll_.get(), agent->gate_->fd(), tag(kRemoteGate)));
+        if (agent->gate_->secure())
+            DP_LOG_INFO("agent: serving remote clients at {} (secure session, key {})",
+                        agent->gate_->address(), agent->config_.key_file);
+        else
+            DP_LOG_WARN("agent: serving remote clients at {} IN CLEAR (--insecure-tcp): anyone "
+                        "who reaches the port can use this agent and read what it moves",
+                        agent->gate_->address());
+    }
     // The socket file last: whoever waits for it to appear (deputy launch,
     // the tests, scripts) finds an agent whose every descriptor and thread
     // exists, so a count of its fds taken then is its idle count.
@@ -213,6 +236,7 @@ dp_status_t Agent::run() {
                 case kInternode: teams_->poll_internode(); break;
                 case kPopulated: on_populated(); break;
                 case kProbed: on_probed(); break;
+                case kRemoteGate: admit_remote(); break;
             }
         }
         if (timing::now_ns() >= next_housekeeping_ns_) housekeeping();

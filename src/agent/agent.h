@@ -35,6 +35,7 @@
 #include "agent/fd_budget.h"
 #include "agent/memory_probe.h"
 #include "agent/pool_populator.h"
+#include "agent/remote_gate.h"
 #include "agent/staged_execution.h"
 #include "agent/team/engine.h"
 #include "channel/control.h"
@@ -100,6 +101,7 @@ class Agent {
         kClientProcess = 6,
         kPopulated = 7,
         kProbed = 8,
+        kRemoteGate = 9,
     };
     static uint64_t tag(Tag kind, uint32_t id = 0) { return (uint64_t(kind) << 32) | id; }
 
@@ -123,6 +125,8 @@ class Agent {
     void rebuild_attached();
     // Clients arriving and leaving (client_admission.cc).
     void accept_clients();
+    // Connections the remote gate authenticated (remote_gate.h), as sessions.
+    void admit_remote();
     // accept() found no descriptor: takes one connection with the reserve
     // and refuses it with the reason. False when there was none to take.
     bool refuse_without_fds();
@@ -188,6 +192,7 @@ class Agent {
     AgentConfig config_;
     std::string address_;
     std::unique_ptr<channel::uds::Listener> listener_;
+    std::unique_ptr<RemoteGate> gate_;  // with config_.listen
     std::unique_ptr<mover::Device> device_;
     mover::ExecLimits limits_{};
     UniqueFd epoll_;

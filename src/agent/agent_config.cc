@@ -137,6 +137,18 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         }
         else if (key == "engine_idle_spin_us")
             c->engine_idle_spin_us = uint32_t(get_uint(v, path, 1000000));
+        else if (key == "listen") c->listen = get_string(v, path);
+        else if (key == "key_file") c->key_file = get_string(v, path);
+        else if (key == "insecure_tcp") {
+            if (!v.is_boolean())
+                throw KeyError{fmt::format("{}: expected true or false, got {}", path, v.dump())};
+            c->insecure_tcp = v.get<bool>();
+        }
+        else if (key == "max_remote_clients")
+            c->max_remote_clients = uint32_t(get_uint(v, path, 65536));
+        else if (key == "max_handshakes") c->max_handshakes = uint32_t(get_uint(v, path, 4096));
+        else if (key == "handshake_timeout_ms")
+            c->handshake_timeout_ms = uint32_t(get_uint(v, path, 600000));
         else if (key == "dumpable") {
             if (!v.is_boolean())
                 throw KeyError{fmt::format("{}: expected true or false, got {}", path, v.dump())};
@@ -287,6 +299,13 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         return bad(fmt::format("max_clients {} must be below {}", c->max_clients,
                                mover::SpaceTable::kSlots));
     if (c->max_connecting == 0) return bad("max_connecting must be at least 1");
+    if (!c->listen.empty() && c->listen.rfind("tcp://", 0) != 0)
+        return bad(fmt::format("listen '{}' is not tcp://ADDR:PORT", c->listen));
+    if (!c->listen.empty() && c->key_file.empty() && !c->insecure_tcp)
+        return bad("listen needs key_file (a key file as `deputy bench channel --keygen FILE` "
+                   "makes it), or insecure_tcp to serve remote clients in clear");
+    if (c->max_handshakes == 0) return bad("max_handshakes must be at least 1");
+    if (c->handshake_timeout_ms == 0) return bad("handshake_timeout_ms must be at least 1");
     if (c->attach_timeout_ms == 0) return bad("attach_timeout_ms must be at least 1");
     if (c->max_teams_per_client == 0) return bad("max_teams_per_client must be at least 1");
     if (c->max_forming_teams == 0) return bad("max_forming_teams must be at least 1");

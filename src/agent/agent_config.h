@@ -22,6 +22,15 @@ namespace deputy::agent {
 struct AgentConfig {
     std::string socket_path;  // empty: default_socket_path()
     std::string token;        // per-job token clients must present; empty: none
+    // Remote clients (remote_gate.h): "tcp://ADDR:PORT" serves them beside
+    // the local ones; empty: local clients only. They come through the
+    // secure session with key_file's key, or in clear with insecure_tcp.
+    std::string listen;
+    std::string key_file;
+    bool insecure_tcp = false;
+    uint32_t max_remote_clients = 64;     // attached remote clients (of max_clients)
+    uint32_t max_handshakes = 16;         // connections shaking hands at once
+    uint32_t handshake_timeout_ms = 2000;
     mover::DeviceConfig device;
     bool device_given = false;     // the device came from JSON (engines/cpus keys then refused)
     // Without a device: one group, one queue, this many engines. Unless set,

@@ -17,6 +17,15 @@ std::string Agent::info_json() const {
     j["version"] = DEPUTY_VERSION_STRING;
     j["pid"] = getpid();
     j["socket"] = address_;
+    if (gate_) {
+        const RemoteGate::Counters g = gate_->counters();
+        j["listen"] = {{"address", gate_->address()},
+                       {"secure", gate_->secure()},
+                       {"connections", g.accepted},
+                       {"admitted", g.admitted},
+                       {"failed_handshakes", g.failed},
+                       {"evicted_handshakes", g.evicted}};
+    }
     j["uptime_s"] = double(timing::now_ns() - started_ns_) / 1e9;
     j["engines"] = config_.device.total_engines();
     j["queues"] = device_->num_wqs();
@@ -53,7 +62,10 @@ std::string Agent::info_json() const {
         clients.push_back({{"id", s->id},
                            {"pid", s->creds.pid},
                            {"uid", s->creds.uid},
-                           {"identity", s->process->verified() ? "verified" : "unverified"},
+                           {"remote", s->remote ? s->peer : ""},
+                           {"identity", s->remote                  ? "secure session"
+                                        : s->process->verified() ? "verified"
+                                                                 : "unverified"},
                            {"pool_bytes", s->pool_bytes},
                            {"ring_size", s->ring_size},
                            {"registered_ranges", s->space().range_count()},
@@ -61,8 +73,8 @@ std::string Agent::info_json() const {
                            {"direct", bounced},
                            {"staged", s->counters.staged},
                            {"denied", s->counters.denied},
-                           {"cpus",
-                            affinity::format_cpu_list(affinity::allowed_cpus(s->creds.pid))}});
+                           {"cpus", s->remote ? "" : affinity::format_cpu_list(
+                                                         affinity::allowed_cpus(s->creds.pid))}});
     }
     j["clients"] = clients;
     placement_info(&j);

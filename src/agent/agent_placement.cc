@@ -123,6 +123,7 @@ void Agent::placement_info(nlohmann::json *out) const {
     j["threads"] = std::move(threads);
     std::vector<int> client_cpus;
     for (const ClientSession *s : attached_) {
+        if (s->remote) continue;  // its CPUs are another machine's
         const std::vector<int> cpus = affinity::allowed_cpus(s->creds.pid);
         client_cpus.insert(client_cpus.end(), cpus.begin(), cpus.end());
     }

@@ -127,13 +127,46 @@ void Agent::accept_clients() {
     }
 }
 
+void Agent::admit_remote() {
+    for (RemoteGate::Admitted &a : gate_->take()) {
+        ++counters_.connections;
+        if (connecting_ >= config_.max_connecting) {
+            // The gate's handshakes are bounded already; past the local
+            // bound too, the newest waits no longer than it takes to say so.
+            ++counters_.refused;
+            std::vector<uint8_t> payload;
+            control::encode(control::Reply{DP_ERR_RETRY, "too many clients are attaching "
+                                                         "(max_connecting); try again"},
+                            &payload);
+            ControlConnection(std::move(a.socket)).send(MsgType::kReply, payload);
+            continue;
+        }
+        auto s = std::make_unique<ClientSession>();
+        s->id = next_id_++;
+        if (next_id_ == 0) next_id_ = 1;
+        s->creds.uid = geteuid();
+        s->process = ClientProcess::remote();
+        s->remote = true;
+        s->peer = std::move(a.peer);
+        s->connected_ns = timing::now_ns();
+        s->connection = ControlConnection(std::move(a.socket));
+        s->epoll_events = EPOLLIN | EPOLLRDHUP;
+        if (epoll_add(epoll_.get(), s->connection.fd(), tag(kClientSocket, s->id),
+                      s->epoll_events) != DP_OK)
+            continue;
+        ++connecting_;
+        DP_LOG_DEBUG("agent: connection {} from {}", s->id, s->who());
+        clients_.emplace(s->id, std::move(s));
+    }
+}
+
 void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
     auto it = clients_.find(id);
     if (it == clients_.end()) return;
     ClientSession &s = *it->second;
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
     if (s.doorbell) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.doorbell.get(), nullptr);
-    if (s.process) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
+    if (s.process && !s.remote) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
     teams_->client_gone(s);
     const bool was_attached = s.state == ClientSession::State::kAttached;
     // Work of this client may still be queued or running: the device drops
@@ -154,14 +187,14 @@ void Agent::drop_client(uint32_t id, const std::string &why, bool misbehaved) {
     }
     if (misbehaved) ++counters_.dropped;
     if (was_attached && misbehaved)
-        DP_LOG_WARN("agent: client {} (pid {}) dropped: {}", id, s.creds.pid, why);
+        DP_LOG_WARN("agent: client {} ({}) dropped: {}", id, s.who(), why);
     else if (was_attached)
-        DP_LOG_INFO("agent: client {} (pid {}) detached: {}; {} descriptors, {} staged, {} denied",
-                    id, s.creds.pid, why, s.counters.forwarded, s.counters.staged,
+        DP_LOG_INFO("agent: client {} ({}) detached: {}; {} descriptors, {} staged, {} denied",
+                    id, s.who(), why, s.counters.forwarded, s.counters.staged,
                     s.counters.denied);
     else if (misbehaved)
-        DP_LOG_LIMITED(connection_log_, "agent: connection {} (pid {}) closed: {}", id,
-                       s.creds.pid, why);
+        DP_LOG_LIMITED(connection_log_, "agent: connection {} ({}) closed: {}", id, s.who(),
+                       why);
     clients_.erase(it);  // closes socket, doorbell and pidfd; the memory lives on while shared
     if (was_attached) rebuild_attached();
 }

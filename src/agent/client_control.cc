@@ -31,6 +31,12 @@ using channel::MsgType;
 
 namespace {
 
+// What a remote client asking for direct or shared memory is told.
+constexpr const char *kRemoteMemory =
+    "a remote client's memory is out of the agent's reach: its requests travel staged, in "
+    "the channel";
+
+
 // Before ATTACH only ATTACH may come, and it is small: a connection that has
 // not authenticated cannot make the agent buffer more than this.
 constexpr size_t kMaxAttachMessage = 4096;
@@ -191,7 +197,7 @@ bool Agent::serve_requests(ClientSession &s) {
 
 dp_status_t Agent::refuse_attach(ClientSession &s, dp_status_t status, const std::string &why) {
     ++counters_.refused;
-    DP_LOG_LIMITED(connection_log_, "agent: refused client pid {}: {}", s.creds.pid, why);
+    DP_LOG_LIMITED(connection_log_, "agent: refused client {}: {}", s.who(), why);
     reply(s, status, why);
     return DP_ERR_INVALID;  // ends the connection once the answer is out
 }
@@ -226,6 +232,7 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     }
     if (m.purpose == control::Purpose::kService) {
         if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
+        if (s.remote) return refuse(DP_ERR_UNSUPPORTED, "services are for local processes");
         reply(s, DP_OK, "");
         if (s.connection.has_output() || !s.broken.empty())
             return DP_ERR_IO;  // would not take 20 bytes
@@ -243,7 +250,9 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
     // The pid is the client's until proven otherwise (client_process.h):
     // where the kernel did not name the process, read the proof back, on a
     // thread (memory_probe.h); attach_proven() goes on when it is in.
-    if (!s.process->verified()) {
+    // A remote client proved who it is in the secure handshake (or the
+    // operator chose plain TCP): there is no process here to read from.
+    if (!s.process->verified() && !s.remote) {
         if (!probes_.start(s.id, s.creds.pid, s.process,
                            {{m.proof_addr, uint32_t(m.proof.size())}}, &error))
             return refuse(DP_ERR_RETRY, error + "; try again");
@@ -263,11 +272,19 @@ dp_status_t Agent::attach_proven(ClientSession &s, const control::Attach &m) {
     if (attached_.size() >= config_.max_clients)
         return refuse(DP_ERR_TOO_LARGE,
                       fmt::format("too many clients (max_clients = {})", config_.max_clients));
+    // Remote clients' share: they have no process to count by.
+    if (s.remote &&
+        std::count_if(attached_.begin(), attached_.end(),
+                      [](const ClientSession *c) { return c->remote; }) >=
+            config_.max_remote_clients)
+        return refuse(DP_ERR_TOO_LARGE, fmt::format("too many remote clients "
+                                                    "(max_remote_clients = {})",
+                                                    config_.max_remote_clients));
     // A process's share of the clients, whatever number of contexts it
     // opens (its pid names one process: the sessions hold its pidfd).
-    const uint32_t of_process = uint32_t(std::count_if(
+    const uint32_t of_process = s.remote ? 0 : uint32_t(std::count_if(
         attached_.begin(), attached_.end(),
-        [&](const ClientSession *c) { return c->creds.pid == s.creds.pid; }));
+        [&](const ClientSession *c) { return !c->remote && c->creds.pid == s.creds.pid; }));
     if (of_process >= config_.max_process_clients)
         return refuse(DP_ERR_TOO_LARGE,
                       fmt::format("process {} has {} clients attached already "
@@ -279,7 +296,10 @@ dp_status_t Agent::attach_proven(ClientSession &s, const control::Attach &m) {
     if (!power_of_two(ring_size) || ring_size > config_.max_ring_size)
         return refuse(DP_ERR_INVALID, fmt::format("ring_size {} must be a power of two <= {}",
                                                   ring_size, config_.max_ring_size));
-    const uint64_t pool_bytes = round_up(m.pool_bytes ? m.pool_bytes : config_.pool_bytes, 4096);
+    // A remote client maps nothing of the agent's: its segment holds the
+    // ring the service loop looks at, and a pool of one page nobody uses.
+    const uint64_t pool_bytes =
+        s.remote ? 4096 : round_up(m.pool_bytes ? m.pool_bytes : config_.pool_bytes, 4096);
     if (pool_bytes > config_.max_pool_bytes)
         return refuse(DP_ERR_TOO_LARGE, fmt::format("pool_bytes {} is above max_pool_bytes {}",
                                                     pool_bytes, config_.max_pool_bytes));
@@ -357,7 +377,8 @@ void Agent::finish_attach(ClientSession &s) {
     std::vector<uint8_t> out;
     control::encode(a, &out);
     int fds[2] = {seg.fd(), s.doorbell.get()};
-    send(s, MsgType::kAttached, out, fds, 2);
+    // A remote client gets no descriptors: they would not cross the network.
+    send(s, MsgType::kAttached, out, fds, s.remote ? 0 : 2);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag(kClientDoorbell, s.id);
@@ -368,9 +389,10 @@ void Agent::finish_attach(ClientSession &s) {
     --connecting_;
     ++counters_.attached;
     rebuild_attached();
-    DP_LOG_INFO("agent: client {} attached: pid {} uid {} (identity {}), ring {} descriptors, "
+    DP_LOG_INFO("agent: client {} attached: {} uid {} (identity {}), ring {} descriptors, "
                 "pool {} KiB",
-                s.id, s.creds.pid, s.creds.uid, s.process->verified() ? "verified" : "unverified",
+                s.id, s.who(), s.creds.uid,
+                s.remote ? "secure session" : s.process->verified() ? "verified" : "unverified",
                 s.ring_size, s.pool_bytes >> 10);
 }
 
@@ -388,6 +410,8 @@ dp_status_t Agent::handle_register(ClientSession &s, const std::vector<uint8_t> 
         space.set_client_pool(m.addr + s.pool_offset);
         return reply(s, DP_OK, "");
     }
+    if (s.remote)
+        return reply(s, DP_ERR_UNSUPPORTED, kRemoteMemory);
     if (!s.process->verified())
         return reply(s, DP_ERR_UNSUPPORTED,
                      "the agent could not verify this process's identity (cross-memory attach "
@@ -488,6 +512,7 @@ dp_status_t Agent::handle_heap_share(ClientSession &s, const std::vector<uint8_t
     std::string error;
     dp_status_t st = control::decode(payload.data(), payload.size(), &m, &error);
     if (st != DP_OK) return reply(s, st, error);
+    if (s.remote) return reply(s, DP_ERR_UNSUPPORTED, kRemoteMemory);
     if (!fd) return reply(s, DP_ERR_INVALID, "HEAP_SHARE: no memfd attached");
     if (s.space().has_heap())
         return reply(s, DP_ERR_INVALID, "HEAP_SHARE: this client shared its heap already");
@@ -525,6 +550,17 @@ dp_status_t Agent::handle_team_join(ClientSession &s, const std::vector<uint8_t>
         // Under the join id when it could be read (it comes first), so
         // that the thread which asked gets the refusal.
         control::encode(control::TeamReady{m.join_id, st, 0, error}, &out);
+        send(s, MsgType::kTeamReady, out);
+        return DP_OK;
+    }
+    if (s.remote) {
+        sodium_memzero(m.secret.data(), m.secret.size());
+        secret_on_stack_ = true;
+        std::vector<uint8_t> out;
+        control::encode(control::TeamReady{m.join_id, DP_ERR_UNSUPPORTED, 0,
+                                           "teams are for local clients: collectives through a "
+                                           "remote agent are not served yet"},
+                        &out);
         send(s, MsgType::kTeamReady, out);
         return DP_OK;
     }

@@ -108,8 +108,15 @@ bool ClientProcess::check_proof(const uint8_t *seen, const std::array<uint8_t, k
     return true;
 }
 
+std::shared_ptr<ClientProcess> ClientProcess::remote() {
+    auto p = std::make_shared<ClientProcess>();
+    p->remote_ = true;
+    return p;
+}
+
 bool ClientProcess::alive() const {
     if (exiting_.load(std::memory_order_relaxed)) return false;
+    if (remote_) return true;
     pollfd p{pidfd_.get(), POLLIN, 0};
     // The pidfd becomes readable when the process exits.
     return poll(&p, 1, 0) == 0;
@@ -124,6 +131,7 @@ bool ClientProcess::refused(const mover::SubmitterCall &call, std::string *error
 }
 
 bool ClientProcess::read(uint64_t addr, void *dst, size_t len, std::string *error) const {
+    if (remote_) return *error = "a remote client's memory is out of reach", false;
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     mover::SubmitterCall call(owner_key());
     if (!call.admitted()) return refused(call, error);
@@ -139,6 +147,7 @@ bool ClientProcess::read(uint64_t addr, void *dst, size_t len, std::string *erro
 bool ClientProcess::write(uint64_t addr, const void *src, size_t len, size_t *written,
                           std::string *error) const {
     *written = 0;
+    if (remote_) return *error = "a remote client's memory is out of reach", false;
     if (!alive()) return *error = fmt::format("process {} exited", pid_), false;
     mover::SubmitterCall call(owner_key());
     if (!call.admitted()) return refused(call, error);

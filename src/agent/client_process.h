@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "channel/socket_io.h"
@@ -75,6 +76,12 @@ class ClientProcess {
     bool write(uint64_t addr, const void *src, size_t len, size_t *written,
                std::string *error) const;
 
+    // A client reached over the network (remote_gate.h): no process here,
+    // so no pidfd, never verified (no direct memory), alive until its
+    // connection ends, and every read or write refused.
+    static std::shared_ptr<ClientProcess> remote();
+    bool is_remote() const { return remote_; }
+
     // For tests: take the pidfd_open path even where SO_PEERPIDFD exists
     // ($DEPUTY_AGENT_NO_PEERPIDFD=1 in the agent's environment).
     static bool peer_pidfd_disabled();
@@ -88,6 +95,7 @@ class ClientProcess {
     pid_t pid_ = 0;
     UniqueFd pidfd_;
     bool verified_ = false;
+    bool remote_ = false;
     mutable std::atomic<bool> exiting_{false};  // ESRCH from process_vm_*, on any engine
     // A process_vm_* call on this process succeeded once: a later EPERM is
     // the client's private window (common/private_window.h), not Yama.

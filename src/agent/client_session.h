@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "agent/client_process.h"
 #include "agent/client_ring.h"
@@ -41,8 +42,16 @@ struct ClientSession {
     ControlConnection connection;
     uint32_t epoll_events = 0;  // what the socket is registered for now
     std::deque<ControlConnection::Frame> inbox;
-    channel::sock::PeerCredentials creds;
+    channel::sock::PeerCredentials creds;  // a remote client's: none (pid 0)
     std::shared_ptr<ClientProcess> process;
+    // Reached over the network (remote_gate.h): no process, no shared
+    // memory; its mover requests come staged. `peer` is its address.
+    bool remote = false;
+    std::string peer;
+    // "pid 1234" or "10.0.0.2:51234 (remote)", for logs.
+    std::string who() const {
+        return remote ? peer + " (remote)" : "pid " + std::to_string(creds.pid);
+    }
     uint64_t connected_ns = 0;
     // Close once the queued answers are out (info served, refusals).
     bool closing = false;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common/check.h"
@@ -41,6 +42,18 @@ void derive(const Key &psk, const char *label, const uint8_t kx_key[32], const u
     sodium_memzero(&h, sizeof(h));
 }
 
+// Bytes left uninitialised until written.
+class Buffer {
+  public:
+    explicit Buffer(size_t n) : bytes_(std::make_unique_for_overwrite<uint8_t[]>(n)), size_(n) {}
+    uint8_t *data() { return bytes_.get(); }
+    size_t size() const { return size_; }
+
+  private:
+    std::unique_ptr<uint8_t[]> bytes_;
+    size_t size_;
+};
+
 class SecureTransport final : public Transport {
   public:
     SecureTransport(std::unique_ptr<Transport> inner)
@@ -48,6 +61,8 @@ class SecureTransport final : public Transport {
           max_message_(inner_->max_message() - kOverhead),
           send_buf_(inner_->max_message()),
           recv_buf_(inner_->max_message()) {}
+    // (Buffers left uninitialised: a session commits only the pages its
+    // messages reach, not 2 x max_message as soon as it exists.)
     ~SecureTransport() override {
         sodium_memzero(&tx_, sizeof(tx_));
         sodium_memzero(&rx_, sizeof(rx_));
@@ -79,11 +94,11 @@ class SecureTransport final : public Transport {
     std::atomic<int> broken_{DP_OK};
     // Send side (one sending thread).
     State tx_{};
-    std::vector<uint8_t> send_buf_;
+    Buffer send_buf_;
     bool tx_final_ = false;
     // Receive side (one receiving thread).
     State rx_{};
-    std::vector<uint8_t> recv_buf_;
+    Buffer recv_buf_;
     size_t recv_len_ = 0;
     bool rx_final_ = false;
     uint64_t rx_frames_ = 0;

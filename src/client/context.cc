@@ -17,7 +17,10 @@
 #include <optional>
 
 #include "channel/agent_address.h"
+#include "channel/key_file.h"
+#include "channel/secure.h"
 #include "channel/socket_io.h"
+#include "channel/transport/tcp/transport.h"
 #include "channel/transport/uds/transport.h"
 #include "client/job_secret.h"
 #include "client/shared_heap.h"
@@ -94,6 +97,20 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
     if (rank_execution != "on" && rank_execution != "off")
         DP_FAIL(DP_ERR_INVALID, "DEPUTY_RANK_EXECUTION={}: expected on or off", rank_execution);
     out->rank_execution = rank_execution == "on";
+    if (out->address.rfind("tcp://", 0) == 0) {
+        out->remote = true;
+        out->insecure_tcp = std::string(env_or("DEPUTY_INSECURE_TCP", "")) == "1";
+        out->key_file = env_or("DEPUTY_KEY", "");
+        if (out->key_file.empty() && !out->insecure_tcp)
+            DP_FAIL(DP_ERR_INVALID,
+                    "dp_init: the agent at {} is remote: DEPUTY_KEY=FILE names the secure "
+                    "session's key (the agent's --key), or DEPUTY_INSECURE_TCP=1 goes in clear",
+                    out->address);
+        // Nothing of this process is in the agent's reach: every request
+        // carries its bytes, and no team member runs another's operation.
+        out->memory_mode = DP_MEMORY_STAGED;
+        out->rank_execution = false;
+    }
     out->lost_timeout_ns = int64_t(c.lost_timeout_ms ? c.lost_timeout_ms : 1000) * 1'000'000;
     out->connect_timeout_ns = int64_t(c.connect_timeout_ms ? c.connect_timeout_ms : 1000) * 1'000'000;
     return DP_OK;
@@ -114,20 +131,24 @@ dp_status_t Context::attach() {
     // The ATTACH exchange runs on this thread alone, on the bare socket; the
     // control channel takes it over once attached.
     UniqueFd socket;
-    DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket));
-    channel::sock::PeerCredentials creds;
-    DP_CHECK(channel::sock::peer_credentials(socket.get(), &creds));
-    agent_pid_ = creds.pid;
-    // Where Yama restricts ptrace (scope 1), the agent's cross-memory access
-    // (reading the identity proof now, direct memory later) needs this
-    // process's consent. Without Yama the call fails: fine.
-    prctl(PR_SET_PTRACER, agent_pid_, 0, 0, 0);
-    randombytes_buf(identity_proof_.data(), identity_proof_.size());
     control::Attach hello;
+    if (options_.remote) {
+        DP_CHECK(connect_remote(&socket));
+    } else {
+        DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket));
+        channel::sock::PeerCredentials creds;
+        DP_CHECK(channel::sock::peer_credentials(socket.get(), &creds));
+        agent_pid_ = creds.pid;
+        // Where Yama restricts ptrace (scope 1), the agent's cross-memory
+        // access (reading the identity proof now, direct memory later)
+        // needs this process's consent. Without Yama the call fails: fine.
+        prctl(PR_SET_PTRACER, agent_pid_, 0, 0, 0);
+        randombytes_buf(identity_proof_.data(), identity_proof_.size());
+        hello.proof_addr = reinterpret_cast<uint64_t>(identity_proof_.data());
+        hello.proof = identity_proof_;
+    }
     hello.ring_size = options_.ring_size;
     hello.pool_bytes = options_.pool_bytes;
-    hello.proof_addr = reinterpret_cast<uint64_t>(identity_proof_.data());
-    hello.proof = identity_proof_;
     hello.token = options_.token;
     std::vector<uint8_t> payload;
     control::encode(hello, &payload);
@@ -163,11 +184,27 @@ dp_status_t Context::attach() {
                 "dp_init: the agent at {} refused: {} ({})", options_.address, reply.reason,
                 dp_status_name(reply.status));
     }
-    if (type != MsgType::kAttached || nfds != 2)
-        DP_FAIL(DP_ERR_INTERNAL, "dp_init: expected ATTACHED with 2 fds, got {} with {}",
-                channel::msg_type_name(type), nfds);
+    if (options_.remote && type == MsgType::kKeyExchange)
+        DP_FAIL(DP_ERR_DENIED,
+                "dp_init: the agent at {} speaks the secure session: give its key with "
+                "DEPUTY_KEY=FILE, not DEPUTY_INSECURE_TCP=1",
+                options_.address);
+    const size_t want_fds = options_.remote ? 0 : 2;
+    if (type != MsgType::kAttached || nfds != want_fds)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_init: expected ATTACHED with {} fds, got {} with {}",
+                want_fds, channel::msg_type_name(type), nfds);
     if (control::decode(answer.data(), answer.size(), &attached_, &error) != DP_OK)
         DP_FAIL(DP_ERR_INTERNAL, "dp_init: {}", error);
+    if (options_.remote) {
+        // The agent's pid names a process of another host: for logs only.
+        agent_pid_ = pid_t(attached_.agent_pid);
+        window.reset();
+        start_control(std::move(socket));
+        DP_LOG_DEBUG("dp_init: attached to the remote agent at {} as client {} ({})",
+                     options_.address, attached_.client_id,
+                     options_.insecure_tcp ? "in clear" : "secure session");
+        return DP_OK;
+    }
     if (attached_.agent_pid != uint64_t(agent_pid_))
         DP_FAIL(DP_ERR_DENIED, "dp_init: the agent says it is pid {}, the kernel says {}",
                 attached_.agent_pid, agent_pid_);
@@ -201,11 +238,7 @@ dp_status_t Context::attach() {
     if (!agent_pidfd_)
         DP_LOG_DEBUG("dp_init: pidfd_open({}): {}; falling back to kill(pid, 0)", agent_pid_,
                      std::strerror(errno));
-    ControlChannel::Hooks hooks;
-    hooks.check_alive = [this] { return check_alive_now(); };
-    hooks.lost = [this](const std::string &why) { mark_lost(why.c_str()); };
-    control_.start(std::move(socket), int64_t(check_period_ns()),
-                   std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000), std::move(hooks));
+    start_control(std::move(socket));
     control::Register base{reinterpret_cast<uint64_t>(segment_.data()), segment_.size(),
                            control::RegionKind::kSegmentBase};
     payload.clear();
@@ -216,6 +249,37 @@ dp_status_t Context::attach() {
                  agent_pid_, options_.address, attached_.client_id, attached_.ring_size,
                  attached_.pool_bytes >> 10);
     return DP_OK;
+}
+
+void Context::start_control(UniqueFd socket) {
+    ControlChannel::Hooks hooks;
+    hooks.check_alive = [this] { return check_alive_now(); };
+    hooks.lost = [this](const std::string &why) { mark_lost(why.c_str()); };
+    control_.start(std::move(socket), int64_t(check_period_ns()),
+                   std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000), std::move(hooks));
+}
+
+dp_status_t Context::connect_remote(UniqueFd *socket) {
+    const std::string where = options_.address.substr(std::string("tcp://").size());
+    channel::TransportOptions t;
+    t.max_message =
+        control::kMaxControlMessage + (options_.insecure_tcp ? 0 : channel::secure::kOverhead);
+    std::unique_ptr<channel::Transport> link;
+    DP_CHECK(channel::tcp::connect(where, t, options_.connect_timeout_ns, &link));
+    if (options_.insecure_tcp) {
+        DP_LOG_WARN("dp_init: talking to the agent at {} IN CLEAR (DEPUTY_INSECURE_TCP=1): "
+                    "whoever is on the path reads and may change what it moves",
+                    options_.address);
+    } else {
+        channel::secure::Key key;
+        DP_CHECK(channel::secure::load_key_file(options_.key_file, &key));
+        std::unique_ptr<channel::Transport> secured;
+        DP_CHECK(channel::secure::establish(std::move(link), key,
+                                            channel::secure::Role::kInitiator,
+                                            options_.connect_timeout_ns, &secured));
+        link = std::move(secured);
+    }
+    return channel::Relay::start(std::move(link), control::kMaxControlMessage, socket, &relay_);
 }
 
 // The heap is made now if nothing made it yet, so that what the program
@@ -262,7 +326,7 @@ dp_status_t Context::check_alive_slow(bool force) {
     if (agent_pidfd_) {
         pollfd p{agent_pidfd_.get(), POLLIN, 0};
         if (poll(&p, 1, 0) > 0) return mark_lost("the agent process exited");
-    } else if (kill(agent_pid_, 0) != 0 && errno == ESRCH) {
+    } else if (!options_.remote && kill(agent_pid_, 0) != 0 && errno == ESRCH) {
         return mark_lost("the agent process exited");
     }
     // The agent closed this connection (it dropped us). Answers waiting
@@ -310,6 +374,8 @@ dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
     // DP_ERR_AGENT_LOST within the bound, and a full ring checks below.
     if (lost_.load(std::memory_order_relaxed)) [[unlikely]]
         return DP_ERR_AGENT_LOST;
+    if (!header_) [[unlikely]]  // a remote agent: no ring here
+        return DP_ERR_UNSUPPORTED;
     for (;;) {
         const bool queued = options_.wq_mode == DP_WQ_SHARED ? ring_.push_shared(desc, 0)
                                                               : ring_.push_dedicated(desc, 0);

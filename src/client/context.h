@@ -24,6 +24,7 @@
 
 #include "channel/client_segment.h"
 #include "channel/control.h"
+#include "channel/relay.h"
 #include "client/control_channel.h"
 #include "client/pool_allocator.h"
 #include "common/fd.h"
@@ -50,6 +51,12 @@ struct ClientOptions {
     // started, runs it with its teammates (client/rank_execution.h).
     // $DEPUTY_RANK_EXECUTION=off: its teams leave every operation to the agent.
     bool rank_execution = true;
+    // DEPUTY_AGENT=tcp://HOST:PORT: an agent on another host, reached
+    // through the secure session with $DEPUTY_KEY's key (or in clear with
+    // $DEPUTY_INSECURE_TCP=1, warned about); staged memory only.
+    bool remote = false;
+    std::string key_file;
+    bool insecure_tcp = false;
 };
 
 // Adaptive waits (DP_WAIT_DEFAULT) first poll with pause for
@@ -61,7 +68,8 @@ struct ClientOptions {
 // a teammate), so unlike spinning it starves nobody, and a result that
 // comes within the phase costs no sleep and no wake-up (20-40 us each on
 // the 2-vCPU machine of docs/decisions/2026-11-27-waits-yield-first.md, "A
-// waiting rank yields before it sleeps"). 4 MiB since members run operations up to 16 MiB themselves:
+// waiting rank yields before it sleeps"). 4 MiB since members run
+// operations up to 16 MiB themselves:
 // a member that slept while its teammate arrived must be woken to do its
 // part, which doubled the blocking calls of 256 KiB-1 MiB ("Waits yield up
 // to 4 MiB"); above 4 MiB a wake-up is a small part of the operation and
@@ -72,7 +80,7 @@ inline constexpr int64_t kAdaptiveYieldNs = 50'000;
 inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
-// $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION.
+// $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION, $DEPUTY_KEY, $DEPUTY_INSECURE_TCP.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
 class Context {
@@ -125,17 +133,23 @@ class Context {
     // [p, +bytes) is reached by the agent in place: the pool or the heap.
     bool mapped(const void *p, size_t bytes) const;
     pid_t agent_pid() const { return agent_pid_; }
+    bool remote() const { return options_.remote; }
     std::atomic<uint64_t> &submitted() { return submitted_; }
     std::atomic<int> &open_movers() { return open_movers_; }
 
   private:
     Context() = default;
     dp_status_t attach();
+    // The secure session (or plain TCP) to a remote agent, behind a relay
+    // whose local socket the control channel then uses (channel/relay.h).
+    dp_status_t connect_remote(UniqueFd *socket);
+    void start_control(UniqueFd socket);
     void share_heap();
     dp_status_t check_alive_slow(bool force);
     dp_status_t mark_lost(const char *why);
 
     ClientOptions options_;
+    std::unique_ptr<channel::Relay> relay_;  // a remote agent's link; outlives control_
     ControlChannel control_;
     UniqueFd doorbell_;
     UniqueFd agent_pidfd_;

@@ -91,6 +91,7 @@ extern "C" dp_status_t dp_mover_attach(dp_context_t *ctx, dp_mover_t **mover) {
 extern "C" int dp_agent_cpus(dp_context_t *ctx, unsigned char *mask, size_t bytes) {
     if (ctx == nullptr || (mask == nullptr && bytes != 0)) return DP_ERR_INVALID;
     if (bytes) std::memset(mask, 0, bytes);
+    if (ctx->impl->remote()) return DP_ERR_UNSUPPORTED;  // its CPUs are another host's
     const pid_t agent = ctx->impl->agent_pid();
     const std::string tasks = "/proc/" + std::to_string(agent) + "/task";
     DIR *dir = opendir(tasks.c_str());

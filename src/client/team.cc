@@ -54,6 +54,11 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     if (size < 1 || size > DP_TEAM_MAX_SIZE || rank < 0 || rank >= size)
         DP_FAIL(DP_ERR_INVALID, "dp_team_create: rank {} of size {} (size 1..{}, rank 0..size-1)",
                 rank, size, DP_TEAM_MAX_SIZE);
+    if (ctx->remote())
+        DP_FAIL(DP_ERR_UNSUPPORTED,
+                "dp_team_create: team '{}': teams are not served through a remote agent ({}) "
+                "yet; run a local agent for collectives",
+                key, ctx->options().address);
     if (ctx->options().job_secret.empty())
         DP_FAIL(DP_ERR_DENIED,
                 "dp_team_create: team '{}': no job secret. Joining a team needs the job's secret, "

@@ -34,6 +34,9 @@ struct AgentFlags {
     std::string cpus;
     std::string agent_cores;
     std::string token_file;
+    std::string listen;
+    std::string key_file;
+    bool insecure_tcp = false;
     std::string pool_size;
     uint32_t max_clients = 0;
     uint32_t exit_when_unused_ms = 0;
@@ -95,6 +98,9 @@ bool build_config(const AgentFlags &f, agent::AgentConfig *config, std::string *
     } else if (config->token.empty()) {
         if (const char *env = std::getenv("DEPUTY_TOKEN")) config->token = env;
     }
+    if (!f.listen.empty()) config->listen = f.listen;
+    if (!f.key_file.empty()) config->key_file = f.key_file;
+    if (f.insecure_tcp) config->insecure_tcp = true;
     if (f.engines) {
         if (config->device_given) {
             *error = "--engines: the --config file defines the device; set engines there";
@@ -274,6 +280,16 @@ void register_agent(CLI::App &app) {
                     "nothing pinned); docs/agent.md");
     cmd->add_option("--token-file", f->token_file,
                     "clients must present this file's first line (DEPUTY_TOKEN) to attach");
+    cmd->add_option("--listen", f->listen,
+                    "also serve remote clients (DEPUTY_AGENT=tcp://HOST:PORT) at "
+                    "tcp://ADDR:PORT, through the secure session (--key); port 0 picks one "
+                    "(`deputy info` shows it)");
+    cmd->add_option("--key", f->key_file,
+                    "--listen: the secure session's key file (`deputy bench channel --keygen "
+                    "FILE` makes one; both ends need it)");
+    cmd->add_flag("--insecure-tcp", f->insecure_tcp,
+                  "--listen without the secure session: anyone who reaches the port can use the "
+                  "agent and read what it moves");
     cmd->add_option("--pool-size", f->pool_size, "mapped pool per client (default 64m)")
         ->check(cli::size_validator());
     cmd->add_option("--max-clients", f->max_clients, "clients attached at once (default 256)");

@@ -170,6 +170,17 @@ int ask(const InfoFlags &f) {
                     j["idxd"]["faults"].get<unsigned long long>(),
                     j["idxd"]["fallbacks"].get<unsigned long long>());
     if (j.contains("device")) print_device(j["device"]);
+    if (j.contains("listen")) {
+        const auto &l = j["listen"];
+        std::printf("  remote clients at %s (%s): %llu connections, %llu admitted, %llu failed and "
+                    "%llu cut handshakes\n",
+                    l["address"].get<std::string>().c_str(),
+                    l["secure"].get<bool>() ? "secure session" : "IN CLEAR",
+                    (unsigned long long)l["connections"].get<uint64_t>(),
+                    (unsigned long long)l["admitted"].get<uint64_t>(),
+                    (unsigned long long)l["failed_handshakes"].get<uint64_t>(),
+                    (unsigned long long)l["evicted_handshakes"].get<uint64_t>());
+    }
     const auto &clients = j["clients"];
     std::printf("  clients %zu\n", clients.size());
     if (!clients.empty())
@@ -185,7 +196,9 @@ int ask(const InfoFlags &f) {
                     (unsigned long long)c["direct"].get<uint64_t>(),
                     (unsigned long long)c["staged"].get<uint64_t>(),
                     (unsigned long long)c["denied"].get<uint64_t>(),
-                    c.value("cpus", std::string("?")).c_str());
+                    c.value("remote", std::string()).empty()
+                        ? c.value("cpus", std::string("?")).c_str()
+                        : ("remote " + c["remote"].get<std::string>()).c_str());
     if (j.contains("placement")) print_placement(j["placement"]);
     if (j.contains("internode")) std::printf("  %s\n", j["internode"].get<std::string>().c_str());
     if (j.contains("teams") && !j["teams"].empty()) {

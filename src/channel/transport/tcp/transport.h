@@ -27,6 +27,8 @@ class Listener {
 
     // The bound address with the real port ("127.0.0.1:41234").
     const std::string &address() const { return address_; }
+    // The listening socket (non-blocking), for a poll loop of the caller's.
+    int fd() const { return fd_.get(); }
 
   private:
     UniqueFd fd_;

@@ -1,0 +1,294 @@
+// A client reaching its agent over TCP (DEPUTY_AGENT=tcp://HOST:PORT), as a
+// host reaches an agent on its DPU: the secure session with the operator's
+// key, staged mover operations checked byte for byte beside a local client,
+// and the agent holding against what the network brings — a wrong key, a
+// peer speaking in clear, silent connections, a client that goes, an agent
+// that dies — with nothing leaked.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <vector>
+
+#include "agent_test_util.h"
+#include "channel/agent_info.h"
+#include "channel/key_file.h"
+#include "channel/transport/tcp/transport.h"
+
+namespace {
+
+using deputy::testing::AgentConfig;
+using deputy::testing::AgentProcess;
+using deputy::testing::eventually;
+
+// A port nobody listens on now (the agent binds it a moment later).
+std::string free_port() {
+    std::unique_ptr<deputy::channel::tcp::Listener> l;
+    if (deputy::channel::tcp::Listener::listen("127.0.0.1:0", &l) != DP_OK) return "";
+    const std::string &a = l->address();
+    return a.substr(a.rfind(':') + 1);
+}
+
+// A key file in its own private directory, removed with it.
+struct KeyFile {
+    KeyFile() : dir(deputy::testing::make_private_dir()) {
+        EXPECT_EQ(deputy::channel::secure::generate_key_file(path()), DP_OK);
+    }
+    ~KeyFile() { std::filesystem::remove_all(dir); }
+    std::string path() const { return dir + "/deputy.key"; }
+    std::string dir;
+};
+
+// Sets an environment variable for the scope.
+struct Env {
+    Env(const char *name, const std::string &value) : name(name) { setenv(name, value.c_str(), 1); }
+    ~Env() { unsetenv(name); }
+    const char *name;
+};
+
+nlohmann::json info(const AgentProcess &agent) {
+    std::string text, error;
+    if (deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &text, &error) !=
+        DP_OK)
+        return {};
+    return nlohmann::json::parse(text);
+}
+
+// An agent serving remote clients on a free port of 127.0.0.1.
+struct RemoteAgent {
+    explicit RemoteAgent(std::vector<std::string> extra = {}, bool secure = true)
+        : port(free_port()), address("tcp://127.0.0.1:" + port) {
+        std::vector<std::string> flags = {"--listen", address};
+        if (secure) flags.insert(flags.end(), {"--key", key.path()});
+        else flags.push_back("--insecure-tcp");
+        flags.insert(flags.end(), extra.begin(), extra.end());
+        agent = std::make_unique<AgentProcess>(flags);
+    }
+    dp_config_t config() const {
+        dp_config_t c = agent->config();
+        c.agent = address.c_str();
+        return c;
+    }
+    KeyFile key;
+    std::string port, address;
+    std::unique_ptr<AgentProcess> agent;
+};
+
+struct Client {
+    dp_context_t *ctx = nullptr;
+    dp_mover_t *mover = nullptr;
+    dp_status_t init = DP_ERR_INTERNAL;
+    explicit Client(dp_config_t config) {
+        init = dp_init(&config, &ctx);
+        if (init == DP_OK && dp_mover_attach(ctx, &mover) != DP_OK) mover = nullptr;
+    }
+    ~Client() {
+        if (mover) dp_mover_close(mover);
+        if (ctx) dp_finalize(ctx);
+    }
+    // Runs `d` to completion; the record's status (0 when the call failed).
+    uint8_t run(dp_desc_t d, dp_completion_t *record, dp_status_t *call = nullptr) {
+        std::memset(record, 0, sizeof *record);
+        d.flags |= DP_FLAG_COMPLETION;
+        d.completion = reinterpret_cast<uint64_t>(record);
+        dp_status_t s = dp_mover_submit(mover, 0, &d);
+        if (s == DP_OK) s = dp_mover_wait(mover, record, DP_WAIT_YIELD, 10'000'000'000);
+        if (call) *call = s;
+        return s == DP_OK ? record->status : 0;
+    }
+};
+
+dp_desc_t descriptor(uint8_t opcode, const void *src, void *dst, uint64_t size) {
+    dp_desc_t d{};
+    d.opcode = opcode, d.size = size;
+    d.src = reinterpret_cast<uint64_t>(src), d.dst = reinterpret_cast<uint64_t>(dst);
+    return d;
+}
+
+// A memmove of `bytes` ordinary bytes through `c`, checked.
+void expect_memmove(Client &c, size_t bytes) {
+    alignas(32) dp_completion_t record{};
+    std::vector<uint8_t> a(bytes), b(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) a[i] = uint8_t(i * 13 + 1);
+    EXPECT_EQ(c.run(descriptor(DP_OP_MEMMOVE, a.data(), b.data(), bytes), &record),
+              DP_COMP_SUCCESS);
+    EXPECT_EQ(a, b);
+}
+
+TEST(RemoteAgentTest, StagedMoverOperationsOverTheSecureSessionBesideALocalClient) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    {
+        Env key("DEPUTY_KEY", r.key.path());
+        Client remote(r.config());
+        ASSERT_EQ(remote.init, DP_OK);
+        ASSERT_NE(remote.mover, nullptr);
+        Client local(r.agent->config());
+        ASSERT_EQ(local.init, DP_OK);
+        alignas(32) dp_completion_t record{};
+
+        // A memmove of an odd size (up to the agent's max_staged_bytes, 1
+        // MiB: the bytes travel in one message), and a float32 sum.
+        const size_t n = (1 << 20) - 1;
+        std::vector<uint8_t> src(n), dst(n, 0);
+        for (size_t i = 0; i < n; ++i) src[i] = uint8_t(i * 31 + 7);
+        EXPECT_EQ(remote.run(descriptor(DP_OP_MEMMOVE, src.data(), dst.data(), n), &record),
+                  DP_COMP_SUCCESS);
+        EXPECT_EQ(record.bytes_completed, n);
+        EXPECT_EQ(src, dst);
+        std::vector<float> acc(4097), inc(4097);
+        std::iota(acc.begin(), acc.end(), 0.0f);
+        std::fill(inc.begin(), inc.end(), 0.5f);
+        dp_desc_t reduce = descriptor(DP_OP_REDUCE, inc.data(), acc.data(), 4097 * 4);
+        reduce.dtype = DP_FLOAT32, reduce.redop = DP_SUM, reduce.flags = DP_FLAG_ACCUMULATE;
+        EXPECT_EQ(remote.run(reduce, &record), DP_COMP_SUCCESS);
+        size_t wrong = 0;
+        for (size_t i = 0; i < acc.size(); ++i) wrong += acc[i] != float(i) + 0.5f;
+        EXPECT_EQ(wrong, 0u);
+        // Compare (src against src2): equal, then one byte off at a known place.
+        dp_desc_t compare = descriptor(DP_OP_COMPARE, src.data(), nullptr, n);
+        compare.src2 = reinterpret_cast<uint64_t>(dst.data());
+        EXPECT_EQ(remote.run(compare, &record), DP_COMP_SUCCESS);
+        EXPECT_EQ(record.result, 0u);
+        dst[777777] ^= 1;
+        EXPECT_EQ(remote.run(compare, &record), DP_COMP_FALSE_PREDICATE);
+        EXPECT_EQ(record.result, 1u);
+        EXPECT_EQ(record.value, 777777u);  // the first differing offset
+
+        // Beyond max_staged_bytes: refused by name, nothing sent.
+        std::vector<uint8_t> big(n + 2);
+        dp_desc_t too_big = descriptor(DP_OP_MEMMOVE, big.data(), big.data(), n + 2);
+        EXPECT_EQ(dp_mover_submit(remote.mover, 0, &too_big), DP_ERR_TOO_LARGE);
+
+        // The local client is served meanwhile, as ever (in its mapped pool).
+        auto *a = static_cast<uint8_t *>(dp_malloc(local.ctx, 8192));
+        auto *local_record = static_cast<dp_completion_t *>(dp_malloc(local.ctx, 32));
+        ASSERT_TRUE(a && local_record);
+        std::memset(a, 9, 4096);
+        std::memset(a + 4096, 0, 4096);
+        EXPECT_EQ(local.run(descriptor(DP_OP_MEMMOVE, a, a + 4096, 4096), local_record),
+                  DP_COMP_SUCCESS);
+        EXPECT_EQ(std::memcmp(a, a + 4096, 4096), 0);
+
+        // What the agent says of it: a remote client over the secure session.
+        nlohmann::json j = info(*r.agent);
+        ASSERT_TRUE(j.contains("listen")) << j.dump();
+        EXPECT_EQ(j["listen"]["address"], r.address);
+        EXPECT_EQ(j["listen"]["secure"], true);
+        EXPECT_EQ(j["listen"]["admitted"], 1);
+        int remotes = 0;
+        for (const auto &c : j["clients"])
+            if (c["remote"] != "") {
+                ++remotes;
+                EXPECT_EQ(c["identity"], "secure session");
+                EXPECT_EQ(c["staged"], 4);
+            }
+        EXPECT_EQ(remotes, 1) << j.dump();
+    }
+    // Both gone: the relay's threads and sockets with the remote one.
+    EXPECT_TRUE(eventually([&] { return r.agent->count_fds() == idle_fds; }, 5000))
+        << r.agent->count_fds() << " fds, " << idle_fds << " when idle:\n"
+        << r.agent->describe_fds();
+}
+
+TEST(RemoteAgentTest, WrongKeyNoKeyAndClearTextAreRefused) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    {
+        KeyFile other;
+        Env key("DEPUTY_KEY", other.path());
+        Client c(r.config());
+        EXPECT_EQ(c.init, DP_ERR_DENIED);
+    }
+    {
+        Client c(r.config());  // no DEPUTY_KEY
+        EXPECT_EQ(c.init, DP_ERR_INVALID);
+    }
+    {
+        // A client in clear at a secure agent: the handshake fails, nothing attaches.
+        Env clear("DEPUTY_INSECURE_TCP", "1");
+        Client c(r.config());
+        EXPECT_EQ(c.init, DP_ERR_DENIED);
+    }
+    EXPECT_TRUE(eventually([&] { return info(*r.agent)["listen"]["failed_handshakes"] == 2; }))
+        << info(*r.agent).dump();
+    // The right key still works afterwards.
+    Env key("DEPUTY_KEY", r.key.path());
+    Client c(r.config());
+    ASSERT_EQ(c.init, DP_OK);
+    expect_memmove(c, 100);
+}
+
+TEST(RemoteAgentTest, InClearOnlyWhenBothEndsAskForIt) {
+    RemoteAgent r({}, false);
+    ASSERT_TRUE(r.agent->running());
+    Env clear("DEPUTY_INSECURE_TCP", "1");
+    Client c(r.config());
+    ASSERT_EQ(c.init, DP_OK);
+    expect_memmove(c, 5000);
+    EXPECT_EQ(info(*r.agent)["listen"]["secure"], false);
+}
+
+TEST(RemoteAgentTest, SilentConnectionsDoNotKeepAClientOut) {
+    AgentConfig cfg(R"("max_handshakes": 4, "handshake_timeout_ms": 20000)");
+    RemoteAgent r({"--config", cfg.path()});
+    ASSERT_TRUE(r.agent->running());
+    // Ten connections that never speak: each would hold its handshake for 20 s.
+    std::vector<deputy::UniqueFd> silent;
+    for (int i = 0; i < 10; ++i) {
+        deputy::UniqueFd fd;
+        ASSERT_EQ(deputy::channel::tcp::connect_fd("127.0.0.1:" + r.port, 1'000'000'000, &fd),
+                  DP_OK);
+        silent.push_back(std::move(fd));
+    }
+    EXPECT_TRUE(eventually([&] { return info(*r.agent)["listen"]["connections"] == 10; }));
+    // A real client still attaches at once: newer connections cut the oldest.
+    Env key("DEPUTY_KEY", r.key.path());
+    Client c(r.config());
+    ASSERT_EQ(c.init, DP_OK);
+    nlohmann::json j = info(*r.agent);
+    EXPECT_GE(j["listen"]["evicted_handshakes"], 6) << j.dump();
+    EXPECT_EQ(j["listen"]["admitted"], 1);
+}
+
+TEST(RemoteAgentTest, WhatARemoteClientCannotHaveIsRefusedByName) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    Client c(r.config());
+    ASSERT_EQ(c.init, DP_OK);
+    std::vector<uint8_t> buffer(4096);
+    EXPECT_EQ(dp_mem_register(c.ctx, buffer.data(), buffer.size()), DP_ERR_UNSUPPORTED);
+    EXPECT_EQ(dp_malloc(c.ctx, 64), nullptr);
+    unsigned char mask[128];
+    EXPECT_EQ(dp_agent_cpus(c.ctx, mask, sizeof mask), DP_ERR_UNSUPPORTED);
+    dp_team_t *team = nullptr;
+    EXPECT_EQ(dp_team_create_timeout(c.ctx, "remote-team", 0, 1, 2000, &team),
+              DP_ERR_UNSUPPORTED);
+    // Still attached and served after all of that.
+    expect_memmove(c, 64);
+}
+
+TEST(RemoteAgentTest, AnAgentThatDiesIsNoticedWithinTheBound) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    dp_config_t config = r.config();
+    config.lost_timeout_ms = 500;
+    Client c(config);
+    ASSERT_EQ(c.init, DP_OK);
+    r.agent->stop(SIGKILL);
+    alignas(32) dp_completion_t record{};
+    std::vector<uint8_t> a(64, 5), b(64, 0);
+    const auto start = std::chrono::steady_clock::now();
+    dp_status_t call = DP_OK;
+    EXPECT_EQ(c.run(descriptor(DP_OP_MEMMOVE, a.data(), b.data(), 64), &record, &call), 0);
+    EXPECT_EQ(call, DP_ERR_AGENT_LOST);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+}  // namespace
