@@ -115,6 +115,7 @@ dp_status_t Agent::create(AgentConfig config, std::unique_ptr<Agent> *out, std::
         gate.insecure = agent->config_.insecure_tcp;
         gate.max_handshakes = agent->config_.max_handshakes;
         gate.handshake_timeout_ns = int64_t(agent->config_.handshake_timeout_ms) * 1'000'000;
+        gate.silence_ns = int64_t(agent->config_.remote_timeout_ms) * 1'000'000;
         gate.max_message = control::kMaxControlMessage;
         s = RemoteGate::open(gate, &agent->gate_);
         if (s != DP_OK) {

@@ -149,6 +149,8 @@ void apply_agent_keys(const json &agent, AgentConfig *c) {
         else if (key == "max_handshakes") c->max_handshakes = uint32_t(get_uint(v, path, 4096));
         else if (key == "handshake_timeout_ms")
             c->handshake_timeout_ms = uint32_t(get_uint(v, path, 600000));
+        else if (key == "remote_timeout_ms")
+            c->remote_timeout_ms = uint32_t(get_uint(v, path, 3'600'000));
         else if (key == "dumpable") {
             if (!v.is_boolean())
                 throw KeyError{fmt::format("{}: expected true or false, got {}", path, v.dump())};

@@ -31,6 +31,7 @@ struct AgentConfig {
     uint32_t max_remote_clients = 64;     // attached remote clients (of max_clients)
     uint32_t max_handshakes = 16;         // connections shaking hands at once
     uint32_t handshake_timeout_ms = 2000;
+    uint32_t remote_timeout_ms = 10000;   // a silent remote host or link is dropped within
     mover::DeviceConfig device;
     bool device_given = false;     // the device came from JSON (engines/cpus keys then refused)
     // Without a device: one group, one queue, this many engines. Unless set,

@@ -127,7 +127,8 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
         // The control protocol's messages, sealed.
         options.max_message = config_.max_message + channel::secure::kOverhead;
         std::unique_ptr<channel::Transport> transport;
-        dp_status_t st = channel::tcp::wrap(std::move(conn), raw->peer, options, &transport);
+        dp_status_t st = channel::tcp::bound_silence(conn.get(), config_.silence_ns);
+        if (st == DP_OK) st = channel::tcp::wrap(std::move(conn), raw->peer, options, &transport);
         if (st == DP_OK && !config_.insecure) {
             std::unique_ptr<channel::Transport> secured;
             st = channel::secure::establish(std::move(transport), key_,

@@ -36,6 +36,9 @@ struct RemoteGateConfig {
     bool insecure = false;  // plain TCP
     uint32_t max_handshakes = 16;
     int64_t handshake_timeout_ns = 2'000'000'000;
+    // A remote client whose host or link went silent is dropped within
+    // about this long (channel::tcp::bound_silence).
+    int64_t silence_ns = 10'000'000'000;
     size_t max_message = 0;  // the control protocol's limit
 };
 

@@ -264,8 +264,12 @@ dp_status_t Context::connect_remote(UniqueFd *socket) {
     channel::TransportOptions t;
     t.max_message =
         control::kMaxControlMessage + (options_.insecure_tcp ? 0 : channel::secure::kOverhead);
+    UniqueFd fd;
+    DP_CHECK(channel::tcp::connect_fd(where, options_.connect_timeout_ns, &fd));
+    // A cut link is noticed as a dead agent is: within about the lost timeout.
+    DP_CHECK(channel::tcp::bound_silence(fd.get(), options_.lost_timeout_ns));
     std::unique_ptr<channel::Transport> link;
-    DP_CHECK(channel::tcp::connect(where, t, options_.connect_timeout_ns, &link));
+    DP_CHECK(channel::tcp::wrap(std::move(fd), where, t, &link));
     if (options_.insecure_tcp) {
         DP_LOG_WARN("dp_init: talking to the agent at {} IN CLEAR (DEPUTY_INSECURE_TCP=1): "
                     "whoever is on the path reads and may change what it moves",

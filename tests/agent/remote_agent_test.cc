@@ -4,7 +4,9 @@
 // and the agent holding against what the network brings — a wrong key, a
 // peer speaking in clear, silent connections, a client that goes, an agent
 // that dies — with nothing leaked.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <cstdlib>
@@ -291,4 +293,80 @@ TEST(RemoteAgentTest, AnAgentThatDiesIsNoticedWithinTheBound) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
+// Two network namespaces joined by a veth pair: "dpu" (10.78.0.1) for the
+// agent, "host" (10.78.0.2) for the client. Needs root and `ip`.
+struct HostAndDpu {
+    HostAndDpu() {
+        const std::string id = std::to_string(getpid());
+        dpu = "dpdpu" + id, host = "dphost" + id, veth_dpu = "dpd" + id, veth_host = "dph" + id;
+        for (const std::string &step :
+             {"ip netns add " + dpu, "ip netns add " + host,
+              "ip link add " + veth_dpu + " type veth peer name " + veth_host,
+              "ip link set " + veth_dpu + " netns " + dpu,
+              "ip link set " + veth_host + " netns " + host,
+              "ip -n " + dpu + " addr add 10.78.0.1/24 dev " + veth_dpu,
+              "ip -n " + host + " addr add 10.78.0.2/24 dev " + veth_host,
+              "ip -n " + dpu + " link set " + veth_dpu + " up",
+              "ip -n " + host + " link set " + veth_host + " up",
+              "ip -n " + dpu + " link set lo up"})
+            if (std::system((step + " 2>/dev/null").c_str()) != 0) {
+                error = "'" + step + "' failed";
+                return;
+            }
+    }
+    ~HostAndDpu() {
+        [[maybe_unused]] int a = std::system(("ip netns del " + dpu + " 2>/dev/null").c_str());
+        [[maybe_unused]] int b = std::system(("ip netns del " + host + " 2>/dev/null").c_str());
+    }
+    std::string dpu, host, veth_dpu, veth_host, error;
+};
+
+// Runs `f` with this thread in network namespace `name` (the sockets it
+// makes stay there), then back in the test's own.
+template <typename F>
+bool in_netns(const std::string &name, F f) {
+    deputy::UniqueFd own(open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    deputy::UniqueFd other(open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!own || !other || setns(other.get(), CLONE_NEWNET) != 0) return false;
+    f();
+    return setns(own.get(), CLONE_NEWNET) == 0;
+}
+
+TEST(RemoteAgentTest, ACutLinkIsNoticedByBothEnds) {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+    HostAndDpu ns;
+    if (!ns.error.empty()) GTEST_SKIP() << "cannot build two network namespaces here: " << ns.error;
+    KeyFile key;
+    AgentConfig cfg(R"("remote_timeout_ms": 2000)");
+    const std::string address = "tcp://10.78.0.1:" + free_port();
+    AgentProcess agent({"--listen", address, "--key", key.path(), "--config", cfg.path()}, false,
+                       {}, "exec ip netns exec " + ns.dpu);
+    ASSERT_TRUE(agent.running());
+    Env key_env("DEPUTY_KEY", key.path());
+    dp_config_t config = agent.config();
+    config.agent = address.c_str();
+    config.lost_timeout_ms = 1000;
+    std::unique_ptr<Client> c;
+    ASSERT_TRUE(in_netns(ns.host, [&] { c = std::make_unique<Client>(config); }));
+    ASSERT_EQ(c->init, DP_OK);
+    expect_memmove(*c, 1000);
+    EXPECT_TRUE(eventually([&] { return info(agent)["clients"].size() == 1; }));
+
+    // The cable goes: nothing closes, nothing answers.
+    ASSERT_EQ(std::system(("ip -n " + ns.host + " link set " + ns.veth_host + " down").c_str()), 0);
+    const auto start = std::chrono::steady_clock::now();
+    // The agent drops the silent client within remote_timeout_ms (and a margin).
+    EXPECT_TRUE(eventually([&] { return info(agent)["clients"].empty(); }, 8000))
+        << info(agent).dump();
+    // The client's next operation fails as a lost agent's does, in bounded time.
+    alignas(32) dp_completion_t record{};
+    std::vector<uint8_t> a(64, 5), b(64, 0);
+    dp_status_t call = DP_OK;
+    EXPECT_EQ(c->run(descriptor(DP_OP_MEMMOVE, a.data(), b.data(), 64), &record, &call), 0);
+    EXPECT_EQ(call, DP_ERR_AGENT_LOST);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(12));
+    c.reset();  // before the namespaces go
+}
+
 }  // namespace
+

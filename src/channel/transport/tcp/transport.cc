@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -207,6 +208,19 @@ dp_status_t connect(const std::string &address, const TransportOptions &options,
     UniqueFd fd;
     DP_CHECK(connect_fd(address, timeout_ns, &fd));
     return wrap(std::move(fd), address, options, out);
+}
+
+dp_status_t bound_silence(int fd, int64_t bound_ns) {
+    const int seconds = int(std::max<int64_t>(2, (bound_ns + 999'999'999) / 1'000'000'000));
+    const int on = 1, idle = seconds / 2, interval = 1, count = seconds - seconds / 2;
+    const unsigned user_timeout_ms = unsigned(seconds) * 1000;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms) != 0)
+        DP_FAIL_ERRNO(DP_ERR_IO, "tcp: keepalive and user timeout of {} s", seconds);
+    return DP_OK;
 }
 
 dp_status_t wrap(UniqueFd fd, const std::string &peer, const TransportOptions &options,

@@ -44,6 +44,13 @@ dp_status_t connect(const std::string &address, const TransportOptions &options,
 dp_status_t wrap(UniqueFd fd, const std::string &peer, const TransportOptions &options,
                  std::unique_ptr<Transport> *out);
 
+// Bounds how long a peer that vanished without closing (its host down, a
+// cut link) goes unnoticed on `fd`: keepalive probes after half the bound,
+// one a second, and TCP_USER_TIMEOUT for data left unacknowledged, so a
+// blocked call ends (DP_ERR_AGENT_LOST) within about the bound. Keepalive
+// counts whole seconds: the bound is at least 2 s.
+dp_status_t bound_silence(int fd, int64_t bound_ns);
+
 // Splits "host:port" / "[v6]:port" / ":port" / "port". DP_ERR_INVALID with a
 // message naming the address otherwise.
 dp_status_t split_host_port(const std::string &address, std::string *host, std::string *port);
