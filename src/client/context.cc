@@ -199,6 +199,11 @@ dp_status_t Context::attach() {
         // The agent's pid names a process of another host: for logs only.
         agent_pid_ = pid_t(attached_.agent_pid);
         window.reset();
+        // dp_malloc's pool is this process's own memory here (nothing is
+        // shared across hosts): buffers in it travel staged like any other.
+        const uint64_t pool = options_.pool_bytes ? options_.pool_bytes : kRemotePoolBytes;
+        DP_CHECK(Segment::create("deputy-remote-pool", pool, &segment_, Segment::Pages::lazy));
+        pool_.reset(static_cast<std::byte *>(segment_.data()), segment_.size());
         start_control(std::move(socket));
         DP_LOG_DEBUG("dp_init: attached to the remote agent at {} as client {} ({})",
                      options_.address, attached_.client_id,
@@ -301,6 +306,7 @@ void Context::share_heap() {
 }
 
 bool Context::mapped(const void *p, size_t bytes) const {
+    if (options_.remote) return false;  // its pool is its own: the agent reaches nothing
     if (pool_.contains(p, bytes)) return true;
     const SharedHeap *heap = SharedHeap::existing();
     return heap_shared_ && heap && heap->contains(p, bytes);

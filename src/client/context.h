@@ -83,6 +83,9 @@ inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 // $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION, $DEPUTY_KEY, $DEPUTY_INSECURE_TCP.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
+// dp_malloc's pool with a remote agent, unless dp_config_t.pool_bytes says.
+inline constexpr uint64_t kRemotePoolBytes = 64ull << 20;
+
 class Context {
   public:
     static dp_status_t open(const ClientOptions &options, std::unique_ptr<Context> *out);

@@ -13,11 +13,14 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "agent_test_util.h"
 #include "channel/agent_info.h"
+#include "channel/control.h"
 #include "channel/key_file.h"
+#include "channel/secure.h"
 #include "channel/transport/tcp/transport.h"
 
 namespace {
@@ -257,6 +260,98 @@ TEST(RemoteAgentTest, SilentConnectionsDoNotKeepAClientOut) {
     EXPECT_EQ(j["listen"]["admitted"], 1);
 }
 
+// A peer that holds the key but not the protocol: its session, opened by
+// hand, with the transport's limit as large as it likes.
+std::unique_ptr<deputy::channel::Transport> authenticated(const RemoteAgent &r,
+                                                          size_t max_message) {
+    namespace ch = deputy::channel;
+    ch::TransportOptions t;
+    t.max_message = max_message;
+    std::unique_ptr<ch::Transport> inner, secured;
+    ch::secure::Key key;
+    if (ch::tcp::connect("127.0.0.1:" + r.port, t, 2'000'000'000, &inner) != DP_OK ||
+        ch::secure::load_key_file(r.key.path(), &key) != DP_OK ||
+        ch::secure::establish(std::move(inner), key, ch::secure::Role::kInitiator,
+                              2'000'000'000, &secured) != DP_OK)
+        return nullptr;
+    return secured;
+}
+
+// The next message's type, or nothing once the agent closed the session
+// (its END, or the connection's end).
+std::optional<deputy::channel::MsgType> next(deputy::channel::Transport &t,
+                                             std::vector<uint8_t> *payload = nullptr) {
+    std::vector<uint8_t> buffer(t.max_message());
+    deputy::channel::MsgType type;
+    size_t length = 0;
+    if (t.recv(&type, buffer.data(), buffer.size(), &length, 5'000'000'000) != DP_OK ||
+        type == deputy::channel::MsgType::kEnd)
+        return std::nullopt;
+    if (payload) payload->assign(buffer.begin(), buffer.begin() + long(length));
+    return type;
+}
+
+TEST(RemoteAgentTest, AnAuthenticatedPeerThatBreaksTheProtocolHurtsOnlyItself) {
+    namespace ch = deputy::channel;
+    namespace control = ch::control;
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    Client bystander(r.config());
+    ASSERT_EQ(bystander.init, DP_OK);
+    const int fds_before = r.agent->settled_fds();
+    {
+        // Speaking before ATTACH: told so, then closed.
+        auto t = authenticated(r, 1 << 20);
+        ASSERT_NE(t, nullptr);
+        ASSERT_EQ(t->send(ch::MsgType::kStaged, "junk", 4, 1'000'000'000), DP_OK);
+        std::vector<uint8_t> answer;
+        ASSERT_EQ(next(*t, &answer), ch::MsgType::kReply);
+        control::Reply reply;
+        std::string error;
+        ASSERT_EQ(control::decode(answer.data(), answer.size(), &reply, &error), DP_OK);
+        EXPECT_EQ(reply.status, DP_ERR_INVALID);
+        EXPECT_EQ(reply.reason, "expected ATTACH first, got STAGED");
+        EXPECT_EQ(next(*t), std::nullopt);
+    }
+    {
+        // Attached, then a STAGED that does not decode: refused by name.
+        auto t = authenticated(r, 1 << 20);
+        ASSERT_NE(t, nullptr);
+        std::vector<uint8_t> payload;
+        control::encode(control::Attach{}, &payload);
+        ASSERT_EQ(t->send(ch::MsgType::kAttach, payload.data(), payload.size(), 1'000'000'000),
+                  DP_OK);
+        ASSERT_EQ(next(*t), ch::MsgType::kAttached);
+        ASSERT_EQ(t->send(ch::MsgType::kStaged, "\x01\x02\x03", 3, 1'000'000'000), DP_OK);
+        const auto answer = next(*t);
+        ASSERT_TRUE(answer == ch::MsgType::kReply || answer == ch::MsgType::kStagedResult);
+    }
+    {
+        // A message above the control protocol's limit: the session ends.
+        auto t = authenticated(r, 16 << 20);
+        ASSERT_NE(t, nullptr);
+        std::vector<uint8_t> huge(8 << 20, 7);
+        t->send(ch::MsgType::kAttach, huge.data(), huge.size(), 2'000'000'000);
+        EXPECT_EQ(next(*t), std::nullopt);
+    }
+    {
+        // Half a message, then gone.
+        deputy::UniqueFd fd;
+        ASSERT_EQ(ch::tcp::connect_fd("127.0.0.1:" + r.port, 2'000'000'000, &fd), DP_OK);
+        const char half[5] = {1, 0, 0, 0, 9};
+        ASSERT_EQ(::send(fd.get(), half, sizeof half, MSG_NOSIGNAL), 5);
+    }
+    // The bystander is served throughout, and everything the others held is given back.
+    expect_memmove(bystander, 4096);
+    EXPECT_TRUE(eventually([&] { return info(*r.agent)["clients"].size() == 1; }, 5000))
+        << info(*r.agent).dump();
+    expect_memmove(bystander, 100);
+    EXPECT_TRUE(eventually([&] { return r.agent->count_fds() == fds_before; }, 5000))
+        << r.agent->count_fds() << " fds, " << fds_before << " before:\n"
+        << r.agent->describe_fds();
+}
+
 TEST(RemoteAgentTest, WhatARemoteClientCannotHaveIsRefusedByName) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
@@ -265,7 +360,17 @@ TEST(RemoteAgentTest, WhatARemoteClientCannotHaveIsRefusedByName) {
     ASSERT_EQ(c.init, DP_OK);
     std::vector<uint8_t> buffer(4096);
     EXPECT_EQ(dp_mem_register(c.ctx, buffer.data(), buffer.size()), DP_ERR_UNSUPPORTED);
-    EXPECT_EQ(dp_malloc(c.ctx, 64), nullptr);
+    // dp_malloc hands out this process's own memory, which travels staged.
+    auto *pool = static_cast<uint8_t *>(dp_malloc(c.ctx, 8192));
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(dp_mem_mapped(c.ctx, pool, 8192), 0);
+    std::memset(pool, 0x5a, 4096);
+    std::memset(pool + 4096, 0, 4096);
+    alignas(32) dp_completion_t record{};
+    EXPECT_EQ(c.run(descriptor(DP_OP_MEMMOVE, pool, pool + 4096, 4096), &record),
+              DP_COMP_SUCCESS);
+    EXPECT_EQ(std::memcmp(pool, pool + 4096, 4096), 0);
+    dp_free(c.ctx, pool);
     unsigned char mask[128];
     EXPECT_EQ(dp_agent_cpus(c.ctx, mask, sizeof mask), DP_ERR_UNSUPPORTED);
     dp_team_t *team = nullptr;
