@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -221,6 +223,7 @@ def test_a_device_that_is_not_there_runs_the_software_engines_and_says_why(tmp_p
 @pytest.mark.parametrize("args, words", [
     (["--device", "dsa0", "--wq", "dsa0/wq0.0"], "give --device or --wq, not both"),
     (["--wq", "standin", "--config", "/dev/null"], "--config with --device/--wq"),
+    (["--agent", "/nonexistent.sock", "--wq", "standin"], "--agent runs on the agent's device"),
 ])
 def test_backend_flags_that_contradict_are_refused(args: list[str], words: str) -> None:
     fails_naming(words, *args, *QUICK)
@@ -251,3 +254,45 @@ def test_numa_placement_takes_the_nodes_this_machine_has(tmp_path: Path) -> None
                         "-S", f"{nodes[0]},{missing}", *QUICK)
     assert f"node {nodes[0]}" in text
     fails_naming("-S x: expected NUMA node numbers", "-S", "x", *QUICK)
+
+
+def test_on_an_agents_mover_local_and_remote(tmp_path: Path) -> None:
+    """--agent: the agent's mover, staged; over a Unix socket and over the
+    secure session (tcp://, DEPUTY_KEY), every row verified, the agent named
+    in the header and the JSON; no key for a remote agent is an error."""
+    key = tmp_path / "k"
+    assert subprocess.run([DEPUTY, "bench", "channel", "--keygen", str(key)],
+                          capture_output=True, timeout=TIMEOUT_S).returncode == 0
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    sock = tmp_path / "a.sock"
+    agent = subprocess.Popen([DEPUTY, "agent", "--socket", str(sock), "--listen",
+                              f"tcp://127.0.0.1:{port}", "--key", str(key)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(500):
+            if sock.exists():
+                break
+            time.sleep(0.01)
+        for where in (str(sock), f"tcp://127.0.0.1:{port}"):
+            out = tmp_path / "agent.json"
+            result = subprocess.run([DEPUTY, "bench", "mover", "--agent", where, "-s", "4k,64k",
+                                     *QUICK, "--out", str(out)], capture_output=True, text=True,
+                                    timeout=TIMEOUT_S, env={**os.environ, "DEPUTY_KEY": str(key)})
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert f"# run by the agent at {where}, staged" in result.stdout
+            doc = json.loads(out.read_text())
+            assert doc["config"]["agent"] == where
+            assert [r["verified"] for r in doc["results"]] == [True, True]
+        env = {k: v for k, v in os.environ.items() if k != "DEPUTY_KEY"}
+        result = subprocess.run([DEPUTY, "bench", "mover", "--agent", f"tcp://127.0.0.1:{port}",
+                                 *QUICK], capture_output=True, text=True, timeout=TIMEOUT_S,
+                                env=env)
+        assert result.returncode == 2
+        assert "DEPUTY_KEY=FILE names the secure session's key" in result.stderr
+    finally:
+        agent.kill()
+        agent.wait()
+

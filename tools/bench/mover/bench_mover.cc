@@ -1,5 +1,7 @@
 #include "bench/mover/bench_mover.h"
 
+#include <deputy/deputy.h>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -114,6 +116,8 @@ Resolved resolve(const MoverOptions &o) {
     if (!o.numa_nodes.empty() && !parse_buffer_nodes(o.numa_nodes, &r.nodes, &error))
         usage_error(error);
     if (!o.device.empty() && !o.wq.empty()) usage_error("give --device or --wq, not both");
+    if (!o.agent.empty() && (!o.device.empty() || !o.wq.empty() || !o.config_file.empty()))
+        usage_error("--agent runs on the agent's device: not with --device, --wq or --config");
     const std::string idxd_queue = o.wq.empty() ? o.device : o.wq;
     if (!idxd_queue.empty() && !o.config_file.empty())
         usage_error("--config with --device/--wq: set \"backend\": \"idxd\" and \"idxd_queue\" "
@@ -160,16 +164,34 @@ int run(const MoverOptions &o, const cli::LogFlags &log_flags) {
         DP_APP_WARN("could not pin the calling thread to CPU {}", r.caller_cpu);
 
     dp_mover_t *mover = nullptr;
-    if (r.run_mover) {
+    dp_context_t *agent = nullptr;
+    if (r.run_mover && !o.agent.empty()) {
+        // The agent's mover in staged mode: each descriptor's bytes travel
+        // in the channel (a remote agent's only mode; locally, its baseline).
+        dp_config_t config = DP_CONFIG_INITIALIZER;
+        config.agent = o.agent.c_str();
+        config.memory_mode = DP_MEMORY_STAGED;
+        if (dp_status_t s = dp_init(&config, &agent); s != DP_OK) {
+            DP_APP_ERROR("--agent {}: {}", o.agent, dp_strerror(s));
+            return 2;
+        }
+        if (dp_status_t s = dp_mover_attach(agent, &mover); s != DP_OK) {
+            DP_APP_ERROR("--agent {}: dp_mover_attach: {}", o.agent, dp_strerror(s));
+            dp_finalize(agent);
+            return 2;
+        }
+    } else if (r.run_mover) {
         const char *error = nullptr;
         if (dp_mover_open_json(r.device_json.c_str(), &mover, &error) != DP_OK) {
             DP_APP_ERROR("cannot open the mover: {}", error ? error : "unknown error");
             return 2;
         }
     }
+    std::unique_ptr<dp_context_t, dp_status_t (*)(dp_context_t *)> finalizer(agent, dp_finalize);
     std::unique_ptr<dp_mover_t, dp_status_t (*)(dp_mover_t *)> closer(mover, dp_mover_close);
 
     ReportHeader header = describe(o, r.opcode, r.wait, mover);
+    if (agent) header.backend = "the agent at " + o.agent + ", staged (bytes in the channel)";
     print_header(header);
     if (r.nodes.any())
         std::printf("# buffers on NUMA nodes: source %d, destination %d, third %d; caller on CPU %d\n",
@@ -258,6 +280,9 @@ void register_mover(CLI::App &bench) {
                     "run on this DSA work queue (dsa0/wq0.0), or on the stand-in device "
                     "(standin, standin/shared; standin/inline executes in the portal write, for the "
                     "submission cost) that executes DSA descriptors in software");
+    app->add_option("--agent", options->agent,
+                    "run on an agent's mover, staged (the bytes travel in the channel): a socket "
+                    "path, or tcp://HOST:PORT for a remote agent (DEPUTY_KEY names its key)");
     app->add_option("--wq-size", options->wq_size, "work queue size (power of two)")->capture_default_str();
     app->add_flag("-f,--cached", options->cached, "destination writes stay in cache");
     app->add_flag("--nt", options->nontemporal, "destination writes bypass the cache");

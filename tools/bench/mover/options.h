@@ -27,6 +27,7 @@ struct MoverOptions {
     std::string config_file;           // --config: accel-config JSON
     std::string device;                // --device: a DSA device ("dsa0"): its first usable queue
     std::string wq;                    // --wq: a DSA work queue ("dsa0/wq0.0") or "standin[/shared]"
+    std::string agent;                 // --agent: an agent's mover ("tcp://dpu0:7700"), staged
     uint32_t wq_size = 128;            // --wq-size
     bool cached = false;               // -f: destination writes stay in cache
     bool nontemporal = false;          // --nt: destination writes bypass the cache

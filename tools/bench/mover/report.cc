@@ -143,6 +143,7 @@ bool write_json(const std::string &path, const ReportHeader &h, const MoverOptio
           {"dtype", o.dtype}, {"redop", o.redop}, {"dif_block", o.dif_block},
           {"placement", o.placement},
           {"config_file", o.config_file}, {"verify", o.verify}, {"device", o.device},
+          {"agent", o.agent},
           {"wq", o.wq}, {"backend", h.backend}, {"numa_nodes", o.numa_nodes}};
     nlohmann::json doc = cli::result_document("mover", config, {{"kernels_isa", h.isa}}, results);
     doc["busy_threads"] = h.busy_threads;
