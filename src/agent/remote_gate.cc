@@ -40,6 +40,23 @@ struct RemoteGate::Handshake {
     UniqueFd kill_switch;
     std::atomic<bool> done{false};
     std::thread thread;
+
+    // Cutting and admitting exclude each other: a handshake that completed
+    // is the relay's, and the gate never shuts its socket down.
+    bool cut() {
+        std::lock_guard<std::mutex> lock(mu);
+        if (claimed) return false;
+        was_cut = true;
+        ::shutdown(kill_switch.get(), SHUT_RDWR);
+        return true;
+    }
+    bool claim() {
+        std::lock_guard<std::mutex> lock(mu);
+        if (was_cut) return false;
+        return claimed = true;
+    }
+    std::mutex mu;
+    bool claimed = false, was_cut = false;
 };
 
 dp_status_t RemoteGate::open(const RemoteGateConfig &config, std::unique_ptr<RemoteGate> *out) {
@@ -109,13 +126,15 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
     if (handshakes_.size() >= config_.max_handshakes) {
         // The oldest connection still shaking hands goes: a real client
         // completes its handshake in a round trip or two.
-        Handshake &oldest = *handshakes_.front();
-        ::shutdown(oldest.kill_switch.get(), SHUT_RDWR);
-        DP_LOG_LIMITED(gate_log(), "agent: remote connection from {} cut: {} newer connections "
-                                   "were shaking hands (max_handshakes)",
-                       oldest.peer, config_.max_handshakes);
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.evicted;
+        for (auto &h : handshakes_) {
+            if (h->done.load(std::memory_order_acquire) || !h->cut()) continue;
+            DP_LOG_LIMITED(gate_log(), "agent: remote connection from {} cut: {} newer "
+                                       "connections were shaking hands (max_handshakes)",
+                           h->peer, config_.max_handshakes);
+            std::lock_guard<std::mutex> lock(mu_);
+            ++counters_.evicted;
+            break;
+        }
     }
     auto h = std::make_unique<Handshake>();
     h->peer = peer;
@@ -136,6 +155,8 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
                                             config_.handshake_timeout_ns, &secured);
             transport = std::move(secured);
         }
+        // (Cut meanwhile: a newer connection needed the slot.)
+        if (st == DP_OK && !raw->claim()) st = DP_ERR_TIMEOUT;
         UniqueFd local;
         std::unique_ptr<channel::Relay> relay;
         if (st == DP_OK)
@@ -163,8 +184,7 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
 void RemoteGate::reap(bool all) {
     for (auto it = handshakes_.begin(); it != handshakes_.end();) {
         Handshake &h = **it;
-        if (all && !h.done.load(std::memory_order_acquire))
-            ::shutdown(h.kill_switch.get(), SHUT_RDWR);
+        if (all && !h.done.load(std::memory_order_acquire)) h.cut();
         if (all || h.done.load(std::memory_order_acquire)) {
             h.thread.join();
             it = handshakes_.erase(it);
