@@ -70,7 +70,20 @@ void Relay::pump(Transport *from, Transport *to, size_t max_message) {
         } else {
             sent = to->send(type, buffer.get(), length, kWaitForever);
         }
-        if (sent != DP_OK) break;
+        if (sent != DP_OK) {
+            // The owner went while the peer still talked: the peer hears
+            // END too, and what it sent until its own END is dropped.
+            if (!from_owner) {
+                send_end();
+                const Deadline deadline(kEndTimeoutNs);
+                while (!deadline.expired() &&
+                       from->recv(&type, buffer.get(), max_message, &length,
+                                  deadline.remaining_ns()) == DP_OK &&
+                       type != MsgType::kEnd) {
+                }
+            }
+            break;
+        }
     }
     if (from_owner) {
         // The peer answers our END with its own, which the other thread

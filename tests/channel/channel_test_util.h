@@ -95,6 +95,24 @@ inline Received receive(Transport &t, int64_t timeout_ns = kTestTimeoutNs) {
     return r;
 }
 
+// `count` messages of pattern bytes, message i of size_of(i) bytes from
+// seed + i, sent in order; and the same received and checked.
+template <typename SizeOf>
+void send_patterns(Transport &t, uint32_t seed, uint32_t count, SizeOf size_of) {
+    for (uint32_t i = 0; i < count; ++i) {
+        auto bytes = pattern(size_of(i), seed + i);
+        ASSERT_EQ(t.send(MsgType::kData, bytes.data(), bytes.size(), kTestTimeoutNs), DP_OK) << i;
+    }
+}
+template <typename SizeOf>
+void receive_patterns(Transport &t, uint32_t seed, uint32_t count, SizeOf size_of) {
+    for (uint32_t i = 0; i < count; ++i) {
+        Received r = receive(t);
+        ASSERT_EQ(r.status, DP_OK) << i;
+        ASSERT_EQ(r.bytes, pattern(size_of(i), seed + i)) << i;
+    }
+}
+
 // An in-memory transport pair: frames wait in a queue per direction, where
 // a test can read, alter, drop, duplicate or reorder them before the other
 // side receives them. close_write() makes the receiver see the peer close.

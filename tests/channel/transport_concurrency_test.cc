@@ -49,20 +49,9 @@ size_t size_of(uint32_t i) {
     return i % 7 == 0 ? (i * 37) % 9000 : i % 300;
 }
 
-void sender(Transport &t, uint32_t seed) {
-    for (uint32_t i = 0; i < kMessages; ++i) {
-        auto bytes = pattern(size_of(i), seed + i);
-        ASSERT_EQ(t.send(MsgType::kData, bytes.data(), bytes.size(), kTestTimeoutNs), DP_OK) << i;
-    }
-}
+void sender(Transport &t, uint32_t seed) { send_patterns(t, seed, kMessages, size_of); }
 
-void receiver(Transport &t, uint32_t seed) {
-    for (uint32_t i = 0; i < kMessages; ++i) {
-        Received r = receive(t);
-        ASSERT_EQ(r.status, DP_OK) << i;
-        ASSERT_EQ(r.bytes, pattern(size_of(i), seed + i)) << i;
-    }
-}
+void receiver(Transport &t, uint32_t seed) { receive_patterns(t, seed, kMessages, size_of); }
 
 TEST_P(DuplexTest, BothDirectionsAtOnce) {
     Pair p = connect_pair(config_for(GetParam()));
