@@ -108,6 +108,8 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
                     out->address);
         // Nothing of this process is in the agent's reach: every request
         // carries its bytes, and no team member runs another's operation.
+        // (So push(), the ring's hot path, is never reached: the mover goes
+        // staged and Team::join refuses a remote context.)
         out->memory_mode = DP_MEMORY_STAGED;
         out->rank_execution = false;
     }
@@ -384,8 +386,6 @@ dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {
     // DP_ERR_AGENT_LOST within the bound, and a full ring checks below.
     if (lost_.load(std::memory_order_relaxed)) [[unlikely]]
         return DP_ERR_AGENT_LOST;
-    if (!header_) [[unlikely]]  // a remote agent: no ring here
-        return DP_ERR_UNSUPPORTED;
     for (;;) {
         const bool queued = options_.wq_mode == DP_WQ_SHARED ? ring_.push_shared(desc, 0)
                                                               : ring_.push_dedicated(desc, 0);
