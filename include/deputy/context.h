@@ -84,6 +84,9 @@ DP_API void dp_free(dp_context_t *ctx, void *ptr);
 /* Lets the agent read and write [addr, addr+bytes) (memory mode direct).
  * DP_ERR_UNSUPPORTED when the kernel refuses cross-memory attach (use
  * staged mode), DP_ERR_TOO_LARGE beyond the agent's max_registrations.
+ * An agent busy proving many ranges at once (a job's ranks starting
+ * together) is asked again for up to max(lost_timeout_ms, 5 s) before
+ * DP_ERR_RETRY is returned; dp_init does the same for a crowd attaching.
  * A range inside the shared heap (deputy/heap.h), which dp_init shares with
  * the agent, needs nothing: both calls return DP_OK and change nothing. */
 DP_API dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes);

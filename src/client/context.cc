@@ -43,6 +43,26 @@ uint64_t coarse_now_ns() {
     return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
 }
 
+// The agent answers DP_ERR_RETRY when one of its bounds is full for a
+// moment (clients attaching, memory probes running: agent/memory_probe.h)
+// and nothing was done. A job's ranks starting together meet it, so the
+// request is made again after a growing pause, for at most budget_ns.
+template <class Attempt>
+dp_status_t while_busy(int64_t budget_ns, const char *what, Attempt attempt) {
+    const uint64_t deadline = coarse_now_ns() + uint64_t(budget_ns);
+    int64_t pause_ns = 100'000;
+    for (;;) {
+        const dp_status_t s = attempt();
+        if (s != DP_ERR_RETRY) return s;
+        if (coarse_now_ns() >= deadline)
+            DP_FAIL(DP_ERR_RETRY, "{}: the agent stayed busy for {} ms; try again later", what,
+                    budget_ns / 1'000'000);
+        const timespec pause{0, long(pause_ns)};
+        nanosleep(&pause, nullptr);
+        pause_ns = std::min<int64_t>(pause_ns * 2, 20'000'000);
+    }
+}
+
 const char *env_or(const char *name, const char *fallback) {
     const char *v = std::getenv(name);
     return v && *v ? v : fallback;
@@ -122,7 +142,7 @@ dp_status_t Context::open(const ClientOptions &options, std::unique_ptr<Context>
     if (sodium_init() < 0) DP_FAIL(DP_ERR_INTERNAL, "dp_init: libsodium failed to initialise");
     std::unique_ptr<Context> ctx(new Context());
     ctx->options_ = options;
-    DP_CHECK(ctx->attach());
+    DP_CHECK(while_busy(ctx->busy_budget_ns(), "dp_init", [&] { return ctx->attach(); }));
     *out = std::move(ctx);
     return DP_OK;
 }
@@ -182,6 +202,10 @@ dp_status_t Context::attach() {
         control::Reply reply;
         if (control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
             DP_FAIL(DP_ERR_INTERNAL, "dp_init: {}", error);
+        if (reply.status == DP_ERR_RETRY) {  // asked again (while_busy)
+            DP_LOG_DEBUG("dp_init: the agent at {} is busy: {}", options_.address, reply.reason);
+            return DP_ERR_RETRY;
+        }
         DP_FAIL(reply.status < 0 ? reply.status : DP_ERR_INTERNAL,
                 "dp_init: the agent at {} refused: {} ({})", options_.address, reply.reason,
                 dp_status_name(reply.status));
@@ -364,19 +388,23 @@ dp_status_t Context::join_team(const control::TeamJoin &m, control::TeamReady *r
 
 dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &payload,
                                     const char *what, int attach_fd) {
-    MsgType answer_type;
-    std::vector<uint8_t> answer;
-    DP_CHECK(request(type, payload, &answer_type, &answer, attach_fd));
-    control::Reply reply;
-    std::string error;
-    if (answer_type != MsgType::kReply ||
-        control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
-        DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
-                channel::msg_type_name(answer_type), error);
-    if (reply.status != DP_OK)
-        DP_LOG_ERROR("{}: the agent answered {}: {}", what, dp_status_name(reply.status),
-                     reply.reason);
-    return reply.status;
+    return while_busy(busy_budget_ns(), what, [&]() -> dp_status_t {
+        MsgType answer_type;
+        std::vector<uint8_t> answer;
+        DP_CHECK(request(type, payload, &answer_type, &answer, attach_fd));
+        control::Reply reply;
+        std::string error;
+        if (answer_type != MsgType::kReply ||
+            control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
+            DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
+                    channel::msg_type_name(answer_type), error);
+        if (reply.status == DP_ERR_RETRY)
+            DP_LOG_DEBUG("{}: the agent is busy: {}", what, reply.reason);
+        else if (reply.status != DP_OK)
+            DP_LOG_ERROR("{}: the agent answered {}: {}", what, dp_status_name(reply.status),
+                         reply.reason);
+        return reply.status;
+    });
 }
 
 dp_status_t Context::push(const dp_desc_t &desc, bool retry_when_full) {

@@ -120,7 +120,8 @@ class Context {
     // yield_first: the adaptive wait's yield phase (above) before it sleeps.
     dp_status_t wait_record(dp_completion_t *record, dp_wait_mode_t mode, int64_t timeout_ns,
                             bool yield_first = false);
-    // A request answered by REPLY: its status (the reason is logged).
+    // A request answered by REPLY: its status (the reason is logged). A
+    // busy agent (DP_ERR_RETRY) is asked again for up to busy_budget_ns().
     dp_status_t simple_request(channel::MsgType type, const std::vector<uint8_t> &payload,
                                const char *what, int attach_fd = -1);
 
@@ -139,6 +140,11 @@ class Context {
     bool remote() const { return options_.remote; }
     std::atomic<uint64_t> &submitted() { return submitted_; }
     std::atomic<int> &open_movers() { return open_movers_; }
+
+    // How long a request the agent answers "busy, try again" is retried.
+    int64_t busy_budget_ns() const {
+        return std::max<int64_t>(options_.lost_timeout_ns, 5'000'000'000);
+    }
 
   private:
     Context() = default;

@@ -29,6 +29,8 @@
 //   slot-flood CLIENTS JOINS   CLIENTS connections each joining JOINS teams of 2 that never form
 //   fd-flood CONTEXTS TEAMS    CONTEXTS contexts each in TEAMS one-member teams
 //   uffd-register SECONDS   register memory armed with userfaultfd, hold its fault SECONDS
+//   uffd-register-crowd SECONDS   as many such registrations as the agent probes for one
+//                           process at once, then one of ordinary memory beyond that bound
 //   uffd-attach SECONDS     ATTACH naming an identity proof in memory armed with userfaultfd
 //   uffd-park N             N memmoves out of registered memory armed with userfaultfd,
 //                           then a DRAIN: the engines that take them wait on us
@@ -1025,6 +1027,69 @@ int uffd_register(const char *socket, double seconds) {
     return faulted && other_status == DP_OK ? 0 : 1;
 }
 
+// Holds as many of the agent's probes as it runs for one process
+// (MemoryProbes::kMaxProbesPerProcess): that many contexts register two
+// pages each armed with userfaultfd, and we sit on their faults. One more
+// registration, of ordinary memory, finds the bound full: the agent
+// answers "busy" and the library asks again until a probe is free, after
+// SECONDS, when we answer the faults. It must succeed, not fail.
+int uffd_register_crowd(const char *socket, double seconds) {
+    constexpr int kHeld = 8;  // agent/memory_probe.h: kMaxProbesPerProcess
+    void *area = nullptr;
+    const int uffd = arm_userfaultfd(2 * kHeld, &area);
+    if (uffd < 0) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    dp_config_t config = config_for(socket);
+    dp_context_t *ctx[kHeld + 1] = {};
+    for (dp_context_t *&c : ctx)
+        if (dp_init(&config, &c) != DP_OK) return 2;
+    std::atomic<int> held_status[kHeld];
+    std::vector<std::thread> registering;
+    for (int i = 0; i < kHeld; ++i) {
+        held_status[i] = 1;
+        registering.emplace_back([&, i] {
+            held_status[i] = dp_mem_register(ctx[i], static_cast<char *>(area) + 2 * i * page,
+                                             2 * page);
+        });
+    }
+    // Every probe faults: one event each, and we sit on them.
+    int faults = 0;
+    const double start = now_s();
+    while (faults < kHeld && now_s() - start < 5) {
+        pollfd p{uffd, POLLIN, 0};
+        if (poll(&p, 1, 100) != 1) continue;
+        uffd_msg msg;
+        while (read(uffd, &msg, sizeof msg) == ssize_t(sizeof msg))
+            if (msg.event == UFFD_EVENT_PAGEFAULT) ++faults;
+    }
+    say("faults", std::to_string(faults));
+    std::vector<uint8_t> ordinary(1 << 16, 1);
+    std::atomic<int> extra_status{1};
+    std::atomic<double> extra_ms{-1};
+    const double extra_start = now_s();
+    std::thread extra([&] {
+        extra_status = dp_mem_register(ctx[kHeld], ordinary.data(), ordinary.size());
+        extra_ms = (now_s() - extra_start) * 1000;
+    });
+    const double held_from = now_s();
+    while (now_s() - held_from < seconds)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (size_t i = 0; i < 2 * kHeld; ++i) {
+        uffdio_zeropage zero{{uint64_t(area) + i * page, page}, 0, 0};
+        ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+    }
+    for (std::thread &t : registering) t.join();
+    extra.join();
+    int held_ok = 0;
+    for (const std::atomic<int> &h : held_status) held_ok += h == DP_OK ? 1 : 0;
+    say("held_ok", std::to_string(held_ok));
+    say("extra_register", dp_status_name(dp_status_t(extra_status.load())));
+    say("extra_register_ms", std::to_string(int(extra_ms.load())));
+    for (dp_context_t *c : ctx) dp_finalize(c);
+    close(uffd);
+    return faults == kHeld && extra_status == DP_OK ? 0 : 1;
+}
+
 // Registers two pages armed with userfaultfd (filled first, so the probe
 // passes), drops them again (MADV_DONTNEED: the next touch faults) and
 // posts N memmoves out of them, then a DRAIN: the engines that take them
@@ -1262,6 +1327,7 @@ int main(int argc, char **argv) {
     if (attack == "fd-flood") return fd_flood(socket, std::atoi(arg(0)), std::atoi(arg(1)));
     if (attack == "churn") return churn(socket, std::atoi(arg(0)));
     if (attack == "uffd-register") return uffd_register(socket, std::atof(arg(0)));
+    if (attack == "uffd-register-crowd") return uffd_register_crowd(socket, std::atof(arg(0)));
     if (attack == "uffd-attach") return uffd_attach(socket, std::atof(arg(0)));
     if (attack == "uffd-park") return uffd_park(socket, std::atoi(arg(0)));
     if (attack == "uffd-park-coll") return uffd_park_coll(socket);

@@ -547,6 +547,28 @@ TEST_F(HostileTest, ARegistrationOverUserfaultfdMemoryHoldsOnlyItsOwnRequest) {
     expect_nothing_left();
 }
 
+// The agent probes at most 8 ranges of one process at once (64 in all),
+// and answers "busy" beyond: a job's ranks registering together meet that
+// bound (100 ranks of one node did). The library asks again until a probe
+// is free, so the registration past the bound waits for the held ones
+// (0.6 s here) and succeeds, rather than failing the program.
+TEST_F(HostileTest, ARegistrationPastTheProbeBoundWaitsForAFreeProbe) {
+    Attack a = run_attack(agent, {"uffd-register-crowd", "0.6"});
+    if (a.said.count("uffd") && a.said.at("uffd").rfind("unavailable", 0) == 0)
+        GTEST_SKIP() << "userfaultfd " << a.said.at("uffd")
+                     << " (root, or vm.unprivileged_userfaultfd = 1)";
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.said["faults"], "8") << a.output;
+    EXPECT_EQ(a.said["held_ok"], "8") << a.output;
+    EXPECT_EQ(a.said["extra_register"], "DP_OK") << a.output;
+    // It waited for the bound (did not slip past it), and no longer than
+    // the held probes took plus the library's longest pause.
+    EXPECT_GE(std::stoi(a.said["extra_register_ms"]), 400) << a.output;
+    EXPECT_LT(std::stoi(a.said["extra_register_ms"]), 3000) << a.output;
+    expect_survived();
+    expect_nothing_left();
+}
+
 // An agent of two engines whose calls into a client's memory may hold an
 // engine for 100 ms before it is relieved.
 class HostileHeldEngineTest : public HostileTest {
