@@ -55,6 +55,7 @@ struct AgentCounters {
     uint64_t dropped = 0;    // of which dropped for misbehaving (timeouts, protocol)
     uint64_t info_requests = 0;
     uint64_t services = 0;   // connections handed to the service handler
+    uint64_t team_proxies = 0;  // remote connections handed to the proxy handler
     uint64_t forwarded = 0;
     uint64_t staged = 0;
     uint64_t denied = 0;
@@ -84,6 +85,10 @@ class Agent {
     using ServiceHandler =
         std::function<void(UniqueFd socket, const channel::sock::PeerCredentials &peer)>;
     void set_service_handler(ServiceHandler handler) { service_handler_ = std::move(handler); }
+    // Remote connections that ask for purpose "team proxy" are handed to
+    // this one likewise (proxy/team_proxy.h); without it they are refused.
+    using ProxyHandler = std::function<void(UniqueFd socket, const std::string &peer)>;
+    void set_proxy_handler(ProxyHandler handler) { proxy_handler_ = std::move(handler); }
 
     const std::string &address() const { return address_; }
     const AgentConfig &config() const { return config_; }
@@ -224,6 +229,7 @@ class Agent {
     bool secret_on_stack_ = false;    // a join was read: clear the stack (client_control.cc)
     LogLimiter fd_log_{"agent: file descriptors"};
     ServiceHandler service_handler_;
+    ProxyHandler proxy_handler_;
     std::unique_ptr<TeamEngine> teams_;
     std::unique_ptr<PoolPopulator> populator_;
     MemoryProbes probes_;  // REGISTER's reads of client memory (memory_probe.h)

@@ -91,6 +91,7 @@ std::string Agent::info_json() const {
                      {"retiring", retiring_.size()},
                      {"info_requests", counters_.info_requests},
                      {"services", counters_.services},
+                     {"team_proxies", counters_.team_proxies},
                      {"descriptors_forwarded", counters_.forwarded},
                      {"descriptors_direct", direct},
                      {"descriptors_staged", counters_.staged},

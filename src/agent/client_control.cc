@@ -230,21 +230,31 @@ dp_status_t Agent::handle_attach(ClientSession &s, const std::vector<uint8_t> &p
         s.closing_reason = "info served";
         return DP_OK;
     }
-    if (m.purpose == control::Purpose::kService) {
-        if (!service_handler_) return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
-        if (s.remote) return refuse(DP_ERR_UNSUPPORTED, "services are for local processes");
+    if (m.purpose == control::Purpose::kService || m.purpose == control::Purpose::kTeamProxy) {
+        const bool service = m.purpose == control::Purpose::kService;
+        if (service && !service_handler_)
+            return refuse(DP_ERR_UNSUPPORTED, "this agent runs no services");
+        if (service && s.remote)
+            return refuse(DP_ERR_UNSUPPORTED, "services are for local processes");
+        if (!service && !s.remote)
+            return refuse(DP_ERR_UNSUPPORTED, "a team proxy stands in for a remote client only; "
+                                              "a local one joins its teams itself");
+        if (!service && !proxy_handler_)
+            return refuse(DP_ERR_UNSUPPORTED, "this agent runs no team proxies");
         reply(s, DP_OK, "");
         if (s.connection.has_output() || !s.broken.empty())
             return DP_ERR_IO;  // would not take 20 bytes
-        ++counters_.services;
+        ++(service ? counters_.services : counters_.team_proxies);
         // The socket leaves the agent's care: take it out of epoll, hand it over.
         epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.connection.fd(), nullptr);
-        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
+        if (!s.remote) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.process->pidfd(), nullptr);
         UniqueFd socket = s.connection.release();
         const channel::sock::PeerCredentials peer = s.creds;
+        const std::string who = s.peer;
         --connecting_;
         clients_.erase(s.id);
-        service_handler_(std::move(socket), peer);
+        if (service) service_handler_(std::move(socket), peer);
+        else proxy_handler_(std::move(socket), who);
         return DP_OK;
     }
     // The pid is the client's until proven otherwise (client_process.h):

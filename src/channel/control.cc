@@ -161,8 +161,9 @@ dp_status_t decode(const uint8_t *p, size_t n, Attach *out, std::string *error) 
         !r.u64(&out->pool_bytes, "pool_bytes") || !r.u64(&out->proof_addr, "proof_addr") ||
         !r.bytes(out->proof.data(), out->proof.size(), "proof") || !r.u32(&token_len, "token_len"))
         return DP_ERR_INVALID;
-    if (purpose > uint8_t(Purpose::kService))
-        return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info, 2 service)",
+    if (purpose > uint8_t(Purpose::kTeamProxy))
+        return invalid(error, fmt::format("ATTACH: field 'purpose' = {} (0 attach, 1 info, 2 "
+                                          "service, 3 team proxy)",
                                           unsigned(purpose)));
     if (reserved != 0) return invalid(error, "ATTACH: field 'reserved' must be 0");
     if (token_len > kMaxTokenBytes) {
@@ -324,6 +325,76 @@ dp_status_t decode(const uint8_t *p, size_t n, StagedResult *out, std::string *e
                                           int32_t(status)));
     out->status = dp_status_t(int32_t(status));
     if (!read_ranges(r, count, &out->writes) || !r.done()) return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const ProxyPost &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(m.slot);
+    w.bytes(m.post, sizeof(m.post));
+    w.u64(m.block_base);
+    w.u64(m.block_bytes);
+    w.u64(m.in_offset);
+    w.u64(m.in.size());
+    w.bytes(m.in.data(), m.in.size());
+    w.u64(m.counts.size());
+    w.bytes(m.counts.data(), m.counts.size());
+}
+
+// A length field must fit in what is left of the message: a forged one
+// cannot make us allocate more than was sent.
+static bool read_sized(Reader &r, std::vector<uint8_t> *out, const char *len_field,
+                       const char *field) {
+    uint64_t len = 0;
+    if (!r.u64(&len, len_field)) return false;
+    if (len > r.n - r.at) {
+        *r.error = fmt::format("{}: field '{}' = {} (only {} bytes follow)", r.message, len_field,
+                               len, r.n - r.at);
+        return false;
+    }
+    out->resize(len);
+    return r.bytes(out->data(), len, field);
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *error) {
+    Reader r{p, n, 0, error, "PROXY_POST"};
+    if (!r.u32(&out->slot, "slot") || !r.bytes(out->post, sizeof(out->post), "post") ||
+        !r.u64(&out->block_base, "block_base") || !r.u64(&out->block_bytes, "block_bytes") ||
+        !r.u64(&out->in_offset, "in_offset") || !read_sized(r, &out->in, "in_len", "in") ||
+        !read_sized(r, &out->counts, "counts_len", "counts") || !r.done())
+        return DP_ERR_INVALID;
+    if (out->slot >= DP_TEAM_MAX_OUTSTANDING)
+        return invalid(error, fmt::format("PROXY_POST: field 'slot' = {} (0..{})", out->slot,
+                                          DP_TEAM_MAX_OUTSTANDING - 1));
+    uint64_t in_end = 0;
+    if (__builtin_add_overflow(out->in_offset, out->in.size(), &in_end) ||
+        in_end > out->block_bytes)
+        return invalid(error, fmt::format("PROXY_POST: {} bytes at in_offset {} do not fit "
+                                          "block_bytes {}",
+                                          out->in.size(), out->in_offset, out->block_bytes));
+    return DP_OK;
+}
+
+void encode(const ProxyDone &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(m.slot);
+    w.u8(m.status);
+    w.u64(m.bytes_completed);
+    w.u64(m.out_offset);
+    w.u64(m.out.size());
+    w.bytes(m.out.data(), m.out.size());
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error) {
+    Reader r{p, n, 0, error, "PROXY_DONE"};
+    if (!r.u32(&out->slot, "slot") || !r.u8(&out->status, "status") ||
+        !r.u64(&out->bytes_completed, "bytes_completed") ||
+        !r.u64(&out->out_offset, "out_offset") || !read_sized(r, &out->out, "out_len", "out") ||
+        !r.done())
+        return DP_ERR_INVALID;
+    if (out->slot >= DP_TEAM_MAX_OUTSTANDING)
+        return invalid(error, fmt::format("PROXY_DONE: field 'slot' = {} (0..{})", out->slot,
+                                          DP_TEAM_MAX_OUTSTANDING - 1));
     return DP_OK;
 }
 

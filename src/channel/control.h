@@ -46,7 +46,11 @@ inline constexpr uint32_t kMaxStagedRanges = 8;
 // kService: the connection is handed to a service the agent's host program
 // installed (Agent::set_service_handler), which speaks its own messages on
 // it from then on; the benchmark's channel peer is one.
-enum class Purpose : uint8_t { kAttach = 0, kInfo = 1, kService = 2 };
+// kTeamProxy (remote clients only): the connection is handed to a team
+// proxy (proxy/team_proxy.h), a member of the team on the agent's host
+// that stands in for the remote one; TEAM_JOIN, then PROXY_POST and
+// PROXY_DONE, travel on it.
+enum class Purpose : uint8_t { kAttach = 0, kInfo = 1, kService = 2, kTeamProxy = 3 };
 
 inline constexpr size_t kIdentityProofBytes = 32;
 
@@ -118,6 +122,32 @@ struct StagedResult {
     std::vector<StagedRange> writes;  // every range the descriptor wrote
 };
 
+// A remote member's collective, sent to its team proxy: the post as it
+// would go into a ring, whose src, dst and counts are addresses in the
+// member's own staged bounce block and pool, with the bytes the proxy
+// needs: the block's source part (`in`, at in_offset in the block) and a
+// vector collective's counts block. The proxy lays out a block of its own
+// of block_bytes and moves every address of the post into it.
+struct ProxyPost {
+    uint32_t slot = 0;  // the member's request slot: its PROXY_DONE names it
+    uint8_t post[64] = {};  // a channel::CollPost (coll_post.h), as in a ring slot
+    uint64_t block_base = 0;   // the member's bounce block; 0: none (nothing moves)
+    uint64_t block_bytes = 0;
+    uint64_t in_offset = 0;
+    std::vector<uint8_t> in;
+    std::vector<uint8_t> counts;  // empty unless the collective is a vector one
+};
+
+// The proxy's answer: the record's status and bytes_completed, and the
+// block's destination part (`out`, at out_offset in the member's block).
+struct ProxyDone {
+    uint32_t slot = 0;
+    uint8_t status = 0;  // a completion record's status (DP_COMP_*, channel::kColl*)
+    uint64_t bytes_completed = 0;
+    uint64_t out_offset = 0;
+    std::vector<uint8_t> out;
+};
+
 // TeamJoin::flags. kJoinAgentRuns: this member leaves every operation to
 // the agent (DEPUTY_RANK_EXECUTION=off), so no member may run one (the
 // board needs every member's posts): the team gets no board, and nobody its
@@ -184,6 +214,8 @@ void encode(const TeamJoin &m, std::vector<uint8_t> *out);
 void encode(const TeamReady &m, std::vector<uint8_t> *out);
 void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out);
 void encode_team_views(uint64_t join_id, std::vector<uint8_t> *out);
+void encode(const ProxyPost &m, std::vector<uint8_t> *out);
+void encode(const ProxyDone &m, std::vector<uint8_t> *out);
 
 // Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
 // *error naming the field. Nothing is logged here: the caller decides
@@ -200,6 +232,8 @@ dp_status_t decode(const uint8_t *p, size_t n, TeamJoin *out, std::string *error
 dp_status_t decode(const uint8_t *p, size_t n, TeamReady *out, std::string *error);
 dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std::string *error);
 dp_status_t decode_team_views(const uint8_t *p, size_t n, uint64_t *join_id, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error);
 
 // One framed message on a raw Unix stream socket, fds attached to its first
 // byte. Bounded by timeout_ns (<0: forever).

@@ -62,6 +62,8 @@ enum class MsgType : uint8_t {
     kHeapShare = 20,    // client -> agent: the process's shared heap; its memfd attached (REPLY)
     kStart = 21,        // bench channel: this side's threads are ready; payload: u64 0
     kTeamViews = 22,    // agent -> client: more of a TEAM_READY's fds; payload: u64 join id
+    kProxyPost = 23,    // remote member -> its team proxy: a collective and its bytes (control.h)
+    kProxyDone = 24,    // team proxy -> remote member: the collective's status and result bytes
     kCount              // number of values; keep last
 };
 

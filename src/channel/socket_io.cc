@@ -64,6 +64,21 @@ bool peer_hung_up(int fd) {
     return false;
 }
 
+dp_status_t wait_next_message(int fd, int64_t timeout_ns, const char *where) {
+    const Deadline deadline(timeout_ns);
+    for (;;) {
+        DP_CHECK(wait_fd(fd, POLLIN, deadline, where));
+        char byte;
+        const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) return DP_OK;
+        if (n == 0) return DP_ERR_AGENT_LOST;
+        if (errno == EAGAIN || errno == EINTR) continue;
+        const int err = errno;
+        if (status_from_errno(err) == DP_ERR_AGENT_LOST) return DP_ERR_AGENT_LOST;
+        DP_FAIL(DP_ERR_IO, "{}: recv: {}", where, std::strerror(err));
+    }
+}
+
 dp_status_t send_with_fds(int fd, const void *data, size_t length, const int *fds, size_t nfds,
                           int64_t timeout_ns, const char *where) {
     if (length == 0 || nfds > kMaxFdsPerMessage)

@@ -34,6 +34,11 @@ dp_status_t wait_fd(int fd, short events, const Deadline &deadline, const char *
 // blocks. Used by transports whose data does not flow through the socket.
 bool peer_hung_up(int fd);
 
+// Waits up to timeout_ns (<0: no limit) for the next byte of a stream
+// socket, before a message: DP_OK when there is one to read, DP_ERR_TIMEOUT,
+// or DP_ERR_AGENT_LOST when the peer closed the connection there (a clean
+// end, so nothing is logged; a read error is DP_ERR_IO, logged).
+dp_status_t wait_next_message(int fd, int64_t timeout_ns, const char *where);
 // Sends `length` bytes (at least 1) on a Unix stream socket with `nfds` fds
 // attached to the first byte (SCM_RIGHTS). The fds stay open here; the
 // receiver gets its own copies.

@@ -155,7 +155,7 @@ dp_status_t Context::attach() {
     UniqueFd socket;
     control::Attach hello;
     if (options_.remote) {
-        DP_CHECK(connect_remote(&socket));
+        DP_CHECK(connect_remote(&socket, &relay_));
     } else {
         DP_CHECK(channel::uds::connect_fd(options_.address, options_.connect_timeout_ns, &socket));
         channel::sock::PeerCredentials creds;
@@ -275,7 +275,7 @@ dp_status_t Context::attach() {
     payload.clear();
     control::encode(base, &payload);
     DP_CHECK(simple_request(MsgType::kRegister, payload, "dp_init: segment base"));
-    if (options_.memory_mode == DP_MEMORY_DIRECT) share_heap();
+    if (options_.memory_mode == DP_MEMORY_DIRECT && options_.share_heap) share_heap();
     DP_LOG_DEBUG("dp_init: attached to agent pid {} at {} as client {}: ring {}, pool {} KiB",
                  agent_pid_, options_.address, attached_.client_id, attached_.ring_size,
                  attached_.pool_bytes >> 10);
@@ -290,7 +290,8 @@ void Context::start_control(UniqueFd socket) {
                    std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000), std::move(hooks));
 }
 
-dp_status_t Context::connect_remote(UniqueFd *socket) {
+dp_status_t Context::connect_remote(UniqueFd *socket,
+                                    std::unique_ptr<channel::Relay> *relay) const {
     const std::string where = options_.address.substr(std::string("tcp://").size());
     channel::TransportOptions t;
     t.max_message =
@@ -314,7 +315,36 @@ dp_status_t Context::connect_remote(UniqueFd *socket) {
                                             options_.connect_timeout_ns, &secured));
         link = std::move(secured);
     }
-    return channel::Relay::start(std::move(link), control::kMaxControlMessage, socket, &relay_);
+    return channel::Relay::start(std::move(link), control::kMaxControlMessage, socket, relay);
+}
+
+dp_status_t Context::open_proxy_link(UniqueFd *socket, std::unique_ptr<channel::Relay> *relay,
+                                     const char *what) const {
+    if (!options_.remote) DP_FAIL(DP_ERR_INTERNAL, "{}: a team proxy serves remote contexts", what);
+    DP_CHECK(connect_remote(socket, relay));
+    control::Attach hello;
+    hello.purpose = control::Purpose::kTeamProxy;
+    hello.token = options_.token;
+    std::vector<uint8_t> payload;
+    control::encode(hello, &payload);
+    const int64_t timeout = std::max<int64_t>(options_.lost_timeout_ns, 1'000'000'000);
+    DP_CHECK(control::send_message(socket->get(), MsgType::kAttach, payload, nullptr, 0, timeout,
+                                   what));
+    MsgType type;
+    std::vector<uint8_t> answer;
+    size_t nfds = 0;
+    DP_CHECK(control::recv_message(socket->get(), control::kMaxControlMessage, &type, &answer,
+                                   nullptr, 0, &nfds, timeout, what));
+    control::Reply reply;
+    std::string error;
+    if (type != MsgType::kReply ||
+        control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
+                channel::msg_type_name(type), error);
+    if (reply.status != DP_OK)
+        DP_FAIL(reply.status, "{}: the agent at {} refused a team proxy: {}", what,
+                options_.address, reply.reason);
+    return DP_OK;
 }
 
 // The heap is made now if nothing made it yet, so that what the program

@@ -51,6 +51,10 @@ struct ClientOptions {
     // started, runs it with its teammates (client/rank_execution.h).
     // $DEPUTY_RANK_EXECUTION=off: its teams leave every operation to the agent.
     bool rank_execution = true;
+    // Whether dp_init shares the process's shared heap (include/deputy/heap.h)
+    // in direct mode. Off for a team proxy inside the agent's own process,
+    // which has no heap of its own to share and must not make one.
+    bool share_heap = true;
     // DEPUTY_AGENT=tcp://HOST:PORT: an agent on another host, reached
     // through the secure session with $DEPUTY_KEY's key (or in clear with
     // $DEPUTY_INSECURE_TCP=1, warned about); staged memory only.
@@ -141,6 +145,12 @@ class Context {
     std::atomic<uint64_t> &submitted() { return submitted_; }
     std::atomic<int> &open_movers() { return open_movers_; }
 
+    // A remote context's link to a team proxy (proxy/team_proxy.h): its own
+    // secure session to the agent, behind a relay of its own, attached for
+    // purpose kTeamProxy. *socket is the relay's local end.
+    dp_status_t open_proxy_link(UniqueFd *socket, std::unique_ptr<channel::Relay> *relay,
+                                const char *what) const;
+
     // How long a request the agent answers "busy, try again" is retried.
     int64_t busy_budget_ns() const {
         return std::max<int64_t>(options_.lost_timeout_ns, 5'000'000'000);
@@ -151,7 +161,7 @@ class Context {
     dp_status_t attach();
     // The secure session (or plain TCP) to a remote agent, behind a relay
     // whose local socket the control channel then uses (channel/relay.h).
-    dp_status_t connect_remote(UniqueFd *socket);
+    dp_status_t connect_remote(UniqueFd *socket, std::unique_ptr<channel::Relay> *relay) const;
     void start_control(UniqueFd socket);
     void share_heap();
     dp_status_t check_alive_slow(bool force);

@@ -55,6 +55,9 @@ dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size
     auto *base = static_cast<uint8_t *>(block);
     if (r.source) std::memcpy(base + in_off, src, r.source);
     staged->bounce = block;
+    staged->block_bytes = bytes;
+    staged->in_offset = in_off;
+    staged->in_bytes = r.source;
     staged->user_out = static_cast<uint8_t *>(dst);
     staged->bounce_out = base + out_off;
     staged->out_bytes = r.destination;
@@ -116,6 +119,8 @@ dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
                         static_cast<const uint8_t *>(src) + sdispls[i] * elem_bytes,
                         scounts[i] * elem_bytes);
     staged->bounce = block;
+    staged->block_bytes = bytes;
+    staged->in_bytes = in_len;
     staged->user_out = static_cast<uint8_t *>(dst);
     staged->bounce_out = base + out_off;
     staged->out_bytes = out_len;

@@ -18,6 +18,8 @@ namespace deputy::client {
 
 struct StagedCollective {
     void *bounce = nullptr;          // one pool block; nullptr: nothing staged
+    uint64_t block_bytes = 0;        // its length
+    uint64_t in_offset = 0, in_bytes = 0;  // where the staged source bytes are in it
     uint8_t *user_out = nullptr;     // where the result goes
     const uint8_t *bounce_out = nullptr;
     uint64_t out_bytes = 0;          // 0: this member receives nothing

@@ -54,11 +54,6 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     if (size < 1 || size > DP_TEAM_MAX_SIZE || rank < 0 || rank >= size)
         DP_FAIL(DP_ERR_INVALID, "dp_team_create: rank {} of size {} (size 1..{}, rank 0..size-1)",
                 rank, size, DP_TEAM_MAX_SIZE);
-    if (ctx->remote())
-        DP_FAIL(DP_ERR_UNSUPPORTED,
-                "dp_team_create: team '{}': teams are not served through a remote agent ({}) "
-                "yet; run a local agent for collectives",
-                key, ctx->options().address);
     if (ctx->options().job_secret.empty())
         DP_FAIL(DP_ERR_DENIED,
                 "dp_team_create: team '{}': no job secret. Joining a team needs the job's secret, "
@@ -87,7 +82,12 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
     const int64_t wait_ns = (int64_t(timeout_ms ? timeout_ms : 30000) + 2000) * 1'000'000;
     control::TeamReady ready;
     std::vector<Segment> segments;
-    DP_CHECK(ctx->join_team(m, &ready, &segments, wait_ns));
+    if (ctx->remote()) {
+        // A team proxy on the agent's host joins in our place (remote_member.h).
+        DP_CHECK(RemoteMember::join(ctx, m, wait_ns, &ready, &t->remote_));
+    } else {
+        DP_CHECK(ctx->join_team(m, &ready, &segments, wait_ns));
+    }
     if (ready.status != DP_OK)
         DP_FAIL(ready.status, "dp_team_create: {} ({})", ready.reason, dp_status_name(ready.status));
     t->id_ = ready.team_id;
@@ -98,6 +98,7 @@ dp_status_t Team::join(Context *ctx, const std::string &key, int rank, int size,
 }
 
 Team::~Team() {
+    remote_.reset();  // its receiver writes records: gone before they are
     if (records_) ctx_->pool().release(records_);
     for (Request &r : slots_)
         if (r.counts) ctx_->pool().release(r.counts);
@@ -172,6 +173,11 @@ dp_status_t Team::push(Request &r, channel::CollPost post) {
             return s;
         }
         ranks_->posted(r.sequence, post, &r);
+    }
+    if (remote_) [[unlikely]] {
+        dp_status_t s = remote_->post(r, post);
+        if (s != DP_OK) release(&r);
+        return s;
     }
     dp_desc_t slot_bytes;
     std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
@@ -257,6 +263,10 @@ dp_status_t Team::p2p(TeamP2p **out) {
         *out = p;
         return DP_OK;
     }
+    if (remote_)
+        DP_FAIL(DP_ERR_UNSUPPORTED,
+                "deputy point-to-point: not served through a remote agent ({}) yet; collectives "
+                "are", ctx_->options().address);
     std::lock_guard<std::mutex> lock(p2p_mutex_);
     if (!p2p_) {
         DP_CHECK(TeamP2p::create(this, &p2p_));
@@ -267,6 +277,10 @@ dp_status_t Team::p2p(TeamP2p **out) {
 }
 
 dp_status_t Team::leave() {
+    if (remote_) {  // its proxy leaves when the link closes
+        remote_.reset();
+        return DP_OK;
+    }
     std::vector<uint8_t> payload;
     control::encode_team_leave(id_, &payload);
     return ctx_->simple_request(MsgType::kTeamLeave, payload, "dp_team_destroy");

@@ -26,6 +26,7 @@
 #include "channel/coll_post.h"
 #include "client/context.h"
 #include "client/rank_execution.h"
+#include "client/remote_member.h"
 #include "coll/collective.h"
 #include "client/staged_collective.h"
 
@@ -107,6 +108,7 @@ class Team {
 
     std::array<Request, DP_TEAM_MAX_OUTSTANDING> slots_;
     std::unique_ptr<RankExecution> ranks_;  // null: the agent runs every operation
+    std::unique_ptr<RemoteMember> remote_;  // a remote context's: posts go to its proxy
     std::mutex p2p_mutex_;                  // making p2p_
     std::atomic<TeamP2p *> p2p_ready_{nullptr};
     std::unique_ptr<TeamP2p> p2p_;

@@ -118,6 +118,15 @@ struct TeamViews {
     uint64_t join_id = 0;
 };
 bool same(const TeamViews &a, const TeamViews &b) { return a.join_id == b.join_id; }
+bool same(const ProxyPost &a, const ProxyPost &b) {
+    return a.slot == b.slot && std::memcmp(a.post, b.post, sizeof(a.post)) == 0 &&
+           a.block_base == b.block_base && a.block_bytes == b.block_bytes &&
+           a.in_offset == b.in_offset && a.in == b.in && a.counts == b.counts;
+}
+bool same(const ProxyDone &a, const ProxyDone &b) {
+    return a.slot == b.slot && a.status == b.status && a.bytes_completed == b.bytes_completed &&
+           a.out_offset == b.out_offset && a.out == b.out;
+}
 void encode(const TeamViews &m, std::vector<uint8_t> *out) { encode_team_views(m.join_id, out); }
 dp_status_t decode(const uint8_t *p, size_t n, TeamViews *out, std::string *error) {
     return decode_team_views(p, n, &out->join_id, error);
@@ -154,6 +163,22 @@ TeamLeave dirty<TeamLeave>() {
 template <>
 TeamViews dirty<TeamViews>() {
     return TeamViews{0xdeadbeefdeadbeefull};
+}
+template <>
+ProxyPost dirty<ProxyPost>() {
+    ProxyPost m;
+    m.slot = 63;
+    std::memset(m.post, 0x5a, sizeof(m.post));
+    m.block_base = 0x1000;
+    m.block_bytes = 1 << 20;
+    m.in_offset = 64;
+    m.in.assign(300, 0x11);
+    m.counts.assign(72, 0x22);
+    return m;
+}
+template <>
+ProxyDone dirty<ProxyDone>() {
+    return ProxyDone{17, 0x81, 4096, 128, std::vector<uint8_t>(500, 0x33)};
 }
 template <>
 Attached dirty<Attached>() {
@@ -255,6 +280,7 @@ constexpr MsgType kDecoded[] = {
     MsgType::kDeregister, MsgType::kReply,    MsgType::kStaged,
     MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
     MsgType::kTeamLeave, MsgType::kHeapShare, MsgType::kTeamViews,
+    MsgType::kProxyPost, MsgType::kProxyDone,
 };
 
 MsgType pick(uint8_t b) {
@@ -337,6 +363,16 @@ int write_corpus(const char *dir) {
     inputs.push_back({"team-ready", seed(MsgType::kTeamReady, TeamReady{7, DP_OK, 3, ""})});
     inputs.push_back({"team-leave", seed(MsgType::kTeamLeave, TeamLeave{3})});
     inputs.push_back({"team-views", seed(MsgType::kTeamViews, TeamViews{7})});
+    ProxyPost proxy_post;
+    proxy_post.slot = 3;
+    proxy_post.post[0] = 0x80;
+    proxy_post.block_base = 0x7f0000010000;
+    proxy_post.block_bytes = 4096;
+    proxy_post.in.assign(1024, 0x5c);
+    inputs.push_back({"proxy-post", seed(MsgType::kProxyPost, proxy_post)});
+    inputs.push_back({"proxy-done", seed(MsgType::kProxyDone,
+                                         ProxyDone{3, 0, 1024, 2048,
+                                                   std::vector<uint8_t>(1024, 0x6d)})});
     inputs.push_back(
         {"heap-share", seed(MsgType::kHeapShare, HeapShare{0x7f0000000000, 24ull << 30})});
     Attach proven = attach;
@@ -395,6 +431,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kTeamLeave: round_trip<TeamLeave>(p, n, "TEAM_LEAVE"); break;
         case MsgType::kHeapShare: round_trip<HeapShare>(p, n, "HEAP_SHARE"); break;
         case MsgType::kTeamViews: round_trip<TeamViews>(p, n, "TEAM_VIEWS"); break;
+        case MsgType::kProxyPost: round_trip<ProxyPost>(p, n, "PROXY_POST"); break;
+        case MsgType::kProxyDone: round_trip<ProxyDone>(p, n, "PROXY_DONE"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

@@ -11,7 +11,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <fstream>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -23,6 +25,7 @@
 #include "common/cli_common.h"
 #include "common/cli_json.h"
 #include "common/log.h"
+#include "proxy/team_proxy.h"
 
 namespace deputy::tools {
 namespace {
@@ -189,6 +192,38 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
             bench::channel::serve_agent_peer(std::move(fd), address);
         });
     });
+    // Team proxies (proxy/team_proxy.h), one thread each, at most
+    // max_remote_clients at once; finished ones are joined as new ones come.
+    struct ProxyThread {
+        std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+        std::thread thread;
+    };
+    std::list<ProxyThread> proxies;
+    std::atomic<bool> stopping{false};
+    const uint32_t max_proxies = config.max_remote_clients;
+    const std::string token = config.token;
+    agent->set_proxy_handler([&](UniqueFd socket, const std::string &peer) {
+        std::lock_guard<std::mutex> lock(service_mutex);
+        for (auto it = proxies.begin(); it != proxies.end();) {
+            if (!it->done->load()) {
+                ++it;
+                continue;
+            }
+            it->thread.join();
+            it = proxies.erase(it);
+        }
+        if (proxies.size() >= max_proxies) {
+            DP_LOG_WARN("agent: team proxy for {} refused: {} running (max_remote_clients)",
+                        peer, proxies.size());
+            return;  // its socket closes: the member's dp_team_create fails
+        }
+        ProxyThread &p = proxies.emplace_back();
+        p.thread = std::thread([&stopping, done = p.done, fd = std::move(socket),
+                                o = proxy::ProxyOptions{address, token, peer}]() mutable {
+            proxy::serve_team_proxy(std::move(fd), o, stopping);
+            done->store(true);
+        });
+    });
     g_agent = agent.get();
     struct sigaction sa{};
     sa.sa_handler = on_signal;
@@ -202,7 +237,9 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
     }
     s = agent->run();
     g_agent = nullptr;
+    stopping = true;
     for (std::thread &t : service_threads) t.join();
+    for (ProxyThread &p : proxies) p.thread.join();
     agent.reset();
     if (!pidfile.empty()) unlink(pidfile.c_str());
     return s == DP_OK ? 0 : 1;

@@ -1,0 +1,172 @@
+#include "client/remote_member.h"
+
+#include <sys/socket.h>
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "channel/socket_io.h"
+#include "client/context.h"
+#include "client/team.h"
+#include "common/check.h"
+#include "common/log.h"
+#include "mover/execute.h"
+
+namespace deputy::client {
+namespace {
+
+namespace control = channel::control;
+using channel::MsgType;
+
+// A post's bytes and an answer's must fit one message with room for the
+// fields around them.
+constexpr uint64_t kMaxPostBytes = control::kMaxControlMessage - 4096;
+// Once a message's first byte is here, the rest follows within this.
+constexpr int64_t kMessageNs = 10'000'000'000;
+
+}  // namespace
+
+dp_status_t RemoteMember::join(Context *ctx, const control::TeamJoin &m, int64_t wait_ns,
+                               control::TeamReady *ready, std::unique_ptr<RemoteMember> *out) {
+    std::unique_ptr<RemoteMember> member(new RemoteMember());
+    DP_CHECK(ctx->open_proxy_link(&member->socket_, &member->relay_, "dp_team_create"));
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    DP_CHECK(control::send_message(member->socket_.get(), MsgType::kTeamJoin, payload, nullptr, 0,
+                                   wait_ns, "dp_team_create"));
+    MsgType type;
+    std::vector<uint8_t> answer;
+    size_t nfds = 0;
+    const dp_status_t s = control::recv_message(member->socket_.get(), control::kMaxControlMessage,
+                                                &type, &answer, nullptr, 0, &nfds, wait_ns,
+                                                "dp_team_create");
+    if (s == DP_ERR_IO)
+        DP_FAIL(DP_ERR_AGENT_LOST, "dp_team_create: team '{}': the agent's team proxy closed the "
+                "link (its max_remote_clients, or the agent stopped)", m.key);
+    DP_CHECK(s);
+    std::string error;
+    if (type != MsgType::kTeamReady ||
+        control::decode(answer.data(), answer.size(), ready, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "dp_team_create: unexpected answer {} {}",
+                channel::msg_type_name(type), error);
+    if (ready->status == DP_OK) {
+        RemoteMember *self = member.get();
+        member->receiver_ = std::thread([self] { self->receive_loop(); });
+    }
+    *out = std::move(member);
+    return DP_OK;
+}
+
+RemoteMember::~RemoteMember() {
+    // Both directions: the relay sends END to the proxy, which leaves the
+    // team; our receiver sees the end and fails what is still in flight.
+    if (socket_) ::shutdown(socket_.get(), SHUT_RDWR);
+    if (receiver_.joinable()) receiver_.join();
+    relay_.reset();
+}
+
+void RemoteMember::finish(Request *r, uint8_t status, uint64_t bytes) {
+    mover::OpResult result;
+    result.status = status;
+    result.bytes = bytes;
+    mover::publish_completion(r->record, result, 0);
+}
+
+dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
+    if (broken_.load(std::memory_order_acquire))
+        DP_FAIL(DP_ERR_AGENT_LOST, "deputy collective: the link to the team's proxy at the "
+                "remote agent is gone");
+    const StagedCollective &st = r.staged;
+    control::ProxyPost m;
+    m.slot = r.slot;
+    std::memcpy(m.post, &post, sizeof(m.post));
+    if (st.active()) {
+        if (st.in_bytes > kMaxPostBytes || st.out_bytes > kMaxPostBytes)
+            DP_FAIL(DP_ERR_TOO_LARGE,
+                    "deputy collective through a remote agent: {} bytes in and {} out for this "
+                    "member (at most {} each way in one operation today)",
+                    st.in_bytes, st.out_bytes, kMaxPostBytes);
+        m.block_base = reinterpret_cast<uint64_t>(st.bounce);
+        m.block_bytes = st.block_bytes;
+        m.in_offset = st.in_offset;
+        const auto *base = static_cast<const uint8_t *>(st.bounce);
+        m.in.assign(base + st.in_offset, base + st.in_offset + st.in_bytes);
+    }
+    if (post.counts_bytes) {
+        const auto *counts = reinterpret_cast<const uint8_t *>(post.counts);
+        m.counts.assign(counts, counts + post.counts_bytes);
+    }
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    const uint64_t bit = uint64_t(1) << r.slot;
+    requests_[r.slot] = &r;
+    in_flight_.fetch_or(bit, std::memory_order_release);
+    dp_status_t s;
+    {
+        std::lock_guard lock(send_mutex_);
+        s = control::send_message(socket_.get(), MsgType::kProxyPost, payload, nullptr, 0,
+                                  -1, "deputy collective");
+    }
+    if (s == DP_OK && !broken_.load(std::memory_order_acquire)) return DP_OK;
+    // The link ended around the send: whoever clears the bit answers for the
+    // request (the receiver publishes member-lost; here, an error).
+    if (in_flight_.fetch_and(~bit, std::memory_order_acq_rel) & bit)
+        DP_FAIL(DP_ERR_AGENT_LOST, "deputy collective: the link to the team's proxy at the "
+                "remote agent ended");
+    return DP_OK;
+}
+
+void RemoteMember::receive_loop() {
+    for (;;) {
+        MsgType type;
+        std::vector<uint8_t> payload;
+        size_t nfds = 0;
+        // The link's end between messages is how it ends cleanly: not logged.
+        if (channel::sock::wait_next_message(socket_.get(), -1, "deputy collective") != DP_OK ||
+            control::recv_message(socket_.get(), control::kMaxControlMessage, &type, &payload,
+                                  nullptr, 0, &nfds, kMessageNs, "deputy collective") != DP_OK)
+            break;
+        control::ProxyDone done;
+        std::string error;
+        if (type != MsgType::kProxyDone ||
+            control::decode(payload.data(), payload.size(), &done, &error) != DP_OK) {
+            DP_LOG_ERROR("deputy collective: the remote agent's team proxy sent {} {}; closing "
+                         "the link", channel::msg_type_name(type), error);
+            break;
+        }
+        const uint64_t bit = uint64_t(1) << done.slot;
+        if (!(in_flight_.load(std::memory_order_acquire) & bit) || done.status == 0) {
+            DP_LOG_ERROR("deputy collective: the remote agent's team proxy answered slot {} "
+                         "(status {}), which has nothing in flight; closing the link",
+                         done.slot, done.status);
+            break;
+        }
+        Request *r = requests_[done.slot];
+        const StagedCollective &st = r->staged;
+        uint64_t end = 0;
+        if (!done.out.empty() &&
+            (!st.active() || __builtin_add_overflow(done.out_offset, done.out.size(), &end) ||
+             end > st.block_bytes)) {
+            DP_LOG_ERROR("deputy collective: the remote agent's team proxy sent {} bytes at {} "
+                         "for a {}-byte block; closing the link",
+                         done.out.size(), done.out_offset, st.block_bytes);
+            break;
+        }
+        if (!done.out.empty())
+            std::memcpy(static_cast<uint8_t *>(st.bounce) + done.out_offset, done.out.data(),
+                        done.out.size());
+        // The bit first: once the record says done, the slot may be posted again.
+        in_flight_.fetch_and(~bit, std::memory_order_acq_rel);
+        finish(r, done.status, done.bytes_completed);
+    }
+    broken_.store(true, std::memory_order_release);
+    uint64_t left = in_flight_.exchange(0, std::memory_order_acq_rel);
+    while (left) {
+        const int slot = std::countr_zero(left);
+        left &= left - 1;
+        finish(requests_[slot], channel::kCollMemberLost, 0);
+    }
+}
+
+}  // namespace deputy::client

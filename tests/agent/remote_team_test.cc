@@ -1,0 +1,332 @@
+// Teams with members that reach their agent over the network (a host's
+// ranks on its DPU's agent): each remote member is stood in for by a team
+// proxy on the agent's host (proxy/team_proxy.h). Every collective of the
+// table bit-exact against the reference with all members remote and with
+// remote and local members mixed; alltoallv; a member's link that ends
+// mid-operation; and a peer holding the key that sends the proxy posts no client
+// would, while a bystander team is served.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "channel/coll_post.h"
+#include "channel/control.h"
+#include "coll_table.h"
+#include "remote_agent.h"
+
+namespace {
+
+using deputy::testing::AgentProcess;
+using deputy::testing::eventually;
+using namespace deputy::testing::remote;
+
+// A team whose member r is remote when remote[r] (DEPUTY_KEY set by the
+// caller), local and staged otherwise; every buffer is plain memory.
+class MixedTeam {
+  public:
+    MixedTeam(const RemoteAgent &agent, std::vector<bool> remote, const std::string &key)
+        : ctx_(remote.size(), nullptr), team_(remote.size(), nullptr) {
+        const int p = int(remote.size());
+        for (int r = 0; r < p; ++r) {
+            dp_config_t config = remote[r] ? agent.config() : agent.agent->config();
+            if (!remote[r]) config.memory_mode = DP_MEMORY_STAGED;
+            EXPECT_EQ(dp_init(&config, &ctx_[r]), DP_OK) << "member " << r;
+        }
+        std::vector<std::thread> joiners;
+        for (int r = 0; r < p; ++r)
+            joiners.emplace_back([&, r] {
+                joined_[r] = dp_team_create_timeout(ctx_[r], key.c_str(), r, p, 10000, &team_[r]);
+            });
+        for (auto &t : joiners) t.join();
+    }
+    ~MixedTeam() {
+        for (dp_team_t *t : team_)
+            if (t) dp_team_destroy(t);
+        for (dp_context_t *c : ctx_)
+            if (c) dp_finalize(c);
+        for (void *p : owned_) free(p);
+    }
+    bool joined() const {
+        for (size_t r = 0; r < team_.size(); ++r)
+            if (joined_[r] != DP_OK) return false;
+        return true;
+    }
+    int size() const { return int(team_.size()); }
+    dp_team_t *operator[](int r) const { return team_[r]; }
+    dp_context_t *context(int r) const { return ctx_[r]; }
+    void leave(int r) {
+        dp_team_destroy(team_[r]);
+        team_[r] = nullptr;
+    }
+    uint8_t *buffer(int, size_t bytes) {
+        void *p = aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64);
+        owned_.push_back(p);
+        return static_cast<uint8_t *>(p);
+    }
+    template <typename Post>
+    std::vector<dp_status_t> run(Post post) {
+        std::vector<dp_request_t *> reqs(team_.size());
+        for (int r = 0; r < size(); ++r) EXPECT_EQ(post(r, &reqs[r]), DP_OK) << "rank " << r;
+        std::vector<dp_status_t> out(reqs.size(), DP_ERR_INTERNAL);
+        for (size_t r = 0; r < reqs.size(); ++r) {
+            if (reqs[r]) out[r] = dp_wait(reqs[r]);
+            dp_request_free(reqs[r]);
+        }
+        return out;
+    }
+
+  private:
+    std::vector<dp_context_t *> ctx_;
+    std::vector<dp_team_t *> team_;
+    dp_status_t joined_[16] = {};
+    std::vector<void *> owned_;
+};
+
+TEST(RemoteTeamTest, EveryCollectiveWithRemoteMembersMatchesTheReference) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    Env key("DEPUTY_KEY", r.key.path());
+    int next_key = 0;
+    const std::vector<std::vector<bool>> layouts = {
+        {true}, {true, true}, {true, false, true}, {false, true, false, true}};
+    for (const std::vector<bool> &layout : layouts) {
+        std::string label = "remote/local";
+        for (bool remote : layout) label += remote ? " R" : " L";
+        MixedTeam team(r, layout, "remote-table-" + std::to_string(next_key++));
+        ASSERT_TRUE(team.joined()) << label;
+        deputy::testing::check_table(team, [&](int m) { return team[m]; }, label);
+    }
+    // One proxy per remote member, and every one gone with its member.
+    EXPECT_EQ(info(*r.agent)["counters"]["team_proxies"], 1 + 2 + 2 + 2) << info(*r.agent).dump();
+    expect_fds_back(*r.agent, idle_fds);
+}
+
+TEST(RemoteTeamTest, AlltoallvAndManyInFlightThroughRemoteMembers) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    MixedTeam team(r, {true, false, true}, "remote-v");
+    ASSERT_TRUE(team.joined());
+    const int p = team.size();
+    // Member m sends (m + 1) * (d + 1) int32s to member d, at displacements
+    // with gaps; what lies between the received blocks stays untouched.
+    std::vector<std::vector<int32_t>> src(p), dst(p);
+    std::vector<std::vector<size_t>> sc(p), sd(p), rc(p), rd(p);
+    for (int m = 0; m < p; ++m) {
+        size_t at = 0;
+        for (int d = 0; d < p; ++d) {
+            sc[m].push_back(size_t((m + 1) * (d + 1)));
+            sd[m].push_back(at);
+            at += sc[m].back() + 3;
+        }
+        src[m].resize(at);
+        for (size_t i = 0; i < at; ++i) src[m][i] = int32_t(m * 100000 + int(i));
+        at = 0;
+        for (int s = 0; s < p; ++s) {
+            rc[m].push_back(size_t((s + 1) * (m + 1)));
+            rd[m].push_back(at + 1);
+            at += rc[m].back() + 2;
+        }
+        dst[m].assign(at + 1, -1);
+    }
+    const auto st = team.run([&](int m, dp_request_t **q) {
+        return dp_ialltoallv(src[m].data(), sc[m].data(), sd[m].data(), dst[m].data(),
+                             rc[m].data(), rd[m].data(), DP_INT32, team[m], q);
+    });
+    for (int m = 0; m < p; ++m) {
+        ASSERT_EQ(st[m], DP_OK) << "member " << m;
+        std::vector<int32_t> want(dst[m].size(), -1);
+        for (int s = 0; s < p; ++s)
+            for (size_t i = 0; i < rc[m][s]; ++i)
+                want[rd[m][s] + i] = src[s][sd[s][m] + i];
+        EXPECT_EQ(dst[m], want) << "member " << m;
+    }
+    // Forty allreduces in flight per member at once, completed in any order
+    // of waiting: each its own bytes.
+    constexpr int kOps = 40;
+    std::vector<std::vector<std::vector<int64_t>>> in(p), out(p);
+    std::vector<std::vector<dp_request_t *>> reqs(p, std::vector<dp_request_t *>(kOps));
+    for (int m = 0; m < p; ++m) {
+        in[m].resize(kOps);
+        out[m].resize(kOps);
+        for (int k = 0; k < kOps; ++k) {
+            in[m][k].assign(size_t(100 + k), int64_t(m * 1000 + k));
+            out[m][k].assign(size_t(100 + k), 0);
+            ASSERT_EQ(dp_iallreduce(in[m][k].data(), out[m][k].data(), in[m][k].size(),
+                                    DP_INT64, DP_SUM, team[m], &reqs[m][k]),
+                      DP_OK);
+        }
+    }
+    for (int m = 0; m < p; ++m)
+        for (int k = kOps - 1; k >= 0; --k) {
+            ASSERT_EQ(dp_wait(reqs[m][k]), DP_OK);
+            dp_request_free(reqs[m][k]);
+            int64_t want = 0;
+            for (int s = 0; s < p; ++s) want += s * 1000 + k;
+            EXPECT_EQ(out[m][k], std::vector<int64_t>(size_t(100 + k), want)) << m << " " << k;
+        }
+}
+
+TEST(RemoteTeamTest, ARemoteMemberThatLeavesFailsItsTeammatesWithinTheBound) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    Env key("DEPUTY_KEY", r.key.path());
+    {
+        MixedTeam team(r, {true, false}, "remote-gone");
+        ASSERT_TRUE(team.joined());
+        // A large allreduce the remote member never posts: the local member
+        // waits on it while the remote one leaves.
+        std::vector<float> a(1 << 16, 1.0f), b(1 << 16, 0.0f);
+        dp_request_t *req = nullptr;
+        ASSERT_EQ(dp_iallreduce(a.data(), b.data(), a.size(), DP_FLOAT32, DP_SUM, team[1], &req),
+                  DP_OK);
+        team.leave(0);
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_EQ(dp_wait(req), DP_ERR_AGENT_LOST);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+        dp_request_free(req);
+        // Teams are still made afterwards, through the same agent.
+        MixedTeam again(r, {true, false}, "remote-after");
+        ASSERT_TRUE(again.joined());
+        std::vector<int32_t> x(1000, 3), y(1000, 0), z(1000, 0);
+        const auto st = again.run([&](int m, dp_request_t **q) {
+            return dp_iallreduce(x.data(), m == 0 ? y.data() : z.data(), x.size(), DP_INT32,
+                                 DP_SUM, again[m], q);
+        });
+        EXPECT_EQ(st, std::vector<dp_status_t>(2, DP_OK));
+        EXPECT_EQ(y, std::vector<int32_t>(1000, 6));
+        EXPECT_EQ(z, y);
+    }
+    expect_fds_back(*r.agent, idle_fds);
+}
+
+}  // namespace
+
+namespace hostile {
+
+namespace ch = deputy::channel;
+namespace control = ch::control;
+
+// A proxy post of `c` on `count` int32s whose block starts at `base`.
+control::ProxyPost proxy_post(uint32_t slot, uint8_t opcode, uint64_t count, uint64_t base,
+                              uint64_t block_bytes, uint64_t src, uint64_t dst) {
+    ch::CollPost p{};
+    p.opcode = opcode;
+    p.dtype = DP_INT32;
+    p.redop = DP_SUM;
+    p.count = count;
+    p.src = src;
+    p.dst = dst;
+    control::ProxyPost m;
+    m.slot = slot;
+    std::memcpy(m.post, &p, sizeof(p));
+    m.block_base = base;
+    m.block_bytes = block_bytes;
+    return m;
+}
+
+// Sends `m` and returns the proxy's answer (status 0xff: none came).
+control::ProxyDone answer_to(ch::Transport &t, const control::ProxyPost &m) {
+    std::vector<uint8_t> payload;
+    control::encode(m, &payload);
+    control::ProxyDone done;
+    done.status = 0xff;
+    if (t.send(ch::MsgType::kProxyPost, payload.data(), payload.size(), 2'000'000'000) != DP_OK)
+        return done;
+    std::vector<uint8_t> answer;
+    std::string error;
+    if (next(t, &answer) != ch::MsgType::kProxyDone ||
+        control::decode(answer.data(), answer.size(), &done, &error) != DP_OK)
+        done.status = 0xff;
+    return done;
+}
+
+}  // namespace hostile
+
+// A peer holding the key speaks to a team proxy by hand: posts whose
+// buffers leave the block they name, an unknown collective, a counts block
+// of the wrong length, a block larger than the proxy's pool. Each is
+// answered with its status and runs nothing; a good post after them is
+// served; a message that is no post ends only that link. A team of remote
+// members is served meanwhile, and the agent gives every fd back.
+TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
+    using namespace hostile;
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    Env key("DEPUTY_KEY", r.key.path());
+    {
+        MixedTeam bystanders(r, {true, true}, "bystanders");
+        ASSERT_TRUE(bystanders.joined());
+        auto t = authenticated(r, control::kMaxControlMessage + ch::secure::kOverhead);
+        ASSERT_NE(t, nullptr);
+        control::Attach hello;
+        hello.purpose = control::Purpose::kTeamProxy;
+        std::vector<uint8_t> payload, answer;
+        control::encode(hello, &payload);
+        ASSERT_EQ(t->send(ch::MsgType::kAttach, payload.data(), payload.size(), 2'000'000'000),
+                  DP_OK);
+        ASSERT_EQ(next(*t, &answer), ch::MsgType::kReply);
+        payload.clear();
+        control::encode(control::TeamJoin{5, "alone", deputy::testing::kTestJobSecret, 0, 1, 5000},
+                        &payload);
+        ASSERT_EQ(t->send(ch::MsgType::kTeamJoin, payload.data(), payload.size(), 2'000'000'000),
+                  DP_OK);
+        ASSERT_EQ(next(*t, &answer), ch::MsgType::kTeamReady);
+        control::TeamReady ready;
+        std::string error;
+        ASSERT_EQ(control::decode(answer.data(), answer.size(), &ready, &error), DP_OK);
+        ASSERT_EQ(ready.status, DP_OK) << ready.reason;
+
+        const uint8_t allreduce = ch::kCollPostBase + uint8_t(deputy::coll::Collective::allreduce);
+        const uint64_t base = 0x10000;
+        // The destination outside the block.
+        EXPECT_EQ(answer_to(*t, proxy_post(1, allreduce, 4, base, 32, base, base + 4096)).status,
+                  DP_COMP_ADDRESS_DENIED);
+        // Buffers that start inside but run past its end.
+        EXPECT_EQ(answer_to(*t, proxy_post(2, allreduce, 1000, base, 64, base, base + 32)).status,
+                  DP_COMP_ADDRESS_DENIED);
+        // No such collective.
+        EXPECT_EQ(answer_to(*t, proxy_post(3, 0xf0, 4, base, 32, base, base + 16)).status,
+                  DP_COMP_INVALID_OPCODE);
+        // alltoallv with a counts block of the wrong length.
+        control::ProxyPost v = proxy_post(
+            4, ch::kCollPostBase + uint8_t(deputy::coll::Collective::alltoallv), 0, base, 64,
+            base, base + 32);
+        v.counts.assign(8, 0);
+        EXPECT_EQ(answer_to(*t, v).status, DP_COMP_INVALID_FIELD);
+        // A block larger than the proxy's whole pool.
+        EXPECT_EQ(answer_to(*t, proxy_post(5, allreduce, 4, base, uint64_t(1) << 40, base,
+                                           base + 16))
+                      .status,
+                  DP_COMP_INVALID_SIZE);
+        // A good one: 4 int32s in place, a team of one gives them back.
+        control::ProxyPost good = proxy_post(6, allreduce, 4, base, 16, base, base);
+        const int32_t values[4] = {1, -2, 3, 1 << 30};
+        good.in.assign(reinterpret_cast<const uint8_t *>(values),
+                       reinterpret_cast<const uint8_t *>(values) + sizeof values);
+        const control::ProxyDone done = answer_to(*t, good);
+        EXPECT_EQ(done.status, DP_COMP_SUCCESS);
+        EXPECT_EQ(done.slot, 6u);
+        EXPECT_EQ(done.out_offset, 0u);
+        EXPECT_EQ(done.out, good.in);
+        // The bystanders' team works throughout.
+        std::vector<int32_t> a(333, 2), b(333, 0), c(333, 0);
+        EXPECT_EQ(bystanders.run([&](int m, dp_request_t **q) {
+            return dp_iallreduce(a.data(), m ? c.data() : b.data(), a.size(), DP_INT32, DP_SUM,
+                                 bystanders[m], q);
+        }),
+                  std::vector<dp_status_t>(2, DP_OK));
+        EXPECT_EQ(b, std::vector<int32_t>(333, 4));
+        EXPECT_EQ(c, b);
+        // Not a post: the link ends.
+        ASSERT_EQ(t->send(ch::MsgType::kStaged, "junk", 4, 2'000'000'000), DP_OK);
+        EXPECT_EQ(next(*t), std::nullopt);
+    }
+    expect_fds_back(*r.agent, idle_fds);
+}
