@@ -97,6 +97,13 @@ DP_API dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr);
  * or in the shared heap the agent maps. */
 DP_API int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes);
 
+/* The memory mode this context works in (DP_MEMORY_DIRECT or
+ * DP_MEMORY_STAGED), as dp_init settled it from the config and
+ * DEPUTY_MEMORY: a context attached to an agent on another host is always
+ * staged. In staged mode any buffer may be passed as it is (the library
+ * copies); nothing needs dp_mem_register. */
+DP_API dp_memory_mode_t dp_memory_mode(dp_context_t *ctx);
+
 /* The mover device the agent hosts, as a dp_mover_t: dp_mover_submit,
  * dp_mover_wait, dp_mover_get_stats and dp_mover_close work as for a local
  * device (wq must be 0: each process has one ring). Close it before

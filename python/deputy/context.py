@@ -70,6 +70,9 @@ class Context:
         # where they are for the context's life, so the answer never changes.
         self._mapped: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
+        # Staged (memory_mode="staged", or an agent on another host): the
+        # library copies every buffer, nothing is registered.
+        self._staged = lib.dp_memory_mode(self.handle) == int(MemoryMode.STAGED)
 
     @property
     def handle(self) -> int:
@@ -109,7 +112,7 @@ class Context:
         to give release() when the operation is done, or None if nothing was
         needed."""
         key = (address, nbytes)
-        if nbytes == 0 or key in self._mapped:
+        if nbytes == 0 or self._staged or key in self._mapped:
             return None
         with self._lock:
             users = self._registered.pop(key, None)

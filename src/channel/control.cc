@@ -335,6 +335,7 @@ void encode(const ProxyPost &m, std::vector<uint8_t> *out) {
     w.u64(m.block_base);
     w.u64(m.block_bytes);
     w.u64(m.in_offset);
+    w.u64(m.in_total);
     w.u64(m.in.size());
     w.bytes(m.in.data(), m.in.size());
     w.u64(m.counts.size());
@@ -356,22 +357,49 @@ static bool read_sized(Reader &r, std::vector<uint8_t> *out, const char *len_fie
     return r.bytes(out->data(), len, field);
 }
 
+// A proxy message's request slot: one of a team member's.
+static bool read_slot(Reader &r, uint32_t *slot) {
+    if (!r.u32(slot, "slot")) return false;
+    if (*slot < DP_TEAM_MAX_OUTSTANDING) return true;
+    *r.error = fmt::format("{}: field 'slot' = {} (0..{})", r.message, *slot,
+                           DP_TEAM_MAX_OUTSTANDING - 1);
+    return false;
+}
+
 dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *error) {
     Reader r{p, n, 0, error, "PROXY_POST"};
-    if (!r.u32(&out->slot, "slot") || !r.bytes(out->post, sizeof(out->post), "post") ||
+    if (!read_slot(r, &out->slot) || !r.bytes(out->post, sizeof(out->post), "post") ||
         !r.u64(&out->block_base, "block_base") || !r.u64(&out->block_bytes, "block_bytes") ||
-        !r.u64(&out->in_offset, "in_offset") || !read_sized(r, &out->in, "in_len", "in") ||
+        !r.u64(&out->in_offset, "in_offset") || !r.u64(&out->in_total, "in_total") ||
+        !read_sized(r, &out->in, "in_len", "in") ||
         !read_sized(r, &out->counts, "counts_len", "counts") || !r.done())
         return DP_ERR_INVALID;
-    if (out->slot >= DP_TEAM_MAX_OUTSTANDING)
-        return invalid(error, fmt::format("PROXY_POST: field 'slot' = {} (0..{})", out->slot,
-                                          DP_TEAM_MAX_OUTSTANDING - 1));
     uint64_t in_end = 0;
-    if (__builtin_add_overflow(out->in_offset, out->in.size(), &in_end) ||
+    if (out->in_total < out->in.size())
+        return invalid(error, fmt::format("PROXY_POST: field 'in_total' = {} (below the {} bytes "
+                                          "that came)",
+                                          out->in_total, out->in.size()));
+    if (__builtin_add_overflow(out->in_offset, out->in_total, &in_end) ||
         in_end > out->block_bytes)
         return invalid(error, fmt::format("PROXY_POST: {} bytes at in_offset {} do not fit "
                                           "block_bytes {}",
-                                          out->in.size(), out->in_offset, out->block_bytes));
+                                          out->in_total, out->in_offset, out->block_bytes));
+    return DP_OK;
+}
+
+void encode(const ProxyData &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(m.slot);
+    w.u64(m.offset);
+    w.u64(m.bytes.size());
+    w.bytes(m.bytes.data(), m.bytes.size());
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, ProxyData *out, std::string *error) {
+    Reader r{p, n, 0, error, "PROXY_DATA"};
+    if (!read_slot(r, &out->slot) || !r.u64(&out->offset, "offset") ||
+        !read_sized(r, &out->bytes, "bytes_len", "bytes") || !r.done())
+        return DP_ERR_INVALID;
     return DP_OK;
 }
 
@@ -387,14 +415,11 @@ void encode(const ProxyDone &m, std::vector<uint8_t> *out) {
 
 dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error) {
     Reader r{p, n, 0, error, "PROXY_DONE"};
-    if (!r.u32(&out->slot, "slot") || !r.u8(&out->status, "status") ||
+    if (!read_slot(r, &out->slot) || !r.u8(&out->status, "status") ||
         !r.u64(&out->bytes_completed, "bytes_completed") ||
         !r.u64(&out->out_offset, "out_offset") || !read_sized(r, &out->out, "out_len", "out") ||
         !r.done())
         return DP_ERR_INVALID;
-    if (out->slot >= DP_TEAM_MAX_OUTSTANDING)
-        return invalid(error, fmt::format("PROXY_DONE: field 'slot' = {} (0..{})", out->slot,
-                                          DP_TEAM_MAX_OUTSTANDING - 1));
     return DP_OK;
 }
 

@@ -125,21 +125,40 @@ struct StagedResult {
 // A remote member's collective, sent to its team proxy: the post as it
 // would go into a ring, whose src, dst and counts are addresses in the
 // member's own staged bounce block and pool, with the bytes the proxy
-// needs: the block's source part (`in`, at in_offset in the block) and a
-// vector collective's counts block. The proxy lays out a block of its own
-// of block_bytes and moves every address of the post into it.
+// needs: the block's source part (in_total bytes at in_offset in the
+// block) and a vector collective's counts block. The proxy lays out a
+// block of its own of block_bytes and moves every address of the post
+// into it. `in` holds the first of the source bytes; the rest follow at
+// once, in order, in PROXY_DATA messages (at most kProxyChunkBytes each).
 struct ProxyPost {
     uint32_t slot = 0;  // the member's request slot: its PROXY_DONE names it
     uint8_t post[64] = {};  // a channel::CollPost (coll_post.h), as in a ring slot
     uint64_t block_base = 0;   // the member's bounce block; 0: none (nothing moves)
     uint64_t block_bytes = 0;
     uint64_t in_offset = 0;
+    uint64_t in_total = 0;     // >= in.size(); in_offset + in_total <= block_bytes
     std::vector<uint8_t> in;
     std::vector<uint8_t> counts;  // empty unless the collective is a vector one
 };
 
+// The bytes of one message of a collective's source or result: more than
+// one message carries at most this many (a relay's message is at most
+// kMaxControlMessage, and smaller pieces let the two ends' ciphers work
+// on different pieces at once).
+inline constexpr uint64_t kProxyChunkBytes = 1 << 20;
+
+// More of a PROXY_POST's source bytes (member to proxy, right after it) or
+// of a result (proxy to member, right before its PROXY_DONE): `bytes` at
+// `offset` in the slot's block.
+struct ProxyData {
+    uint32_t slot = 0;
+    uint64_t offset = 0;
+    std::vector<uint8_t> bytes;
+};
+
 // The proxy's answer: the record's status and bytes_completed, and the
-// block's destination part (`out`, at out_offset in the member's block).
+// last of the block's destination part (`out`, at out_offset in the
+// member's block; the rest came before it in PROXY_DATA messages).
 struct ProxyDone {
     uint32_t slot = 0;
     uint8_t status = 0;  // a completion record's status (DP_COMP_*, channel::kColl*)
@@ -216,6 +235,7 @@ void encode_team_leave(uint32_t team_id, std::vector<uint8_t> *out);
 void encode_team_views(uint64_t join_id, std::vector<uint8_t> *out);
 void encode(const ProxyPost &m, std::vector<uint8_t> *out);
 void encode(const ProxyDone &m, std::vector<uint8_t> *out);
+void encode(const ProxyData &m, std::vector<uint8_t> *out);
 
 // Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
 // *error naming the field. Nothing is logged here: the caller decides
@@ -234,6 +254,7 @@ dp_status_t decode_team_leave(const uint8_t *p, size_t n, uint32_t *team_id, std
 dp_status_t decode_team_views(const uint8_t *p, size_t n, uint64_t *join_id, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, ProxyData *out, std::string *error);
 
 // One framed message on a raw Unix stream socket, fds attached to its first
 // byte. Bounded by timeout_ns (<0: forever).

@@ -64,6 +64,7 @@ enum class MsgType : uint8_t {
     kTeamViews = 22,    // agent -> client: more of a TEAM_READY's fds; payload: u64 join id
     kProxyPost = 23,    // remote member -> its team proxy: a collective and its bytes (control.h)
     kProxyDone = 24,    // team proxy -> remote member: the collective's status and result bytes
+    kProxyData = 25,    // either way: more of a PROXY_POST's or PROXY_DONE's bytes
     kCount              // number of values; keep last
 };
 

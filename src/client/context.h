@@ -88,7 +88,10 @@ inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
 // dp_malloc's pool with a remote agent, unless dp_config_t.pool_bytes says.
-inline constexpr uint64_t kRemotePoolBytes = 64ull << 20;
+// It also holds the staged bounce blocks of every collective in flight (a
+// 64 MiB allreduce needs 128 MiB), and the team proxy mirrors it on the
+// agent's host; both are lazy: pages are committed only where used.
+inline constexpr uint64_t kRemotePoolBytes = 256ull << 20;
 
 class Context {
   public:

@@ -75,6 +75,10 @@ extern "C" dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr) {
     return ctx->impl->simple_request(MsgType::kDeregister, payload, "dp_mem_deregister");
 }
 
+extern "C" dp_memory_mode_t dp_memory_mode(dp_context_t *ctx) {
+    return ctx ? ctx->impl->options().memory_mode : DP_MEMORY_DIRECT;
+}
+
 extern "C" int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes) {
     return ctx != nullptr && ctx->impl->mapped(addr, bytes) ? 1 : 0;
 }

@@ -19,9 +19,6 @@ namespace {
 namespace control = channel::control;
 using channel::MsgType;
 
-// A post's bytes and an answer's must fit one message with room for the
-// fields around them.
-constexpr uint64_t kMaxPostBytes = control::kMaxControlMessage - 4096;
 // Once a message's first byte is here, the rest follows within this.
 constexpr int64_t kMessageNs = 10'000'000'000;
 
@@ -81,32 +78,39 @@ dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
     control::ProxyPost m;
     m.slot = r.slot;
     std::memcpy(m.post, &post, sizeof(m.post));
+    const auto *in = static_cast<const uint8_t *>(st.bounce) + st.in_offset;
     if (st.active()) {
-        if (st.in_bytes > kMaxPostBytes || st.out_bytes > kMaxPostBytes)
-            DP_FAIL(DP_ERR_TOO_LARGE,
-                    "deputy collective through a remote agent: {} bytes in and {} out for this "
-                    "member (at most {} each way in one operation today)",
-                    st.in_bytes, st.out_bytes, kMaxPostBytes);
         m.block_base = reinterpret_cast<uint64_t>(st.bounce);
         m.block_bytes = st.block_bytes;
         m.in_offset = st.in_offset;
-        const auto *base = static_cast<const uint8_t *>(st.bounce);
-        m.in.assign(base + st.in_offset, base + st.in_offset + st.in_bytes);
+        m.in_total = st.in_bytes;
+        m.in.assign(in, in + std::min<uint64_t>(st.in_bytes, control::kProxyChunkBytes));
     }
     if (post.counts_bytes) {
         const auto *counts = reinterpret_cast<const uint8_t *>(post.counts);
         m.counts.assign(counts, counts + post.counts_bytes);
     }
-    std::vector<uint8_t> payload;
-    control::encode(m, &payload);
     const uint64_t bit = uint64_t(1) << r.slot;
     requests_[r.slot] = &r;
     in_flight_.fetch_or(bit, std::memory_order_release);
     dp_status_t s;
     {
+        // The post and the rest of its bytes go out together: the proxy
+        // reads them as one.
         std::lock_guard lock(send_mutex_);
-        s = control::send_message(socket_.get(), MsgType::kProxyPost, payload, nullptr, 0,
-                                  -1, "deputy collective");
+        std::vector<uint8_t> payload;
+        control::encode(m, &payload);
+        s = control::send_message(socket_.get(), MsgType::kProxyPost, payload, nullptr, 0, -1,
+                                  "deputy collective");
+        for (uint64_t at = m.in.size(); s == DP_OK && at < m.in_total;
+             at += control::kProxyChunkBytes) {
+            const uint64_t len = std::min<uint64_t>(m.in_total - at, control::kProxyChunkBytes);
+            control::ProxyData d{r.slot, m.in_offset + at, {in + at, in + at + len}};
+            payload.clear();
+            control::encode(d, &payload);
+            s = control::send_message(socket_.get(), MsgType::kProxyData, payload, nullptr, 0,
+                                      -1, "deputy collective");
+        }
     }
     if (s == DP_OK && !broken_.load(std::memory_order_acquire)) return DP_OK;
     // The link ended around the send: whoever clears the bit answers for the
@@ -115,6 +119,27 @@ dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
         DP_FAIL(DP_ERR_AGENT_LOST, "deputy collective: the link to the team's proxy at the "
                 "remote agent ended");
     return DP_OK;
+}
+
+bool RemoteMember::place(uint32_t slot, uint64_t offset, const std::vector<uint8_t> &bytes) {
+    if (!(in_flight_.load(std::memory_order_acquire) & (uint64_t(1) << slot))) {
+        DP_LOG_ERROR("deputy collective: the remote agent's team proxy answered slot {}, which "
+                     "has nothing in flight; closing the link",
+                     slot);
+        return false;
+    }
+    if (bytes.empty()) return true;
+    const StagedCollective &st = requests_[slot]->staged;
+    uint64_t end = 0;
+    if (!st.active() || __builtin_add_overflow(offset, bytes.size(), &end) ||
+        end > st.block_bytes) {
+        DP_LOG_ERROR("deputy collective: the remote agent's team proxy sent {} bytes at {} for "
+                     "a {}-byte block; closing the link",
+                     bytes.size(), offset, st.block_bytes);
+        return false;
+    }
+    std::memcpy(static_cast<uint8_t *>(st.bounce) + offset, bytes.data(), bytes.size());
+    return true;
 }
 
 void RemoteMember::receive_loop() {
@@ -127,38 +152,34 @@ void RemoteMember::receive_loop() {
             control::recv_message(socket_.get(), control::kMaxControlMessage, &type, &payload,
                                   nullptr, 0, &nfds, kMessageNs, "deputy collective") != DP_OK)
             break;
-        control::ProxyDone done;
         std::string error;
+        if (type == MsgType::kProxyData) {
+            control::ProxyData d;
+            if (control::decode(payload.data(), payload.size(), &d, &error) != DP_OK ||
+                !place(d.slot, d.offset, d.bytes)) {
+                if (!error.empty())
+                    DP_LOG_ERROR("deputy collective: the remote agent's team proxy: {}; closing "
+                                 "the link", error);
+                break;
+            }
+            continue;
+        }
+        control::ProxyDone done;
         if (type != MsgType::kProxyDone ||
             control::decode(payload.data(), payload.size(), &done, &error) != DP_OK) {
             DP_LOG_ERROR("deputy collective: the remote agent's team proxy sent {} {}; closing "
                          "the link", channel::msg_type_name(type), error);
             break;
         }
-        const uint64_t bit = uint64_t(1) << done.slot;
-        if (!(in_flight_.load(std::memory_order_acquire) & bit) || done.status == 0) {
+        if (done.status == 0) {
             DP_LOG_ERROR("deputy collective: the remote agent's team proxy answered slot {} "
-                         "(status {}), which has nothing in flight; closing the link",
-                         done.slot, done.status);
+                         "with status 0; closing the link", done.slot);
             break;
         }
-        Request *r = requests_[done.slot];
-        const StagedCollective &st = r->staged;
-        uint64_t end = 0;
-        if (!done.out.empty() &&
-            (!st.active() || __builtin_add_overflow(done.out_offset, done.out.size(), &end) ||
-             end > st.block_bytes)) {
-            DP_LOG_ERROR("deputy collective: the remote agent's team proxy sent {} bytes at {} "
-                         "for a {}-byte block; closing the link",
-                         done.out.size(), done.out_offset, st.block_bytes);
-            break;
-        }
-        if (!done.out.empty())
-            std::memcpy(static_cast<uint8_t *>(st.bounce) + done.out_offset, done.out.data(),
-                        done.out.size());
+        if (!place(done.slot, done.out_offset, done.out)) break;
         // The bit first: once the record says done, the slot may be posted again.
-        in_flight_.fetch_and(~bit, std::memory_order_acq_rel);
-        finish(r, done.status, done.bytes_completed);
+        in_flight_.fetch_and(~(uint64_t(1) << done.slot), std::memory_order_acq_rel);
+        finish(requests_[done.slot], done.status, done.bytes_completed);
     }
     broken_.store(true, std::memory_order_release);
     uint64_t left = in_flight_.exchange(0, std::memory_order_acq_rel);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "channel/coll_post.h"
 #include "channel/control.h"
@@ -42,6 +43,9 @@ class RemoteMember {
   private:
     RemoteMember() = default;
     void receive_loop();
+    // Writes `bytes` at `offset` of the slot's bounce block; false (and
+    // says why) when the slot has nothing in flight or they do not fit.
+    bool place(uint32_t slot, uint64_t offset, const std::vector<uint8_t> &bytes);
     // Publishes a record's status (and wakes its waiter).
     static void finish(Request *r, uint8_t status, uint64_t bytes);
 

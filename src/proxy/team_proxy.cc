@@ -1,6 +1,7 @@
 #include "proxy/team_proxy.h"
 
 #include <deputy/coll.h>
+#include <fmt/format.h>
 
 #include <condition_variable>
 #include <cstring>
@@ -31,6 +32,17 @@ constexpr uint64_t kDrainNs = 2'000'000'000;
 // The proxy's pool holds a copy of every block the member has in flight,
 // which all fit in the member's own pool (client/context.h).
 constexpr uint64_t kProxyPoolBytes = client::kRemotePoolBytes + (1ull << 20);
+
+// A post whose source bytes are coming in (PROXY_POST, then PROXY_DATA).
+struct Pending {
+    control::ProxyPost post;  // its `in` already copied out
+    channel::CollPost head{};
+    coll::Collective collective = coll::Collective::barrier;
+    std::vector<size_t> arrays;  // vector collectives: the four arrays
+    void *block = nullptr;       // nullptr: nothing pending (or nothing to move)
+    uint64_t src_off = 0, dst_off = 0, out_len = 0;
+    uint64_t received = 0;       // source bytes in so far
+};
 
 // One collective in flight: the proxy's request and block, and where the
 // result goes back in the member's block.
@@ -154,15 +166,27 @@ class Proxy {
         MsgType type;
         std::vector<uint8_t> payload;
         while (receive(&type, &payload)) {
-            control::ProxyPost m;
             std::string error;
-            if (type != MsgType::kProxyPost ||
+            // A post whose source bytes are still coming takes only them.
+            if (pending_.block != nullptr && type == MsgType::kProxyData) {
+                control::ProxyData d;
+                if (control::decode(payload.data(), payload.size(), &d, &error) != DP_OK ||
+                    !more(d, &error)) {
+                    DP_LOG_WARN("team proxy for {}: {}: closing", options_.peer, error);
+                    return;
+                }
+                if (pending_.received == pending_.post.in_total && !launch()) return;
+                continue;
+            }
+            control::ProxyPost m;
+            if (pending_.block != nullptr || type != MsgType::kProxyPost ||
                 control::decode(payload.data(), payload.size(), &m, &error) != DP_OK) {
-                DP_LOG_WARN("team proxy for {}: {} {}: closing", options_.peer,
-                            channel::msg_type_name(type), error);
+                DP_LOG_WARN("team proxy for {}: {} {}{}: closing", options_.peer,
+                            channel::msg_type_name(type), error,
+                            pending_.block ? " (PROXY_DATA expected)" : "");
                 return;
             }
-            if (!post(m)) return;
+            if (!begin(std::move(m))) return;
         }
     }
 
@@ -183,7 +207,9 @@ class Proxy {
         return send(MsgType::kProxyDone, out);
     }
 
-    bool post(const control::ProxyPost &m) {
+    // A PROXY_POST: checked, its block laid out and its first bytes in;
+    // posted now, or once the rest of its bytes came (more()).
+    bool begin(control::ProxyPost m) {
         channel::CollPost p;
         static_assert(sizeof(p) == sizeof(m.post));
         std::memcpy(&p, m.post, sizeof(p));
@@ -194,8 +220,8 @@ class Proxy {
         const uint64_t elem =
             *c == coll::Collective::barrier ? 1 : dp_dtype_size(dp_dtype_t(p.dtype));
         // The bytes the collective reads at src and writes at dst.
-        uint64_t in_len = 0, out_len = 0;
-        std::vector<size_t> arrays;  // vector collectives: the four arrays
+        Pending next;
+        uint64_t in_len = 0;
         if (coll::is_vector(*c)) {
             if (m.counts.size() != coll::vector_counts_bytes(size_))
                 return refuse(m.slot, DP_COMP_INVALID_FIELD, "counts block of the wrong length");
@@ -205,12 +231,12 @@ class Proxy {
                                            channel::kMaxCollBytes, &v, &why) != DP_OK)
                 return refuse(m.slot, DP_COMP_INVALID_FIELD, why);
             for (const coll::VectorBlock &b : v.send) in_len = std::max(in_len, b.end());
-            for (const coll::VectorBlock &b : v.recv) out_len = std::max(out_len, b.end());
-            arrays.resize(size_t(coll::kVectorArrays) * size_);
-            for (size_t i = 0; i < arrays.size(); ++i) {
+            for (const coll::VectorBlock &b : v.recv) next.out_len = std::max(next.out_len, b.end());
+            next.arrays.resize(size_t(coll::kVectorArrays) * size_);
+            for (size_t i = 0; i < next.arrays.size(); ++i) {
                 uint64_t value;
                 std::memcpy(&value, m.counts.data() + i * sizeof(value), sizeof(value));
-                arrays[i] = size_t(value);
+                next.arrays[i] = size_t(value);
             }
         } else if (*c != coll::Collective::barrier) {
             if (p.root >= size_ && coll::rooted(*c))
@@ -218,43 +244,79 @@ class Proxy {
             const coll::MemberBytes need =
                 coll::member_bytes(*c, p.count, elem, size_, rank_, p.root);
             in_len = need.source;
-            out_len = need.destination;
-            if (*c == coll::Collective::bcast) in_len = out_len = std::max(in_len, out_len);
+            next.out_len = need.destination;
+            if (*c == coll::Collective::bcast) in_len = next.out_len = std::max(in_len, next.out_len);
         }
-        void *block = nullptr;
-        uint64_t src_off = 0, dst_off = 0;
-        if (in_len || out_len) {
-            if (!inside(p.src, in_len, m, &src_off) || !inside(p.dst, out_len, m, &dst_off))
+        if (in_len || next.out_len) {
+            if (!inside(p.src, in_len, m, &next.src_off) ||
+                !inside(p.dst, next.out_len, m, &next.dst_off))
                 return refuse(m.slot, DP_COMP_ADDRESS_DENIED,
                               "buffers outside the bounce block the post names");
-            block = context_->pool().allocate(m.block_bytes);
-            if (!block)
+            next.block = context_->pool().allocate(m.block_bytes);
+            if (!next.block)
                 return refuse(m.slot, DP_COMP_INVALID_SIZE, "no room in the proxy's pool");
             if (!m.in.empty())
-                std::memcpy(static_cast<uint8_t *>(block) + m.in_offset, m.in.data(), m.in.size());
+                std::memcpy(static_cast<uint8_t *>(next.block) + m.in_offset, m.in.data(),
+                            m.in.size());
+        } else if (m.in_total != 0) {
+            return refuse(m.slot, DP_COMP_INVALID_FIELD, "source bytes for a post that reads none");
         }
-        auto *base = static_cast<uint8_t *>(block);
-        void *src = block ? base + src_off : nullptr;
-        void *dst = block ? base + dst_off : nullptr;
+        next.collective = *c;
+        next.head = p;
+        next.received = m.in.size();
+        m.in.clear();
+        next.post = std::move(m);
+        pending_ = std::move(next);
+        if (pending_.received < pending_.post.in_total) return true;  // more() brings the rest
+        return launch();
+    }
+
+    // The next piece of the pending post's source bytes: in order, in its
+    // source range, no more than it announced.
+    bool more(const control::ProxyData &d, std::string *error) {
+        const control::ProxyPost &m = pending_.post;
+        const uint64_t at = m.in_offset + pending_.received;
+        if (d.slot != m.slot || d.offset != at ||
+            d.bytes.size() > m.in_total - pending_.received) {
+            *error = fmt::format("PROXY_DATA for slot {} at {} ({} bytes): slot {} expects at {} "
+                                 "at most {}",
+                                 d.slot, d.offset, d.bytes.size(), m.slot, at,
+                                 m.in_total - pending_.received);
+            return false;
+        }
+        std::memcpy(static_cast<uint8_t *>(pending_.block) + at, d.bytes.data(), d.bytes.size());
+        pending_.received += d.bytes.size();
+        return true;
+    }
+
+    // Posts the pending collective on the team.
+    bool launch() {
+        Pending f = std::move(pending_);
+        pending_ = Pending{};
+        const channel::CollPost &p = f.head;
+        auto *base = static_cast<uint8_t *>(f.block);
+        void *src = f.block ? base + f.src_off : nullptr;
+        void *dst = f.block ? base + f.dst_off : nullptr;
         client::Request *r = nullptr;
         dp_status_t s;
-        if (coll::is_vector(*c)) {
-            const size_t *a = arrays.data();
-            s = team_->post_vector(*c, src, a, a + size_, dst, a + 2 * size_, a + 3 * size_,
-                                   dp_dtype_t(p.dtype), dp_op_t(p.redop), p.root, &r);
+        if (coll::is_vector(f.collective)) {
+            const size_t *a = f.arrays.data();
+            s = team_->post_vector(f.collective, src, a, a + size_, dst, a + 2 * size_,
+                                   a + 3 * size_, dp_dtype_t(p.dtype), dp_op_t(p.redop), p.root,
+                                   &r);
         } else {
-            s = team_->post(*c, src, dst, p.count, dp_dtype_t(p.dtype), dp_op_t(p.redop), p.root,
-                            &r);
+            s = team_->post(f.collective, src, dst, p.count, dp_dtype_t(p.dtype),
+                            dp_op_t(p.redop), p.root, &r);
         }
         if (s != DP_OK) {
-            if (block) context_->pool().release(block);
-            return refuse(m.slot, s == DP_ERR_TOO_LARGE ? DP_COMP_INVALID_SIZE
-                                                        : DP_COMP_INVALID_FIELD,
+            if (f.block) context_->pool().release(f.block);
+            return refuse(f.post.slot, s == DP_ERR_TOO_LARGE ? DP_COMP_INVALID_SIZE
+                                                             : DP_COMP_INVALID_FIELD,
                           std::string("posting it: ") + dp_status_name(s));
         }
         {
             std::lock_guard lock(mutex_);
-            in_flight_.push_back({r, block, m.slot, dst_off, block ? out_len : 0});
+            in_flight_.push_back({r, f.block, f.post.slot, f.dst_off, f.block ? f.out_len : 0});
         }
         wake_.notify_one();
         return true;
@@ -285,9 +347,19 @@ class Proxy {
                 done.status = __atomic_load_n(&rec.status, __ATOMIC_ACQUIRE);
                 done.bytes_completed = rec.bytes_completed;
                 if (done.status == DP_COMP_SUCCESS && f.out_bytes) {
+                    // All but the last piece first, then the last with the status.
                     const auto *out = static_cast<const uint8_t *>(f.block) + f.out_offset;
-                    done.out.assign(out, out + f.out_bytes);
-                    done.out_offset = f.out_offset;
+                    uint64_t at = 0;
+                    for (; f.out_bytes - at > control::kProxyChunkBytes;
+                         at += control::kProxyChunkBytes) {
+                        control::ProxyData d{f.slot, f.out_offset + at,
+                                             {out + at, out + at + control::kProxyChunkBytes}};
+                        std::vector<uint8_t> piece;
+                        control::encode(d, &piece);
+                        send(MsgType::kProxyData, piece);
+                    }
+                    done.out.assign(out + at, out + f.out_bytes);
+                    done.out_offset = f.out_offset + at;
                 }
             } else {
                 done.status = channel::kCollMemberLost;
@@ -326,6 +398,7 @@ class Proxy {
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<InFlight> in_flight_;  // under mutex_
+    Pending pending_;                 // the reading thread's
     bool reading_ = true;             // under mutex_
     std::atomic<uint64_t> drain_until_{0};  // set when reading ends
 };

@@ -7,6 +7,7 @@
 // would, while a bystander team is served.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -33,6 +34,7 @@ class MixedTeam {
         for (int r = 0; r < p; ++r) {
             dp_config_t config = remote[r] ? agent.config() : agent.agent->config();
             if (!remote[r]) config.memory_mode = DP_MEMORY_STAGED;
+            config.pool_bytes = 48 << 20;  // bounce room for the large cases
             EXPECT_EQ(dp_init(&config, &ctx_[r]), DP_OK) << "member " << r;
         }
         std::vector<std::thread> joiners;
@@ -171,6 +173,46 @@ TEST(RemoteTeamTest, AlltoallvAndManyInFlightThroughRemoteMembers) {
         }
 }
 
+// Sources and results of more than one message (1 MiB) travel in pieces
+// both ways: an allreduce of 9 MiB + 12 bytes, an allgather whose result is
+// three times its source, each bit-exact.
+TEST(RemoteTeamTest, LargeCollectivesTravelInPieces) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    MixedTeam team(r, {true, false, true}, "remote-large");
+    ASSERT_TRUE(team.joined());
+    const int p = team.size();
+    const size_t n = 9 * (size_t(1) << 18) + 3;  // int32s
+    std::vector<std::vector<int32_t>> in(p), out(p);
+    for (int m = 0; m < p; ++m) {
+        in[m].resize(n);
+        for (size_t i = 0; i < n; ++i) in[m][i] = int32_t(i * 7 + size_t(m) * 1000003);
+        out[m].assign(n, 0);
+    }
+    auto st = team.run([&](int m, dp_request_t **q) {
+        return dp_iallreduce(in[m].data(), out[m].data(), n, DP_INT32, DP_SUM, team[m], q);
+    });
+    ASSERT_EQ(st, std::vector<dp_status_t>(size_t(p), DP_OK));
+    for (int m = 0; m < p; ++m) {
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; ++i)
+            wrong += out[m][i] != int32_t(3 * (i * 7) + 3000009);
+        EXPECT_EQ(wrong, 0u) << "member " << m;
+    }
+    const size_t g = (size_t(3) << 18) + 1;  // 3 MiB + 4 bytes from each
+    std::vector<std::vector<int32_t>> gathered(p, std::vector<int32_t>(g * size_t(p), -1));
+    st = team.run([&](int m, dp_request_t **q) {
+        return dp_iallgather(in[m].data(), gathered[m].data(), g, DP_INT32, team[m], q);
+    });
+    ASSERT_EQ(st, std::vector<dp_status_t>(size_t(p), DP_OK));
+    for (int m = 0; m < p; ++m)
+        for (int s = 0; s < p; ++s)
+            EXPECT_TRUE(std::equal(in[s].begin(), in[s].begin() + long(g),
+                                   gathered[m].begin() + long(g * size_t(s))))
+                << "member " << m << " block " << s;
+}
+
 TEST(RemoteTeamTest, ARemoteMemberThatLeavesFailsItsTeammatesWithinTheBound) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
@@ -252,7 +294,7 @@ control::ProxyDone answer_to(ch::Transport &t, const control::ProxyPost &m) {
 // buffers leave the block they name, an unknown collective, a counts block
 // of the wrong length, a block larger than the proxy's pool. Each is
 // answered with its status and runs nothing; a good post after them is
-// served; a message that is no post ends only that link. A team of remote
+// served; a piece of a source out of order ends only that link. A team of remote
 // members is served meanwhile, and the agent gives every fd back.
 TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
     using namespace hostile;
@@ -310,6 +352,7 @@ TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
         const int32_t values[4] = {1, -2, 3, 1 << 30};
         good.in.assign(reinterpret_cast<const uint8_t *>(values),
                        reinterpret_cast<const uint8_t *>(values) + sizeof values);
+        good.in_total = good.in.size();
         const control::ProxyDone done = answer_to(*t, good);
         EXPECT_EQ(done.status, DP_COMP_SUCCESS);
         EXPECT_EQ(done.slot, 6u);
@@ -324,8 +367,19 @@ TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
                   std::vector<dp_status_t>(2, DP_OK));
         EXPECT_EQ(b, std::vector<int32_t>(333, 4));
         EXPECT_EQ(c, b);
-        // Not a post: the link ends.
-        ASSERT_EQ(t->send(ch::MsgType::kStaged, "junk", 4, 2'000'000'000), DP_OK);
+        // A post whose source comes in pieces, then a piece out of order:
+        // the link ends (nothing was posted).
+        control::ProxyPost split = proxy_post(7, allreduce, 8, base, 32, base, base);
+        split.in_total = 32;
+        split.in.assign(16, 1);
+        payload.clear();
+        control::encode(split, &payload);
+        ASSERT_EQ(t->send(ch::MsgType::kProxyPost, payload.data(), payload.size(), 2'000'000'000),
+                  DP_OK);
+        payload.clear();
+        control::encode(control::ProxyData{7, 24, std::vector<uint8_t>(8, 2)}, &payload);
+        ASSERT_EQ(t->send(ch::MsgType::kProxyData, payload.data(), payload.size(), 2'000'000'000),
+                  DP_OK);
         EXPECT_EQ(next(*t), std::nullopt);
     }
     expect_fds_back(*r.agent, idle_fds);

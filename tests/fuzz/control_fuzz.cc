@@ -121,7 +121,11 @@ bool same(const TeamViews &a, const TeamViews &b) { return a.join_id == b.join_i
 bool same(const ProxyPost &a, const ProxyPost &b) {
     return a.slot == b.slot && std::memcmp(a.post, b.post, sizeof(a.post)) == 0 &&
            a.block_base == b.block_base && a.block_bytes == b.block_bytes &&
-           a.in_offset == b.in_offset && a.in == b.in && a.counts == b.counts;
+           a.in_offset == b.in_offset && a.in_total == b.in_total && a.in == b.in &&
+           a.counts == b.counts;
+}
+bool same(const ProxyData &a, const ProxyData &b) {
+    return a.slot == b.slot && a.offset == b.offset && a.bytes == b.bytes;
 }
 bool same(const ProxyDone &a, const ProxyDone &b) {
     return a.slot == b.slot && a.status == b.status && a.bytes_completed == b.bytes_completed &&
@@ -172,9 +176,14 @@ ProxyPost dirty<ProxyPost>() {
     m.block_base = 0x1000;
     m.block_bytes = 1 << 20;
     m.in_offset = 64;
+    m.in_total = 400;
     m.in.assign(300, 0x11);
     m.counts.assign(72, 0x22);
     return m;
+}
+template <>
+ProxyData dirty<ProxyData>() {
+    return ProxyData{9, 4096, std::vector<uint8_t>(700, 0x44)};
 }
 template <>
 ProxyDone dirty<ProxyDone>() {
@@ -280,7 +289,7 @@ constexpr MsgType kDecoded[] = {
     MsgType::kDeregister, MsgType::kReply,    MsgType::kStaged,
     MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
     MsgType::kTeamLeave, MsgType::kHeapShare, MsgType::kTeamViews,
-    MsgType::kProxyPost, MsgType::kProxyDone,
+    MsgType::kProxyPost, MsgType::kProxyDone, MsgType::kProxyData,
 };
 
 MsgType pick(uint8_t b) {
@@ -368,8 +377,11 @@ int write_corpus(const char *dir) {
     proxy_post.post[0] = 0x80;
     proxy_post.block_base = 0x7f0000010000;
     proxy_post.block_bytes = 4096;
+    proxy_post.in_total = 2048;
     proxy_post.in.assign(1024, 0x5c);
     inputs.push_back({"proxy-post", seed(MsgType::kProxyPost, proxy_post)});
+    inputs.push_back({"proxy-data", seed(MsgType::kProxyData,
+                                         ProxyData{3, 1024, std::vector<uint8_t>(1024, 0x5d)})});
     inputs.push_back({"proxy-done", seed(MsgType::kProxyDone,
                                          ProxyDone{3, 0, 1024, 2048,
                                                    std::vector<uint8_t>(1024, 0x6d)})});
@@ -433,6 +445,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kTeamViews: round_trip<TeamViews>(p, n, "TEAM_VIEWS"); break;
         case MsgType::kProxyPost: round_trip<ProxyPost>(p, n, "PROXY_POST"); break;
         case MsgType::kProxyDone: round_trip<ProxyDone>(p, n, "PROXY_DONE"); break;
+        case MsgType::kProxyData: round_trip<ProxyData>(p, n, "PROXY_DATA"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

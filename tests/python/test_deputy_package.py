@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,45 @@ def run_team(sock: str, size: int, case: str, timeout: float = 60) -> list:
 @pytest.mark.parametrize("case", ["reductions", "moves", "p2p"])
 def test_collectives_match_numpy_across_processes(agent, size, case):
     results = run_team(agent, size, case)
+    assert all(status == "ok" for status, _ in results), results
+
+
+@pytest.fixture(scope="module")
+def remote_agent():
+    """A private agent that also listens on 127.0.0.1 with a fresh key (an
+    agent on "another host", docs/agent.md): its tcp:// address and key."""
+    binary = os.environ.get("DEPUTY_BIN")
+    if not binary:
+        pytest.skip("DEPUTY_BIN (build/tools/deputy) not set")
+    d = Path(tempfile.mkdtemp(prefix="deputy-py-remote-"))
+    key = d / "k"
+    subprocess.run([binary, "bench", "channel", "--keygen", str(key)], check=True,
+                   capture_output=True, timeout=30)
+    with socket.socket() as probe:  # a port nobody listens on now
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    subprocess.run([binary, "agent", "--daemon", "--socket", str(d / "a.sock"), "--log-file",
+                    str(d / "agent.log"), "--listen", address, "--key", str(key)],
+                   check=True, capture_output=True, timeout=30)
+    pid = int((d / "agent.pid").read_text().split()[0])
+    yield address, str(key)
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.05)
+    except ProcessLookupError:
+        pass
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("case", ["reductions", "moves"])
+def test_collectives_through_a_remote_agent_match_numpy(remote_agent, case, monkeypatch):
+    """Members that reach their agent over TCP (the secure session): numpy
+    arrays travel staged, the teams are served by team proxies."""
+    address, key = remote_agent
+    monkeypatch.setenv("DEPUTY_KEY", key)  # (the spawned members inherit it)
+    results = run_team(address, 2, case)
     assert all(status == "ok" for status, _ in results), results
 
 

@@ -89,6 +89,9 @@ bool DeputySession::probe(const World &world, Memory memory, void *send, void *r
 }
 
 nlohmann::json DeputySession::agent_info() const {
+    // An agent on another host (tcp://) answers no info request over the
+    // network: its placement and counters are unknown here.
+    if (agent_address_.rfind("tcp://", 0) == 0) return {};
     std::string text, error;
     const char *token = std::getenv("DEPUTY_TOKEN");
     if (channel::request_agent_info(agent_address_, token ? token : "", 1'000'000'000, &text,
