@@ -360,9 +360,8 @@ static bool read_sized(Reader &r, std::vector<uint8_t> *out, const char *len_fie
 // A proxy message's request slot: one of a team member's.
 static bool read_slot(Reader &r, uint32_t *slot) {
     if (!r.u32(slot, "slot")) return false;
-    if (*slot < DP_TEAM_MAX_OUTSTANDING) return true;
-    *r.error = fmt::format("{}: field 'slot' = {} (0..{})", r.message, *slot,
-                           DP_TEAM_MAX_OUTSTANDING - 1);
+    if (*slot < kProxySlots) return true;
+    *r.error = fmt::format("{}: field 'slot' = {} (0..{})", r.message, *slot, kProxySlots - 1);
     return false;
 }
 
@@ -408,6 +407,8 @@ void encode(const ProxyDone &m, std::vector<uint8_t> *out) {
     w.u32(m.slot);
     w.u8(m.status);
     w.u64(m.bytes_completed);
+    w.u32(m.result);
+    w.u64(m.value);
     w.u64(m.out_offset);
     w.u64(m.out.size());
     w.bytes(m.out.data(), m.out.size());
@@ -416,8 +417,9 @@ void encode(const ProxyDone &m, std::vector<uint8_t> *out) {
 dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error) {
     Reader r{p, n, 0, error, "PROXY_DONE"};
     if (!read_slot(r, &out->slot) || !r.u8(&out->status, "status") ||
-        !r.u64(&out->bytes_completed, "bytes_completed") ||
-        !r.u64(&out->out_offset, "out_offset") || !read_sized(r, &out->out, "out_len", "out") ||
+        !r.u64(&out->bytes_completed, "bytes_completed") || !r.u32(&out->result, "result") ||
+        !r.u64(&out->value, "value") || !r.u64(&out->out_offset, "out_offset") ||
+        !read_sized(r, &out->out, "out_len", "out") ||
         !r.done())
         return DP_ERR_INVALID;
     return DP_OK;

@@ -23,7 +23,9 @@
 // tests/fuzz/control_fuzz.cc).
 #pragma once
 
+#include <deputy/coll.h>
 #include <deputy/mover.h>
+#include <deputy/p2p.h>
 #include <deputy/status.h>
 
 #include <array>
@@ -130,9 +132,16 @@ struct StagedResult {
 // block of its own of block_bytes and moves every address of the post
 // into it. `in` holds the first of the source bytes; the rest follow at
 // once, in order, in PROXY_DATA messages (at most kProxyChunkBytes each).
+// A proxy link's request slots: a team's collective slots first
+// (DP_TEAM_MAX_OUTSTANDING), then its point-to-point ones.
+inline constexpr uint32_t kProxySlots = DP_TEAM_MAX_OUTSTANDING + DP_P2P_MAX_OUTSTANDING;
+
 struct ProxyPost {
-    uint32_t slot = 0;  // the member's request slot: its PROXY_DONE names it
-    uint8_t post[64] = {};  // a channel::CollPost (coll_post.h), as in a ring slot
+    uint32_t slot = 0;  // the member's request slot (< kProxySlots): its PROXY_DONE names it
+    // A channel::CollPost (coll_post.h) or P2pPost (p2p_post.h), as in a
+    // ring slot; a point-to-point post's buf is the block (its message, or
+    // its receive buffer).
+    uint8_t post[64] = {};
     uint64_t block_base = 0;   // the member's bounce block; 0: none (nothing moves)
     uint64_t block_bytes = 0;
     uint64_t in_offset = 0;
@@ -163,6 +172,8 @@ struct ProxyDone {
     uint32_t slot = 0;
     uint8_t status = 0;  // a completion record's status (DP_COMP_*, channel::kColl*)
     uint64_t bytes_completed = 0;
+    uint32_t result = 0;  // the record's result and value (a message's source and tag)
+    uint64_t value = 0;
     uint64_t out_offset = 0;
     std::vector<uint8_t> out;
 };

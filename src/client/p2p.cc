@@ -57,6 +57,16 @@ TeamP2p::~TeamP2p() {
     if (records_) ctx_->pool().release(records_);
 }
 
+dp_status_t TeamP2p::push(Request &r, const channel::P2pPost &post) {
+    // A remote member's messages go to its team proxy, after the link's
+    // collective slots (remote_member.h).
+    if (RemoteMember *remote = team_->remote()) [[unlikely]]
+        return remote->post(r, DP_TEAM_MAX_OUTSTANDING + r.slot, &post, nullptr, 0);
+    dp_desc_t slot_bytes;
+    std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
+    return ctx_->push(slot_bytes, true);
+}
+
 bool TeamP2p::take_slot(uint32_t *slot) {
     for (uint32_t w = 0; w < kWords; ++w) {
         uint64_t free = free_[w].load(std::memory_order_relaxed);
@@ -103,8 +113,10 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
                     name_of(opcode), bytes, ctx_->pool().free_bytes());
         }
         r.staged.bounce = bounce;
+        r.staged.block_bytes = bytes;
         if (opcode == channel::kP2pSend) {
             std::memcpy(bounce, buf, bytes);
+            r.staged.in_bytes = bytes;
         } else {
             r.staged.user_out = static_cast<uint8_t *>(const_cast<void *>(buf));
             r.staged.bounce_out = static_cast<const uint8_t *>(bounce);
@@ -125,9 +137,7 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
     r.sequence = post.sequence + 1;
     r.p2p_opcode = opcode;
     r.yield_first = bytes <= kYieldFirstMaxBytes;
-    dp_desc_t slot_bytes;
-    std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
-    if (dp_status_t s = ctx_->push(slot_bytes, true); s != DP_OK) [[unlikely]] {
+    if (dp_status_t s = push(r, post); s != DP_OK) [[unlikely]] {
         release(&r);
         return s;
     }
@@ -151,9 +161,7 @@ dp_status_t TeamP2p::probe(int source, int tag, int *flag, dp_msg_status_t *stat
     post.peer = source;
     post.tag = tag;
     post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
-    dp_desc_t slot_bytes;
-    std::memcpy(&slot_bytes, &post, sizeof(slot_bytes));
-    dp_status_t s = ctx_->push(slot_bytes, true);
+    dp_status_t s = push(r, post);
     // An answer, not work: the agent writes it as it takes the post.
     if (s == DP_OK) s = ctx_->wait_record(r.record, DP_WAIT_DEFAULT, -1, true);
     if (s == DP_OK) s = coll_status(__atomic_load_n(&r.record->status, __ATOMIC_ACQUIRE));

@@ -39,6 +39,8 @@ class TeamP2p {
     static_assert(DP_P2P_MAX_OUTSTANDING % 64 == 0, "whole words of slot bits");
     TeamP2p() = default;
     bool take_slot(uint32_t *slot);
+    // Into the ring, or to a remote member's team proxy.
+    dp_status_t push(Request &r, const channel::P2pPost &post);
 
     Team *team_ = nullptr;
     Context *ctx_ = nullptr;

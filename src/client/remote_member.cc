@@ -63,21 +63,25 @@ RemoteMember::~RemoteMember() {
     relay_.reset();
 }
 
-void RemoteMember::finish(Request *r, uint8_t status, uint64_t bytes) {
-    mover::OpResult result;
-    result.status = status;
-    result.bytes = bytes;
-    mover::publish_completion(r->record, result, 0);
+void RemoteMember::finish(Request *r, uint8_t status, uint64_t bytes, uint32_t result,
+                          uint64_t value) {
+    mover::OpResult outcome;
+    outcome.status = status;
+    outcome.bytes = bytes;
+    outcome.result = result;
+    outcome.value = value;
+    mover::publish_completion(r->record, outcome, 0);
 }
 
-dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
+dp_status_t RemoteMember::post(Request &r, uint32_t slot, const void *post, const void *counts,
+                               uint32_t counts_bytes) {
     if (broken_.load(std::memory_order_acquire))
         DP_FAIL(DP_ERR_AGENT_LOST, "deputy collective: the link to the team's proxy at the "
                 "remote agent is gone");
     const StagedCollective &st = r.staged;
     control::ProxyPost m;
-    m.slot = r.slot;
-    std::memcpy(m.post, &post, sizeof(m.post));
+    m.slot = slot;
+    std::memcpy(m.post, post, sizeof(m.post));
     const auto *in = static_cast<const uint8_t *>(st.bounce) + st.in_offset;
     if (st.active()) {
         m.block_base = reinterpret_cast<uint64_t>(st.bounce);
@@ -86,13 +90,12 @@ dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
         m.in_total = st.in_bytes;
         m.in.assign(in, in + std::min<uint64_t>(st.in_bytes, control::kProxyChunkBytes));
     }
-    if (post.counts_bytes) {
-        const auto *counts = reinterpret_cast<const uint8_t *>(post.counts);
-        m.counts.assign(counts, counts + post.counts_bytes);
+    if (counts_bytes) {
+        const auto *c = static_cast<const uint8_t *>(counts);
+        m.counts.assign(c, c + counts_bytes);
     }
-    const uint64_t bit = uint64_t(1) << r.slot;
-    requests_[r.slot] = &r;
-    in_flight_.fetch_or(bit, std::memory_order_release);
+    requests_[slot] = &r;
+    in_flight_[slot / 64].fetch_or(uint64_t(1) << (slot % 64), std::memory_order_release);
     dp_status_t s;
     {
         // The post and the rest of its bytes go out together: the proxy
@@ -105,7 +108,7 @@ dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
         for (uint64_t at = m.in.size(); s == DP_OK && at < m.in_total;
              at += control::kProxyChunkBytes) {
             const uint64_t len = std::min<uint64_t>(m.in_total - at, control::kProxyChunkBytes);
-            control::ProxyData d{r.slot, m.in_offset + at, {in + at, in + at + len}};
+            control::ProxyData d{slot, m.in_offset + at, {in + at, in + at + len}};
             payload.clear();
             control::encode(d, &payload);
             s = control::send_message(socket_.get(), MsgType::kProxyData, payload, nullptr, 0,
@@ -115,14 +118,14 @@ dp_status_t RemoteMember::post(Request &r, const channel::CollPost &post) {
     if (s == DP_OK && !broken_.load(std::memory_order_acquire)) return DP_OK;
     // The link ended around the send: whoever clears the bit answers for the
     // request (the receiver publishes member-lost; here, an error).
-    if (in_flight_.fetch_and(~bit, std::memory_order_acq_rel) & bit)
+    if (take(slot))
         DP_FAIL(DP_ERR_AGENT_LOST, "deputy collective: the link to the team's proxy at the "
                 "remote agent ended");
     return DP_OK;
 }
 
 bool RemoteMember::place(uint32_t slot, uint64_t offset, const std::vector<uint8_t> &bytes) {
-    if (!(in_flight_.load(std::memory_order_acquire) & (uint64_t(1) << slot))) {
+    if (!in_flight(slot)) {
         DP_LOG_ERROR("deputy collective: the remote agent's team proxy answered slot {}, which "
                      "has nothing in flight; closing the link",
                      slot);
@@ -178,15 +181,17 @@ void RemoteMember::receive_loop() {
         }
         if (!place(done.slot, done.out_offset, done.out)) break;
         // The bit first: once the record says done, the slot may be posted again.
-        in_flight_.fetch_and(~(uint64_t(1) << done.slot), std::memory_order_acq_rel);
-        finish(requests_[done.slot], done.status, done.bytes_completed);
+        take(done.slot);
+        finish(requests_[done.slot], done.status, done.bytes_completed, done.result, done.value);
     }
     broken_.store(true, std::memory_order_release);
-    uint64_t left = in_flight_.exchange(0, std::memory_order_acq_rel);
-    while (left) {
-        const int slot = std::countr_zero(left);
-        left &= left - 1;
-        finish(requests_[slot], channel::kCollMemberLost, 0);
+    for (uint32_t w = 0; w < kWords; ++w) {
+        uint64_t left = in_flight_[w].exchange(0, std::memory_order_acq_rel);
+        while (left) {
+            const uint32_t slot = w * 64 + uint32_t(std::countr_zero(left));
+            left &= left - 1;
+            finish(requests_[slot], channel::kCollMemberLost, 0);
+        }
     }
 }
 

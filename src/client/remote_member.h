@@ -36,9 +36,13 @@ class RemoteMember {
                             channel::control::TeamReady *ready, std::unique_ptr<RemoteMember> *out);
     ~RemoteMember();  // closes the link (the proxy leaves the team) and joins the receiver
 
-    // Sends `post` (addresses in r's bounce block) with the block's source
-    // bytes and, for a vector collective, its counts block. Any thread.
-    dp_status_t post(Request &r, const channel::CollPost &post);
+    // Sends `post` (64 bytes: a collective's or a message's post, its
+    // addresses in r's bounce block) with the block's source bytes and, for
+    // a vector collective, its counts block; `slot` is the link's
+    // (control::kProxySlots: the team's collective slots, then its
+    // point-to-point ones). Any thread.
+    dp_status_t post(Request &r, uint32_t slot, const void *post, const void *counts,
+                     uint32_t counts_bytes);
 
   private:
     RemoteMember() = default;
@@ -47,7 +51,8 @@ class RemoteMember {
     // says why) when the slot has nothing in flight or they do not fit.
     bool place(uint32_t slot, uint64_t offset, const std::vector<uint8_t> &bytes);
     // Publishes a record's status (and wakes its waiter).
-    static void finish(Request *r, uint8_t status, uint64_t bytes);
+    static void finish(Request *r, uint8_t status, uint64_t bytes, uint32_t result = 0,
+                       uint64_t value = 0);
 
     UniqueFd socket_;
     std::unique_ptr<channel::Relay> relay_;
@@ -55,8 +60,18 @@ class RemoteMember {
     std::thread receiver_;
     // Slot s's request, while bit s of in_flight_ is set: set by post(),
     // cleared by the receiver once the record is published.
-    std::array<Request *, 64> requests_{};
-    std::atomic<uint64_t> in_flight_{0};
+    static constexpr uint32_t kWords = channel::control::kProxySlots / 64;
+    static_assert(channel::control::kProxySlots % 64 == 0, "whole words of slot bits");
+    bool in_flight(uint32_t slot) const {
+        return in_flight_[slot / 64].load(std::memory_order_acquire) & (uint64_t(1) << (slot % 64));
+    }
+    // Clears the slot's bit; true when it was set (whoever clears it answers).
+    bool take(uint32_t slot) {
+        const uint64_t bit = uint64_t(1) << (slot % 64);
+        return in_flight_[slot / 64].fetch_and(~bit, std::memory_order_acq_rel) & bit;
+    }
+    std::array<Request *, channel::control::kProxySlots> requests_{};
+    std::array<std::atomic<uint64_t>, kWords> in_flight_{};
     std::atomic<bool> broken_{false};
 };
 

@@ -175,7 +175,9 @@ dp_status_t Team::push(Request &r, channel::CollPost post) {
         ranks_->posted(r.sequence, post, &r);
     }
     if (remote_) [[unlikely]] {
-        dp_status_t s = remote_->post(r, post);
+        dp_status_t s = remote_->post(r, r.slot, &post,
+                                      reinterpret_cast<const void *>(post.counts),
+                                      post.counts_bytes);
         if (s != DP_OK) release(&r);
         return s;
     }
@@ -263,10 +265,6 @@ dp_status_t Team::p2p(TeamP2p **out) {
         *out = p;
         return DP_OK;
     }
-    if (remote_)
-        DP_FAIL(DP_ERR_UNSUPPORTED,
-                "deputy point-to-point: not served through a remote agent ({}) yet; collectives "
-                "are", ctx_->options().address);
     std::lock_guard<std::mutex> lock(p2p_mutex_);
     if (!p2p_) {
         DP_CHECK(TeamP2p::create(this, &p2p_));

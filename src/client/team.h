@@ -81,6 +81,8 @@ class Team {
     // The members may run operations themselves (client/rank_execution.h).
     RankExecution *ranks() const { return ranks_.get(); }
     uint32_t id() const { return id_; }
+    // A remote context's link to its team proxy; null for a local team.
+    RemoteMember *remote() const { return remote_.get(); }
     // The team's point-to-point side, made by its first message (its
     // records take pool room that teams without messages never use).
     dp_status_t p2p(TeamP2p **out);

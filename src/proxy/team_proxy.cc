@@ -13,8 +13,10 @@
 
 #include "channel/coll_post.h"
 #include "channel/control.h"
+#include "channel/p2p_post.h"
 #include "channel/socket_io.h"
 #include "client/context.h"
+#include "client/p2p.h"
 #include "client/team.h"
 #include "coll/vector_counts.h"
 #include "common/log.h"
@@ -27,6 +29,9 @@ namespace control = channel::control;
 using channel::MsgType;
 
 constexpr int64_t kSliceNs = 200'000'000;  // how often a wait looks at `stopping`
+// How long the wait on the oldest record lasts while others are in flight
+// (one of them may complete first).
+constexpr int64_t kScanNs = 1'000'000;
 // Once the member is gone, how long its last collectives may take to end.
 constexpr uint64_t kDrainNs = 2'000'000'000;
 // The proxy's pool holds a copy of every block the member has in flight,
@@ -38,6 +43,7 @@ struct Pending {
     control::ProxyPost post;  // its `in` already copied out
     channel::CollPost head{};
     coll::Collective collective = coll::Collective::barrier;
+    bool message = false;  // a send or receive: post holds a channel::P2pPost
     std::vector<size_t> arrays;  // vector collectives: the four arrays
     void *block = nullptr;       // nullptr: nothing pending (or nothing to move)
     uint64_t src_off = 0, dst_off = 0, out_len = 0;
@@ -51,6 +57,7 @@ struct InFlight {
     void *block = nullptr;
     uint32_t slot = 0;
     uint64_t out_offset = 0, out_bytes = 0;
+    bool message = false;  // a point-to-point receive: its result is the message
 };
 
 class Proxy {
@@ -201,7 +208,7 @@ class Proxy {
     // Refused without running: the member learns why from the status.
     bool refuse(uint32_t slot, uint8_t status, const std::string &why) {
         DP_LOG_WARN("team proxy for {}: post in slot {} refused: {}", options_.peer, slot, why);
-        control::ProxyDone done{slot, status, 0, 0, {}};
+        control::ProxyDone done{slot, status, 0, 0, 0, 0, {}};
         std::vector<uint8_t> out;
         control::encode(done, &out);
         return send(MsgType::kProxyDone, out);
@@ -210,6 +217,7 @@ class Proxy {
     // A PROXY_POST: checked, its block laid out and its first bytes in;
     // posted now, or once the rest of its bytes came (more()).
     bool begin(control::ProxyPost m) {
+        if (channel::is_p2p_post(m.post[0])) return begin_message(std::move(m));
         channel::CollPost p;
         static_assert(sizeof(p) == sizeof(m.post));
         std::memcpy(&p, m.post, sizeof(p));
@@ -231,7 +239,8 @@ class Proxy {
                                            channel::kMaxCollBytes, &v, &why) != DP_OK)
                 return refuse(m.slot, DP_COMP_INVALID_FIELD, why);
             for (const coll::VectorBlock &b : v.send) in_len = std::max(in_len, b.end());
-            for (const coll::VectorBlock &b : v.recv) next.out_len = std::max(next.out_len, b.end());
+            for (const coll::VectorBlock &b : v.recv)
+                next.out_len = std::max(next.out_len, b.end());
             next.arrays.resize(size_t(coll::kVectorArrays) * size_);
             for (size_t i = 0; i < next.arrays.size(); ++i) {
                 uint64_t value;
@@ -245,7 +254,8 @@ class Proxy {
                 coll::member_bytes(*c, p.count, elem, size_, rank_, p.root);
             in_len = need.source;
             next.out_len = need.destination;
-            if (*c == coll::Collective::bcast) in_len = next.out_len = std::max(in_len, next.out_len);
+            if (*c == coll::Collective::bcast)
+                in_len = next.out_len = std::max(in_len, next.out_len);
         }
         if (in_len || next.out_len) {
             if (!inside(p.src, in_len, m, &next.src_off) ||
@@ -268,6 +278,56 @@ class Proxy {
         next.post = std::move(m);
         pending_ = std::move(next);
         if (pending_.received < pending_.post.in_total) return true;  // more() brings the rest
+        return launch();
+    }
+
+    // A send, receive or probe (channel/p2p_post.h): its buffer is the
+    // block the member names (a send's message, a receive's buffer), the
+    // agent checks the rest as any member's. A probe is answered at once.
+    bool begin_message(control::ProxyPost m) {
+        channel::P2pPost p;
+        static_assert(sizeof(p) == sizeof(m.post));
+        std::memcpy(&p, m.post, sizeof(p));
+        client::TeamP2p *messages = nullptr;
+        if (team_->p2p(&messages) != DP_OK)
+            return refuse(m.slot, DP_COMP_INVALID_SIZE, "no room for the team's messages");
+        if (p.opcode == channel::kP2pProbe) {
+            int flag = 0;
+            dp_msg_status_t st{};
+            const dp_status_t s = messages->probe(p.peer, p.tag, &flag, &st);
+            if (s != DP_OK)
+                return refuse(m.slot, DP_COMP_INVALID_FIELD,
+                              std::string("probing: ") + dp_status_name(s));
+            control::ProxyDone done{m.slot, DP_COMP_SUCCESS, flag ? uint64_t(st.bytes) : 0,
+                                    flag ? uint32_t(st.source) : UINT32_MAX,
+                                    flag ? uint64_t(uint32_t(st.tag)) : 0, 0, {}};
+            std::vector<uint8_t> out;
+            control::encode(done, &out);
+            return send(MsgType::kProxyDone, out);
+        }
+        const bool send_it = p.opcode == channel::kP2pSend;
+        if (p.bytes != 0 && (p.buf != m.block_base || p.bytes > m.block_bytes))
+            return refuse(m.slot, DP_COMP_ADDRESS_DENIED,
+                          "a message buffer outside the bounce block the post names");
+        if (m.in_total != (send_it ? p.bytes : 0))
+            return refuse(m.slot, DP_COMP_INVALID_FIELD,
+                          "source bytes that are not the send's message");
+        Pending next;
+        next.message = true;
+        next.out_len = send_it ? 0 : p.bytes;
+        if (p.bytes) {
+            next.block = context_->pool().allocate(p.bytes);
+            if (!next.block)
+                return refuse(m.slot, DP_COMP_INVALID_SIZE, "no room in the proxy's pool");
+            if (!m.in.empty()) std::memcpy(next.block, m.in.data(), m.in.size());
+        }
+        std::memcpy(&next.head, m.post, sizeof(m.post));  // (read back as a P2pPost)
+        next.received = m.in.size();
+        m.in.clear();
+        m.in_offset = 0;
+        next.post = std::move(m);
+        pending_ = std::move(next);
+        if (pending_.received < pending_.post.in_total) return true;
         return launch();
     }
 
@@ -299,7 +359,14 @@ class Proxy {
         void *dst = f.block ? base + f.dst_off : nullptr;
         client::Request *r = nullptr;
         dp_status_t s;
-        if (coll::is_vector(f.collective)) {
+        if (f.message) {
+            channel::P2pPost m;
+            std::memcpy(&m, &f.head, sizeof(m));
+            client::TeamP2p *messages = nullptr;
+            s = team_->p2p(&messages);
+            if (s == DP_OK)
+                s = messages->post(m.opcode, m.flags, f.block, m.bytes, m.peer, m.tag, &r);
+        } else if (coll::is_vector(f.collective)) {
             const size_t *a = f.arrays.data();
             s = team_->post_vector(f.collective, src, a, a + size_, dst, a + 2 * size_,
                                    a + 3 * size_, dp_dtype_t(p.dtype), dp_op_t(p.redop), p.root,
@@ -316,76 +383,94 @@ class Proxy {
         }
         {
             std::lock_guard lock(mutex_);
-            in_flight_.push_back({r, f.block, f.post.slot, f.dst_off, f.block ? f.out_len : 0});
+            in_flight_.push_back(
+                {r, f.block, f.post.slot, f.dst_off, f.block ? f.out_len : 0, f.message});
         }
         wake_.notify_one();
         return true;
     }
 
-    // Waits for each collective in the order they were posted (a team runs
-    // a member's operations in that order) and sends its result back.
+    // Sends each collective's and message's result back as its record
+    // completes. A team's collectives complete in their posting order, but
+    // a message may complete before older posts (a receive waits for its
+    // sender, a send may not), so every record in flight is looked at each
+    // turn, and the wait on the oldest is short while others are in flight.
     void complete_loop() {
         for (;;) {
-            InFlight f;
+            std::vector<InFlight> ready;
+            InFlight oldest;
+            size_t waiting = 0;
             {
                 std::unique_lock lock(mutex_);
                 wake_.wait(lock, [&] { return !in_flight_.empty() || !reading_; });
                 if (in_flight_.empty()) return;
-                f = in_flight_.front();
-            }
-            dp_status_t s;
-            while ((s = context_->wait_record(f.request->record, DP_WAIT_BLOCK, kSliceNs)) ==
-                   DP_ERR_TIMEOUT) {
-                if (stopping_.load(std::memory_order_relaxed)) break;
-                const uint64_t until = drain_until_.load(std::memory_order_relaxed);
-                if (until != 0 && timing::now_ns() > until) break;
-            }
-            control::ProxyDone done;
-            done.slot = f.slot;
-            if (s == DP_OK) {
-                const dp_completion_t &rec = *f.request->record;
-                done.status = __atomic_load_n(&rec.status, __ATOMIC_ACQUIRE);
-                done.bytes_completed = rec.bytes_completed;
-                if (done.status == DP_COMP_SUCCESS && f.out_bytes) {
-                    // All but the last piece first, then the last with the status.
-                    const auto *out = static_cast<const uint8_t *>(f.block) + f.out_offset;
-                    uint64_t at = 0;
-                    for (; f.out_bytes - at > control::kProxyChunkBytes;
-                         at += control::kProxyChunkBytes) {
-                        control::ProxyData d{f.slot, f.out_offset + at,
-                                             {out + at, out + at + control::kProxyChunkBytes}};
-                        std::vector<uint8_t> piece;
-                        control::encode(d, &piece);
-                        send(MsgType::kProxyData, piece);
+                for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+                    if (__atomic_load_n(&it->request->record->status, __ATOMIC_ACQUIRE) != 0) {
+                        ready.push_back(*it);
+                        it = in_flight_.erase(it);
+                    } else {
+                        ++it;
                     }
-                    done.out.assign(out + at, out + f.out_bytes);
-                    done.out_offset = f.out_offset + at;
                 }
-            } else {
-                done.status = channel::kCollMemberLost;
+                if (ready.empty()) oldest = in_flight_.front();
+                waiting = in_flight_.size();
             }
-            std::vector<uint8_t> payload;
-            control::encode(done, &payload);
-            send(MsgType::kProxyDone, payload);
-            // Completed (or its agent gone): nothing touches it any more.
-            if (s == DP_OK) {
-                team_->release(f.request);
-                if (f.block) context_->pool().release(f.block);
-            }
+            for (const InFlight &f : ready) answer(f);
+            if (!ready.empty()) continue;
+            const dp_status_t s = context_->wait_record(oldest.request->record, DP_WAIT_BLOCK,
+                                                        waiting > 1 ? kScanNs : kSliceNs);
+            if (s == DP_OK) continue;
+            const uint64_t until = drain_until_.load(std::memory_order_relaxed);
+            if (s == DP_ERR_TIMEOUT && !stopping_.load(std::memory_order_relaxed) &&
+                (until == 0 || timing::now_ns() <= until))
+                continue;
+            // The agent is gone, we stop, or the member left and its last
+            // posts did not end in time: what is left fails alike (its
+            // memory stays: the agent may still touch it).
             std::lock_guard lock(mutex_);
-            in_flight_.pop_front();
-            if (s != DP_OK) {
-                // The agent is gone or we stop: what is left fails alike.
-                for (const InFlight &rest : in_flight_) {
-                    control::ProxyDone lost{rest.slot, channel::kCollMemberLost, 0, 0, {}};
-                    std::vector<uint8_t> out;
-                    control::encode(lost, &out);
-                    send(MsgType::kProxyDone, out);
-                }
-                in_flight_.clear();
-                if (!reading_) return;
+            for (const InFlight &rest : in_flight_) {
+                control::ProxyDone lost{rest.slot, channel::kCollMemberLost, 0, 0, 0, 0, {}};
+                std::vector<uint8_t> out;
+                control::encode(lost, &out);
+                send(MsgType::kProxyDone, out);
             }
+            in_flight_.clear();
+            if (!reading_) return;
         }
+    }
+
+    // A completed record's answer: the result's bytes (all but the last
+    // piece first, then the last with the status), then its slot and block
+    // given back.
+    void answer(const InFlight &f) {
+        const dp_completion_t &rec = *f.request->record;
+        control::ProxyDone done;
+        done.slot = f.slot;
+        done.status = __atomic_load_n(&rec.status, __ATOMIC_ACQUIRE);
+        done.bytes_completed = rec.bytes_completed;
+        done.result = rec.result;
+        done.value = rec.value;
+        // A receive's result is the message, which may be shorter than its buffer.
+        const uint64_t out_bytes =
+            f.message ? std::min(f.out_bytes, rec.bytes_completed) : f.out_bytes;
+        if (done.status == DP_COMP_SUCCESS && out_bytes) {
+            const auto *out = static_cast<const uint8_t *>(f.block) + f.out_offset;
+            uint64_t at = 0;
+            for (; out_bytes - at > control::kProxyChunkBytes; at += control::kProxyChunkBytes) {
+                control::ProxyData d{f.slot, f.out_offset + at,
+                                     {out + at, out + at + control::kProxyChunkBytes}};
+                std::vector<uint8_t> piece;
+                control::encode(d, &piece);
+                send(MsgType::kProxyData, piece);
+            }
+            done.out.assign(out + at, out + out_bytes);
+            done.out_offset = f.out_offset + at;
+        }
+        std::vector<uint8_t> payload;
+        control::encode(done, &payload);
+        send(MsgType::kProxyDone, payload);
+        team_->release(f.request);
+        if (f.block) context_->pool().release(f.block);
     }
 
     UniqueFd socket_;

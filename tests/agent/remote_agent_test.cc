@@ -287,13 +287,6 @@ TEST(RemoteAgentTest, WhatARemoteClientCannotHaveIsRefusedByName) {
     dp_free(c.ctx, pool);
     unsigned char mask[128];
     EXPECT_EQ(dp_agent_cpus(c.ctx, mask, sizeof mask), DP_ERR_UNSUPPORTED);
-    // Teams are served (remote_team_test.cc); their point-to-point is not yet.
-    dp_team_t *team = nullptr;
-    ASSERT_EQ(dp_team_create_timeout(c.ctx, "remote-team", 0, 1, 2000, &team), DP_OK);
-    int word = 7;
-    dp_request_t *req = nullptr;
-    EXPECT_EQ(dp_isend(&word, sizeof word, 0, 1, team, &req), DP_ERR_UNSUPPORTED);
-    dp_team_destroy(team);
     // Still attached and served after all of that.
     expect_memmove(c, 64);
 }

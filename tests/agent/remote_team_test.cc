@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "channel/coll_post.h"
 #include "channel/control.h"
+#include "channel/p2p_post.h"
 #include "coll_table.h"
 #include "remote_agent.h"
 
@@ -213,6 +215,105 @@ TEST(RemoteTeamTest, LargeCollectivesTravelInPieces) {
                 << "member " << m << " block " << s;
 }
 
+// Waits for `req` for at most 5 s by dp_test; its status (DP_ERR_TIMEOUT
+// when it did not complete).
+dp_status_t wait_for(dp_request_t *req) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+        int done = 0;
+        const dp_status_t s = dp_test(req, &done);
+        if (done || s != DP_OK) return s;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return DP_ERR_TIMEOUT;
+}
+
+// Point-to-point on a team of remote and local members: a ring of sends,
+// a wildcard receive posted before its message, a message of 3 MiB + 5
+// bytes, a probe, and a send that completes while the same member's older
+// receive still waits (its proxy answers records as they complete, not in
+// posting order).
+TEST(RemoteTeamTest, MessagesBetweenRemoteAndLocalMembers) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    MixedTeam team(r, {true, false, true}, "remote-p2p");
+    ASSERT_TRUE(team.joined());
+    const int p = team.size();
+    // The ring: member m sends 1000 + m int32s to m + 1.
+    std::vector<std::vector<int32_t>> out(p), in(p);
+    std::vector<dp_request_t *> sends(p), recvs(p);
+    for (int m = 0; m < p; ++m) {
+        out[m].assign(size_t(1000 + m), m * 11);
+        in[m].assign(2000, -1);
+        ASSERT_EQ(dp_irecv(in[m].data(), in[m].size() * 4, (m + p - 1) % p, 5, team[m], &recvs[m]),
+                  DP_OK);
+    }
+    for (int m = 0; m < p; ++m)
+        ASSERT_EQ(dp_isend(out[m].data(), out[m].size() * 4, (m + 1) % p, 5, team[m], &sends[m]),
+                  DP_OK);
+    for (int m = 0; m < p; ++m) {
+        ASSERT_EQ(wait_for(sends[m]), DP_OK) << "send of " << m;
+        ASSERT_EQ(wait_for(recvs[m]), DP_OK) << "receive of " << m;
+        dp_msg_status_t st{};
+        ASSERT_EQ(dp_request_status(recvs[m], &st), DP_OK);
+        const int from = (m + p - 1) % p;
+        EXPECT_EQ(st.source, from);
+        EXPECT_EQ(st.tag, 5);
+        EXPECT_EQ(st.bytes, size_t(1000 + from) * 4);
+        EXPECT_TRUE(std::equal(out[from].begin(), out[from].end(), in[m].begin())) << m;
+        EXPECT_EQ(in[m][size_t(1000 + from)], -1) << "written past the message";
+        dp_request_free(sends[m]);
+        dp_request_free(recvs[m]);
+    }
+    // A wildcard receive posted before its message; a large message.
+    std::vector<uint8_t> big((3 << 20) + 5), got(big.size() + 100, 0);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 131 + 7);
+    dp_request_t *rq = nullptr, *sq = nullptr;
+    ASSERT_EQ(dp_irecv(got.data(), got.size(), DP_ANY_SOURCE, DP_ANY_TAG, team[0], &rq), DP_OK);
+    ASSERT_EQ(dp_isend(big.data(), big.size(), 0, 77, team[2], &sq), DP_OK);
+    ASSERT_EQ(wait_for(rq), DP_OK);
+    ASSERT_EQ(wait_for(sq), DP_OK);
+    dp_msg_status_t st{};
+    ASSERT_EQ(dp_request_status(rq, &st), DP_OK);
+    EXPECT_EQ(st.source, 2);
+    EXPECT_EQ(st.tag, 77);
+    EXPECT_EQ(st.bytes, big.size());
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), got.begin()));
+    dp_request_free(rq);
+    dp_request_free(sq);
+    // A probe finds a message before its receive, and nothing after it.
+    int32_t word = 4242, back = 0;
+    ASSERT_EQ(dp_isend(&word, 4, 0, 11, team[1], &sq), DP_OK);
+    int flag = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!flag && std::chrono::steady_clock::now() < until)
+        ASSERT_EQ(dp_iprobe(1, 11, team[0], &flag, &st), DP_OK);
+    ASSERT_EQ(flag, 1);
+    EXPECT_EQ(st.source, 1);
+    EXPECT_EQ(st.bytes, 4u);
+    ASSERT_EQ(dp_recv(&back, 4, 1, 11, team[0], &st), DP_OK);
+    EXPECT_EQ(back, 4242);
+    ASSERT_EQ(wait_for(sq), DP_OK);
+    dp_request_free(sq);
+    ASSERT_EQ(dp_iprobe(1, 11, team[0], &flag, &st), DP_OK);
+    EXPECT_EQ(flag, 0);
+    // Member 0's receive waits for member 2, whose send waits for member 0's
+    // message: member 0's younger send must complete first.
+    int32_t a = 1, b = 0, c = 0, d = 2;
+    dp_request_t *older = nullptr, *younger = nullptr, *other = nullptr;
+    ASSERT_EQ(dp_irecv(&b, 4, 2, 1, team[0], &older), DP_OK);
+    ASSERT_EQ(dp_isend(&a, 4, 2, 2, team[0], &younger), DP_OK);
+    ASSERT_EQ(wait_for(younger), DP_OK) << "a completed send waited behind an older receive";
+    ASSERT_EQ(dp_recv(&c, 4, 0, 2, team[2], &st), DP_OK);
+    EXPECT_EQ(c, 1);
+    ASSERT_EQ(dp_isend(&d, 4, 0, 1, team[2], &other), DP_OK);
+    ASSERT_EQ(wait_for(older), DP_OK);
+    EXPECT_EQ(b, 2);
+    ASSERT_EQ(wait_for(other), DP_OK);
+    for (dp_request_t *q : {older, younger, other}) dp_request_free(q);
+}
+
 TEST(RemoteTeamTest, ARemoteMemberThatLeavesFailsItsTeammatesWithinTheBound) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
@@ -292,7 +393,8 @@ control::ProxyDone answer_to(ch::Transport &t, const control::ProxyPost &m) {
 
 // A peer holding the key speaks to a team proxy by hand: posts whose
 // buffers leave the block they name, an unknown collective, a counts block
-// of the wrong length, a block larger than the proxy's pool. Each is
+// of the wrong length, a message outside its block, a receive carrying
+// bytes, a block larger than the proxy's pool. Each is
 // answered with its status and runs nothing; a good post after them is
 // served; a piece of a source out of order ends only that link. A team of remote
 // members is served meanwhile, and the agent gives every fd back.
@@ -342,6 +444,24 @@ TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
             base, base + 32);
         v.counts.assign(8, 0);
         EXPECT_EQ(answer_to(*t, v).status, DP_COMP_INVALID_FIELD);
+        // A message whose buffer is not the block it names; a receive that
+        // brings source bytes.
+        ch::P2pPost message{};
+        message.opcode = ch::kP2pSend;
+        message.buf = base + 64;
+        message.bytes = 16;
+        control::ProxyPost m2;
+        m2.slot = DP_TEAM_MAX_OUTSTANDING + 3;
+        std::memcpy(m2.post, &message, sizeof message);
+        m2.block_base = base;
+        m2.block_bytes = 4096;
+        m2.in_total = 16;
+        m2.in.assign(16, 9);
+        EXPECT_EQ(answer_to(*t, m2).status, DP_COMP_ADDRESS_DENIED);
+        message.opcode = ch::kP2pRecv;
+        message.buf = base;
+        std::memcpy(m2.post, &message, sizeof message);
+        EXPECT_EQ(answer_to(*t, m2).status, DP_COMP_INVALID_FIELD);
         // A block larger than the proxy's whole pool.
         EXPECT_EQ(answer_to(*t, proxy_post(5, allreduce, 4, base, uint64_t(1) << 40, base,
                                            base + 16))

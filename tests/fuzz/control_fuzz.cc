@@ -129,7 +129,8 @@ bool same(const ProxyData &a, const ProxyData &b) {
 }
 bool same(const ProxyDone &a, const ProxyDone &b) {
     return a.slot == b.slot && a.status == b.status && a.bytes_completed == b.bytes_completed &&
-           a.out_offset == b.out_offset && a.out == b.out;
+           a.result == b.result && a.value == b.value && a.out_offset == b.out_offset &&
+           a.out == b.out;
 }
 void encode(const TeamViews &m, std::vector<uint8_t> *out) { encode_team_views(m.join_id, out); }
 dp_status_t decode(const uint8_t *p, size_t n, TeamViews *out, std::string *error) {
@@ -187,7 +188,7 @@ ProxyData dirty<ProxyData>() {
 }
 template <>
 ProxyDone dirty<ProxyDone>() {
-    return ProxyDone{17, 0x81, 4096, 128, std::vector<uint8_t>(500, 0x33)};
+    return ProxyDone{17, 0x81, 4096, 5, 77, 128, std::vector<uint8_t>(500, 0x33)};
 }
 template <>
 Attached dirty<Attached>() {
@@ -383,7 +384,7 @@ int write_corpus(const char *dir) {
     inputs.push_back({"proxy-data", seed(MsgType::kProxyData,
                                          ProxyData{3, 1024, std::vector<uint8_t>(1024, 0x5d)})});
     inputs.push_back({"proxy-done", seed(MsgType::kProxyDone,
-                                         ProxyDone{3, 0, 1024, 2048,
+                                         ProxyDone{3, 0, 1024, 1, 9, 2048,
                                                    std::vector<uint8_t>(1024, 0x6d)})});
     inputs.push_back(
         {"heap-share", seed(MsgType::kHeapShare, HeapShare{0x7f0000000000, 24ull << 30})});

@@ -300,6 +300,55 @@ class Agent:
             self.dir = None
 
 
+class RemoteAgent:
+    """An agent as if on another host (a DPU): a private Agent that also
+    listens on a free port of 127.0.0.1 with a fresh key (docs/agent.md,
+    remote clients). `address` (tcp://...) and `key` for DEPUTY_AGENT and
+    DEPUTY_KEY; stopped and its files removed on exit."""
+
+    def __init__(self, deputy: Path):
+        self.deputy = deputy
+        self.keys: Optional[Path] = None
+        self.agent: Optional[Agent] = None
+        self.address = ""
+
+    @property
+    def key(self) -> Path:
+        assert self.keys
+        return self.keys / "k"
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """`env` with the ranks pointed at this agent."""
+        return {**env, "DEPUTY_AGENT": self.address, "DEPUTY_KEY": str(self.key)}
+
+    def __enter__(self) -> "RemoteAgent":
+        import socket
+        self.keys = private_dir("deputy-pmpi-key-")
+        try:
+            r = run([str(self.deputy), "bench", "channel", "--keygen", str(self.key)], base_env(),
+                    30)
+            if r.returncode != 0:
+                raise Failure(f"deputy bench channel --keygen failed:\n{r.describe()}")
+            with socket.socket() as probe:  # a port nobody listens on now
+                probe.bind(("127.0.0.1", 0))
+                self.address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+            self.agent = Agent(self.deputy, config={"agent": {"listen": self.address,
+                                                              "key_file": str(self.key)}})
+            self.agent.__enter__()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.agent is not None:
+            self.agent.__exit__(None, None, None)
+            self.agent = None
+        if self.keys:
+            shutil.rmtree(self.keys, ignore_errors=True)
+            self.keys = None
+
+
 class NodeAgents:
     """Several simulated nodes: `mpirun -np K deputy agent --socket
     DIR/agent.sock`, one MPI job whose agents listen on DIR/agent-node<i>.sock

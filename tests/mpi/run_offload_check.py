@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-import socket
 import sys
 from pathlib import Path
 from typing import Callable
@@ -333,33 +332,20 @@ def remote_agent(args: argparse.Namespace, launch: h.Launch, prog: list[str],
     DEPUTY_KEY), every buffer staged and every team served by a team proxy
     (docs/agent.md). The same output as without the library, and every
     eligible operation offloaded."""
-    keys = h.private_dir("deputy-pmpi-key-")
-    try:
-        key = keys / "k"
-        r = h.run([str(args.deputy), "bench", "channel", "--keygen", str(key)], h.base_env(), 30)
-        if r.returncode != 0:
-            return [f"deputy bench channel --keygen failed:\n{r.describe()}"]
-        with socket.socket() as probe:  # a port nobody listens on now
-            probe.bind(("127.0.0.1", 0))
-            address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-        with h.Agent(args.deputy, config={"agent": {"listen": address,
-                                                    "key_file": str(key)}}) as agent:
-            what = "2 ranks with the library, the agent reached over TCP"
-            report_dir = agent.dir / "report-remote"
-            report_dir.mkdir()
-            env = launch.library_env(report_dir, None)
-            env.update({"DEPUTY_AGENT": address, "DEPUTY_KEY": str(key)})
-            argv = launch.with_library(2, prog)
-            r = h.run(argv, env, args.timeout)
-            failures = compare(reference, r, what,
-                               f"deputy agent --listen {address} --key K; DEPUTY_AGENT={address} "
-                               f"DEPUTY_KEY=K {shlex.join(argv)}")
-            failures += check_reports(report_dir, 2, what, lambda rank: re.escape(address))
-            if not agent.alive():
-                failures.append(f"{what}: the agent died:\n{agent.log_tail()}")
-            return failures
-    finally:
-        h.shutil.rmtree(keys, ignore_errors=True)
+    with h.RemoteAgent(args.deputy) as remote:
+        what = "2 ranks with the library, the agent reached over TCP"
+        report_dir = remote.agent.dir / "report-remote"
+        report_dir.mkdir()
+        env = remote.env(launch.library_env(report_dir, None))
+        argv = launch.with_library(2, prog)
+        r = h.run(argv, env, args.timeout)
+        failures = compare(reference, r, what,
+                           f"deputy agent --listen {remote.address} --key K; "
+                           f"DEPUTY_AGENT={remote.address} DEPUTY_KEY=K {shlex.join(argv)}")
+        failures += check_reports(report_dir, 2, what, lambda rank: re.escape(remote.address))
+        if not remote.agent.alive():
+            failures.append(f"{what}: the agent died:\n{remote.agent.log_tail()}")
+        return failures
 
 
 def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float,

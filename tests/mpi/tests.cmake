@@ -75,8 +75,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
 # (tests/apps/run_app_check.py; the probes, which even and odd ranks make
 # differently, are in the reports but not required of every rank; one rank
 # sends nothing blocking but to MPI_PROC_NULL, which MPI handles; the
-# persistent requests count their starts); and 4 ranks on 2 simulated nodes
-# (messages between agents, MPI_ANY_SOURCE across them).
+# persistent requests count their starts); 4 ranks on 2 simulated nodes
+# (messages between agents, MPI_ANY_SOURCE across them); and 2 ranks whose
+# agent is reached over TCP with a key (an agent on another host).
 set(DEPUTY_P2P_PERSISTENT_OPS "MPI_Send_init,MPI_Recv_init,MPI_Ssend_init")
 set(DEPUTY_P2P_OPS
   "MPI_Isend,MPI_Irecv,MPI_Send,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Issend,MPI_Ssend,${DEPUTY_P2P_PERSISTENT_OPS}")
@@ -92,7 +93,8 @@ foreach(mpi ${DEPUTY_MPI_FLAVORS})
       --case "1||MPI_Isend,MPI_Irecv,MPI_Recv,MPI_Sendrecv,MPI_Sendrecv_replace,MPI_Ssend,${DEPUTY_P2P_PERSISTENT_OPS}"
       --case "2||${DEPUTY_P2P_OPS}"
       --case "3||${DEPUTY_P2P_OPS}" --case "4||${DEPUTY_P2P_OPS}"
-      --case "4||${DEPUTY_P2P_OPS}|2")
+      --case "4||${DEPUTY_P2P_OPS}|2"
+      --remote-case "2||${DEPUTY_P2P_OPS}")
   set_tests_properties(mpi.p2p_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
     TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
 endforeach()

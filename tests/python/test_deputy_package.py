@@ -414,10 +414,11 @@ def remote_agent():
     shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.mark.parametrize("case", ["reductions", "moves"])
+@pytest.mark.parametrize("case", ["reductions", "moves", "p2p"])
 def test_collectives_through_a_remote_agent_match_numpy(remote_agent, case, monkeypatch):
     """Members that reach their agent over TCP (the secure session): numpy
-    arrays travel staged, the teams are served by team proxies."""
+    arrays travel staged, the teams (and their messages) are served by team
+    proxies."""
     address, key = remote_agent
     monkeypatch.setenv("DEPUTY_KEY", key)  # (the spawned members inherit it)
     results = run_team(address, 2, case)
