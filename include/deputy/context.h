@@ -60,12 +60,15 @@ typedef struct dp_config {
                                     launch passes one), else $DEPUTY_JOB_SECRET. dp_init
                                     takes either out of the environment, whatever this
                                     field says */
+    const char *key_file;        /* an agent on another host (agent "tcp://HOST:PORT"): the
+                                    file holding the secure session's key (the agent's
+                                    --key). NULL: $DEPUTY_KEY */
 } dp_config_t;
 
 #define DP_CONFIG_INITIALIZER                                                                    \
     {                                                                                            \
         sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, \
-            0, 0, NULL                                                                           \
+            0, 0, NULL, NULL                                                                     \
     }
 
 /* Connects and attaches. NULL config = defaults and environment.

@@ -34,6 +34,7 @@ class Config(ctypes.Structure):
         ("lost_timeout_ms", ctypes.c_uint32),
         ("connect_timeout_ms", ctypes.c_uint32),
         ("job_secret", ctypes.c_char_p),
+        ("key_file", ctypes.c_char_p),
     ]
 
 

@@ -24,7 +24,9 @@ class Context:
     `ring_size`, `memory_mode` ("direct" or "staged"), `wait_mode` ("spin",
     "pause", "yield", "block", "default"), `lost_timeout_ms`,
     `connect_timeout_ms`, `job_secret` (the job's secret: only contexts
-    holding the same one form a team; default from the environment).
+    holding the same one form a team; default from the environment),
+    `key_file` (the secure session's key for an agent at "tcp://HOST:PORT",
+    another host's; default $DEPUTY_KEY).
     `start_agent=True`: where no agent answers, start the node's agent
     (deputy/agent_start.py; it stops by itself once unused).
     Use it as a context manager, or call close(); teams and requests made
@@ -34,8 +36,9 @@ class Context:
                  pool_bytes: int = 0, ring_size: int = 0, memory_mode: str = "direct",
                  wait_mode: str = "default", lost_timeout_ms: int = 0,
                  connect_timeout_ms: int = 0, job_secret: Optional[str] = None,
-                 start_agent: bool = False):
-        self._strings = [s.encode() if s is not None else None for s in (agent, token, job_secret)]
+                 start_agent: bool = False, key_file: Optional[str] = None):
+        self._strings = [s.encode() if s is not None else None
+                         for s in (agent, token, job_secret, key_file)]
         try:
             mode = MemoryMode[memory_mode.upper()]
             wait = WaitMode[wait_mode.upper()]
@@ -44,7 +47,7 @@ class Context:
                              "staged) or wait_mode (spin, pause, yield, block, default)") from None
         cfg = Config(ctypes.sizeof(Config), self._strings[0], self._strings[1], pool_bytes,
                      ring_size, mode, 0, wait, lost_timeout_ms, connect_timeout_ms,
-                     self._strings[2])
+                     self._strings[2], self._strings[3])
         self._ptr = ctypes.c_void_p()
 
         def attach() -> None:

@@ -120,11 +120,14 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
     if (out->address.rfind("tcp://", 0) == 0) {
         out->remote = true;
         out->insecure_tcp = std::string(env_or("DEPUTY_INSECURE_TCP", "")) == "1";
-        out->key_file = env_or("DEPUTY_KEY", "");
+        // Older callers' structs end before key_file: read it only when there.
+        const bool has_key = c.size >= offsetof(dp_config_t, key_file) + sizeof(c.key_file);
+        out->key_file = has_key && c.key_file ? c.key_file : env_or("DEPUTY_KEY", "");
         if (out->key_file.empty() && !out->insecure_tcp)
             DP_FAIL(DP_ERR_INVALID,
-                    "dp_init: the agent at {} is remote: DEPUTY_KEY=FILE names the secure "
-                    "session's key (the agent's --key), or DEPUTY_INSECURE_TCP=1 goes in clear",
+                    "dp_init: the agent at {} is remote: DEPUTY_KEY=FILE (or "
+                    "dp_config_t.key_file) names the secure session's key (the agent's --key), "
+                    "or DEPUTY_INSECURE_TCP=1 goes in clear",
                     out->address);
         // Nothing of this process is in the agent's reach: every request
         // carries its bytes, and no team member runs another's operation.

@@ -18,6 +18,7 @@
 #include "channel/control.h"
 #include "channel/p2p_post.h"
 #include "coll_table.h"
+#include "node_agents.h"
 #include "remote_agent.h"
 
 namespace {
@@ -31,11 +32,15 @@ using namespace deputy::testing::remote;
 class MixedTeam {
   public:
     MixedTeam(const RemoteAgent &agent, std::vector<bool> remote, const std::string &key)
-        : ctx_(remote.size(), nullptr), team_(remote.size(), nullptr) {
-        const int p = int(remote.size());
+        : MixedTeam(configs(agent, remote), key) {}
+    // Member r attaches with configs[r] (a remote agent's address, or a
+    // local socket), staged either way.
+    MixedTeam(std::vector<dp_config_t> configs, const std::string &key)
+        : ctx_(configs.size(), nullptr), team_(configs.size(), nullptr) {
+        const int p = int(configs.size());
         for (int r = 0; r < p; ++r) {
-            dp_config_t config = remote[r] ? agent.config() : agent.agent->config();
-            if (!remote[r]) config.memory_mode = DP_MEMORY_STAGED;
+            dp_config_t config = configs[r];
+            config.memory_mode = DP_MEMORY_STAGED;
             config.pool_bytes = 48 << 20;  // bounce room for the large cases
             EXPECT_EQ(dp_init(&config, &ctx_[r]), DP_OK) << "member " << r;
         }
@@ -83,6 +88,12 @@ class MixedTeam {
     }
 
   private:
+    static std::vector<dp_config_t> configs(const RemoteAgent &agent,
+                                            const std::vector<bool> &remote) {
+        std::vector<dp_config_t> out;
+        for (bool r : remote) out.push_back(r ? agent.config() : agent.agent->config());
+        return out;
+    }
     std::vector<dp_context_t *> ctx_;
     std::vector<dp_team_t *> team_;
     dp_status_t joined_[16] = {};
@@ -213,6 +224,43 @@ TEST(RemoteTeamTest, LargeCollectivesTravelInPieces) {
             EXPECT_TRUE(std::equal(in[s].begin(), in[s].begin() + long(g),
                                    gathered[m].begin() + long(g * size_t(s))))
                 << "member " << m << " block " << s;
+}
+
+// Two simulated nodes (two agents as one MPI job), each agent listening on
+// the network as a DPU's would: ranks 0 and 1 reach agent 0 over TCP, rank
+// 2 agent 1 over TCP, rank 3 attaches to agent 1 locally. Every collective
+// of the table, bit-exact: the proxies are members of their agents' parts
+// of the team, and the agents' steps between nodes are as ever.
+TEST(RemoteTeamTest, RanksOfTwoNodesReachTheirAgentsOverTheNetwork) {
+    if (const std::string why = deputy::testing::why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
+    KeyFile key;
+    deputy::testing::NodeAgents agents(2, {"--listen", "tcp://127.0.0.1:0", "--key", key.path()});
+    ASSERT_TRUE(agents.ready());
+    std::vector<std::string> address(2);
+    for (int k = 0; k < 2; ++k) {
+        std::string text, error;
+        ASSERT_EQ(deputy::channel::request_agent_info(agents.socket(k), "", 2'000'000'000, &text,
+                                                      &error),
+                  DP_OK)
+            << error;
+        address[k] = nlohmann::json::parse(text)["listen"]["address"].get<std::string>();
+        ASSERT_EQ(address[k].rfind("tcp://127.0.0.1:", 0), 0u) << address[k];
+    }
+    Env env_key("DEPUTY_KEY", key.path());
+    dp_config_t base = DP_CONFIG_INITIALIZER;
+    base.job_secret = deputy::testing::kTestJobSecret;
+    std::vector<dp_config_t> configs(4, base);
+    configs[0].agent = address[0].c_str();
+    configs[1].agent = address[0].c_str();
+    configs[2].agent = address[1].c_str();
+    const std::string local = agents.socket(1);
+    configs[3].agent = local.c_str();
+    MixedTeam team(configs, "remote-nodes");
+    ASSERT_TRUE(team.joined());
+    deputy::testing::TableShape shape;
+    shape.counts = {0, 1, 4097};
+    deputy::testing::check_table(team, [&](int m) { return team[m]; }, "two nodes, remote ranks",
+                                 shape);
 }
 
 // Waits for `req` for at most 5 s by dp_test; its status (DP_ERR_TIMEOUT

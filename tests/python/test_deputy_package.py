@@ -425,6 +425,22 @@ def test_collectives_through_a_remote_agent_match_numpy(remote_agent, case, monk
     assert all(status == "ok" for status, _ in results), results
 
 
+def test_a_remote_agents_key_from_the_config(remote_agent, monkeypatch):
+    """dp_config_t.key_file (Context(key_file=...)) instead of $DEPUTY_KEY;
+    without either, the error names both."""
+    address, key = remote_agent
+    monkeypatch.delenv("DEPUTY_KEY", raising=False)
+    with deputy.Context(agent=address, key_file=key, job_secret=SECRET) as ctx, \
+            deputy.Team(ctx, "remote-key", 0, 1) as team:
+        a = np.arange(1000, dtype=np.int64)
+        out = np.zeros_like(a)
+        team.allreduce(a, out)
+        assert (out == a).all()
+    with pytest.raises(deputy.DeputyError) as e:
+        deputy.Context(agent=address, job_secret=SECRET)
+    assert e.value.name == "DP_ERR_INVALID"
+
+
 def test_disagreeing_counts_fail_every_member(agent):
     results = run_team(agent, 2, "mismatch")
     assert [v for _, v in results] == ["DP_ERR_MISMATCH", "DP_ERR_MISMATCH"], results
