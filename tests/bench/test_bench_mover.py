@@ -291,7 +291,8 @@ def test_on_an_agents_mover_local_and_remote(tmp_path: Path) -> None:
                                  *QUICK], capture_output=True, text=True, timeout=TIMEOUT_S,
                                 env=env)
         assert result.returncode == 2
-        assert "DEPUTY_KEY=FILE names the secure session's key" in result.stderr
+        assert "DEPUTY_KEY=FILE (or dp_config_t.key_file) names the secure session's key" \
+            in result.stderr
     finally:
         agent.kill()
         agent.wait()
