@@ -63,6 +63,18 @@ dp_status_t while_busy(int64_t budget_ns, const char *what, Attempt attempt) {
     }
 }
 
+// The REPLY a request was answered with; DP_ERR_INTERNAL (logged) for any
+// other answer or one that does not decode.
+dp_status_t decode_reply(MsgType type, const std::vector<uint8_t> &answer, const char *what,
+                         control::Reply *reply) {
+    std::string error;
+    if (type != MsgType::kReply ||
+        control::decode(answer.data(), answer.size(), reply, &error) != DP_OK)
+        DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
+                channel::msg_type_name(type), error);
+    return DP_OK;
+}
+
 const char *env_or(const char *name, const char *fallback) {
     const char *v = std::getenv(name);
     return v && *v ? v : fallback;
@@ -339,11 +351,7 @@ dp_status_t Context::open_proxy_link(UniqueFd *socket, std::unique_ptr<channel::
     DP_CHECK(control::recv_message(socket->get(), control::kMaxControlMessage, &type, &answer,
                                    nullptr, 0, &nfds, timeout, what));
     control::Reply reply;
-    std::string error;
-    if (type != MsgType::kReply ||
-        control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
-        DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
-                channel::msg_type_name(type), error);
+    DP_CHECK(decode_reply(type, answer, what, &reply));
     if (reply.status != DP_OK)
         DP_FAIL(reply.status, "{}: the agent at {} refused a team proxy: {}", what,
                 options_.address, reply.reason);
@@ -426,11 +434,7 @@ dp_status_t Context::simple_request(MsgType type, const std::vector<uint8_t> &pa
         std::vector<uint8_t> answer;
         DP_CHECK(request(type, payload, &answer_type, &answer, attach_fd));
         control::Reply reply;
-        std::string error;
-        if (answer_type != MsgType::kReply ||
-            control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
-            DP_FAIL(DP_ERR_INTERNAL, "{}: unexpected answer {} {}", what,
-                    channel::msg_type_name(answer_type), error);
+        DP_CHECK(decode_reply(answer_type, answer, what, &reply));
         if (reply.status == DP_ERR_RETRY)
             DP_LOG_DEBUG("{}: the agent is busy: {}", what, reply.reason);
         else if (reply.status != DP_OK)

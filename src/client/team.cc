@@ -173,8 +173,7 @@ dp_status_t Team::push(Request &r, channel::CollPost post) {
             return s;
         }
         ranks_->posted(r.sequence, post, &r);
-    }
-    if (remote_) [[unlikely]] {
+    } else if (remote_) [[unlikely]] {  // (a remote member never runs operations: no ranks_)
         dp_status_t s = remote_->post(r, r.slot, &post,
                                       reinterpret_cast<const void *>(post.counts),
                                       post.counts_bytes);
