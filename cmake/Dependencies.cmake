@@ -7,6 +7,8 @@ find_package(CLI11 REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+# libfabric: the remote-memory (rdma) mode of a team proxy, and `deputy bench rail`.
+pkg_check_modules(FABRIC REQUIRED IMPORTED_TARGET libfabric)
 # The mover's idxd backend finds DSA devices and work queues with it. DSA
 # is an Intel x86-64 device and Debian builds libaccel-config for amd64
 # only: required there, left out elsewhere (the aarch64 build's backend has

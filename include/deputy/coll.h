@@ -20,6 +20,13 @@
  * baseline: two host copies). A bounce buffer that does not fit the pool
  * fails the post with DP_ERR_NOMEM.
  *
+ * Memory mode rdma (DP_MEMORY_RDMA, an agent on another host): buffers may
+ * be any memory and are not copied; the agent's side reads the sources and
+ * writes the result in them by RMA. They must stay valid, and the result
+ * unread, until dp_test/dp_wait sees the operation done. A team whose
+ * agent cannot reach this process by the provider fails dp_team_create
+ * (DP_ERR_UNSUPPORTED, DP_ERR_DENIED).
+ *
  * Errors of an operation (reported by dp_test/dp_wait):
  *   DP_ERR_MISMATCH    members disagree on op, count, dtype, reduction or root (alltoallv: a
  *                      member's scounts[m] and member m's rcounts[r] differ)

@@ -13,7 +13,13 @@
  *    copies with process_vm_readv/writev (one copy).
  *  - staged (dp_config_t.memory_mode = DP_MEMORY_STAGED): every descriptor
  *    travels with its source bytes over the socket and its results come
- *    back (the baseline; the only mode for an agent on another host).
+ *    back (the baseline, and the default for an agent on another host).
+ *  - rdma (DP_MEMORY_RDMA, an agent on another host only): a team's
+ *    collectives and messages expose the caller's own buffers through
+ *    libfabric (dp_config_t.fabric_provider), one key per buffer and
+ *    operation, revoked when it ends; the agent's side reads the sources
+ *    and writes the results there itself, so the host copies nothing. The
+ *    mover's operations stay staged.
  * Any other address in a descriptor fails with DP_COMP_ADDRESS_DENIED and
  * nothing is read or written. Completion records must be in mapped memory
  * (or, without waking block-mode waiters, in a registered range).
@@ -37,7 +43,8 @@ typedef struct dp_context dp_context_t;
 
 typedef enum dp_memory_mode {
     DP_MEMORY_DIRECT = 0, /* mapped for dp_malloc memory, direct for registered ranges */
-    DP_MEMORY_STAGED = 1  /* bytes through the channel */
+    DP_MEMORY_STAGED = 1, /* bytes through the channel */
+    DP_MEMORY_RDMA = 2    /* a remote agent reads and writes the caller's buffers by RMA */
 } dp_memory_mode_t;
 
 typedef struct dp_config {
@@ -46,7 +53,8 @@ typedef struct dp_config {
     const char *token;           /* per-job token; NULL: $DEPUTY_TOKEN, else none */
     uint64_t pool_bytes;         /* mapped pool; 0: the agent's default */
     uint32_t ring_size;          /* descriptors in this process's ring; 0: agent default */
-    uint32_t memory_mode;        /* dp_memory_mode_t; $DEPUTY_MEMORY=staged also selects */
+    uint32_t memory_mode;        /* dp_memory_mode_t; $DEPUTY_MEMORY=staged or rdma also
+                                    selects */
     uint32_t wq_mode;            /* DP_WQ_DEDICATED: one submitting thread; SHARED: any */
     uint32_t wait_mode;          /* dp_wait_mode_t for dp_mover_wait and dp_wait; DEFAULT: poll
                                     2 us (collectives of at most 256 KiB: then yield the CPU
@@ -63,12 +71,15 @@ typedef struct dp_config {
     const char *key_file;        /* an agent on another host (agent "tcp://HOST:PORT"): the
                                     file holding the secure session's key (the agent's
                                     --key). NULL: $DEPUTY_KEY */
+    const char *fabric_provider; /* memory mode rdma: the libfabric provider ("tcp", "verbs",
+                                    "efa"), the agent's side uses the same. NULL:
+                                    $DEPUTY_FABRIC_PROVIDER, else "tcp" */
 } dp_config_t;
 
 #define DP_CONFIG_INITIALIZER                                                                    \
     {                                                                                            \
         sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, \
-            0, 0, NULL, NULL                                                                     \
+            0, 0, NULL, NULL, NULL                                                               \
     }
 
 /* Connects and attaches. NULL config = defaults and environment.
@@ -100,11 +111,11 @@ DP_API dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr);
  * or in the shared heap the agent maps. */
 DP_API int dp_mem_mapped(dp_context_t *ctx, const void *addr, size_t bytes);
 
-/* The memory mode this context works in (DP_MEMORY_DIRECT or
- * DP_MEMORY_STAGED), as dp_init settled it from the config and
- * DEPUTY_MEMORY: a context attached to an agent on another host is always
- * staged. In staged mode any buffer may be passed as it is (the library
- * copies); nothing needs dp_mem_register. */
+/* The memory mode this context works in (DP_MEMORY_DIRECT, _STAGED or
+ * _RDMA), as dp_init settled it from the config and DEPUTY_MEMORY: a
+ * context attached to an agent on another host is staged unless rdma was
+ * asked for; rdma with a local agent is DP_ERR_INVALID. In staged and rdma
+ * mode any buffer may be passed as it is; nothing needs dp_mem_register. */
 DP_API dp_memory_mode_t dp_memory_mode(dp_context_t *ctx);
 
 /* The mover device the agent hosts, as a dp_mover_t: dp_mover_submit,

@@ -35,6 +35,7 @@ class Config(ctypes.Structure):
         ("connect_timeout_ms", ctypes.c_uint32),
         ("job_secret", ctypes.c_char_p),
         ("key_file", ctypes.c_char_p),
+        ("fabric_provider", ctypes.c_char_p),
     ]
 
 

@@ -82,6 +82,7 @@ class MemoryMode(enum.IntEnum):
 
     DIRECT = 0
     STAGED = 1
+    RDMA = 2
 
 
 class WaitMode(enum.IntEnum):

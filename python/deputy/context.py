@@ -21,12 +21,14 @@ class Context:
 
     Keyword arguments are dp_config_t's fields: `agent` (socket path;
     default $DEPUTY_AGENT), `token` (default $DEPUTY_TOKEN), `pool_bytes`,
-    `ring_size`, `memory_mode` ("direct" or "staged"), `wait_mode` ("spin",
+    `ring_size`, `memory_mode` ("direct", "staged", or "rdma" with an agent
+    on another host), `wait_mode` ("spin",
     "pause", "yield", "block", "default"), `lost_timeout_ms`,
     `connect_timeout_ms`, `job_secret` (the job's secret: only contexts
     holding the same one form a team; default from the environment),
     `key_file` (the secure session's key for an agent at "tcp://HOST:PORT",
-    another host's; default $DEPUTY_KEY).
+    another host's; default $DEPUTY_KEY), `fabric_provider` (memory mode
+    rdma: the libfabric provider; default $DEPUTY_FABRIC_PROVIDER, else "tcp").
     `start_agent=True`: where no agent answers, start the node's agent
     (deputy/agent_start.py; it stops by itself once unused).
     Use it as a context manager, or call close(); teams and requests made
@@ -36,18 +38,19 @@ class Context:
                  pool_bytes: int = 0, ring_size: int = 0, memory_mode: str = "direct",
                  wait_mode: str = "default", lost_timeout_ms: int = 0,
                  connect_timeout_ms: int = 0, job_secret: Optional[str] = None,
-                 start_agent: bool = False, key_file: Optional[str] = None):
+                 start_agent: bool = False, key_file: Optional[str] = None,
+                 fabric_provider: Optional[str] = None):
         self._strings = [s.encode() if s is not None else None
-                         for s in (agent, token, job_secret, key_file)]
+                         for s in (agent, token, job_secret, key_file, fabric_provider)]
         try:
             mode = MemoryMode[memory_mode.upper()]
             wait = WaitMode[wait_mode.upper()]
         except KeyError as e:
             raise ValueError(f"deputy.Context: {e.args[0]!r} is not a memory_mode (direct, "
-                             "staged) or wait_mode (spin, pause, yield, block, default)") from None
+                             "staged, rdma) or wait_mode (spin, pause, yield, block, default)") from None
         cfg = Config(ctypes.sizeof(Config), self._strings[0], self._strings[1], pool_bytes,
                      ring_size, mode, 0, wait, lost_timeout_ms, connect_timeout_ms,
-                     self._strings[2], self._strings[3])
+                     self._strings[2], self._strings[3], self._strings[4])
         self._ptr = ctypes.c_void_p()
 
         def attach() -> None:
@@ -73,9 +76,16 @@ class Context:
         # where they are for the context's life, so the answer never changes.
         self._mapped: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
-        # Staged (memory_mode="staged", or an agent on another host): the
-        # library copies every buffer, nothing is registered.
-        self._staged = lib.dp_memory_mode(self.handle) == int(MemoryMode.STAGED)
+        # Staged or rdma (memory_mode="staged", or an agent on another
+        # host): the library copies or exposes every buffer itself, nothing
+        # is registered.
+        self._staged = lib.dp_memory_mode(self.handle) != int(MemoryMode.DIRECT)
+
+    @property
+    def memory_mode(self) -> str:
+        """The memory mode dp_init settled on: "direct", "staged" or "rdma"
+        (an agent on another host is staged unless rdma was asked for)."""
+        return MemoryMode(lib.dp_memory_mode(self.handle)).name.lower()
 
     @property
     def handle(self) -> int:

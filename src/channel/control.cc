@@ -3,6 +3,7 @@
 #include <deputy/coll.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstring>
 
 #include "channel/socket_io.h"
@@ -340,6 +341,11 @@ void encode(const ProxyPost &m, std::vector<uint8_t> *out) {
     w.bytes(m.in.data(), m.in.size());
     w.u64(m.counts.size());
     w.bytes(m.counts.data(), m.counts.size());
+    w.u8(m.memory);
+    w.u64(m.src_base);
+    w.u64(m.src_key);
+    w.u64(m.dst_base);
+    w.u64(m.dst_key);
 }
 
 // A length field must fit in what is left of the message: a forged one
@@ -371,8 +377,18 @@ dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *erro
         !r.u64(&out->block_base, "block_base") || !r.u64(&out->block_bytes, "block_bytes") ||
         !r.u64(&out->in_offset, "in_offset") || !r.u64(&out->in_total, "in_total") ||
         !read_sized(r, &out->in, "in_len", "in") ||
-        !read_sized(r, &out->counts, "counts_len", "counts") || !r.done())
+        !read_sized(r, &out->counts, "counts_len", "counts") || !r.u8(&out->memory, "memory") ||
+        !r.u64(&out->src_base, "src_base") || !r.u64(&out->src_key, "src_key") ||
+        !r.u64(&out->dst_base, "dst_base") || !r.u64(&out->dst_key, "dst_key") || !r.done())
         return DP_ERR_INVALID;
+    if (out->memory > kProxyRemoteMemory)
+        return invalid(error, fmt::format("PROXY_POST: field 'memory' = {} (0 staged, 1 remote "
+                                          "memory)",
+                                          out->memory));
+    if (out->memory == kProxyRemoteMemory &&
+        (out->block_base | out->block_bytes | out->in_offset | out->in_total) != 0)
+        return invalid(error, "PROXY_POST: a remote-memory post names a bounce block or carries "
+                              "bytes (block_base, block_bytes, in_offset and in_total must be 0)");
     uint64_t in_end = 0;
     if (out->in_total < out->in.size())
         return invalid(error, fmt::format("PROXY_POST: field 'in_total' = {} (below the {} bytes "
@@ -399,6 +415,36 @@ dp_status_t decode(const uint8_t *p, size_t n, ProxyData *out, std::string *erro
     if (!read_slot(r, &out->slot) || !r.u64(&out->offset, "offset") ||
         !read_sized(r, &out->bytes, "bytes_len", "bytes") || !r.done())
         return DP_ERR_INVALID;
+    return DP_OK;
+}
+
+void encode(const ProxyFabric &m, std::vector<uint8_t> *out) {
+    Writer w{out};
+    w.u32(uint32_t(m.provider.size()));
+    w.bytes(m.provider.data(), m.provider.size());
+    w.u32(uint32_t(m.address.size()));
+    w.bytes(m.address.data(), m.address.size());
+}
+
+dp_status_t decode(const uint8_t *p, size_t n, ProxyFabric *out, std::string *error) {
+    Reader r{p, n, 0, error, "PROXY_FABRIC"};
+    uint32_t len = 0;
+    if (!r.u32(&len, "provider_len")) return DP_ERR_INVALID;
+    if (len == 0 || len > kMaxProviderName)
+        return invalid(error, fmt::format("PROXY_FABRIC: field 'provider_len' = {} (1..{})", len,
+                                          kMaxProviderName));
+    out->provider.resize(len);
+    if (!r.bytes(out->provider.data(), len, "provider")) return DP_ERR_INVALID;
+    for (char c : out->provider)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != ';')
+            return invalid(error, "PROXY_FABRIC: field 'provider' holds a character other than "
+                                  "a letter, a digit, '_' or ';'");
+    if (!r.u32(&len, "address_len")) return DP_ERR_INVALID;
+    if (len == 0 || len > kMaxFabricAddress)
+        return invalid(error, fmt::format("PROXY_FABRIC: field 'address_len' = {} (1..{})", len,
+                                          kMaxFabricAddress));
+    out->address.resize(len);
+    if (!r.bytes(out->address.data(), len, "address") || !r.done()) return DP_ERR_INVALID;
     return DP_OK;
 }
 

@@ -136,6 +136,9 @@ struct StagedResult {
 // (DP_TEAM_MAX_OUTSTANDING), then its point-to-point ones.
 inline constexpr uint32_t kProxySlots = DP_TEAM_MAX_OUTSTANDING + DP_P2P_MAX_OUTSTANDING;
 
+inline constexpr uint8_t kProxyStagedMemory = 0;  // the bytes travel in the link
+inline constexpr uint8_t kProxyRemoteMemory = 1;  // the proxy reads and writes them by RMA
+
 struct ProxyPost {
     uint32_t slot = 0;  // the member's request slot (< kProxySlots): its PROXY_DONE names it
     // A channel::CollPost (coll_post.h) or P2pPost (p2p_post.h), as in a
@@ -148,6 +151,14 @@ struct ProxyPost {
     uint64_t in_total = 0;     // >= in.size(); in_offset + in_total <= block_bytes
     std::vector<uint8_t> in;
     std::vector<uint8_t> counts;  // empty unless the collective is a vector one
+    // Memory mode rdma (kProxyRemoteMemory): no block and no bytes come
+    // (block_base, block_bytes, in_offset and in_total are 0); the post's
+    // buffers are the member's own, exposed to the proxy's RMA link
+    // (PROXY_FABRIC): the bytes the post reads under src_key (the remote
+    // address of its byte 0: src_base), the bytes it writes under dst_key
+    // (dst_base). The proxy reads and writes them there itself.
+    uint8_t memory = kProxyStagedMemory;
+    uint64_t src_base = 0, src_key = 0, dst_base = 0, dst_key = 0;
 };
 
 // The bytes of one message of a collective's source or result: more than
@@ -176,6 +187,18 @@ struct ProxyDone {
     uint64_t value = 0;
     uint64_t out_offset = 0;
     std::vector<uint8_t> out;
+};
+
+// A remote member in memory mode rdma, right after its TEAM_READY: the
+// libfabric provider and the address of the endpoint its memory is exposed
+// on (fabric/exposed_memory.h). The proxy answers REPLY: DP_OK once its RMA
+// link to that address is open, else the status and why.
+inline constexpr size_t kMaxProviderName = 64;
+inline constexpr size_t kMaxFabricAddress = 512;
+
+struct ProxyFabric {
+    std::string provider;          // "tcp", "verbs", "efa": letters, digits, '_', ';'
+    std::vector<uint8_t> address;  // fi_getname's bytes
 };
 
 // TeamJoin::flags. kJoinAgentRuns: this member leaves every operation to
@@ -247,6 +270,7 @@ void encode_team_views(uint64_t join_id, std::vector<uint8_t> *out);
 void encode(const ProxyPost &m, std::vector<uint8_t> *out);
 void encode(const ProxyDone &m, std::vector<uint8_t> *out);
 void encode(const ProxyData &m, std::vector<uint8_t> *out);
+void encode(const ProxyFabric &m, std::vector<uint8_t> *out);
 
 // Decoders: DP_OK, or DP_ERR_INVALID (DP_ERR_TOO_LARGE for a limit) with
 // *error naming the field. Nothing is logged here: the caller decides
@@ -266,6 +290,7 @@ dp_status_t decode_team_views(const uint8_t *p, size_t n, uint64_t *join_id, std
 dp_status_t decode(const uint8_t *p, size_t n, ProxyPost *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, ProxyDone *out, std::string *error);
 dp_status_t decode(const uint8_t *p, size_t n, ProxyData *out, std::string *error);
+dp_status_t decode(const uint8_t *p, size_t n, ProxyFabric *out, std::string *error);
 
 // One framed message on a raw Unix stream socket, fds attached to its first
 // byte. Bounded by timeout_ns (<0: forever).

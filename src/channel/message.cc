@@ -16,7 +16,7 @@ constexpr const char *kMsgTypeNames[] = {
     "ATTACH",       "ATTACHED",      "REGISTER",    "DEREGISTER", "REPLY",
     "STAGED",       "STAGED_RESULT", "INFO_REPLY",  "TEAM_JOIN",  "TEAM_READY",
     "TEAM_LEAVE",   "HEAP_SHARE",    "START",       "TEAM_VIEWS",
-    "PROXY_POST",   "PROXY_DONE",    "PROXY_DATA",
+    "PROXY_POST",   "PROXY_DONE",    "PROXY_DATA",    "PROXY_FABRIC",
 };
 static_assert(std::size(kMsgTypeNames) == size_t(MsgType::kCount),
               "every MsgType needs its name in kMsgTypeNames");

@@ -65,6 +65,7 @@ enum class MsgType : uint8_t {
     kProxyPost = 23,    // remote member -> its team proxy: a collective and its bytes (control.h)
     kProxyDone = 24,    // team proxy -> remote member: the collective's status and result bytes
     kProxyData = 25,    // either way: more of a PROXY_POST's or PROXY_DONE's bytes
+    kProxyFabric = 26,  // remote member -> its team proxy: its RMA endpoint (memory mode rdma)
     kCount              // number of values; keep last
 };
 

@@ -25,7 +25,8 @@ bool inside(const std::vector<ByteRange> &ranges, uint64_t addr, uint64_t len) {
 dp_status_t AgentMover::submit(uint32_t wq, const dp_desc_t &desc) {
     if (wq != 0) DP_FAIL(DP_ERR_INVALID, "dp_mover_submit: wq {} (an attached mover has wq 0 only)", wq);
     DP_CHECK(ctx_->check_alive());
-    if (ctx_->options().memory_mode == DP_MEMORY_STAGED) return submit_staged(desc);
+    // An agent on another host (staged or rdma) gets every descriptor's bytes.
+    if (ctx_->options().memory_mode != DP_MEMORY_DIRECT) return submit_staged(desc);
     if (desc.opcode >= 0x80)
         DP_FAIL(DP_ERR_INVALID, "dp_mover_submit: opcode 0x{:x} is not a mover operation",
                 desc.opcode);

@@ -110,13 +110,15 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
     out->pool_bytes = c.pool_bytes;
     out->ring_size = c.ring_size;
     std::string memory = env_or("DEPUTY_MEMORY", "");
-    if (c.memory_mode > DP_MEMORY_STAGED)
-        DP_FAIL(DP_ERR_INVALID, "dp_init: config.memory_mode {} (0 direct, 1 staged)",
+    if (c.memory_mode > DP_MEMORY_RDMA)
+        DP_FAIL(DP_ERR_INVALID, "dp_init: config.memory_mode {} (0 direct, 1 staged, 2 rdma)",
                 c.memory_mode);
     out->memory_mode = dp_memory_mode_t(c.memory_mode);
     if (memory == "staged") out->memory_mode = DP_MEMORY_STAGED;
+    else if (memory == "rdma") out->memory_mode = DP_MEMORY_RDMA;
     else if (!memory.empty() && memory != "direct" && memory != "mapped")
-        DP_FAIL(DP_ERR_INVALID, "DEPUTY_MEMORY={}: expected mapped, direct or staged", memory);
+        DP_FAIL(DP_ERR_INVALID, "DEPUTY_MEMORY={}: expected mapped, direct, staged or rdma",
+                memory);
     if (c.wq_mode > DP_WQ_SHARED)
         DP_FAIL(DP_ERR_INVALID, "dp_init: config.wq_mode {} (0 dedicated, 1 shared)", c.wq_mode);
     out->wq_mode = dp_wq_mode_t(c.wq_mode);
@@ -141,12 +143,28 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
                     "dp_config_t.key_file) names the secure session's key (the agent's --key), "
                     "or DEPUTY_INSECURE_TCP=1 goes in clear",
                     out->address);
-        // Nothing of this process is in the agent's reach: every request
-        // carries its bytes, and no team member runs another's operation.
-        // (So push(), the ring's hot path, is never reached: the mover goes
-        // staged and Team::join refuses a remote context.)
-        out->memory_mode = DP_MEMORY_STAGED;
+        // Nothing of this process is mapped in the agent's reach: every
+        // request carries its bytes (or, rdma, exposes them by RMA), and no
+        // team member runs another's operation. (So push(), the ring's hot
+        // path, is never reached: the mover goes staged, teams through a
+        // team proxy.)
+        if (out->memory_mode != DP_MEMORY_RDMA) out->memory_mode = DP_MEMORY_STAGED;
         out->rank_execution = false;
+        const bool has_provider =
+            c.size >= offsetof(dp_config_t, fabric_provider) + sizeof(c.fabric_provider);
+        out->fabric_provider = has_provider && c.fabric_provider
+                                   ? c.fabric_provider
+                                   : env_or("DEPUTY_FABRIC_PROVIDER", "tcp");
+        if (out->fabric_provider.empty() ||
+            out->fabric_provider.size() > control::kMaxProviderName)
+            DP_FAIL(DP_ERR_INVALID, "dp_init: fabric provider '{}' (1..{} characters)",
+                    out->fabric_provider, control::kMaxProviderName);
+    } else if (out->memory_mode == DP_MEMORY_RDMA) {
+        DP_FAIL(DP_ERR_INVALID,
+                "dp_init: memory mode rdma is for an agent on another host (DEPUTY_AGENT="
+                "tcp://HOST:PORT); the local agent at {} reads this process's memory "
+                "directly (mode direct) or staged",
+                out->address);
     }
     out->lost_timeout_ns = int64_t(c.lost_timeout_ms ? c.lost_timeout_ms : 1000) * 1'000'000;
     out->connect_timeout_ns = int64_t(c.connect_timeout_ms ? c.connect_timeout_ms : 1000) * 1'000'000;

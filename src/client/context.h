@@ -57,9 +57,10 @@ struct ClientOptions {
     bool share_heap = true;
     // DEPUTY_AGENT=tcp://HOST:PORT: an agent on another host, reached
     // through the secure session with $DEPUTY_KEY's key (or in clear with
-    // $DEPUTY_INSECURE_TCP=1, warned about); staged memory only.
+    // $DEPUTY_INSECURE_TCP=1, warned about); staged or rdma memory only.
     bool remote = false;
     std::string key_file;
+    std::string fabric_provider = "tcp";  // memory mode rdma
     bool insecure_tcp = false;
 };
 
@@ -84,7 +85,8 @@ inline constexpr int64_t kAdaptiveYieldNs = 50'000;
 inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
-// $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION, $DEPUTY_KEY, $DEPUTY_INSECURE_TCP.
+// $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION, $DEPUTY_KEY, $DEPUTY_INSECURE_TCP,
+// $DEPUTY_FABRIC_PROVIDER.
 dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out);
 
 // dp_malloc's pool with a remote agent, unless dp_config_t.pool_bytes says.

@@ -7,6 +7,15 @@
 // the request's record, so dp_test stays one load and dp_wait sleeps on the
 // record as for a local team. The link ending fails every request in
 // flight with the member-lost status (DP_ERR_AGENT_LOST).
+//
+// Memory mode rdma: before joining, the member opens an RMA endpoint of
+// its own (fabric/exposed_memory.h) and sends its address (PROXY_FABRIC);
+// each post then exposes the user's own buffers instead of copying them —
+// its source for remote reads, its destination for remote writes, each
+// under a fresh key — and carries the keys; the proxy reads and writes
+// there itself and answers with the status alone. The keys are revoked
+// when the answer comes (or the link ends), before the record is
+// published.
 #pragma once
 
 #include <deputy/status.h>
@@ -22,6 +31,7 @@
 #include "channel/control.h"
 #include "channel/relay.h"
 #include "common/fd.h"
+#include "fabric/exposed_memory.h"
 
 namespace deputy::client {
 
@@ -32,6 +42,9 @@ class RemoteMember {
   public:
     // Opens the link, sends the TEAM_JOIN and waits up to wait_ns for the
     // proxy's TEAM_READY (*ready: its status, reason and team id).
+    // Memory mode rdma: the RMA endpoint first (PROXY_FABRIC, answered by
+    // REPLY), so a proxy that cannot reach our memory fails the create
+    // before anyone joins.
     static dp_status_t join(Context *ctx, const channel::control::TeamJoin &m, int64_t wait_ns,
                             channel::control::TeamReady *ready, std::unique_ptr<RemoteMember> *out);
     ~RemoteMember();  // closes the link (the proxy leaves the team) and joins the receiver
@@ -46,6 +59,14 @@ class RemoteMember {
 
   private:
     RemoteMember() = default;
+    // On the interface towards `agent_host`.
+    dp_status_t open_fabric(const std::string &provider, const std::string &agent_host,
+                            int64_t wait_ns);
+    // Memory mode rdma: exposes the bytes `post` reads and writes (by the
+    // table, a vector collective's counts block, or a message's buffer)
+    // and fills m's keys.
+    dp_status_t expose(uint32_t slot, const void *post, const void *counts,
+                       channel::control::ProxyPost *m);
     void receive_loop();
     // Writes `bytes` at `offset` of the slot's bounce block; false (and
     // says why) when the slot has nothing in flight or they do not fit.
@@ -56,6 +77,16 @@ class RemoteMember {
 
     UniqueFd socket_;
     std::unique_ptr<channel::Relay> relay_;
+    uint32_t rank_ = 0, size_ = 1;
+    // Memory mode rdma: the endpoint, and each slot's two exposed ranges
+    // (source, destination) while it is in flight; whoever clears the
+    // slot's bit revokes them. Declared in this order so the ranges close
+    // before the endpoint.
+    std::unique_ptr<fabric::ExposedMemory> exposed_;
+    struct Windows {
+        std::unique_ptr<fabric::Registration> source, destination;
+    };
+    std::array<Windows, channel::control::kProxySlots> windows_;
     std::mutex send_mutex_;
     std::thread receiver_;
     // Slot s's request, while bit s of in_flight_ is set: set by post(),

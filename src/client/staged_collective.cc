@@ -17,6 +17,38 @@ constexpr uint64_t round_up(uint64_t v) {
 
 }  // namespace
 
+BlockLayout block_layout(coll::Collective c, const coll::MemberBytes &r, uintptr_t s,
+                         uintptr_t d) {
+    BlockLayout l;
+    if (r.source == 0 && r.destination == 0) return l;
+    // The descriptor still names both buffers even where one is unused (a
+    // bcast member's side): the agent checks them, so both point inside the
+    // block.
+    const bool bcast = c == coll::Collective::bcast;
+    l.in_len = std::max<uint64_t>(r.source, bcast ? r.destination : 0);
+    l.out_len = std::max<uint64_t>(r.destination, bcast ? r.source : 0);
+    if (s < d + l.out_len && d < s + l.in_len) {  // in place
+        const uintptr_t lo = std::min(s, d);
+        l.bytes = std::max(s + l.in_len, d + l.out_len) - lo;
+        l.in_off = s - lo;
+        l.out_off = d - lo;
+    } else {
+        l.in_off = 0;
+        l.out_off = round_up(l.in_len);
+        l.bytes = l.out_off + l.out_len;
+    }
+    return l;
+}
+
+BlockLayout vector_block_layout(uint64_t in_len, uint64_t out_len) {
+    BlockLayout l;
+    l.in_len = in_len;
+    l.out_len = out_len;
+    l.out_off = round_up(std::max<uint64_t>(in_len, 1));
+    if (l.out_off < in_len || __builtin_add_overflow(l.out_off, out_len, &l.bytes)) l.bytes = 0;
+    return l;
+}
+
 dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size, const void *src,
                      void *dst, uint64_t count, uint64_t elem_bytes, uint64_t root,
                      StagedCollective *staged, StagedPointers *ptrs) {
@@ -26,26 +58,10 @@ dp_status_t stage_in(PoolAllocator &pool, coll::Collective c, int rank, int size
     // The bytes a member reads and the bytes it receives, from the one table.
     const coll::MemberBytes r =
         coll::member_bytes(c, count, elem_bytes, uint32_t(size), uint32_t(rank), uint32_t(root));
-    if (r.source == 0 && r.destination == 0) return DP_OK;
-    // The descriptor still names both buffers even where one is unused (a
-    // bcast member's side): the agent checks them, so both point inside the
-    // bounce block.
-    const uint64_t in_len = std::max<uint64_t>(r.source, c == coll::Collective::bcast ? r.destination : 0);
-    const uint64_t out_len = std::max<uint64_t>(r.destination, c == coll::Collective::bcast ? r.source : 0);
-    const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(dst);
-    const bool overlap = s < d + out_len && d < s + in_len;
-    uint64_t bytes, in_off, out_off;
-    uintptr_t lo = 0;
-    if (overlap) {  // in place: keep the two ranges' relative position
-        lo = std::min(s, d);
-        bytes = std::max(s + in_len, d + out_len) - lo;
-        in_off = s - lo;
-        out_off = d - lo;
-    } else {
-        bytes = round_up(in_len) + out_len;
-        in_off = 0;
-        out_off = round_up(in_len);
-    }
+    const BlockLayout l = block_layout(c, r, reinterpret_cast<uintptr_t>(src),
+                                       reinterpret_cast<uintptr_t>(dst));
+    if (l.bytes == 0) return DP_OK;
+    const uint64_t bytes = l.bytes, in_off = l.in_off, out_off = l.out_off;
     void *block = pool.allocate(bytes);
     if (!block)
         DP_FAIL(DP_ERR_NOMEM,
@@ -88,6 +104,12 @@ bool vector_extent(const uint64_t *counts, uint32_t entries, int side, uint64_t 
 
 }  // namespace
 
+bool vector_extents(const uint64_t *counts, uint32_t entries, uint64_t elem_bytes,
+                    uint64_t *in_len, uint64_t *out_len) {
+    return vector_extent(counts, entries, 0, elem_bytes, in_len) &&
+           vector_extent(counts, entries, 1, elem_bytes, out_len);
+}
+
 dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
                             const uint64_t *counts, uint32_t entries, uint64_t elem_bytes,
                             StagedCollective *staged, StagedPointers *ptrs) {
@@ -95,16 +117,12 @@ dp_status_t stage_in_vector(PoolAllocator &pool, const void *src, void *dst,
     ptrs->src = src;
     ptrs->dst = dst;
     uint64_t in_len, out_len;
-    if (!vector_extent(counts, entries, 0, elem_bytes, &in_len) ||
-        !vector_extent(counts, entries, 1, elem_bytes, &out_len))
+    if (!vector_extents(counts, entries, elem_bytes, &in_len, &out_len))
         return DP_OK;  // the agent refuses it
     if (in_len == 0 && out_len == 0) return DP_OK;
-    // Source and destination stay apart even when empty: the agent refuses
-    // one buffer for both.
-    const uint64_t out_off = round_up(std::max<uint64_t>(in_len, 1));
-    uint64_t bytes = 0;
-    const bool fits = out_off >= in_len && !__builtin_add_overflow(out_off, out_len, &bytes);
-    void *block = fits ? pool.allocate(bytes) : nullptr;
+    const BlockLayout l = vector_block_layout(in_len, out_len);
+    const uint64_t out_off = l.out_off, bytes = l.bytes;
+    void *block = bytes ? pool.allocate(bytes) : nullptr;
     if (!block)
         DP_FAIL(DP_ERR_NOMEM,
                 "deputy vector collective (staged memory): no bounce buffer for {} source and {} "

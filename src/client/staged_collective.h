@@ -34,6 +34,29 @@ struct StagedCollective {
     bool active() const { return bounce != nullptr; }
 };
 
+// Where a member's source and destination bytes sit in one block that holds
+// both (a staged bounce block; a team proxy's block): one region when the
+// two overlap (in place, their relative position kept), else the source
+// then the destination at the next kAlign boundary. in_len and out_len are
+// what the post's two pointers must cover: the table's bytes, except that
+// both of a bcast member's cover the larger (the agent checks both).
+struct BlockLayout {
+    uint64_t bytes = 0;  // the block's length; 0: nothing to lay out
+    uint64_t in_off = 0, out_off = 0;
+    uint64_t in_len = 0, out_len = 0;
+};
+BlockLayout block_layout(coll::Collective c, const coll::MemberBytes &r, uintptr_t src,
+                         uintptr_t dst);
+// A vector collective's: the source up to in_len, the destination from the
+// next boundary, apart even when empty (the agent refuses one buffer for
+// both). bytes = 0 when the sum overflows.
+BlockLayout vector_block_layout(uint64_t in_len, uint64_t out_len);
+// The bytes from a vector collective's buffers' starts to the ends of
+// their farthest blocks (coll/vector_counts.h's counts block of `entries`
+// members); false when one overflows.
+bool vector_extents(const uint64_t *counts, uint32_t entries, uint64_t elem_bytes,
+                    uint64_t *in_len, uint64_t *out_len);
+
 struct StagedPointers {
     const void *src = nullptr;  // what the descriptor carries instead of the user's
     void *dst = nullptr;

@@ -80,8 +80,9 @@ void forget_unpinned(dp_context_t *ctx) {
 dp_status_t reach_memory(dp_context_t *ctx, const void *p, size_t bytes, RangePins *pins,
                          std::string *error) {
     if (bytes == 0) return DP_OK;
-    // Staged (an agent on another host): the library copies every buffer.
-    if (dp_memory_mode(ctx) == DP_MEMORY_STAGED) return DP_OK;
+    // Staged or rdma (an agent on another host): the library copies or
+    // exposes every buffer itself.
+    if (dp_memory_mode(ctx) != DP_MEMORY_DIRECT) return DP_OK;
     const uint64_t addr = reinterpret_cast<uint64_t>(p);
     const uint64_t end = addr + bytes;
     // The pool and the shared heap (where the malloc interposer puts large

@@ -3,6 +3,8 @@
 #include <deputy/coll.h>
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -15,12 +17,15 @@
 #include "channel/control.h"
 #include "channel/p2p_post.h"
 #include "channel/socket_io.h"
+#include "channel/transport/tcp/transport.h"
 #include "client/context.h"
 #include "client/p2p.h"
+#include "client/staged_collective.h"
 #include "client/team.h"
 #include "coll/vector_counts.h"
 #include "common/log.h"
 #include "common/timing.h"
+#include "fabric/rma_link.h"
 
 namespace deputy::proxy {
 namespace {
@@ -38,6 +43,22 @@ constexpr uint64_t kDrainNs = 2'000'000'000;
 // which all fit in the member's own pool (client/context.h).
 constexpr uint64_t kProxyPoolBytes = client::kRemotePoolBytes + (1ull << 20);
 
+// How long an RMA transfer of `bytes` may take before the member counts as
+// silent: 10 s, plus 64 ns a byte (no slower than about 15 MB/s).
+uint64_t rma_deadline(uint64_t bytes) {
+    return timing::now_ns() + 10'000'000'000ull + bytes * 64;
+}
+
+// "10.0.0.2" of "10.0.0.2:51234", "::1" of "[::1]:51234"; an IPv4-mapped
+// IPv6 address as IPv4, as fabric::address_host gives it.
+std::string host_of(const std::string &peer) {
+    std::string host, port;
+    channel::tcp::split_host_port(peer, &host, &port);
+    if (host.rfind("::ffff:", 0) == 0 && host.find('.') != std::string::npos)
+        host = host.substr(7);
+    return host;
+}
+
 // A post whose source bytes are coming in (PROXY_POST, then PROXY_DATA).
 struct Pending {
     control::ProxyPost post;  // its `in` already copied out
@@ -48,6 +69,10 @@ struct Pending {
     void *block = nullptr;       // nullptr: nothing pending (or nothing to move)
     uint64_t src_off = 0, dst_off = 0, out_len = 0;
     uint64_t received = 0;       // source bytes in so far
+    // Memory mode rdma: the results' pieces, written into the member's
+    // memory when the record completes (a receive's trimmed to its message).
+    bool rdma = false;
+    std::vector<fabric::RmaLink::Piece> writes;
 };
 
 // One collective in flight: the proxy's request and block, and where the
@@ -58,6 +83,8 @@ struct InFlight {
     uint32_t slot = 0;
     uint64_t out_offset = 0, out_bytes = 0;
     bool message = false;  // a point-to-point receive: its result is the message
+    bool rdma = false;  // the answer carries no bytes: `writes` are the result
+    std::vector<fabric::RmaLink::Piece> writes;
 };
 
 class Proxy {
@@ -115,6 +142,9 @@ class Proxy {
         MsgType type;
         std::vector<uint8_t> payload;
         if (!receive(&type, &payload)) return false;
+        if (type == MsgType::kProxyFabric) {
+            if (!open_rma(payload) || !receive(&type, &payload)) return false;
+        }
         control::TeamJoin m;
         std::string error;
         if (type != MsgType::kTeamJoin ||
@@ -169,6 +199,38 @@ class Proxy {
         return sent;
     }
 
+    // PROXY_FABRIC (memory mode rdma): an RMA link to the member's endpoint,
+    // which must be on the member's own host, answered by REPLY.
+    bool open_rma(const std::vector<uint8_t> &payload) {
+        control::ProxyFabric f;
+        std::string error;
+        if (control::decode(payload.data(), payload.size(), &f, &error) != DP_OK) {
+            DP_LOG_WARN("team proxy for {}: {}: closing", options_.peer, error);
+            return false;
+        }
+        control::Reply reply{DP_OK, ""};
+        try {
+            rma_ = std::make_unique<fabric::RmaLink>(f.provider, f.address, options_.peer,
+                                                     host_of(options_.peer));
+            // An address on another host would make us read or write a third
+            // party's memory in the member's name: only the member's own.
+            const std::string host = fabric::address_host(f.address, rma_->address_format());
+            if (!host.empty() && host != host_of(options_.peer)) {
+                rma_.reset();
+                reply = {DP_ERR_DENIED,
+                         fmt::format("the RMA endpoint {} is not on the member's host {}", host,
+                                     host_of(options_.peer))};
+            }
+        } catch (const fabric::FabricError &e) {
+            reply = {DP_ERR_UNSUPPORTED, fmt::format("the agent's host: {}", e.what())};
+        }
+        if (reply.status != DP_OK)
+            DP_LOG_WARN("team proxy for {}: no RMA link: {}", options_.peer, reply.reason);
+        std::vector<uint8_t> out;
+        control::encode(reply, &out);
+        return send(MsgType::kReply, out) && reply.status == DP_OK;
+    }
+
     void read_loop() {
         MsgType type;
         std::vector<uint8_t> payload;
@@ -214,6 +276,19 @@ class Proxy {
         return send(MsgType::kProxyDone, out);
     }
 
+    // Reads a remote-memory post's source bytes into its block; false (the
+    // post refused, its block given back) when the member's memory refused
+    // or did not answer — then the link is broken and the caller ends it.
+    bool read_member(uint32_t slot, void *block, const std::vector<fabric::RmaLink::Piece> &in) {
+        uint64_t bytes = 0;
+        for (const auto &piece : in) bytes += piece.bytes;
+        const std::string error = rma_->read(in, rma_deadline(bytes));
+        if (error.empty()) return true;
+        context_->pool().release(block);
+        refuse(slot, DP_COMP_ADDRESS_DENIED, "reading the member's memory: " + error);
+        return false;
+    }
+
     // A PROXY_POST: checked, its block laid out and its first bytes in;
     // posted now, or once the rest of its bytes came (more()).
     bool begin(control::ProxyPost m) {
@@ -227,9 +302,13 @@ class Proxy {
             return refuse(m.slot, DP_COMP_INVALID_FIELD, "dtype out of range");
         const uint64_t elem =
             *c == coll::Collective::barrier ? 1 : dp_dtype_size(dp_dtype_t(p.dtype));
-        // The bytes the collective reads at src and writes at dst.
+        // The bytes the collective reads at src and writes at dst, and where
+        // they sit in a block that holds both (client/staged_collective.h).
         Pending next;
         uint64_t in_len = 0;
+        client::BlockLayout layout;
+        uint64_t read_bytes = 0, write_bytes = 0;  // the table's (rdma moves only these)
+        std::vector<coll::VectorBlock> received;   // a vector collective's result blocks
         if (coll::is_vector(*c)) {
             if (m.counts.size() != coll::vector_counts_bytes(size_))
                 return refuse(m.slot, DP_COMP_INVALID_FIELD, "counts block of the wrong length");
@@ -241,6 +320,9 @@ class Proxy {
             for (const coll::VectorBlock &b : v.send) in_len = std::max(in_len, b.end());
             for (const coll::VectorBlock &b : v.recv)
                 next.out_len = std::max(next.out_len, b.end());
+            layout = client::vector_block_layout(in_len, next.out_len);
+            read_bytes = in_len;
+            received = std::move(v.recv);
             next.arrays.resize(size_t(coll::kVectorArrays) * size_);
             for (size_t i = 0; i < next.arrays.size(); ++i) {
                 uint64_t value;
@@ -252,12 +334,39 @@ class Proxy {
                 return refuse(m.slot, DP_COMP_INVALID_FIELD, "root out of range");
             const coll::MemberBytes need =
                 coll::member_bytes(*c, p.count, elem, size_, rank_, p.root);
-            in_len = need.source;
-            next.out_len = need.destination;
-            if (*c == coll::Collective::bcast)
-                in_len = next.out_len = std::max(in_len, next.out_len);
+            layout = client::block_layout(*c, need, p.src, p.dst);
+            in_len = layout.in_len;
+            next.out_len = layout.out_len;
+            read_bytes = need.source;
+            write_bytes = need.destination;
         }
-        if (in_len || next.out_len) {
+        const bool rdma = m.memory == control::kProxyRemoteMemory;
+        next.rdma = rdma;
+        if ((in_len || next.out_len) && rdma) {
+            // The member's own buffers: our block laid out as its bounce
+            // block would be, filled by reading its source.
+            if (!rma_)
+                return refuse(m.slot, DP_COMP_INVALID_FIELD,
+                              "a remote-memory post on a link that sent no PROXY_FABRIC");
+            if (layout.bytes == 0)
+                return refuse(m.slot, DP_COMP_INVALID_FIELD, "buffers whose extents overflow");
+            next.src_off = layout.in_off;
+            next.dst_off = layout.out_off;
+            next.block = context_->pool().allocate(layout.bytes);
+            if (!next.block)
+                return refuse(m.slot, DP_COMP_INVALID_SIZE, "no room in the proxy's pool");
+            auto *base = static_cast<uint8_t *>(next.block);
+            if (read_bytes && !read_member(m.slot, next.block,
+                                           {{base + next.src_off, read_bytes, m.src_base,
+                                             m.src_key}}))
+                return !rma_->broken();
+            for (const coll::VectorBlock &b : received)
+                if (b.bytes)
+                    next.writes.push_back({base + next.dst_off + b.offset, b.bytes,
+                                           m.dst_base + b.offset, m.dst_key});
+            if (write_bytes)
+                next.writes.push_back({base + next.dst_off, write_bytes, m.dst_base, m.dst_key});
+        } else if (in_len || next.out_len) {
             if (!inside(p.src, in_len, m, &next.src_off) ||
                 !inside(p.dst, next.out_len, m, &next.dst_off))
                 return refuse(m.slot, DP_COMP_ADDRESS_DENIED,
@@ -306,20 +415,32 @@ class Proxy {
             return send(MsgType::kProxyDone, out);
         }
         const bool send_it = p.opcode == channel::kP2pSend;
-        if (p.bytes != 0 && (p.buf != m.block_base || p.bytes > m.block_bytes))
+        const bool rdma = m.memory == control::kProxyRemoteMemory;
+        if (rdma && !rma_)
+            return refuse(m.slot, DP_COMP_INVALID_FIELD,
+                          "a remote-memory post on a link that sent no PROXY_FABRIC");
+        if (!rdma && p.bytes != 0 && (p.buf != m.block_base || p.bytes > m.block_bytes))
             return refuse(m.slot, DP_COMP_ADDRESS_DENIED,
                           "a message buffer outside the bounce block the post names");
-        if (m.in_total != (send_it ? p.bytes : 0))
+        if (m.in_total != (send_it && !rdma ? p.bytes : 0))
             return refuse(m.slot, DP_COMP_INVALID_FIELD,
                           "source bytes that are not the send's message");
         Pending next;
         next.message = true;
+        next.rdma = rdma;
         next.out_len = send_it ? 0 : p.bytes;
         if (p.bytes) {
+            if (p.bytes > channel::kMaxCollBytes)
+                return refuse(m.slot, DP_COMP_INVALID_SIZE, "a message larger than the limit");
             next.block = context_->pool().allocate(p.bytes);
             if (!next.block)
                 return refuse(m.slot, DP_COMP_INVALID_SIZE, "no room in the proxy's pool");
             if (!m.in.empty()) std::memcpy(next.block, m.in.data(), m.in.size());
+            if (rdma && send_it &&
+                !read_member(m.slot, next.block, {{next.block, p.bytes, m.src_base, m.src_key}}))
+                return !rma_->broken();
+            if (rdma && !send_it)
+                next.writes.push_back({next.block, p.bytes, m.dst_base, m.dst_key});
         }
         std::memcpy(&next.head, m.post, sizeof(m.post));  // (read back as a P2pPost)
         next.received = m.in.size();
@@ -383,8 +504,8 @@ class Proxy {
         }
         {
             std::lock_guard lock(mutex_);
-            in_flight_.push_back(
-                {r, f.block, f.post.slot, f.dst_off, f.block ? f.out_len : 0, f.message});
+            in_flight_.push_back({r, f.block, f.post.slot, f.dst_off, f.block ? f.out_len : 0,
+                                  f.message, f.rdma, std::move(f.writes)});
         }
         wake_.notify_one();
         return true;
@@ -453,7 +574,22 @@ class Proxy {
         // A receive's result is the message, which may be shorter than its buffer.
         const uint64_t out_bytes =
             f.message ? std::min(f.out_bytes, rec.bytes_completed) : f.out_bytes;
-        if (done.status == DP_COMP_SUCCESS && out_bytes) {
+        bool broken = false;
+        if (f.rdma) {
+            if (done.status == DP_COMP_SUCCESS && out_bytes && !f.writes.empty()) {
+                // Memory mode rdma: straight into the member's memory,
+                // delivered before the answer goes (which carries no bytes).
+                std::vector<fabric::RmaLink::Piece> writes = f.writes;
+                if (f.message) writes.front().bytes = out_bytes;
+                const std::string error = rma_->write(writes, rma_deadline(out_bytes));
+                if (!error.empty()) {
+                    DP_LOG_WARN("team proxy for {}: slot {}: writing the member's memory: {}",
+                                options_.peer, f.slot, error);
+                    done.status = DP_COMP_ADDRESS_DENIED;
+                    broken = rma_->broken();
+                }
+            }
+        } else if (done.status == DP_COMP_SUCCESS && out_bytes) {
             const auto *out = static_cast<const uint8_t *>(f.block) + f.out_offset;
             uint64_t at = 0;
             for (; out_bytes - at > control::kProxyChunkBytes; at += control::kProxyChunkBytes) {
@@ -471,12 +607,17 @@ class Proxy {
         send(MsgType::kProxyDone, payload);
         team_->release(f.request);
         if (f.block) context_->pool().release(f.block);
+        // A member whose memory refused us has no RMA link any more: its
+        // link ends (the reading thread sees it), and what it still has in
+        // flight fails as a member's that left.
+        if (broken) ::shutdown(socket_.get(), SHUT_RDWR);
     }
 
     UniqueFd socket_;
     ProxyOptions options_;
     const std::atomic<bool> &stopping_;
     std::unique_ptr<client::Context> context_;
+    std::unique_ptr<fabric::RmaLink> rma_;  // memory mode rdma (PROXY_FABRIC)
     client::Team *team_ = nullptr;
     uint32_t rank_ = 0, size_ = 1;
     std::mutex send_mutex_;

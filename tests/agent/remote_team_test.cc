@@ -5,7 +5,9 @@
 // remote and local members mixed; alltoallv; a member's link that ends
 // mid-operation; and a peer holding the key that sends the proxy posts no client
 // would, while a bystander team is served.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "channel/control.h"
 #include "channel/p2p_post.h"
 #include "coll_table.h"
+#include "fabric/exposed_memory.h"
 #include "node_agents.h"
 #include "remote_agent.h"
 
@@ -28,19 +31,23 @@ using deputy::testing::eventually;
 using namespace deputy::testing::remote;
 
 // A team whose member r is remote when remote[r] (DEPUTY_KEY set by the
-// caller), local and staged otherwise; every buffer is plain memory.
+// caller) in memory mode `mode` (staged or rdma), local and staged
+// otherwise; every buffer is plain memory.
 class MixedTeam {
   public:
-    MixedTeam(const RemoteAgent &agent, std::vector<bool> remote, const std::string &key)
-        : MixedTeam(configs(agent, remote), key) {}
-    // Member r attaches with configs[r] (a remote agent's address, or a
-    // local socket), staged either way.
-    MixedTeam(std::vector<dp_config_t> configs, const std::string &key)
+    MixedTeam(const RemoteAgent &agent, std::vector<bool> remote, const std::string &key,
+              dp_memory_mode_t mode = DP_MEMORY_STAGED)
+        : MixedTeam(configs(agent, remote), key, mode) {}
+    // Member r attaches with configs[r] (a remote agent's address, in
+    // `mode`, or a local socket, staged).
+    MixedTeam(std::vector<dp_config_t> configs, const std::string &key,
+              dp_memory_mode_t mode = DP_MEMORY_STAGED)
         : ctx_(configs.size(), nullptr), team_(configs.size(), nullptr) {
         const int p = int(configs.size());
         for (int r = 0; r < p; ++r) {
             dp_config_t config = configs[r];
-            config.memory_mode = DP_MEMORY_STAGED;
+            const bool remote = std::string(config.agent ? config.agent : "").rfind("tcp://", 0) == 0;
+            config.memory_mode = remote ? mode : DP_MEMORY_STAGED;
             config.pool_bytes = 48 << 20;  // bounce room for the large cases
             EXPECT_EQ(dp_init(&config, &ctx_[r]), DP_OK) << "member " << r;
         }
@@ -100,7 +107,17 @@ class MixedTeam {
     std::vector<void *> owned_;
 };
 
-TEST(RemoteTeamTest, EveryCollectiveWithRemoteMembersMatchesTheReference) {
+// Each case in both memory modes of a remote member: staged (the bytes in
+// the link) and rdma (the proxy reads and writes the member's buffers over
+// the tcp provider).
+class RemoteTeamMemoryTest : public ::testing::TestWithParam<dp_memory_mode_t> {};
+INSTANTIATE_TEST_SUITE_P(Modes, RemoteTeamMemoryTest,
+                         ::testing::Values(DP_MEMORY_STAGED, DP_MEMORY_RDMA),
+                         [](const ::testing::TestParamInfo<dp_memory_mode_t> &i) {
+                             return std::string(i.param == DP_MEMORY_RDMA ? "rdma" : "staged");
+                         });
+
+TEST_P(RemoteTeamMemoryTest, EveryCollectiveWithRemoteMembersMatchesTheReference) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
     const int idle_fds = r.agent->settled_fds();
@@ -111,7 +128,7 @@ TEST(RemoteTeamTest, EveryCollectiveWithRemoteMembersMatchesTheReference) {
     for (const std::vector<bool> &layout : layouts) {
         std::string label = "remote/local";
         for (bool remote : layout) label += remote ? " R" : " L";
-        MixedTeam team(r, layout, "remote-table-" + std::to_string(next_key++));
+        MixedTeam team(r, layout, "remote-table-" + std::to_string(next_key++), GetParam());
         ASSERT_TRUE(team.joined()) << label;
         deputy::testing::check_table(team, [&](int m) { return team[m]; }, label);
     }
@@ -120,11 +137,11 @@ TEST(RemoteTeamTest, EveryCollectiveWithRemoteMembersMatchesTheReference) {
     expect_fds_back(*r.agent, idle_fds);
 }
 
-TEST(RemoteTeamTest, AlltoallvAndManyInFlightThroughRemoteMembers) {
+TEST_P(RemoteTeamMemoryTest, AlltoallvAndManyInFlightThroughRemoteMembers) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
     Env key("DEPUTY_KEY", r.key.path());
-    MixedTeam team(r, {true, false, true}, "remote-v");
+    MixedTeam team(r, {true, false, true}, "remote-v", GetParam());
     ASSERT_TRUE(team.joined());
     const int p = team.size();
     // Member m sends (m + 1) * (d + 1) int32s to member d, at displacements
@@ -189,11 +206,11 @@ TEST(RemoteTeamTest, AlltoallvAndManyInFlightThroughRemoteMembers) {
 // Sources and results of more than one message (1 MiB) travel in pieces
 // both ways: an allreduce of 9 MiB + 12 bytes, an allgather whose result is
 // three times its source, each bit-exact.
-TEST(RemoteTeamTest, LargeCollectivesTravelInPieces) {
+TEST_P(RemoteTeamMemoryTest, LargeCollectivesTravelInPieces) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
     Env key("DEPUTY_KEY", r.key.path());
-    MixedTeam team(r, {true, false, true}, "remote-large");
+    MixedTeam team(r, {true, false, true}, "remote-large", GetParam());
     ASSERT_TRUE(team.joined());
     const int p = team.size();
     const size_t n = 9 * (size_t(1) << 18) + 3;  // int32s
@@ -231,7 +248,7 @@ TEST(RemoteTeamTest, LargeCollectivesTravelInPieces) {
 // 2 agent 1 over TCP, rank 3 attaches to agent 1 locally. Every collective
 // of the table, bit-exact: the proxies are members of their agents' parts
 // of the team, and the agents' steps between nodes are as ever.
-TEST(RemoteTeamTest, RanksOfTwoNodesReachTheirAgentsOverTheNetwork) {
+TEST_P(RemoteTeamMemoryTest, RanksOfTwoNodesReachTheirAgentsOverTheNetwork) {
     if (const std::string why = deputy::testing::why_no_nodes(); !why.empty()) GTEST_SKIP() << why;
     KeyFile key;
     deputy::testing::NodeAgents agents(2, {"--listen", "tcp://127.0.0.1:0", "--key", key.path()});
@@ -255,7 +272,7 @@ TEST(RemoteTeamTest, RanksOfTwoNodesReachTheirAgentsOverTheNetwork) {
     configs[2].agent = address[1].c_str();
     const std::string local = agents.socket(1);
     configs[3].agent = local.c_str();
-    MixedTeam team(configs, "remote-nodes");
+    MixedTeam team(configs, "remote-nodes", GetParam());
     ASSERT_TRUE(team.joined());
     deputy::testing::TableShape shape;
     shape.counts = {0, 1, 4097};
@@ -281,11 +298,11 @@ dp_status_t wait_for(dp_request_t *req) {
 // bytes, a probe, and a send that completes while the same member's older
 // receive still waits (its proxy answers records as they complete, not in
 // posting order).
-TEST(RemoteTeamTest, MessagesBetweenRemoteAndLocalMembers) {
+TEST_P(RemoteTeamMemoryTest, MessagesBetweenRemoteAndLocalMembers) {
     RemoteAgent r;
     ASSERT_TRUE(r.agent->running());
     Env key("DEPUTY_KEY", r.key.path());
-    MixedTeam team(r, {true, false, true}, "remote-p2p");
+    MixedTeam team(r, {true, false, true}, "remote-p2p", GetParam());
     ASSERT_TRUE(team.joined());
     const int p = team.size();
     // The ring: member m sends 1000 + m int32s to m + 1.
@@ -439,6 +456,18 @@ control::ProxyDone answer_to(ch::Transport &t, const control::ProxyPost &m) {
 
 }  // namespace hostile
 
+// A team of two that a hostile peer's test runs beside: still served.
+static void expect_served(MixedTeam &bystanders) {
+    std::vector<int32_t> a(333, 2), b(333, 0), c(333, 0);
+    EXPECT_EQ(bystanders.run([&](int m, dp_request_t **q) {
+        return dp_iallreduce(a.data(), m ? c.data() : b.data(), a.size(), DP_INT32, DP_SUM,
+                             bystanders[m], q);
+    }),
+              std::vector<dp_status_t>(2, DP_OK));
+    EXPECT_EQ(b, std::vector<int32_t>(333, 4));
+    EXPECT_EQ(c, b);
+}
+
 // A peer holding the key speaks to a team proxy by hand: posts whose
 // buffers leave the block they name, an unknown collective, a counts block
 // of the wrong length, a message outside its block, a receive carrying
@@ -527,14 +556,7 @@ TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
         EXPECT_EQ(done.out_offset, 0u);
         EXPECT_EQ(done.out, good.in);
         // The bystanders' team works throughout.
-        std::vector<int32_t> a(333, 2), b(333, 0), c(333, 0);
-        EXPECT_EQ(bystanders.run([&](int m, dp_request_t **q) {
-            return dp_iallreduce(a.data(), m ? c.data() : b.data(), a.size(), DP_INT32, DP_SUM,
-                                 bystanders[m], q);
-        }),
-                  std::vector<dp_status_t>(2, DP_OK));
-        EXPECT_EQ(b, std::vector<int32_t>(333, 4));
-        EXPECT_EQ(c, b);
+        expect_served(bystanders);
         // A post whose source comes in pieces, then a piece out of order:
         // the link ends (nothing was posted).
         control::ProxyPost split = proxy_post(7, allreduce, 8, base, 32, base, base);
@@ -552,3 +574,187 @@ TEST(RemoteTeamTest, APeerThatPostsWhatNoClientWouldHurtsOnlyItself) {
     }
     expect_fds_back(*r.agent, idle_fds);
 }
+
+namespace {
+
+namespace ch = deputy::channel;
+namespace control = ch::control;
+
+// A by-hand peer's proxy link: ATTACH for a team proxy, answered.
+std::unique_ptr<ch::Transport> proxy_link(const RemoteAgent &r) {
+    auto t = authenticated(r, control::kMaxControlMessage + ch::secure::kOverhead);
+    if (!t) return nullptr;
+    control::Attach hello;
+    hello.purpose = control::Purpose::kTeamProxy;
+    std::vector<uint8_t> payload, answer;
+    control::encode(hello, &payload);
+    if (t->send(ch::MsgType::kAttach, payload.data(), payload.size(), 2'000'000'000) != DP_OK ||
+        next(*t, &answer) != ch::MsgType::kReply)
+        return nullptr;
+    return t;
+}
+
+// Sends a PROXY_FABRIC; the REPLY's status (DP_ERR_INTERNAL: none came).
+dp_status_t offer_fabric(ch::Transport &t, const std::string &provider,
+                         const std::vector<uint8_t> &address, std::string *reason = nullptr) {
+    std::vector<uint8_t> payload, answer;
+    control::encode(control::ProxyFabric{provider, address}, &payload);
+    control::Reply reply{DP_ERR_INTERNAL, ""};
+    std::string error;
+    if (t.send(ch::MsgType::kProxyFabric, payload.data(), payload.size(), 2'000'000'000) !=
+            DP_OK ||
+        next(t, &answer) != ch::MsgType::kReply ||
+        control::decode(answer.data(), answer.size(), &reply, &error) != DP_OK)
+        return DP_ERR_INTERNAL;
+    if (reason) *reason = reply.reason;
+    return reply.status;
+}
+
+// Joins a team of one by hand; its status.
+dp_status_t join_alone(ch::Transport &t, const std::string &key) {
+    std::vector<uint8_t> payload, answer;
+    control::encode(control::TeamJoin{5, key, deputy::testing::kTestJobSecret, 0, 1, 5000},
+                    &payload);
+    control::TeamReady ready;
+    std::string error;
+    if (t.send(ch::MsgType::kTeamJoin, payload.data(), payload.size(), 2'000'000'000) != DP_OK ||
+        next(t, &answer) != ch::MsgType::kTeamReady ||
+        control::decode(answer.data(), answer.size(), &ready, &error) != DP_OK)
+        return DP_ERR_INTERNAL;
+    return ready.status;
+}
+
+// An allreduce of `count` int32s in memory mode rdma: the member's buffers
+// at src and dst, exposed under the given ranges.
+control::ProxyPost remote_post(uint32_t slot, uint64_t count, const void *src,
+                               const deputy::fabric::Registration *in, void *dst,
+                               const deputy::fabric::Registration *out) {
+    control::ProxyPost m = hostile::proxy_post(
+        slot, ch::kCollPostBase + uint8_t(deputy::coll::Collective::allreduce), count, 0, 0,
+        reinterpret_cast<uint64_t>(src), reinterpret_cast<uint64_t>(dst));
+    m.memory = control::kProxyRemoteMemory;
+    if (in) {
+        m.src_base = in->remote_base();
+        m.src_key = in->key();
+    }
+    if (out) {
+        m.dst_base = out->remote_base();
+        m.dst_key = out->key();
+    }
+    return m;
+}
+
+// Memory mode rdma, by hand: an RMA endpoint on another host than the
+// peer's is refused (the proxy would read or write a third party's memory
+// in the peer's name), as is a provider the agent's host lacks, and a
+// remote-memory post on a link that offered no endpoint; an honest post is
+// served bit-exact; a post whose key lies is refused, ends that link, and
+// leaves the member's memory as it was. A bystander team is served, and
+// the agent gives every fd back.
+TEST(RemoteTeamTest, APeerWhoseMemoryOffersLieHurtsOnlyItself) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    Env key("DEPUTY_KEY", r.key.path());
+    {
+        MixedTeam bystanders(r, {true, true}, "rdma-bystanders", DP_MEMORY_RDMA);
+        ASSERT_TRUE(bystanders.joined());
+        deputy::fabric::ExposedMemory memory("tcp", "127.0.0.1");
+        // An endpoint on another host: 192.0.2.77 (TEST-NET-1), port 9.
+        std::vector<uint8_t> elsewhere(sizeof(sockaddr_in), 0);
+        sockaddr_in far{};
+        far.sin_family = AF_INET;
+        far.sin_port = htons(9);
+        inet_pton(AF_INET, "192.0.2.77", &far.sin_addr);
+        std::memcpy(elsewhere.data(), &far, sizeof far);
+        auto t = proxy_link(r);
+        ASSERT_NE(t, nullptr);
+        std::string reason;
+        EXPECT_EQ(offer_fabric(*t, "tcp", elsewhere, &reason), DP_ERR_DENIED);
+        EXPECT_NE(reason.find("192.0.2.77"), std::string::npos) << reason;
+        EXPECT_EQ(next(*t), std::nullopt) << "the link goes on after a refused endpoint";
+        t = proxy_link(r);
+        ASSERT_NE(t, nullptr);
+        EXPECT_EQ(offer_fabric(*t, "nosuchprovider", memory.address(), &reason),
+                  DP_ERR_UNSUPPORTED);
+        EXPECT_NE(reason.find("nosuchprovider"), std::string::npos) << reason;
+        // No endpoint offered: a remote-memory post is refused, the link lives.
+        t = proxy_link(r);
+        ASSERT_NE(t, nullptr);
+        ASSERT_EQ(join_alone(*t, "rdma-no-offer"), DP_OK);
+        int32_t values[4] = {1, -2, 3, 1 << 30}, result[4] = {};
+        EXPECT_EQ(hostile::answer_to(*t, remote_post(1, 4, values, nullptr, result, nullptr))
+                      .status,
+                  DP_COMP_INVALID_FIELD);
+        // An honest offer and post: served into our memory, bit-exact.
+        t = proxy_link(r);
+        ASSERT_NE(t, nullptr);
+        ASSERT_EQ(offer_fabric(*t, "tcp", memory.address()), DP_OK);
+        ASSERT_EQ(join_alone(*t, "rdma-alone"), DP_OK);
+        auto in = memory.expose(values, sizeof values, FI_REMOTE_READ);
+        auto out = memory.expose(result, sizeof result, FI_REMOTE_WRITE);
+        control::ProxyDone done = hostile::answer_to(*t, remote_post(2, 4, values, in.get(),
+                                                                     result, out.get()));
+        EXPECT_EQ(done.status, DP_COMP_SUCCESS);
+        EXPECT_TRUE(done.out.empty());
+        EXPECT_EQ(std::memcmp(result, values, sizeof values), 0);
+        // A key that lies: refused, the link ends, our memory stays.
+        int32_t kept[4] = {7, 7, 7, 7};
+        auto wrong = memory.expose(kept, sizeof kept, FI_REMOTE_WRITE);
+        control::ProxyPost liar = remote_post(3, 4, values, in.get(), kept, wrong.get());
+        liar.src_key ^= 1;
+        EXPECT_EQ(hostile::answer_to(*t, liar).status, DP_COMP_ADDRESS_DENIED);
+        EXPECT_EQ(next(*t), std::nullopt) << "the link goes on after a refused key";
+        EXPECT_EQ(kept[0], 7);
+        EXPECT_EQ(kept[3], 7);
+        // The bystanders' team works throughout.
+        expect_served(bystanders);
+    }
+    expect_fds_back(*r.agent, idle_fds);
+}
+
+// Memory mode rdma's refusals on the client's side, each naming what to change.
+TEST(RemoteTeamTest, RdmaModeAsksForARemoteAgentAndAProviderThatExists) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    // With a local agent: refused at dp_init.
+    dp_config_t local = r.agent->config();
+    local.memory_mode = DP_MEMORY_RDMA;
+    dp_context_t *ctx = nullptr;
+    EXPECT_EQ(dp_init(&local, &ctx), DP_ERR_INVALID);
+    {
+        Env memory("DEPUTY_MEMORY", "rdma");
+        EXPECT_EQ(dp_init(&local, &ctx), DP_ERR_INVALID);
+    }
+    // A provider this host lacks: dp_team_create says so, the context lives.
+    Env key("DEPUTY_KEY", r.key.path());
+    dp_config_t remote = r.config();
+    remote.memory_mode = DP_MEMORY_RDMA;
+    remote.fabric_provider = "nosuchprovider";
+    ASSERT_EQ(dp_init(&remote, &ctx), DP_OK);
+    EXPECT_EQ(dp_memory_mode(ctx), DP_MEMORY_RDMA);
+    dp_team_t *team = nullptr;
+    EXPECT_EQ(dp_team_create_timeout(ctx, "rdma-no-provider", 0, 1, 2000, &team),
+              DP_ERR_UNSUPPORTED);
+    // The mover's operations go staged in an rdma context.
+    std::vector<uint8_t> a(4096), b(4096, 0);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 13 + 1);
+    dp_mover_t *mover = nullptr;
+    ASSERT_EQ(dp_mover_attach(ctx, &mover), DP_OK);
+    alignas(32) dp_completion_t record{};
+    dp_desc_t d{};
+    d.opcode = DP_OP_MEMMOVE;
+    d.flags = DP_FLAG_COMPLETION;
+    d.size = a.size();
+    d.src = reinterpret_cast<uint64_t>(a.data());
+    d.dst = reinterpret_cast<uint64_t>(b.data());
+    d.completion = reinterpret_cast<uint64_t>(&record);
+    ASSERT_EQ(dp_mover_submit(mover, 0, &d), DP_OK);
+    ASSERT_EQ(dp_mover_wait(mover, &record, DP_WAIT_YIELD, 10'000'000'000), DP_OK);
+    EXPECT_EQ(record.status, DP_COMP_SUCCESS);
+    EXPECT_EQ(b, a);
+    dp_mover_close(mover);
+    dp_finalize(ctx);
+}
+
+}  // namespace

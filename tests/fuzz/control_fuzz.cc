@@ -118,11 +118,15 @@ struct TeamViews {
     uint64_t join_id = 0;
 };
 bool same(const TeamViews &a, const TeamViews &b) { return a.join_id == b.join_id; }
+bool same(const ProxyFabric &a, const ProxyFabric &b) {
+    return a.provider == b.provider && a.address == b.address;
+}
 bool same(const ProxyPost &a, const ProxyPost &b) {
     return a.slot == b.slot && std::memcmp(a.post, b.post, sizeof(a.post)) == 0 &&
            a.block_base == b.block_base && a.block_bytes == b.block_bytes &&
            a.in_offset == b.in_offset && a.in_total == b.in_total && a.in == b.in &&
-           a.counts == b.counts;
+           a.counts == b.counts && a.memory == b.memory && a.src_base == b.src_base &&
+           a.src_key == b.src_key && a.dst_base == b.dst_base && a.dst_key == b.dst_key;
 }
 bool same(const ProxyData &a, const ProxyData &b) {
     return a.slot == b.slot && a.offset == b.offset && a.bytes == b.bytes;
@@ -291,6 +295,7 @@ constexpr MsgType kDecoded[] = {
     MsgType::kStagedResult, MsgType::kTeamJoin, MsgType::kTeamReady,
     MsgType::kTeamLeave, MsgType::kHeapShare, MsgType::kTeamViews,
     MsgType::kProxyPost, MsgType::kProxyDone, MsgType::kProxyData,
+    MsgType::kProxyFabric,
 };
 
 MsgType pick(uint8_t b) {
@@ -381,6 +386,18 @@ int write_corpus(const char *dir) {
     proxy_post.in_total = 2048;
     proxy_post.in.assign(1024, 0x5c);
     inputs.push_back({"proxy-post", seed(MsgType::kProxyPost, proxy_post)});
+    ProxyPost remote_post;
+    remote_post.slot = 5;
+    remote_post.post[0] = 0x81;
+    remote_post.memory = kProxyRemoteMemory;
+    remote_post.src_base = 0x7f0000020000;
+    remote_post.src_key = 0x1234567890abcdef;
+    remote_post.dst_key = 0xfedcba0987654321;
+    inputs.push_back({"proxy-post-rdma", seed(MsgType::kProxyPost, remote_post)});
+    inputs.push_back({"proxy-fabric",
+                      seed(MsgType::kProxyFabric,
+                           ProxyFabric{"tcp", std::vector<uint8_t>{2, 0, 0x1f, 0x90, 127, 0, 0,
+                                                                  1, 0, 0, 0, 0, 0, 0, 0, 0}})});
     inputs.push_back({"proxy-data", seed(MsgType::kProxyData,
                                          ProxyData{3, 1024, std::vector<uint8_t>(1024, 0x5d)})});
     inputs.push_back({"proxy-done", seed(MsgType::kProxyDone,
@@ -447,6 +464,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case MsgType::kProxyPost: round_trip<ProxyPost>(p, n, "PROXY_POST"); break;
         case MsgType::kProxyDone: round_trip<ProxyDone>(p, n, "PROXY_DONE"); break;
         case MsgType::kProxyData: round_trip<ProxyData>(p, n, "PROXY_DATA"); break;
+        case MsgType::kProxyFabric: round_trip<ProxyFabric>(p, n, "PROXY_FABRIC"); break;
         default: fail("pick() returned a non-control type", __FILE__, __LINE__);
     }
     return 0;

@@ -414,13 +414,17 @@ def remote_agent():
     shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.parametrize("memory", ["staged", "rdma"])
 @pytest.mark.parametrize("case", ["reductions", "moves", "p2p"])
-def test_collectives_through_a_remote_agent_match_numpy(remote_agent, case, monkeypatch):
+def test_collectives_through_a_remote_agent_match_numpy(remote_agent, case, memory,
+                                                        monkeypatch):
     """Members that reach their agent over TCP (the secure session): numpy
-    arrays travel staged, the teams (and their messages) are served by team
-    proxies."""
+    arrays travel staged, or (rdma) the team proxies read and write them in
+    place over libfabric's tcp provider; the teams (and their messages) are
+    served by team proxies."""
     address, key = remote_agent
     monkeypatch.setenv("DEPUTY_KEY", key)  # (the spawned members inherit it)
+    monkeypatch.setenv("DEPUTY_MEMORY", memory)
     results = run_team(address, 2, case)
     assert all(status == "ok" for status, _ in results), results
 
@@ -439,6 +443,29 @@ def test_a_remote_agents_key_from_the_config(remote_agent, monkeypatch):
     with pytest.raises(deputy.DeputyError) as e:
         deputy.Context(agent=address, job_secret=SECRET)
     assert e.value.name == "DP_ERR_INVALID"
+    with deputy.Context(agent=address, key_file=key, job_secret=SECRET) as ctx:
+        assert ctx.memory_mode == "staged"
+
+
+def test_rdma_memory_mode_and_its_provider_from_the_config(remote_agent, monkeypatch):
+    """Context(memory_mode="rdma", fabric_provider=...): a numpy array
+    reduced in place in the caller's memory; a provider this host lacks is
+    named when the team is made."""
+    address, key = remote_agent
+    monkeypatch.delenv("DEPUTY_MEMORY", raising=False)
+    with deputy.Context(agent=address, key_file=key, job_secret=SECRET, memory_mode="rdma",
+                        fabric_provider="tcp") as ctx:
+        assert ctx.memory_mode == "rdma"
+        with deputy.Team(ctx, "remote-rdma", 0, 1) as team:
+            a = np.arange(3 << 18, dtype=np.float64)
+            out = np.zeros_like(a)
+            team.allreduce(a, out)
+            assert (out == a).all()
+    with deputy.Context(agent=address, key_file=key, job_secret=SECRET, memory_mode="rdma",
+                        fabric_provider="nosuchprovider") as ctx:
+        with pytest.raises(deputy.DeputyError) as e:
+            deputy.Team(ctx, "remote-rdma-none", 0, 1)
+        assert e.value.name == "DP_ERR_UNSUPPORTED"
 
 
 def test_disagreeing_counts_fail_every_member(agent):

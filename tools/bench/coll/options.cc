@@ -29,6 +29,8 @@ const char *memory_name(Memory m) {
             return "heap";
         case Memory::staged:
             return "staged";
+        case Memory::rdma:
+            return "rdma";
         case Memory::host:
             return "host";
     }
@@ -101,7 +103,8 @@ void add_options(CLI::App &app, CollOptions *o) {
     app.add_option("--memory", o->memory,
                    "deputy buffers: mapped (dp_malloc), direct (malloc + dp_mem_register), "
                    "heap (the shared heap: what malloc gives a program under libdeputy-mpi or "
-                   "libdeputy-heap), staged (through the channel)")
+                   "libdeputy-heap), staged (through the channel), rdma (an agent on another host "
+                   "reads and writes them by RMA)")
         ->capture_default_str();
     app.add_option("--compute", o->compute,
                    "non-blocking ops: cpu (OSU's dummy compute loop) or idle (sleep as long)")
@@ -159,8 +162,10 @@ Plan resolve(const CollOptions &o, int ranks) {
         p.memory = Memory::heap;
     else if (o.memory == "staged")
         p.memory = Memory::staged;
+    else if (o.memory == "rdma")
+        p.memory = Memory::rdma;
     else
-        usage_error("--memory " + o.memory + ": not one of mapped, direct, heap, staged");
+        usage_error("--memory " + o.memory + ": not one of mapped, direct, heap, staged, rdma");
     if (o.compute != "cpu" && o.compute != "idle")
         usage_error("--compute " + o.compute + ": not one of cpu, idle");
     p.compute_idle = o.compute == "idle";

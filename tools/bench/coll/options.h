@@ -24,7 +24,7 @@ struct CollOptions {
     int64_t warmup = -1;            // -x: -1 = OSU's 200 up to 8K, 10 above
     std::string dtype = "float32";  // -d
     std::string redop = "sum";      // --redop
-    std::string memory = "mapped";  // --memory mapped|direct|heap|staged
+    std::string memory = "mapped";  // --memory mapped|direct|heap|staged|rdma
     std::string compute = "cpu";    // --compute cpu|idle
     uint32_t test_calls = 0;        // -t: dp_test/MPI_Test calls during the compute
     int root = 0;                   // --root (bcast)
@@ -43,7 +43,7 @@ struct CollOptions {
     cli::LogFlags log;              // -l, --sdk-log-level
 };
 
-enum class Memory { mapped, direct, heap, staged, host };
+enum class Memory { mapped, direct, heap, staged, rdma, host };
 const char *memory_name(Memory m);
 
 struct Plan {

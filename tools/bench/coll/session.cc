@@ -42,7 +42,9 @@ bool DeputySession::open(const World &world, Memory memory, dp_wait_mode_t wait,
     dp_config_t config = DP_CONFIG_INITIALIZER;
     config.agent = agent_socket.empty() ? nullptr : agent_socket.c_str();
     agent_address_ = channel::resolve_agent_address(agent_socket);
-    config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED : DP_MEMORY_DIRECT;
+    config.memory_mode = memory == Memory::staged ? DP_MEMORY_STAGED
+                         : memory == Memory::rdma ? DP_MEMORY_RDMA
+                                                  : DP_MEMORY_DIRECT;
     config.wait_mode = wait;
     // Mapped buffers live in the pool; staged mode's bounce buffers too.
     if (memory != Memory::direct && memory != Memory::heap && pool_bytes > kAgentDefaultPool)

@@ -66,7 +66,7 @@ class Buffers {
     ~Buffers() { release(); }
 
     // mapped: dp_malloc; direct: page-aligned malloc + dp_mem_register;
-    // staged and host: page-aligned malloc. Every page is written once here
+    // staged, rdma and host: page-aligned malloc. Every page is written once here
     // (first touch is slow on this kind of machine and must not be timed).
     bool allocate(Memory memory, dp_context_t *ctx, uint64_t send_bytes, uint64_t recv_bytes,
                   std::string *error);

@@ -1,130 +1,17 @@
-// libfabric objects of one rail: the provider's fi_info, a fabric, a domain,
-// an address vector, one completion queue and one RDM endpoint; plus the
-// memory registrations that honour the provider's mr_mode. Every failure
-// throws RailError naming the provider, the rail and the libfabric call
-// with fi_strerror's text.
+// The rail tool's names for the project's libfabric objects (fabric/fabric.h):
+// a rail is one endpoint.
 #pragma once
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
-#include <sys/socket.h>
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
+#include "fabric/fabric.h"
 
 namespace deputy::rail {
 
-// The API version requested from fi_getinfo (the headers built against).
-inline constexpr uint32_t kFabricApi = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
-
-// "1.17" for the libfabric loaded at run time.
-std::string libfabric_version();
-// "No data available (-61)".
-std::string fi_error_text(int ret);
-// "FI_MR_LOCAL|FI_MR_VIRT_ADDR" ("none" for 0).
-std::string mr_mode_text(uint64_t mode);
-
-// The fi_getinfo answer for one provider: RDM endpoints with RMA writes.
-class Catalog {
-public:
-    // Throws RailError "provider 'x' is not available: fi_getinfo returned
-    // ..." listing the providers that are, when none matches.
-    static Catalog query(const std::string &provider);
-    ~Catalog();
-    Catalog(Catalog &&other) noexcept;
-    Catalog &operator=(Catalog &&) = delete;
-    Catalog(const Catalog &) = delete;
-
-    // One fi_info per rail. `domain_spec`: "" (the interface that routes to
-    // `route` if given, else the first), a name, a comma list of one name per
-    // rail, or "all" (rails round-robin over the provider's domains);
-    // "pcie" is resolved to such a list first (pcie_groups.h).
-    std::vector<const fi_info *> pick(const std::string &domain_spec,
-                                      const sockaddr_storage *route, int rails) const;
-    const std::string &requested() const { return requested_; }
-    // Provider name as libfabric reports it ("tcp;ofi_rxm").
-    std::string provider_name() const;
-    // Its distinct domain names, in fi_getinfo's order.
-    std::vector<std::string> domains() const;
-
-private:
-    Catalog(std::string requested, fi_info *list) : requested_(std::move(requested)), list_(list) {}
-    std::string domain_names() const;
-    const fi_info *find_domain(const std::string &name, const sockaddr_storage *route) const;
-
-    std::string requested_;
-    fi_info *list_ = nullptr;
-};
-
-class Rail {
-public:
-    // `role` and `index` only name the rail in messages ("client rail 2").
-    Rail(const fi_info *info, const std::string &role, int index);
-    ~Rail();
-    Rail(const Rail &) = delete;
-    Rail &operator=(const Rail &) = delete;
-
-    std::vector<uint8_t> address() const;
-    // Inserts a peer's address; returns its fi_addr_t.
-    fi_addr_t insert_peer(const std::vector<uint8_t> &address, const std::string &peer);
-    std::string address_text(const std::vector<uint8_t> &address) const;
-
-    fid_ep *ep() const { return ep_; }
-    fid_cq *cq() const { return cq_; }
-    fid_domain *domain() const { return domain_; }
-    const fi_info *info() const { return info_; }
-    uint64_t mr_mode() const { return info_->domain_attr->mr_mode; }
-    // Immediate data (FI_REMOTE_CQ_DATA) of at least 4 bytes is available.
-    bool remote_cq_data() const { return info_->domain_attr->cq_data_size >= 4; }
-    size_t tx_size() const { return info_->tx_attr->size; }
-    size_t max_msg_size() const { return info_->ep_attr->max_msg_size; }
-    std::string provider_name() const { return info_->fabric_attr->prov_name; }
-    std::string domain_name() const { return info_->domain_attr->name; }
-    // "provider 'shm' domain 'shm' client rail 1".
-    const std::string &where() const { return where_; }
-
-    // Throws "<where>: <call> failed: <fi_strerror> (<ret>)".
-    [[noreturn]] void fail(const std::string &call, int ret) const;
-
-private:
-    void close_all() noexcept;
-
-    std::string where_;
-    fi_info *info_ = nullptr;
-    fid_fabric *fabric_ = nullptr;
-    fid_domain *domain_ = nullptr;
-    fid_av *av_ = nullptr;
-    fid_cq *cq_ = nullptr;
-    fid_ep *ep_ = nullptr;
-};
-
-// One buffer registered in one rail's domain, mr_mode honoured: the key is
-// the provider's (FI_MR_PROV_KEY) or ours, the remote base is the virtual
-// address (FI_MR_VIRT_ADDR) or 0, FI_MR_ENDPOINT binds it to the rail's
-// endpoint, FI_MR_LOCAL gives the descriptor local writes must pass.
-class Registration {
-public:
-    Registration(Rail &rail, void *buf, size_t len, uint64_t access, uint64_t requested_key);
-    ~Registration();
-    Registration(const Registration &) = delete;
-    Registration &operator=(const Registration &) = delete;
-
-    void *desc() const { return desc_; }
-    uint64_t key() const { return key_; }
-    // The address a peer passes to fi_write for byte 0 of the buffer.
-    uint64_t remote_base() const { return remote_base_; }
-
-private:
-    fid_mr *mr_ = nullptr;
-    void *desc_ = nullptr;
-    uint64_t key_ = 0;
-    uint64_t remote_base_ = 0;
-};
+using fabric::Catalog;
+using fabric::fi_error_text;
+using fabric::kFabricApi;
+using fabric::libfabric_version;
+using fabric::mr_mode_text;
+using fabric::Registration;
+using Rail = fabric::Endpoint;
 
 }  // namespace deputy::rail

@@ -4,15 +4,12 @@
 // entry point turns them into a message and a non-zero exit code.
 #pragma once
 
-#include <stdexcept>
-#include <string>
+#include "fabric/fabric.h"
 
 namespace deputy::rail {
 
-class RailError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+// libfabric's failures (fabric/fabric.h) are the tool's failures.
+using RailError = fabric::FabricError;
 
 // Exit codes of the command (documented in docs/rail.md).
 inline constexpr int kExitOk = 0;

@@ -1,37 +1,39 @@
-#include "bench/rail/fabric.h"
+#include "fabric/fabric.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <set>
 #include <sstream>
 
-#include "bench/rail/rail_error.h"
 #include "common/log.h"
 #include "common/units.h"
 
-namespace deputy::rail {
+namespace deputy::fabric {
 namespace {
 
-// What every rail asks for: reliable datagram endpoints with RMA writes, the
-// mr_mode bits this tool knows how to honour, one thread per domain.
-fi_info *make_hints(const std::string *provider) {
+// What every endpoint asks for: reliable datagram endpoints with the RMA
+// `caps`, the mr_mode bits Registration honours, one thread per domain.
+fi_info *make_hints(const std::string *provider, uint64_t caps,
+                    fi_threading threading = FI_THREAD_DOMAIN) {
     fi_info *hints = fi_allocinfo();
-    if (hints == nullptr) throw RailError("fi_allocinfo failed: out of memory");
-    hints->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+    if (hints == nullptr) throw FabricError("fi_allocinfo failed: out of memory");
+    hints->caps = caps;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode =
         FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->threading = threading;
     if (provider != nullptr) hints->fabric_attr->prov_name = strdup(provider->c_str());
     return hints;
 }
 
-std::string list_available_providers() {
-    fi_info *hints = make_hints(nullptr);
+std::string list_available_providers(uint64_t caps) {
+    fi_info *hints = make_hints(nullptr, caps);
     fi_info *list = nullptr;
     int ret = fi_getinfo(kFabricApi, nullptr, nullptr, 0, hints, &list);
     fi_freeinfo(hints);
@@ -65,6 +67,18 @@ bool same_ip(const fi_info *info, const sockaddr_storage &route) {
     return false;
 }
 
+// "FI_REMOTE_READ|FI_REMOTE_WRITE".
+std::string access_text(uint64_t access) {
+    static constexpr std::pair<uint64_t, const char *> kBits[] = {
+        {FI_READ, "FI_READ"}, {FI_WRITE, "FI_WRITE"},
+        {FI_REMOTE_READ, "FI_REMOTE_READ"}, {FI_REMOTE_WRITE, "FI_REMOTE_WRITE"},
+    };
+    std::string out;
+    for (auto [bit, name] : kBits)
+        if (access & bit) out += (out.empty() ? "" : "|") + std::string(name);
+    return out.empty() ? "none" : out;
+}
+
 bool socket_address_format(const fi_info *info) {
     return info->addr_format == FI_SOCKADDR || info->addr_format == FI_SOCKADDR_IN ||
            info->addr_format == FI_SOCKADDR_IN6;
@@ -79,6 +93,53 @@ std::string libfabric_version() {
 
 std::string fi_error_text(int ret) {
     return std::string(fi_strerror(ret < 0 ? -ret : ret)) + " (" + std::to_string(ret) + ")";
+}
+
+std::string address_host(const std::vector<uint8_t> &address, uint32_t addr_format) {
+    if (addr_format != FI_SOCKADDR && addr_format != FI_SOCKADDR_IN &&
+        addr_format != FI_SOCKADDR_IN6)
+        return "";
+    char host[INET6_ADDRSTRLEN] = {};
+    sa_family_t family = 0;
+    if (address.size() < sizeof(family)) return "";
+    std::memcpy(&family, address.data(), sizeof(family));
+    if (family == AF_INET && address.size() >= sizeof(sockaddr_in)) {
+        sockaddr_in in;
+        std::memcpy(&in, address.data(), sizeof(in));
+        inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
+        return host;
+    }
+    if (family == AF_INET6 && address.size() >= sizeof(sockaddr_in6)) {
+        sockaddr_in6 in6;
+        std::memcpy(&in6, address.data(), sizeof(in6));
+        inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
+        std::string text = host;
+        if (text.rfind("::ffff:", 0) == 0 && text.find('.') != std::string::npos)
+            return text.substr(7);
+        return text;
+    }
+    return "";
+}
+
+std::optional<sockaddr_storage> local_address_towards(const std::string &host) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo *list = nullptr;
+    if (host.empty() || getaddrinfo(host.c_str(), "9", &hints, &list) != 0) return std::nullopt;
+    std::optional<sockaddr_storage> out;
+    for (addrinfo *a = list; a != nullptr && !out; a = a->ai_next) {
+        // A datagram socket's connect sends nothing: it only picks the route.
+        const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        sockaddr_storage local{};
+        socklen_t len = sizeof(local);
+        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0)
+            out = local;
+        ::close(fd);
+    }
+    freeaddrinfo(list);
+    return out;
 }
 
 std::string mr_mode_text(uint64_t mode) {
@@ -100,17 +161,18 @@ std::string mr_mode_text(uint64_t mode) {
 
 // ---------------------------------------------------------------- Catalog
 
-Catalog Catalog::query(const std::string &provider) {
-    fi_info *hints = make_hints(&provider);
+Catalog Catalog::query(const std::string &provider, uint64_t caps, fi_threading threading) {
+    fi_info *hints = make_hints(&provider, caps, threading);
     fi_info *list = nullptr;
     int ret = fi_getinfo(kFabricApi, nullptr, nullptr, 0, hints, &list);
     fi_freeinfo(hints);
     if (ret != 0 || list == nullptr) {
         if (list != nullptr) fi_freeinfo(list);
-        throw RailError("provider '" + provider + "' is not available: fi_getinfo returned " +
+        throw FabricError("provider '" + provider + "' is not available: fi_getinfo returned " +
                         fi_error_text(ret) +
-                        " for an RDM endpoint with RMA writes; providers that can: " +
-                        list_available_providers());
+                        " for an RDM endpoint with RMA " +
+                        ((caps & FI_READ) ? "reads and writes" : "writes") +
+                        "; providers that can: " + list_available_providers(caps));
     }
     return Catalog(provider, list);
 }
@@ -173,29 +235,29 @@ std::vector<const fi_info *> Catalog::pick(const std::string &spec, const sockad
         while (std::getline(in, item, ',')) names.push_back(item);
     }
     if (names.size() > 1 && names.size() != size_t(rails))
-        throw RailError("--domain lists " + std::to_string(names.size()) +
+        throw FabricError("--domain lists " + std::to_string(names.size()) +
                         " names but --rails is " + std::to_string(rails) +
                         " (give one name, one name per rail, or 'all')");
     for (int r = 0; r < rails; ++r) {
         std::string name = names.empty() ? "" : names[names.size() == 1 ? 0 : size_t(r)];
         const fi_info *info = find_domain(name, route);
         if (info == nullptr)
-            throw RailError("provider '" + provider_name() + "' has no domain '" + name +
+            throw FabricError("provider '" + provider_name() + "' has no domain '" + name +
                             "' (its domains: " + domain_names() + ")");
         out.push_back(info);
     }
     return out;
 }
 
-// ---------------------------------------------------------------- Rail
+// ---------------------------------------------------------------- Endpoint
 
-Rail::Rail(const fi_info *info, const std::string &role, int index) {
+Endpoint::Endpoint(const fi_info *info, const std::string &role, int index, fi_wait_obj wait) {
     where_ = "provider '" + std::string(info->fabric_attr->prov_name) + "' domain '" +
              std::string(info->domain_attr->name ? info->domain_attr->name : "?") + "' " + role +
-             " rail " + std::to_string(index);
+             (index >= 0 ? " rail " + std::to_string(index) : std::string());
     try {
         info_ = fi_dupinfo(info);
-        if (info_ == nullptr) throw RailError(where_ + ": fi_dupinfo failed: out of memory");
+        if (info_ == nullptr) throw FabricError(where_ + ": fi_dupinfo failed: out of memory");
         int ret = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
         if (ret) fail("fi_fabric", ret);
         ret = fi_domain(fabric_, info_, &domain_, nullptr);
@@ -203,7 +265,7 @@ Rail::Rail(const fi_info *info, const std::string &role, int index) {
 
         fi_cq_attr cq_attr{};
         cq_attr.format = FI_CQ_FORMAT_DATA;
-        cq_attr.wait_obj = FI_WAIT_NONE;
+        cq_attr.wait_obj = wait;
         cq_attr.size = std::max<size_t>(info_->tx_attr->size + info_->rx_attr->size, 256);
         ret = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
         if (ret) fail("fi_cq_open", ret);
@@ -229,13 +291,13 @@ Rail::Rail(const fi_info *info, const std::string &role, int index) {
     }
 }
 
-Rail::~Rail() { close_all(); }
+Endpoint::~Endpoint() { close_all(); }
 
-void Rail::close_all() noexcept {
+void Endpoint::close_all() noexcept {
     auto close = [this](fid_t fid, const char *what) {
         if (fid == nullptr) return;
         int ret = fi_close(fid);
-        if (ret) DP_APP_WARN("{}: fi_close({}) failed: {}", where_, what, fi_error_text(ret));
+        if (ret) DP_LOG_WARN("{}: fi_close({}) failed: {}", where_, what, fi_error_text(ret));
     };
     close(ep_ ? &ep_->fid : nullptr, "endpoint");
     close(av_ ? &av_->fid : nullptr, "av");
@@ -251,11 +313,11 @@ void Rail::close_all() noexcept {
     info_ = nullptr;
 }
 
-void Rail::fail(const std::string &call, int ret) const {
-    throw RailError(where_ + ": " + call + " failed: " + fi_error_text(ret));
+void Endpoint::fail(const std::string &call, int ret) const {
+    throw FabricError(where_ + ": " + call + " failed: " + fi_error_text(ret));
 }
 
-std::vector<uint8_t> Rail::address() const {
+std::vector<uint8_t> Endpoint::address() const {
     size_t len = 0;
     int ret = fi_getname(&ep_->fid, nullptr, &len);
     if (ret != -FI_ETOOSMALL && ret != 0) fail("fi_getname", ret);
@@ -266,17 +328,17 @@ std::vector<uint8_t> Rail::address() const {
     return addr;
 }
 
-fi_addr_t Rail::insert_peer(const std::vector<uint8_t> &address, const std::string &peer) {
+fi_addr_t Endpoint::insert_peer(const std::vector<uint8_t> &address, const std::string &peer) {
     fi_addr_t fi_addr = FI_ADDR_UNSPEC;
     int ret = fi_av_insert(av_, address.data(), 1, &fi_addr, 0, nullptr);
     if (ret != 1)
-        throw RailError(where_ + ": fi_av_insert of " + peer + " address " +
+        throw FabricError(where_ + ": fi_av_insert of " + peer + " address " +
                         address_text(address) + " failed: " +
                         (ret < 0 ? fi_error_text(ret) : "0 of 1 inserted"));
     return fi_addr;
 }
 
-std::string Rail::address_text(const std::vector<uint8_t> &address) const {
+std::string Endpoint::address_text(const std::vector<uint8_t> &address) const {
     char buf[256] = {};
     size_t len = sizeof(buf);
     fi_av_straddr(av_, address.data(), buf, &len);
@@ -286,12 +348,12 @@ std::string Rail::address_text(const std::vector<uint8_t> &address) const {
 
 // ---------------------------------------------------------------- Registration
 
-Registration::Registration(Rail &rail, void *buf, size_t len, uint64_t access,
+Registration::Registration(Endpoint &rail, void *buf, size_t len, uint64_t access,
                            uint64_t requested_key) {
     uint64_t mode = rail.mr_mode();
     // fmt, not operator+ chains: GCC 12 -O3 warns (-Wrestrict) on those.
     std::string what = fmt::format("({}, {}, mr_mode {})", units::format_size(len),
-                                   (access & FI_REMOTE_WRITE) ? "FI_REMOTE_WRITE" : "FI_WRITE",
+                                   access_text(access),
                                    mr_mode_text(mode));
     int ret = fi_mr_reg(rail.domain(), buf, len, access, 0, requested_key, 0, &mr_, nullptr);
     if (ret) rail.fail("fi_mr_reg" + what, ret);
@@ -309,7 +371,7 @@ Registration::Registration(Rail &rail, void *buf, size_t len, uint64_t access,
     if (key_ == FI_KEY_NOTAVAIL) {
         fi_close(&mr_->fid);
         mr_ = nullptr;
-        throw RailError(rail.where() + ": fi_mr_key returned FI_KEY_NOTAVAIL (raw keys, FI_MR_RAW, "
+        throw FabricError(rail.where() + ": fi_mr_key returned FI_KEY_NOTAVAIL (raw keys, FI_MR_RAW, "
                         "are not supported)");
     }
     remote_base_ = (mode & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(buf) : 0;
@@ -318,8 +380,8 @@ Registration::Registration(Rail &rail, void *buf, size_t len, uint64_t access,
 Registration::~Registration() {
     if (mr_ != nullptr) {
         int ret = fi_close(&mr_->fid);
-        if (ret) DP_APP_WARN("fi_close(mr) failed: {}", fi_error_text(ret));
+        if (ret) DP_LOG_WARN("fi_close(mr) failed: {}", fi_error_text(ret));
     }
 }
 
-}  // namespace deputy::rail
+}  // namespace deputy::fabric
