@@ -15,10 +15,18 @@
 #   netns.sh link-down NODE | link-up NODE
 #                                      pull / plug NODE's cable (its bridge port)
 #   netns.sh nodes | addr NODE         list "INDEX NAMESPACE ADDRESS" / one address
+#   netns.sh add-hosts                 give every node a "host" behind it: namespace
+#                                      <tag>-h<i>, joined to node i alone by a veth pair,
+#                                      as a host to its DPU (node i plays the DPU)
+#   netns.sh host-exec NODE -- CMD ARGS...
+#                                      run CMD inside NODE's host namespace
+#   netns.sh host-link NODE            "DPU_ADDRESS HOST_ADDRESS" of NODE's host link
 #
 # The commands after `up` find the nodes by DPN_TAG (or --tag TAG before the
 # command). NODE is an index 1..K, a node's address or its namespace name.
-# Environment: DPN_SUBNET (default 10.213.57, a /24: node i is .i), DPN_TAG,
+# Environment: DPN_SUBNET (default 10.213.57, a /24: node i is .i), DPN_HOST_SUBNET
+# (default 10.213.58: node i's host link is the /30 at .4(i-1), the node .4i-3, its
+# host .4i-2; so at most 63 nodes get hosts), DPN_TAG,
 # DPN_STATE_DIR (default /run/deputy-netns: <tag>/node<i> holds each node's TMPDIR
 # and XDG_RUNTIME_DIR), DPN_TIMEOUT (run-mpi, default 120 s).
 # Exit codes: 77 when namespaces cannot be made here (not root, no `ip`, no veth
@@ -31,13 +39,15 @@ readonly SKIP=77
 STATE_DIR=${DPN_STATE_DIR:-/run/deputy-netns}
 IFACE=dpn0        # each node's end of its veth pair
 BRIDGE=dpnbr0     # in the bridge namespace; its ports are named dpn1..dpnK
+HOST_IFACE=dph0   # a host's end of its link to its node (add-hosts)
+DPU_IFACE=dpnh0   # the node's end of that link
 
 say() { printf 'netns: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$SELF" >&2; exit 2; }
 
-subnet_prefix() {  # DPN_SUBNET as "a.b.c" (accepts "a.b.c", "a.b.c.0" or "a.b.c.0/24")
-  local s=${DPN_SUBNET:-10.213.57}
+subnet_prefix() {  # DPN_SUBNET (or $1) as "a.b.c" (accepts "a.b.c", "a.b.c.0" or "a.b.c.0/24")
+  local s=${1:-${DPN_SUBNET:-10.213.57}}
   s=${s%/24}
   [[ $s =~ ^([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})(\.0)?$ ]] ||
     { say "DPN_SUBNET=$s: want a /24 such as 10.213.57 or 10.213.57.0/24"; exit 2; }
@@ -275,6 +285,64 @@ with_signal() {  # pass the signal on to CMD, then exit (the EXIT trap takes the
   exit "$2"
 }
 
+# --- hosts behind the nodes (a host and its DPU) ---------------------------------------------
+
+host_link() {  # node index -> "DPU_ADDRESS HOST_ADDRESS" of its host link
+  local net
+  net=$(subnet_prefix "${DPN_HOST_SUBNET:-10.213.58}")
+  printf '%s %s\n' "$net.$((4 * $1 - 3))" "$net.$((4 * $1 - 2))"
+}
+
+# The environment of every process in node $1's host: as node_env, with a TMPDIR and
+# XDG_RUNTIME_DIR of the host's own.
+host_env() {
+  local d="$STATE_DIR/$DPN_TAG/node$1/host" link
+  link=$(host_link "$1")
+  printf '%s\n' "DPN_TAG=$DPN_TAG" "DPN_NODE=$1" "DPN_ADDR=${link#* }" "DPN_DPU_ADDR=${link% *}" \
+    "TMPDIR=$d/tmp" "XDG_RUNTIME_DIR=$d/run"
+}
+
+# Each node gets a host namespace joined to it alone, as a host to its DPU: the host
+# reaches its node (and nothing else), the node keeps its place on the bridge.
+add_hosts() {
+  tag_or_die
+  local k i dpu host link dir="$STATE_DIR/$DPN_TAG"
+  k=$(node_count)
+  ((k > 0)) || die "no nodes for tag $DPN_TAG (already down?)"
+  ((k <= 63)) || die "add-hosts: at most 63 nodes get hosts (a /30 each in DPN_HOST_SUBNET)"
+  for ((i = 1; i <= k; i++)); do
+    [[ ! -e /run/netns/$DPN_TAG-h$i ]] || die "add-hosts: node $i has a host already"
+    link=$(host_link "$i")
+    dpu=${link% *}
+    host=${link#* }
+    try ip netns add "$DPN_TAG-h$i"
+    try ip -n "$DPN_TAG-h$i" link add "$HOST_IFACE" type veth peer name "$DPU_IFACE" netns "$DPN_TAG-$i"
+    try ip -n "$DPN_TAG-h$i" addr add "$host/30" dev "$HOST_IFACE"
+    try ip -n "$DPN_TAG-$i" addr add "$dpu/30" dev "$DPU_IFACE"
+    try ip -n "$DPN_TAG-h$i" link set lo up
+    try ip -n "$DPN_TAG-h$i" link set "$HOST_IFACE" up
+    try ip -n "$DPN_TAG-$i" link set "$DPU_IFACE" up
+    mkdir -m 0700 "$dir/node$i/host" "$dir/node$i/host/tmp" "$dir/node$i/host/run"
+    local out
+    out=$(timeout 5 ip netns exec "$DPN_TAG-h$i" bash -c "exec 3<>/dev/tcp/$dpu/9" 2>&1) ||
+      [[ $out == *"Connection refused"* ]] || die "host $i cannot reach its node at $dpu: ${out:-timed out}"
+  done
+  say "add-hosts: $k hosts $DPN_TAG-h1..$k, each joined to its node alone"
+}
+
+host_exec() {
+  local node=${1:-}; shift || true
+  [[ ${1:-} == -- ]] && shift
+  if [[ -z $node ]] || (($# == 0)); then say "host-exec: want NODE -- CMD ARGS..."; exit 2; fi
+  tag_or_die
+  local i
+  local -a envs
+  i=$(node_index "$node")
+  [[ -e /run/netns/$DPN_TAG-h$i ]] || die "node $i has no host (run add-hosts first)"
+  mapfile -t envs < <(host_env "$i")
+  exec env "${envs[@]}" ip netns exec "$DPN_TAG-h$i" "$@"
+}
+
 # --- commands inside the nodes ----------------------------------------------------------------
 
 exec_in() {
@@ -438,6 +506,9 @@ case $command_name in
   link-down) link_set down "$@" ;;
   link-up) link_set up "$@" ;;
   rsh-agent) rsh_agent "$@" ;;
+  add-hosts) add_hosts ;;
+  host-exec) host_exec "$@" ;;
+  host-link) tag_or_die; host_link "$(node_index "${1:?host-link NODE}")" ;;
   nodes)
     tag_or_die
     k=$(node_count)
