@@ -329,23 +329,29 @@ def remote_agent(args: argparse.Namespace, launch: h.Launch, prog: list[str],
                  reference: list[str]) -> list[str]:
     """The agent on "another host": it listens on 127.0.0.1 with a key, and
     the 2 ranks reach it through the secure session (DEPUTY_AGENT=tcp://,
-    DEPUTY_KEY), every buffer staged and every team served by a team proxy
-    (docs/agent.md). The same output as without the library, and every
-    eligible operation offloaded."""
+    DEPUTY_KEY), every team served by a team proxy (docs/agent.md): every
+    buffer staged, then (DEPUTY_MEMORY=rdma) read and written in place by
+    the proxies over libfabric. The same output as without the library, and
+    every eligible operation offloaded, in both modes."""
+    failures: list[str] = []
     with h.RemoteAgent(args.deputy) as remote:
-        what = "2 ranks with the library, the agent reached over TCP"
-        report_dir = remote.agent.dir / "report-remote"
-        report_dir.mkdir()
-        env = remote.env(launch.library_env(report_dir, None))
-        argv = launch.with_library(2, prog)
-        r = h.run(argv, env, args.timeout)
-        failures = compare(reference, r, what,
-                           f"deputy agent --listen {remote.address} --key K; "
-                           f"DEPUTY_AGENT={remote.address} DEPUTY_KEY=K {shlex.join(argv)}")
-        failures += check_reports(report_dir, 2, what, lambda rank: re.escape(remote.address))
-        if not remote.agent.alive():
-            failures.append(f"{what}: the agent died:\n{remote.agent.log_tail()}")
-        return failures
+        for memory in ("staged", "rdma"):
+            what = f"2 ranks with the library, the agent reached over TCP, memory {memory}"
+            report_dir = remote.agent.dir / f"report-remote-{memory}"
+            report_dir.mkdir()
+            env = {**remote.env(launch.library_env(report_dir, None)), "DEPUTY_MEMORY": memory}
+            argv = launch.with_library(2, prog)
+            r = h.run(argv, env, args.timeout)
+            failures += compare(reference, r, what,
+                                f"deputy agent --listen {remote.address} --key K; "
+                                f"DEPUTY_AGENT={remote.address} DEPUTY_KEY=K "
+                                f"DEPUTY_MEMORY={memory} {shlex.join(argv)}")
+            failures += check_reports(report_dir, 2, what,
+                                      lambda rank: re.escape(remote.address))
+            if not remote.agent.alive():
+                failures.append(f"{what}: the agent died:\n{remote.agent.log_tail()}")
+                break
+    return failures
 
 
 def bad_thresholds(mpi: h.Mpi, launch: h.Launch, prog: list[str], timeout: float,
