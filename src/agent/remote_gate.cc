@@ -6,11 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "channel/secure.h"
 #include "common/check.h"
 #include "common/sys_error.h"
 #include "common/log.h"
 #include "common/log_limiter.h"
+#include "common/log_quiet.h"
 #include "common/timing.h"
 
 namespace deputy::agent {
@@ -142,6 +145,10 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
     h->kill_switch.reset(fcntl(conn.get(), F_DUPFD_CLOEXEC, 0));
     Handshake *raw = h.get();
     h->thread = std::thread([this, raw, conn = std::move(conn)]() mutable {
+        // Any peer on the network can fail a handshake at will: what the
+        // session's layers would log goes into the one rate-limited line
+        // below instead of a line per attempt.
+        std::optional<log::Quiet> quiet(std::in_place);
         channel::TransportOptions options;
         // The control protocol's messages, sealed.
         options.max_message = config_.max_message + channel::secure::kOverhead;
@@ -171,11 +178,13 @@ void RemoteGate::start_handshake(UniqueFd conn, std::string peer) {
                 ++counters_.failed;
             }
         }
+        const std::string why = quiet->last();
+        quiet.reset();
         if (st == DP_OK)
             signal_fd(ready_.get());
         else
-            DP_LOG_LIMITED(gate_log(), "agent: remote connection from {} closed: {}", raw->peer,
-                           dp_status_name(st));
+            DP_LOG_LIMITED(gate_log(), "agent: remote connection from {} closed: {}{}{}",
+                           raw->peer, dp_status_name(st), why.empty() ? "" : ": ", why);
         raw->done.store(true, std::memory_order_release);
     });
     handshakes_.push_back(std::move(h));

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "common/log_quiet.h"
+
 namespace deputy::log {
 namespace {
 
@@ -79,9 +81,35 @@ Format g_format = Format::kPlain;
 // code statically (deputy-bench-coll) while libdeputy.so is loaded too
 // (preloaded by libdeputy-mpi under `deputy mpirun`) would register
 // "deputy" twice, which spdlog answers with an exception: an abort.
-std::shared_ptr<spdlog::logger> make_logger(const char *name, int level) {
-    auto logger = std::make_shared<spdlog::logger>(
-        name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+thread_local Quiet *t_quiet = nullptr;
+
+// The library logger's sink: a line at warning level or above goes to the
+// thread's Quiet when it has one (log_quiet.h), to stderr otherwise.
+class QuietAwareSink final : public spdlog::sinks::sink {
+  public:
+    void log(const spdlog::details::log_msg &msg) override {
+        if (t_quiet != nullptr && msg.level >= spdlog::level::warn) {
+            t_quiet->keep(std::string(msg.payload.data(), msg.payload.size()));
+            return;
+        }
+        inner_->log(msg);
+    }
+    void flush() override { inner_->flush(); }
+    void set_pattern(const std::string &pattern) override { inner_->set_pattern(pattern); }
+    void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+        inner_->set_formatter(std::move(formatter));
+    }
+
+  private:
+    std::shared_ptr<spdlog::sinks::sink> inner_ =
+        std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+};
+
+std::shared_ptr<spdlog::logger> make_logger(const char *name, int level, bool quiet_aware) {
+    std::shared_ptr<spdlog::sinks::sink> sink;
+    if (quiet_aware) sink = std::make_shared<QuietAwareSink>();
+    else sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    auto logger = std::make_shared<spdlog::logger>(name, std::move(sink));
     apply_pattern(*logger, g_format);
     logger->set_level(row_of(level)->spd);
     return logger;
@@ -136,13 +164,13 @@ std::string level_choices() {
 spdlog::logger &sdk() {
     static std::shared_ptr<spdlog::logger> logger = [] {
         g_sdk_level = initial_sdk_level();
-        return make_logger("deputy", g_sdk_level);
+        return make_logger("deputy", g_sdk_level, true);
     }();
     return *logger;
 }
 
 spdlog::logger &app() {
-    static std::shared_ptr<spdlog::logger> logger = make_logger("app", g_app_level);
+    static std::shared_ptr<spdlog::logger> logger = make_logger("app", g_app_level, false);
     return *logger;
 }
 
@@ -179,6 +207,10 @@ int sdk_level() {
     return g_sdk_level;
 }
 int app_level() { return g_app_level; }
+
+Quiet::Quiet() : outer_(t_quiet) { t_quiet = this; }
+Quiet::~Quiet() { t_quiet = outer_; }
+Quiet *quiet_scope() { return t_quiet; }
 
 }  // namespace deputy::log
 

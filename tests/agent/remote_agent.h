@@ -59,13 +59,15 @@ inline nlohmann::json info(const AgentProcess &agent) {
 
 // An agent serving remote clients on a free port of 127.0.0.1.
 struct RemoteAgent {
-    explicit RemoteAgent(std::vector<std::string> extra = {}, bool secure = true)
+    // capture_log: the agent's output goes to agent->log_path().
+    explicit RemoteAgent(std::vector<std::string> extra = {}, bool secure = true,
+                         bool capture_log = false)
         : port(free_port()), address("tcp://127.0.0.1:" + port) {
         std::vector<std::string> flags = {"--listen", address};
         if (secure) flags.insert(flags.end(), {"--key", key.path()});
         else flags.push_back("--insecure-tcp");
         flags.insert(flags.end(), extra.begin(), extra.end());
-        agent = std::make_unique<AgentProcess>(flags);
+        agent = std::make_unique<AgentProcess>(flags, capture_log);
     }
     dp_config_t config() const {
         dp_config_t c = agent->config();

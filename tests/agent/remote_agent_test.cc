@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -23,6 +25,7 @@
 #include "channel/key_file.h"
 #include "channel/secure.h"
 #include "channel/transport/tcp/transport.h"
+#include "common/log_quiet.h"
 
 namespace {
 
@@ -173,6 +176,54 @@ TEST(RemoteAgentTest, WrongKeyNoKeyAndClearTextAreRefused) {
     Client c(r.config());
     ASSERT_EQ(c.init, DP_OK);
     expect_memmove(c, 100);
+}
+
+// Anyone on the network can fail a handshake at will: 200 with a wrong key
+// (and 20 that close at once) cost the agent's log a few rate-limited lines
+// that name the reason, not a line or two per attempt.
+TEST(RemoteAgentTest, AFloodOfFailedHandshakesCostsAFewLogLines) {
+    RemoteAgent r({"-l", "40"}, true, true);  // warnings: where the gate's lines are
+    ASSERT_TRUE(r.agent->running());
+    namespace ch = deputy::channel;
+    KeyFile other;
+    ch::secure::Key wrong;
+    ASSERT_EQ(ch::secure::load_key_file(other.path(), &wrong), DP_OK);
+    constexpr int kWrong = 200, kClosed = 20;
+    {
+        deputy::log::Quiet quiet;  // the attacker's own failures: not this test's output
+        for (int i = 0; i < kWrong; ++i) {
+            std::unique_ptr<ch::Transport> inner, secured;
+            ASSERT_EQ(ch::tcp::connect("127.0.0.1:" + r.port, {}, 2'000'000'000, &inner), DP_OK);
+            EXPECT_EQ(ch::secure::establish(std::move(inner), wrong, ch::secure::Role::kInitiator,
+                                            2'000'000'000, &secured),
+                      DP_ERR_DENIED);
+        }
+        for (int i = 0; i < kClosed; ++i) {
+            deputy::UniqueFd fd;
+            ASSERT_EQ(ch::tcp::connect_fd("127.0.0.1:" + r.port, 1'000'000'000, &fd), DP_OK);
+        }
+    }
+    EXPECT_TRUE(eventually(
+        [&] { return info(*r.agent)["listen"]["failed_handshakes"] == kWrong + kClosed; }, 10000))
+        << info(*r.agent).dump();
+    std::ifstream file(r.agent->log_path());
+    std::stringstream text;
+    text << file.rdbuf();
+    std::istringstream in(text.str());
+    std::string line, reasons;
+    int lines = 0, session_lines = 0;
+    while (std::getline(in, line)) {
+        ++lines;
+        if (line.find("secure") != std::string::npos &&
+            line.find("remote connection") == std::string::npos)
+            ++session_lines;  // a line of the session's own: one per attempt
+        if (line.find("remote connection from") != std::string::npos && reasons.empty())
+            reasons = line;
+    }
+    EXPECT_EQ(session_lines, 0);
+    EXPECT_LE(lines, 60) << "the agent logged " << lines << " lines";
+    EXPECT_NE(reasons.find("does not hold the same key"), std::string::npos)
+        << text.str();
 }
 
 TEST(RemoteAgentTest, InClearOnlyWhenBothEndsAskForIt) {
