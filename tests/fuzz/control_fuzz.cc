@@ -184,7 +184,13 @@ ProxyPost dirty<ProxyPost>() {
     m.in_total = 400;
     m.in.assign(300, 0x11);
     m.counts.assign(72, 0x22);
+    m.memory = 0x7f;
+    m.src_base = m.src_key = m.dst_base = m.dst_key = 0x5555;
     return m;
+}
+template <>
+ProxyFabric dirty<ProxyFabric>() {
+    return ProxyFabric{std::string(80, 'p'), std::vector<uint8_t>(600, 0x66)};
 }
 template <>
 ProxyData dirty<ProxyData>() {
