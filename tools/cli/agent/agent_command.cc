@@ -164,6 +164,9 @@ void keep_staging_memory(const agent::AgentConfig &config) {
 int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
           agent::Internode *internode = nullptr) {
     keep_staging_memory(config);
+    // What the team proxies need, read before the agent takes the config.
+    const std::string token = config.token;
+    const uint32_t max_proxies = config.max_remote_clients;
     std::unique_ptr<agent::Agent> agent;
     std::string error;
     dp_status_t s = agent::Agent::create(std::move(config), &agent, &error, internode);
@@ -200,8 +203,6 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
     };
     std::list<ProxyThread> proxies;
     std::atomic<bool> stopping{false};
-    const uint32_t max_proxies = config.max_remote_clients;
-    const std::string token = config.token;
     agent->set_proxy_handler([&](UniqueFd socket, const std::string &peer) {
         std::lock_guard<std::mutex> lock(service_mutex);
         for (auto it = proxies.begin(); it != proxies.end();) {
