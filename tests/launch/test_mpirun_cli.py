@@ -256,6 +256,120 @@ def test_the_library_offloads_to_each_ranks_agent(env, flavor, nodes):
     assert_clean(env, [int(m[3]) for m in rows.values()])
 
 
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_key(env: Env) -> Path:
+    key = env.root / "dpu.key"
+    r = subprocess.run([DEPUTY, "bench", "channel", "--keygen", str(key)], capture_output=True,
+                       text=True, timeout=TIMEOUT_S)
+    assert r.returncode == 0, r.stderr
+    return key
+
+
+@pytest.mark.parametrize("flavor,memory", [("openmpi", "staged"), ("openmpi", "rdma"),
+                                           ("mpich", "rdma")])
+def test_agents_on_dpus_serve_the_ranks_over_tcp(env, flavor, memory):
+    """--dpu-hostfile with this machine as the one host and its DPU: the
+    agents' mpirun starts the agent there listening on TCP with the key, each
+    rank's shim finds its host among the mpirun arguments' hosts (here by
+    its loopback address) and attaches to that host's DPU over TCP in the
+    secure session; the probe's MPI_Bcast and MPI_Allreduce run on it
+    (through team proxies), right, in either memory mode, and nothing is
+    left. Several hosts and DPUs: tests/multinode/test_mpirun_dpus_netns.py."""
+    if not env.built.real.with_name(f"libdeputy-mpi-{flavor}.so").exists():
+        pytest.skip(f"libdeputy-mpi-{flavor}.so is not built beside DEPUTY_BIN (src/mpi)")
+    probe, args, hosts = env.built.probe, [], ["--host", "localhost:4"]
+    if flavor == "mpich":
+        if MPICC_MPICH is None or MPIRUN_MPICH is None:
+            pytest.skip("MPICH is not installed (Debian: mpich libmpich-dev)")
+        probe = env.root / "mpi_env_probe_mpich"
+        compile_c(MPICC_MPICH, probe, HERE / "mpi_env_probe.c")
+        args, hosts = ["--mpirun", MPIRUN_MPICH], ["-hosts", "localhost"]
+    key, port = make_key(env), free_port()
+    dpus = env.root / "dpus"
+    dpus.write_text("localhost\n")
+    reports = env.root / "reports"
+    reports.mkdir()
+    dpu_args = ["--dpu-hostfile", str(dpus), "--key", str(key), "--dpu-port", str(port),
+                "--memory", memory]
+    r = env.run(*args, *dpu_args, "--", *hosts, "-np", "2", str(probe), flavor=flavor,
+                extra={"DEPUTY_MPI_THRESHOLDS": "allreduce=0,bcast=0",
+                       "DEPUTY_MPI_REPORT": f"json:{reports}"})
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    rows = ranks(r.stdout)
+    assert sorted(rows) == [0, 1], r.stdout + r.stderr
+    address = f"tcp://localhost:{port}"
+    for rank, m in rows.items():
+        assert m[4] == address, (rank, m[4])
+        assert m[6].split(":")[0] == env.built.library(flavor)[1] and m[7] == "1", m[0]
+        assert m[9] == "0", f"rank {rank}: DEPUTY_JOB_SECRET is in its environment"
+        doc = json.loads((reports / f"deputy-mpi-rank{rank}.json").read_text())
+        assert doc["agent"] == address, doc["agent"]
+        for op in ("MPI_Bcast", "MPI_Allreduce"):
+            assert doc["operations"][op] == {"offloaded": 1, "passed": {}}, (rank, op, doc)
+    assert_clean(env, [int(m[3]) for m in rows.values()])
+    # What a rank's environment holds: the DPU's address, the key, the mode.
+    r = env.run(*args, *dpu_args, "--", *hosts, "-np", "1", "sh", "-c",
+                'echo "agent=$DEPUTY_AGENT key=$DEPUTY_KEY memory=$DEPUTY_MEMORY"', flavor=flavor)
+    assert r.returncode == 0, r.stderr
+    assert f"agent={address} key={key} memory={memory}" in r.stdout, r.stdout
+    assert_clean(env)
+
+
+def test_dpu_hostfile_dry_run_and_its_errors(env):
+    key = make_key(env)
+    hosts, dpus = env.root / "hosts", env.root / "dpus"
+    hosts.write_text("h1 slots=2\nh2 slots=2\n")
+    dpus.write_text("d1\nd2\n")
+    r = env.run("--dry-run", "--dpu-hostfile", str(dpus), "--key", str(key), "--memory", "rdma",
+                "--", "--hostfile", str(hosts), "-np", "4", str(env.built.probe))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "host -> DPU: h1 -> d1, h2 -> d2" in out and "memory rdma" in out, out
+    assert (f"--map-by ppr:1:node --hostfile {dpus} -x DEPUTY_TOKEN {Path(DEPUTY).resolve()} "
+            f"agent --socket '<dir>/agent-dpu{{node}}.sock' --listen tcp://0.0.0.0:7790 "
+            f"--key {key}") in out, out
+    assert "--await-agent '<dir>/agent-dpu{node}.sock'" in out, out
+    program = re.search(r"^program: (.*)$", out, re.M)[1]
+    for part in ("-x DEPUTY_MPIRUN_HOSTS=h1,h2 -x DEPUTY_MPIRUN_DPUS=d1,d2",
+                 "-x 'DEPUTY_MPIRUN_AGENT=tcp://{dpu}:7790'", f"-x DEPUTY_KEY={key}",
+                 "-x DEPUTY_MEMORY=rdma",
+                 f"{Path(DEPUTY).resolve()} mpirun --rank-shim {env.built.probe}"):
+        assert part in program, (part, program)
+    assert "--cpu-set" not in program and "warning" not in r.stderr, r.stderr
+    one = env.root / "one-dpu"
+    one.write_text("d1\n")
+    cases = [
+        (["--dpu-hostfile", str(dpus), "--key", str(key), "-np", "1", "true"],
+         "--dpu-hostfile pairs each DPU with a host of the mpirun arguments' hostfile or host "
+         "list"),
+        (["--dpu-hostfile", str(one), "--key", str(key), "-H", "h1,h2", "-np", "1", "true"],
+         f"--dpu-hostfile {one} names 1 DPU(s) and the mpirun arguments (-H h1,h2) 2 host(s)"),
+        (["--dpu-hostfile", str(dpus), "--hostfile", str(hosts), "-np", "1", "true"],
+         "needs a key file: --key FILE or DEPUTY_KEY"),
+        (["--dpu-hostfile", str(dpus), "--key", str(hosts), "--hostfile", str(hosts), "-np", "1",
+          "true"], f"--key {hosts}: group or others may access it (chmod 600)"),
+        (["--dpu-hostfile", str(env.root / "nope"), "--key", str(key), "--hostfile", str(hosts),
+          "-np", "1", "true"], f"cannot read the hostfile {env.root / 'nope'}"),
+        (["--memory", "rdma", "-np", "1", "true"],
+         "--memory is for ranks whose agent runs on a DPU (--dpu-hostfile)"),
+        (["--nodes", "2", "--dpu-hostfile", str(dpus), "-np", "1", "true"],
+         "it does not go with --dpu-hostfile"),
+    ]
+    os.chmod(hosts, 0o644)
+    for args, message in cases:
+        r = env.run("--dry-run", *args)
+        assert r.returncode == 1 and message in r.stderr, (args, r.stderr)
+    r = env.run("--dry-run", "--memory", "disk", "-np", "1", "true")
+    assert r.returncode != 0 and "--memory" in r.stderr, r.stderr
+    assert env.private_dirs() == []
+
+
 def test_deputys_own_benchmark_runs_under_it(env):
     """`deputy bench coll` carries deputy's client linked in, and under
     deputy mpirun the preloaded PMPI library brings libdeputy.so too: both

@@ -370,7 +370,9 @@ link_set() {
 
 # The rsh agent mpirun uses to start its orted on another node: called as
 # `rsh-agent [ssh options] HOST COMMAND...`, it runs COMMAND (one shell line, as
-# ssh would) inside the namespace whose address is HOST. Not a user command.
+# ssh would) inside the namespace whose address is HOST. Not a user command. The line
+# may be a list ("PATH=... ; export PATH ; orted ...": mpirun started by its absolute
+# path adds its prefix so), so a shell runs it, not `exec`.
 rsh_agent() {
   while [[ ${1:-} == -* ]]; do shift; done
   local host=${1:-}; shift || true
@@ -379,7 +381,7 @@ rsh_agent() {
   local -a envs
   i=$(node_index "$host")
   mapfile -t envs < <(node_env "$i")
-  exec env "${envs[@]}" ip netns exec "$DPN_TAG-$i" /bin/sh -c "exec $*"
+  exec env "${envs[@]}" ip netns exec "$DPN_TAG-$i" /bin/sh -c "$*"
 }
 
 # The processes of a run-mpi job: each carries DPN_RUN=<id> in its environment

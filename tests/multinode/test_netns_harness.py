@@ -9,6 +9,7 @@ namespace, no link, no process, no state directory. Needs root, `ip` and Open MP
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,23 +88,30 @@ def port_bytes(tag: str) -> dict[int, tuple[int, int]]:
     return ports
 
 
-@pytest.fixture
-def nodes(allowed: None) -> Nodes:
-    r = ok(harness("up", str(K), timeout=60))
+@contextlib.contextmanager
+def nodes_up(k: int) -> Iterator[Nodes]:
+    """k fresh nodes, checked (names, distinct addresses, their namespaces), down after."""
+    r = ok(harness("up", str(k), timeout=60))
     m = re.fullmatch(r"export DPN_TAG=(dpn-[\w.-]+)\n", r.stdout)
     assert m, r.stdout
     tag = m.group(1)
     try:
         listing = ok(harness("nodes", tag=tag)).stdout.split("\n")[:-1]
-        assert [line.split()[:2] for line in listing] == [[str(i), f"{tag}-{i}"] for i in range(1, K + 1)]
+        assert [line.split()[:2] for line in listing] == [[str(i), f"{tag}-{i}"] for i in range(1, k + 1)]
         addrs = [line.split()[2] for line in listing]
-        assert len(set(addrs)) == K, addrs
-        inodes = [os.stat(f"/run/netns/{tag}-{i}").st_ino for i in range(1, K + 1)]
+        assert len(set(addrs)) == k, addrs
+        inodes = [os.stat(f"/run/netns/{tag}-{i}").st_ino for i in range(1, k + 1)]
         spaces = [n for n in namespaces() if n.startswith(f"{tag}-")]
-        assert sorted(spaces) == sorted([f"{tag}-{i}" for i in range(1, K + 1)] + [f"{tag}-br"])
+        assert sorted(spaces) == sorted([f"{tag}-{i}" for i in range(1, k + 1)] + [f"{tag}-br"])
         yield Nodes(tag, addrs, inodes, spaces)
     finally:
         harness("down", tag=tag)
+
+
+@pytest.fixture
+def nodes(allowed: None) -> Iterator[Nodes]:
+    with nodes_up(K) as n:
+        yield n
 
 
 def namespaces() -> list[str]:

@@ -27,7 +27,10 @@ std::vector<std::string> placed(const MpiAgentsSpec &spec) {
         argv.insert(argv.end(), {"-np", std::to_string(spec.nodes)});
     } else {
         argv.insert(argv.end(), {"--map-by", "ppr:1:node"});
-        argv.insert(argv.end(), spec.hosts.begin(), spec.hosts.end());
+        if (!spec.dpu_hostfile.empty())
+            argv.insert(argv.end(), {"--hostfile", spec.dpu_hostfile});
+        else
+            argv.insert(argv.end(), spec.hosts.begin(), spec.hosts.end());
     }
     return argv;
 }
@@ -39,7 +42,10 @@ std::string node_socket(const std::string &dir, int node) {
 }  // namespace
 
 std::string mpi_agents_address(const MpiAgentsSpec &spec, const std::string &dir) {
-    return spec.nodes > 0 ? dir + "/agent-node{node}.sock" : dir + "/agent.sock";
+    if (spec.nodes > 0) return dir + "/agent-node{node}.sock";
+    // DPUs: a shared file system (or DPUs that are namespaces of one
+    // machine, as in the tests) would give every agent the same path.
+    return spec.dpu_hostfile.empty() ? dir + "/agent.sock" : dir + "/agent-dpu{node}.sock";
 }
 
 PlannedCommand mpi_agents_command(const MpiAgentsSpec &spec, const std::string &dir,
@@ -54,6 +60,8 @@ PlannedCommand mpi_agents_command(const MpiAgentsSpec &spec, const std::string &
     }
     c.argv.insert(c.argv.end(), {spec.deputy, "agent", "--socket", mpi_agents_address(spec, dir)});
     if (spec.nodes > 0) c.argv.insert(c.argv.end(), {"--token-file", dir + "/token"});
+    if (!spec.dpu_hostfile.empty())
+        c.argv.insert(c.argv.end(), {"--listen", spec.listen, "--key", spec.key_file});
     if (!spec.config_file.empty()) c.argv.insert(c.argv.end(), {"--config", spec.config_file});
     if (!spec.agent_cores.empty()) c.argv.insert(c.argv.end(), {"--agent-cores", spec.agent_cores});
     return c;
@@ -63,7 +71,7 @@ std::vector<std::string> mpi_agents_probe(const MpiAgentsSpec &spec, const std::
     std::vector<std::string> argv = placed(spec);
     char timeout[32];
     std::snprintf(timeout, sizeof timeout, "%g", spec.startup_timeout_s);
-    argv.insert(argv.end(), {spec.deputy, "mpirun", "--await-agent", dir + "/agent.sock",
+    argv.insert(argv.end(), {spec.deputy, "mpirun", "--await-agent", mpi_agents_address(spec, dir),
                              "--agent-timeout", timeout});
     return argv;
 }
@@ -77,9 +85,10 @@ std::vector<std::string> mpi_agents_cleanup(const MpiAgentsSpec &spec, const std
 AgentProcess::Outcome MpiAgents::start(const MpiAgentsSpec &spec, SignalFd &signals,
                                        std::string *error, int *signal_out) {
     spec_ = spec;
-    const std::string what = spec.nodes > 0
-                                 ? "the agents' mpirun (" + std::to_string(spec.nodes) + " nodes)"
-                                 : "the agents' mpirun (one agent per host)";
+    const std::string what =
+        spec.nodes > 0 ? "the agents' mpirun (" + std::to_string(spec.nodes) + " nodes)"
+        : spec.dpu_hostfile.empty() ? "the agents' mpirun (one agent per host)"
+                                    : "the agents' mpirun (one agent per DPU)";
     // mpirun exits 1 when it ends its job on SIGTERM: the normal end here.
     agents_.configure(spec.tool, what, spec.grace_s, true);
     probe_.configure(spec.tool, "the probe of the hosts' agents", spec.grace_s, true);
@@ -142,10 +151,12 @@ AgentProcess::Ready MpiAgents::ready(std::string *why) {
         if (!probe_.start(s, dir_ + "/probe.log", false, why)) return AgentProcess::Ready::kFailed;
     }
     int status = 0;
-    *why = "waiting for the agent of every host";
+    const char *where = spec_.dpu_hostfile.empty() ? "host" : "DPU";
+    *why = std::string("waiting for the agent of every ") + where;
     if (!probe_.finished(&status)) return AgentProcess::Ready::kNotYet;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return AgentProcess::Ready::kYes;
-    *why = "the agent of some host did not listen (" + describe_status(status) +
+    *why = std::string("the agent of some ") + where + " did not listen (" +
+           describe_status(status) +
            "); the probe's log:\n" + probe_.log_text();
     return AgentProcess::Ready::kFailed;
 }

@@ -14,6 +14,13 @@
 //    succeeds on every host. Once the agents stopped,
 //    <agent mpirun> --map-by ppr:1:node <hosts> <deputy> mpirun --remove-agent-dir <dir>
 //    removes the directory on every host.
+//  one agent per DPU of a DPU hostfile (--dpu-hostfile), the ranks on the
+//  hosts of the mpirun arguments reaching theirs over TCP:
+//    DEPUTY_TOKEN=<token> <agent mpirun> --map-by ppr:1:node --hostfile <dpus>
+//        -x DEPUTY_TOKEN <deputy> agent --socket <dir>/agent-dpu{node}.sock
+//        --listen tcp://0.0.0.0:<port> --key <key file>
+//    probed and cleaned up as the hosts' agents are, on the DPUs; an agent
+//    makes its socket once it listens on the port, so the socket says both.
 //
 // <dir> is this machine's private directory (private_dir.h); the agent of
 // another host creates its own (mode 0700, docs/agent.md). Hosts mode
@@ -36,6 +43,11 @@ struct MpiAgentsSpec {
     std::vector<std::string> hosts;  // Open MPI host options (mpirun_args.h)
     std::string deputy;              // this binary (the same path on every host)
     std::string config_file;         // `deputy agent --config` (on every host)
+    // --dpu-hostfile: the agents run there instead, listening on `listen`
+    // (tcp://0.0.0.0:PORT) with the secure session's `key_file`.
+    std::string dpu_hostfile;
+    std::string listen;
+    std::string key_file;
     // `deputy agent --agent-cores` (each agent lays out its own host); the
     // agents' Open MPI mpirun then gets --bind-to none: the agents pin
     // themselves, where mpirun would bind each to a core of its choosing.
@@ -55,7 +67,7 @@ struct PlannedCommand {
 // The agents' command for private directory `dir` and `token`.
 PlannedCommand mpi_agents_command(const MpiAgentsSpec &spec, const std::string &dir,
                                   const std::string &token);
-// The socket the ranks use: with "{node}" for the node number (--nodes).
+// The agents' socket: with "{node}" for the node number (--nodes, DPUs).
 std::string mpi_agents_address(const MpiAgentsSpec &spec, const std::string &dir);
 // The per-host probe and cleanup commands (hosts mode).
 std::vector<std::string> mpi_agents_probe(const MpiAgentsSpec &spec, const std::string &dir);

@@ -16,6 +16,8 @@
 
 #include "common/cli_common.h"
 #include "common/log.h"
+#include "channel/key_file.h"
+#include "cli/launch/host_list.h"
 #include "cli/launch/job.h"
 #include "cli/launch/job_agent.h"
 #include "cli/launch/job_placement.h"
@@ -59,6 +61,11 @@ struct MpirunFlags {
     bool rank_shim = false;
     bool operations = false;
     bool p2p = false;
+    std::string dpu_hostfile;
+    std::string key_file;
+    int dpu_port = 7790;
+    std::string memory;
+    std::string fabric_provider;
     std::string await_agent;
     std::string remove_agent_dir;
 };
@@ -109,12 +116,31 @@ void add_options(CLI::App *cmd, MpirunFlags *f) {
     cmd->add_flag("--p2p", f->p2p,
                   "offload point-to-point too (DEPUTY_MPI_P2P=1): every message on the "
                   "communicators the library serves goes through deputy (docs/mpi.md)");
+    cmd->add_option("--dpu-hostfile", f->dpu_hostfile,
+                    "run the agents on DPUs (or any other hosts): line i of FILE serves the i-th "
+                    "host of the mpirun arguments' hostfile or host list; the ranks reach it over "
+                    "TCP in the secure session (docs/launch.md)");
+    cmd->add_option("--key", f->key_file,
+                    "with --dpu-hostfile: the secure session's key file (`deputy bench channel "
+                    "--keygen FILE`), at this path on every host and DPU (default: $DEPUTY_KEY)");
+    cmd->add_option("--dpu-port", f->dpu_port,
+                    "with --dpu-hostfile: the TCP port the agents listen on")
+        ->check(CLI::Range(1, 65535))
+        ->capture_default_str();
+    cmd->add_option("--memory", f->memory,
+                    "with --dpu-hostfile: how the agents reach the ranks' buffers: staged (the "
+                    "bytes travel in the session, the default) or rdma (the agents read and "
+                    "write them with libfabric RMA; DEPUTY_MEMORY)")
+        ->check(CLI::IsMember({"staged", "rdma"}));
+    cmd->add_option("--fabric-provider", f->fabric_provider,
+                    "with --memory rdma: the libfabric provider (tcp, verbs, efa; "
+                    "DEPUTY_FABRIC_PROVIDER; default tcp)");
     cmd->add_flag("--rank-shim", f->rank_shim)->group("");
     cmd->add_option("--await-agent", f->await_agent)->group("");
     cmd->add_option("--remove-agent-dir", f->remove_agent_dir)->group("");
 }
 
-enum class AgentsMode { kPrivate, kNodes, kHosts };
+enum class AgentsMode { kPrivate, kNodes, kHosts, kDpus };
 
 struct Plan {
     launch::MpiLauncher launcher;
@@ -128,7 +154,65 @@ struct Plan {
     std::vector<std::string> binding;    // mpirun's options binding the ranks to it
     std::vector<std::string> sharing;    // ... and making ranks that share a CPU yield it
     bool p2p = false;                    // --p2p: DEPUTY_MPI_P2P=1 for the ranks
+    // kDpus: host i (of the mpirun arguments) is served by the agent of
+    // DPU i, at tcp://<DPU i>:<port>, in the secure session of `key_file`.
+    std::vector<std::string> host_names;
+    std::vector<std::string> dpu_names;
+    int dpu_port = 0;
+    std::string key_file;
+    std::string memory;           // DEPUTY_MEMORY for the ranks, if given
+    std::string fabric_provider;  // DEPUTY_FABRIC_PROVIDER, if given
 };
+
+// --dpu-hostfile: the hosts, their DPUs and the key, checked before
+// anything starts.
+bool plan_dpus(const MpirunFlags &f, Plan *p, std::string *error) {
+    if (p->command_line.hosts.empty()) {
+        *error = "--dpu-hostfile pairs each DPU with a host of the mpirun arguments' hostfile or "
+                 "host list (--hostfile, -H; Hydra -f, -hosts), and they give none";
+        return false;
+    }
+    if (!launch::read_host_names(p->command_line.hosts, &p->host_names, error) ||
+        !launch::read_hostfile(f.dpu_hostfile, false, &p->dpu_names, error))
+        return false;
+    if (p->host_names.size() != p->dpu_names.size()) {
+        *error = "--dpu-hostfile " + f.dpu_hostfile + " names " +
+                 std::to_string(p->dpu_names.size()) + " DPU(s) and the mpirun arguments (" +
+                 launch::command_line(p->command_line.hosts_as_given) + ") " +
+                 std::to_string(p->host_names.size()) +
+                 " host(s): line i of the DPU hostfile serves the i-th host";
+        return false;
+    }
+    for (const std::string &name : p->dpu_names)
+        if (name.find(':') != std::string::npos || name.find(',') != std::string::npos) {
+            *error = "--dpu-hostfile " + f.dpu_hostfile + ": '" + name +
+                     "': give DPUs by host name or IPv4 address";
+            return false;
+        }
+    std::string key = f.key_file;
+    if (key.empty() && std::getenv("DEPUTY_KEY")) key = std::getenv("DEPUTY_KEY");
+    if (key.empty()) {
+        *error = "--dpu-hostfile: the ranks reach their DPU's agent in the secure session, which "
+                 "needs a key file: --key FILE or DEPUTY_KEY (`deputy bench channel --keygen "
+                 "FILE` makes one; it must be at the same path on every host and DPU)";
+        return false;
+    }
+    channel::secure::Key loaded;
+    if (const dp_status_t s = channel::secure::load_key_file(key, &loaded); s != DP_OK) {
+        const char *why = s == DP_ERR_DENIED  ? "group or others may access it (chmod 600)"
+                          : s == DP_ERR_INVALID ? "not a key file"
+                                                : "cannot be read";
+        *error = "--key " + key + ": " + why + " (" + dp_status_name(s) +
+                 "); a key file as `deputy bench channel --keygen FILE` makes it holds one line "
+                 "\"deputy-psk-v1 <64 hex digits>\", mode 0600";
+        return false;
+    }
+    p->key_file = std::filesystem::absolute(key).lexically_normal().string();
+    p->dpu_port = f.dpu_port;
+    p->memory = f.memory;
+    p->fabric_provider = f.fabric_provider;
+    return true;
+}
 
 // Everything decided before anything starts; false with `*error` (and
 // `*code`, the exit code) when the job cannot run.
@@ -154,15 +238,33 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
             launch::command_line(p->command_line.hosts_as_given) + ")";
         return false;
     }
-    p->mode = f.nodes > 0 ? AgentsMode::kNodes : hosts ? AgentsMode::kHosts : AgentsMode::kPrivate;
+    if (!f.dpu_hostfile.empty() && f.nodes > 0) {
+        *error = "--nodes simulates nodes on this machine; it does not go with --dpu-hostfile";
+        return false;
+    }
+    if (f.dpu_hostfile.empty() && (!f.memory.empty() || !f.fabric_provider.empty())) {
+        *error = std::string(f.memory.empty() ? "--fabric-provider" : "--memory") +
+                 " is for ranks whose agent runs on a DPU (--dpu-hostfile): a local agent "
+                 "reaches their memory directly";
+        return false;
+    }
+    p->mode = !f.dpu_hostfile.empty() ? AgentsMode::kDpus
+              : f.nodes > 0           ? AgentsMode::kNodes
+              : hosts                 ? AgentsMode::kHosts
+                                      : AgentsMode::kPrivate;
+    if (p->mode == AgentsMode::kDpus && !plan_dpus(f, p, error)) return false;
     if (!launch::plan_job_placement(f.agent_cores, &p->placement, error)) return false;
+    // On DPUs the agents take none of the hosts' CPUs: the ranks stay unbound.
+    const bool bind_ranks = p->mode != AgentsMode::kDpus;
     // With a hostfile, Hydra's list holds the ranks of one host, which
     // deputy does not know: one entry per slot (mpi_binding.h).
-    p->binding = launch::mpi_binding_options(p->launcher.flavor, p->placement.topology,
-                                             p->placement.placement,
-                                             hosts ? 0 : p->command_line.ranks);
-    p->sharing = launch::mpi_shared_slot_options(p->launcher.flavor, p->placement.placement,
+    if (bind_ranks) {
+        p->binding = launch::mpi_binding_options(p->launcher.flavor, p->placement.topology,
+                                                 p->placement.placement,
                                                  hosts ? 0 : p->command_line.ranks);
+        p->sharing = launch::mpi_shared_slot_options(p->launcher.flavor, p->placement.placement,
+                                                     hosts ? 0 : p->command_line.ranks);
+    }
     if (!p->binding.empty() && !p->command_line.binding_as_given.empty()) {
         *error = "--agent-cores " + f.agent_cores + " binds the ranks (" +
                  launch::command_line(p->binding) + "); the mpirun arguments bind them too (" +
@@ -222,10 +324,10 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
         *error = "--agent-mpirun: " + *error;
         return false;
     }
-    if (p->mode == AgentsMode::kHosts && s.launcher.flavor != MpiFlavor::kOpenMpi) {
+    if (p->mode != AgentsMode::kNodes && s.launcher.flavor != MpiFlavor::kOpenMpi) {
         *error =
-            "one agent per host needs Open MPI's mpirun for the agents (--map-by "
-            "ppr:1:node); --agent-mpirun " +
+            std::string(p->mode == AgentsMode::kDpus ? "one agent per DPU" : "one agent per host") +
+            " needs Open MPI's mpirun for the agents (--map-by ppr:1:node); --agent-mpirun " +
             agent_mpirun + " is " + s.launcher.version;
         return false;
     }
@@ -238,7 +340,18 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     s.startup_timeout_s = f.agent_timeout_s;
     s.grace_s = f.grace_s;
     s.tool = kTool;
+    if (p->mode == AgentsMode::kDpus) {
+        s.dpu_hostfile = std::filesystem::absolute(f.dpu_hostfile).lexically_normal().string();
+        s.listen = "tcp://0.0.0.0:" + std::to_string(p->dpu_port);
+        s.key_file = p->key_file;
+    }
     return true;
+}
+
+std::string comma_joined(const std::vector<std::string> &v) {
+    std::string s;
+    for (const std::string &e : v) s += (s.empty() ? "" : ",") + e;
+    return s;
 }
 
 // `mpirun <rank environment> <the user's arguments>`; with --nodes every
@@ -253,6 +366,15 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         env.emplace_back(launch::kShimNodesEnv, std::to_string(p.mpi_agents.nodes));
         env.emplace_back(launch::kShimAgentEnv, agent);
         env.emplace_back(launch::kShimPreloadEnv, preload);
+    } else if (p.mode == AgentsMode::kDpus) {
+        env.emplace_back(launch::kShimHostsEnv, comma_joined(p.host_names));
+        env.emplace_back(launch::kShimDpusEnv, comma_joined(p.dpu_names));
+        env.emplace_back(launch::kShimAgentEnv, "tcp://{dpu}:" + std::to_string(p.dpu_port));
+        env.emplace_back(launch::kShimPreloadEnv, preload);
+        env.emplace_back("DEPUTY_KEY", p.key_file);
+        if (!p.memory.empty()) env.emplace_back("DEPUTY_MEMORY", p.memory);
+        if (!p.fabric_provider.empty())
+            env.emplace_back("DEPUTY_FABRIC_PROVIDER", p.fabric_provider);
     } else {
         env.emplace_back("LD_PRELOAD", preload);
         env.emplace_back("DEPUTY_AGENT", agent);
@@ -284,7 +406,7 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
     c.argv.insert(c.argv.end(), p.sharing.begin(), p.sharing.end());
     const std::vector<size_t> &programs = p.command_line.programs;
     for (size_t i = 0; i < args.size(); ++i) {
-        if (p.mode == AgentsMode::kNodes &&
+        if ((p.mode == AgentsMode::kNodes || p.mode == AgentsMode::kDpus) &&
             std::find(programs.begin(), programs.end(), i) != programs.end())
             c.argv.insert(c.argv.end(), {p.deputy, "mpirun", "--rank-shim"});
         c.argv.push_back(args[i]);
@@ -320,15 +442,30 @@ void describe(FILE *out, const char *prefix, const Plan &p, const PlannedCommand
                          launch::command_line(p.command_line.hosts_as_given).c_str(),
                          p.mpi_agents.launcher.version.c_str());
             break;
+        case AgentsMode::kDpus: {
+            std::string pairs;
+            for (size_t i = 0; i < p.host_names.size(); ++i)
+                pairs += (i ? ", " : "") + p.host_names[i] + " -> " + p.dpu_names[i];
+            std::fprintf(out,
+                         "%sagents: one per DPU of %s (%s), listening on %s in the secure "
+                         "session (key %s); memory %s; host -> DPU: %s\n",
+                         prefix, p.mpi_agents.dpu_hostfile.c_str(),
+                         p.mpi_agents.launcher.version.c_str(), p.mpi_agents.listen.c_str(),
+                         p.key_file.c_str(), p.memory.empty() ? "staged" : p.memory.c_str(),
+                         pairs.c_str());
+            break;
+        }
     }
     if (p.placement.requested)
         std::fprintf(out, "%s%s%s\n", prefix,
                      launch::describe_job_placement(p.placement, p.command_line.ranks).c_str(),
-                     p.mode == AgentsMode::kHosts && p.placement.binds_ranks()
+                     p.mode == AgentsMode::kDpus
+                         ? "; for the agents on their DPUs (the ranks are not bound)"
+                     : p.mode == AgentsMode::kHosts && p.placement.binds_ranks()
                          ? "; computed from this machine, the hosts are taken to be alike"
                          : "");
     std::fprintf(out, "%sagents:  %s\n", prefix, with_env(agents).c_str());
-    if (p.mode == AgentsMode::kHosts) {
+    if (p.mode == AgentsMode::kHosts || p.mode == AgentsMode::kDpus) {
         std::fprintf(
             out, "%sready:   %s\n", prefix,
             launch::command_line(launch::mpi_agents_probe(p.mpi_agents, dir), {kDirPlaceholder})
@@ -370,6 +507,7 @@ void dry_run(const Plan &p, const std::vector<std::string> &args) {
 // Once, before anything runs: ranks and engines on the same CPUs, and
 // Hydra ranks the binding list cannot reach.
 void warn_about_placement(const Plan &p) {
+    if (p.mode == AgentsMode::kDpus) return;  // the agents have CPUs of their own
     const int ranks = p.mode == AgentsMode::kHosts ? 0 : p.command_line.ranks;
     const std::string overlap =
         launch::overlap_warning(p.placement, ranks, p.placement.engine_cpus(), "");
@@ -554,7 +692,12 @@ everything after a `--`) is mpirun's, up to and including the program.
    - --nodes K: K agents on this machine as one MPI job (simulated nodes,
      docs/nodes.md); rank r of S attaches to node r*K/S (block mapping:
      with 4 ranks on 2 nodes, ranks 0,1 -> node 0 and 2,3 -> node 1);
-   - a hostfile or host list: one agent per host (mpirun --map-by ppr:1:node).
+   - a hostfile or host list: one agent per host (mpirun --map-by ppr:1:node);
+   - --dpu-hostfile FILE with a hostfile or host list: one agent per DPU of
+     FILE (line i serves the i-th host), listening on tcp://0.0.0.0:--dpu-port
+     with --key; each rank finds its host among the hosts (by name or
+     address) and reaches that host's DPU in the secure session
+     (--memory staged|rdma).
    It waits until every agent listens (--agent-timeout).
 3. It runs `mpirun <rank environment> <mpirun arguments> program args`; every
    rank (not mpirun itself) gets LD_PRELOAD=<library>[:your LD_PRELOAD],
@@ -578,6 +721,7 @@ Examples:
   deputy mpirun --agent-cores last -np 6 ./app     # the agent on the last core of each socket
   DEPUTY_MPI_REPORT=1 deputy mpirun -np 2 ./app    # DEPUTY_MPI_* reach the ranks
   deputy mpirun --p2p -np 2 ./app                  # point-to-point through deputy too
+  deputy mpirun --dpu-hostfile dpus --key k --memory rdma -- --hostfile hosts -np 8 ./app
   deputy mpirun --operations                       # what the library offloads, and from which size
 See docs/launch.md.)");
     add_options(cmd, f.get());

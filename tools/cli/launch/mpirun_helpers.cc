@@ -10,7 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <thread>
+
+#include "cli/launch/host_list.h"
 
 namespace deputy::launch {
 namespace {
@@ -24,6 +27,35 @@ bool env_long(const char *name, long *out) {
     const char *end = v + std::strlen(v);
     auto [p, ec] = std::from_chars(v, end, *out);
     return ec == std::errc() && p == end;
+}
+
+std::vector<std::string> comma_list(const char *v) {
+    std::vector<std::string> out;
+    std::istringstream in(v ? v : "");
+    std::string e;
+    while (std::getline(in, e, ',')) out.push_back(e);
+    return out;
+}
+
+// --dpu-hostfile: this host's DPU, or empty with a message said.
+std::string dpu_of_this_host(long rank) {
+    const std::vector<std::string> hosts = comma_list(std::getenv(kShimHostsEnv));
+    const std::vector<std::string> dpus = comma_list(std::getenv(kShimDpusEnv));
+    if (hosts.empty() || hosts.size() != dpus.size()) {
+        std::fprintf(stderr, "%s --rank-shim: rank %ld: %s and %s must list as many hosts as DPUs\n",
+                     kTool, rank, kShimHostsEnv, kShimDpusEnv);
+        return {};
+    }
+    std::string error;
+    const int i = find_local_host(hosts, &error);
+    if (i < 0) {
+        std::fprintf(stderr,
+                     "%s --rank-shim: rank %ld: %s: which DPU serves it is not known (--dpu-hostfile "
+                     "pairs line i with the i-th host of the mpirun arguments)\n",
+                     kTool, rank, error.c_str());
+        return {};
+    }
+    return dpus[size_t(i)];
 }
 
 std::string hostname() {
@@ -45,15 +77,18 @@ int run_rank_shim(const std::vector<std::string> &command) {
     if (!open_mpi && !(env_long("PMI_RANK", &rank) && env_long("PMI_SIZE", &size))) {
         std::fprintf(stderr,
                      "%s --rank-shim: neither OMPI_COMM_WORLD_RANK/SIZE nor PMI_RANK/PMI_SIZE is "
-                     "set: the shim runs under the mpirun that `deputy mpirun --nodes` starts\n",
+                     "set: the shim runs under the mpirun that `deputy mpirun --nodes` or "
+                     "`--dpu-hostfile` starts\n",
                      kTool);
         return 1;
     }
     const char *pattern = std::getenv(kShimAgentEnv);
-    if (!env_long(kShimNodesEnv, &nodes) || nodes < 1 || !pattern || rank < 0 || rank >= size) {
+    const bool dpus = std::getenv(kShimDpusEnv) != nullptr;
+    if ((!dpus && (!env_long(kShimNodesEnv, &nodes) || nodes < 1)) || !pattern || rank < 0 ||
+        rank >= size) {
         std::fprintf(stderr,
                      "%s --rank-shim: rank %ld of %ld with %s='%s' and %s='%s': needs 0 <= rank < "
-                     "size, a node count >= 1 and an agent path\n",
+                     "size, a node count >= 1 (or the DPUs) and an agent address\n",
                      kTool, rank, size, kShimNodesEnv,
                      std::getenv(kShimNodesEnv) ? std::getenv(kShimNodesEnv) : "", kShimAgentEnv,
                      pattern ? pattern : "");
@@ -64,12 +99,18 @@ int run_rank_shim(const std::vector<std::string> &command) {
         return 1;
     }
     std::string agent = pattern;
-    const std::string node = std::to_string(node_of_rank(rank, size, int(nodes)));
-    if (size_t at = agent.find("{node}"); at != std::string::npos) agent.replace(at, 6, node);
+    const std::string placeholder = dpus ? "{dpu}" : "{node}";
+    const std::string value =
+        dpus ? dpu_of_this_host(rank) : std::to_string(node_of_rank(rank, size, int(nodes)));
+    if (value.empty()) return 1;
+    if (size_t at = agent.find(placeholder); at != std::string::npos)
+        agent.replace(at, placeholder.size(), value);
     setenv("DEPUTY_AGENT", agent.c_str(), 1);
     if (const char *preload = std::getenv(kShimPreloadEnv); preload && *preload)
         setenv("LD_PRELOAD", preload, 1);
-    for (const char *name : {kShimNodesEnv, kShimAgentEnv, kShimPreloadEnv}) unsetenv(name);
+    for (const char *name : {kShimNodesEnv, kShimAgentEnv, kShimPreloadEnv, kShimHostsEnv,
+                             kShimDpusEnv})
+        unsetenv(name);
     std::vector<char *> argv;
     for (const std::string &a : command) argv.push_back(const_cast<char *>(a.c_str()));
     argv.push_back(nullptr);
@@ -80,7 +121,17 @@ int run_rank_shim(const std::vector<std::string> &command) {
     return err == ENOENT ? 127 : 126;
 }
 
-int await_agent(const std::string &socket, double timeout_s) {
+int await_agent(const std::string &path, double timeout_s) {
+    std::string socket = path;
+    if (size_t at = socket.find("{node}"); at != std::string::npos) {
+        long rank = -1;
+        if (!env_long("OMPI_COMM_WORLD_RANK", &rank) && !env_long("PMI_RANK", &rank)) {
+            std::fprintf(stderr, "%s --await-agent %s: no rank (OMPI_COMM_WORLD_RANK) for {node}\n",
+                         kTool, path.c_str());
+            return 1;
+        }
+        socket.replace(at, 6, std::to_string(rank));
+    }
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
     for (;;) {

@@ -1,13 +1,18 @@
 // What `deputy mpirun` runs on the nodes, under the mpiruns it starts:
 //
-//   deputy mpirun --rank-shim prog args     (--nodes: before each rank's program)
-//     reads the rank and the job size that mpirun gives every process
-//     (OMPI_COMM_WORLD_RANK/SIZE, or PMI_RANK/PMI_SIZE under Hydra), sets
-//     DEPUTY_AGENT to its node's agent and LD_PRELOAD to the PMPI library,
-//     and execs the program: so the shim, a deputy binary, never has the
+//   deputy mpirun --rank-shim prog args     (--nodes, --dpu-hostfile: before
+//                                            each rank's program)
+//     --nodes: reads the rank and the job size that mpirun gives every
+//     process (OMPI_COMM_WORLD_RANK/SIZE, or PMI_RANK/PMI_SIZE under
+//     Hydra) and sets DEPUTY_AGENT to its node's agent; --dpu-hostfile:
+//     finds which host it runs on (host_list.h) and sets DEPUTY_AGENT to
+//     that host's DPU's agent. Then LD_PRELOAD to the PMPI library, and
+//     execs the program: so the shim, a deputy binary, never has the
 //     library (and with it MPI) loaded itself.
-//   deputy mpirun --await-agent PATH        (hostfile: once per host)
-//     waits until the agent of this host listens on PATH.
+//   deputy mpirun --await-agent PATH        (hostfile, DPU hostfile: once per host)
+//     waits until the agent of this host listens on PATH; a "{node}" in
+//     PATH is this process's rank in the probe's mpirun job, which places
+//     its processes as the agents' mpirun placed the agents.
 //   deputy mpirun --remove-agent-dir DIR    (hostfile: once per host)
 //     removes the agent's directory of this host once the agent stopped.
 #pragma once
@@ -19,7 +24,10 @@ namespace deputy::launch {
 
 // What the shim reads, besides the rank and size:
 inline constexpr const char *kShimNodesEnv = "DEPUTY_MPIRUN_NODES";      // K
-inline constexpr const char *kShimAgentEnv = "DEPUTY_MPIRUN_AGENT";      // with "{node}"
+inline constexpr const char *kShimAgentEnv = "DEPUTY_MPIRUN_AGENT";      // "{node}", "{dpu}"
+// --dpu-hostfile: the hosts and their DPUs, comma-separated, in pairs.
+inline constexpr const char *kShimHostsEnv = "DEPUTY_MPIRUN_HOSTS";
+inline constexpr const char *kShimDpusEnv = "DEPUTY_MPIRUN_DPUS";
 inline constexpr const char *kShimPreloadEnv = "DEPUTY_MPIRUN_PRELOAD";  // LD_PRELOAD's value
 
 // Block mapping of ranks to the K simulated nodes: rank r of `size` uses
