@@ -113,12 +113,15 @@ std::string address_host(const std::vector<uint8_t> &address, uint32_t addr_form
         sockaddr_in6 in6;
         std::memcpy(&in6, address.data(), sizeof(in6));
         inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
-        std::string text = host;
-        if (text.rfind("::ffff:", 0) == 0 && text.find('.') != std::string::npos)
-            return text.substr(7);
-        return text;
+        return unmapped_ipv4(host);
     }
     return "";
+}
+
+std::string unmapped_ipv4(const std::string &host) {
+    if (host.rfind("::ffff:", 0) == 0 && host.find('.') != std::string::npos)
+        return host.substr(7);
+    return host;
 }
 
 std::optional<sockaddr_storage> local_address_towards(const std::string &host) {
@@ -348,22 +351,22 @@ std::string Endpoint::address_text(const std::vector<uint8_t> &address) const {
 
 // ---------------------------------------------------------------- Registration
 
-Registration::Registration(Endpoint &rail, void *buf, size_t len, uint64_t access,
+Registration::Registration(Endpoint &endpoint, void *buf, size_t len, uint64_t access,
                            uint64_t requested_key) {
-    uint64_t mode = rail.mr_mode();
+    uint64_t mode = endpoint.mr_mode();
     // fmt, not operator+ chains: GCC 12 -O3 warns (-Wrestrict) on those.
     std::string what = fmt::format("({}, {}, mr_mode {})", units::format_size(len),
                                    access_text(access),
                                    mr_mode_text(mode));
-    int ret = fi_mr_reg(rail.domain(), buf, len, access, 0, requested_key, 0, &mr_, nullptr);
-    if (ret) rail.fail("fi_mr_reg" + what, ret);
+    int ret = fi_mr_reg(endpoint.domain(), buf, len, access, 0, requested_key, 0, &mr_, nullptr);
+    if (ret) endpoint.fail("fi_mr_reg" + what, ret);
     if (mode & FI_MR_ENDPOINT) {
-        ret = fi_mr_bind(mr_, &rail.ep()->fid, 0);
+        ret = fi_mr_bind(mr_, &endpoint.ep()->fid, 0);
         if (ret == 0) ret = fi_mr_enable(mr_);
         if (ret) {
             fi_close(&mr_->fid);
             mr_ = nullptr;
-            rail.fail("fi_mr_bind/fi_mr_enable" + what, ret);
+            endpoint.fail("fi_mr_bind/fi_mr_enable" + what, ret);
         }
     }
     desc_ = fi_mr_desc(mr_);
@@ -371,7 +374,7 @@ Registration::Registration(Endpoint &rail, void *buf, size_t len, uint64_t acces
     if (key_ == FI_KEY_NOTAVAIL) {
         fi_close(&mr_->fid);
         mr_ = nullptr;
-        throw FabricError(rail.where() + ": fi_mr_key returned FI_KEY_NOTAVAIL (raw keys, FI_MR_RAW, "
+        throw FabricError(endpoint.where() + ": fi_mr_key returned FI_KEY_NOTAVAIL (raw keys, FI_MR_RAW, "
                         "are not supported)");
     }
     remote_base_ = (mode & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(buf) : 0;

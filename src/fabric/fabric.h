@@ -39,6 +39,9 @@ std::string fi_error_text(int ret);
 // endpoint address in a socket address format (FI_SOCKADDR, _IN, _IN6);
 // "" for other formats or an address too short for its family.
 std::string address_host(const std::vector<uint8_t> &address, uint32_t addr_format);
+// "10.0.0.2" for "::ffff:10.0.0.2" (an IPv4-mapped IPv6 address, as a
+// dual-stack socket names an IPv4 peer); any other text as it is.
+std::string unmapped_ipv4(const std::string &host);
 // This host's address on the interface that routes to `host` (an IP or a
 // name), for Catalog::pick's `route`: what the kernel would use as a
 // source. Nothing when `host` does not resolve or has no route.

@@ -54,9 +54,7 @@ uint64_t rma_deadline(uint64_t bytes) {
 std::string host_of(const std::string &peer) {
     std::string host, port;
     channel::tcp::split_host_port(peer, &host, &port);
-    if (host.rfind("::ffff:", 0) == 0 && host.find('.') != std::string::npos)
-        host = host.substr(7);
-    return host;
+    return fabric::unmapped_ipv4(host);
 }
 
 // A post whose source bytes are coming in (PROXY_POST, then PROXY_DATA).
