@@ -266,8 +266,12 @@ bool Agent::any_pending() const {
 }
 
 uint64_t Agent::fds_bound() const {
+    const uint64_t remote =
+        gate_ ? FdBudget::kPerRemoteAtMost * gate_->live_relays() +
+                    FdBudget::kPerHandshakeAtMost * gate_->max_handshakes()
+              : 0;
     return fds_.at_start() + retiring_.size() +
-           FdBudget::kPerClientAtMost * clients_.size() + teams_->boards();
+           FdBudget::kPerClientAtMost * clients_.size() + teams_->boards() + remote;
 }
 
 int Agent::sleep_timeout_ms() const {

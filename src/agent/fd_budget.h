@@ -10,7 +10,8 @@
 //
 // A check is a comparison with an upper bound of the descriptors in use
 // that the caller computes from its tables (what it held at start, 6 per
-// client, 1 per board); only when that bound comes near the limit are the
+// client, 1 per board, 14 per remote session and 2 per handshake the gate
+// may run); only when that bound comes near the limit are the
 // descriptors counted from /proc/self/fd (tens of microseconds for a
 // thousand), at attach and team formation only.
 #pragma once
@@ -29,6 +30,15 @@ class FdBudget {
     // Bounds the caller's estimate: a client holds at most this many
     // (socket, pidfd, segment, doorbell, heap, and one passing through).
     static constexpr uint64_t kPerClientAtMost = 6;
+    // A remote session (the gate's relay for a remote client or for a team
+    // proxy's link) beyond the client session the service thread counts:
+    // the relay's TCP socket and its end of the socket pair; for a team
+    // proxy, the proxy's own side of its attach and, in memory mode rdma,
+    // its libfabric endpoint (measured with the tcp provider: 18 fds per
+    // remote rdma team, 10 per staged one, 5 per remote context). With room.
+    static constexpr uint64_t kPerRemoteAtMost = 14;
+    // A handshake in progress: its TCP socket and what its session holds.
+    static constexpr uint64_t kPerHandshakeAtMost = 2;
 
     // Raises RLIMIT_NOFILE's soft limit to the hard one and remembers it,
     // and the descriptors open now (the agent's own); *note says what was

@@ -102,6 +102,11 @@ RemoteGate::Counters RemoteGate::counters() const {
     return counters_;
 }
 
+size_t RemoteGate::live_relays() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return relays_.size();
+}
+
 void RemoteGate::run() {
     pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {listener_->fd(), POLLIN, 0}};
     for (;;) {

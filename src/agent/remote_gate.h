@@ -70,6 +70,9 @@ class RemoteGate {
         uint64_t evicted = 0;      // handshakes cut for a newer connection
     };
     Counters counters() const;
+    // Relays alive (remote clients and team proxies' links), for the fd budget.
+    size_t live_relays() const;
+    uint32_t max_handshakes() const { return config_.max_handshakes; }
 
   private:
     struct Handshake;

@@ -19,6 +19,9 @@
 //   big-pool                attach with a 1 GiB pool
 //   batch-registered SECONDS   BATCHes over registered memory
 //   join KEY RANK SIZE      join a team (secret from $DEPUTY_JOB_SECRET) and allreduce once
+//   rdma-unmap ADDRESS      memory mode rdma on the remote agent at ADDRESS (DEPUTY_KEY):
+//                           rank 0 of team "unmap-victim" of 2 posts an allreduce, unmaps
+//                           its result buffer, and waits for the proxy's write into it
 //   alltoallv-rewrite       rewrite an alltoallv's counts block after the agent took the post;
 //                           then counts blocks outside the pool and of the wrong length;
 //                           then a reduce_scatterv whose layout its plans cannot read
@@ -449,6 +452,30 @@ int batch_registered(const char *socket, double seconds) {
     dp_mover_close(mover);
     dp_finalize(ctx);
     return 0;
+}
+
+int rdma_unmap(const char *address) {
+    dp_config_t config = config_for(address);
+    config.memory_mode = DP_MEMORY_RDMA;
+    dp_context_t *ctx;
+    if (dp_init(&config, &ctx) != DP_OK) return 2;
+    dp_team_t *team = nullptr;
+    const dp_status_t s = dp_team_create_timeout(ctx, "unmap-victim", 0, 2, 10000, &team);
+    say("join", dp_status_name(s));
+    if (s != DP_OK) return 1;
+    const size_t bytes = 4 * size_t(sysconf(_SC_PAGESIZE));
+    std::vector<int32_t> values(bytes / sizeof(int32_t), 3);
+    void *result = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (result == MAP_FAILED) return 2;
+    dp_request_t *req = nullptr;
+    say("post", dp_status_name(dp_iallreduce(values.data(), result, values.size(), DP_INT32,
+                                             DP_SUM, team, &req)));
+    munmap(result, bytes);
+    say("unmapped", "1");
+    // The proxy's write lands in this process's provider, at a hole: a
+    // fault here, or an error for this request; either is this process's.
+    say("wait", dp_status_name(req ? dp_wait(req) : DP_ERR_INVALID));
+    return 3;
 }
 
 int join(const char *socket, const char *key, int rank, int size) {
@@ -1317,6 +1344,7 @@ int main(int argc, char **argv) {
     if (attack == "batch-registered") return batch_registered(socket, std::atof(arg(0)));
     if (attack == "join") return join(socket, arg(0), std::atoi(arg(1)), std::atoi(arg(2)));
     if (attack == "alltoallv-rewrite") return alltoallv_rewrite(socket);
+    if (attack == "rdma-unmap") return rdma_unmap(arg(0));
     if (attack == "p2p-raw") return p2p_raw(socket);
     if (attack == "fd-racer") {
         std::vector<pid_t> pids;

@@ -60,14 +60,16 @@ inline nlohmann::json info(const AgentProcess &agent) {
 // An agent serving remote clients on a free port of 127.0.0.1.
 struct RemoteAgent {
     // capture_log: the agent's output goes to agent->log_path().
+    // shell: a prefix for the agent's command (AgentProcess), e.g. "ulimit -n 160 && exec".
     explicit RemoteAgent(std::vector<std::string> extra = {}, bool secure = true,
-                         bool capture_log = false)
+                         bool capture_log = false, std::string shell = "")
         : port(free_port()), address("tcp://127.0.0.1:" + port) {
         std::vector<std::string> flags = {"--listen", address};
         if (secure) flags.insert(flags.end(), {"--key", key.path()});
         else flags.push_back("--insecure-tcp");
         flags.insert(flags.end(), extra.begin(), extra.end());
-        agent = std::make_unique<AgentProcess>(flags, capture_log);
+        agent = std::make_unique<AgentProcess>(flags, capture_log, std::vector<std::string>{},
+                                               shell);
     }
     dp_config_t config() const {
         dp_config_t c = agent->config();

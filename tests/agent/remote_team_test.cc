@@ -8,10 +8,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -19,6 +23,7 @@
 #include "channel/coll_post.h"
 #include "channel/control.h"
 #include "channel/p2p_post.h"
+#include "attacker.h"
 #include "coll_table.h"
 #include "fabric/exposed_memory.h"
 #include "node_agents.h"
@@ -711,6 +716,106 @@ TEST(RemoteTeamTest, APeerWhoseMemoryOffersLieHurtsOnlyItself) {
         expect_served(bystanders);
     }
     expect_fds_back(*r.agent, idle_fds);
+}
+
+// Memory mode rdma, a member that unmaps what it exposed (the issue's "a
+// client that registers memory then unmaps it"): hostile_client posts an
+// allreduce as rank 0, unmaps its result buffer and waits. The proxy's
+// write-back meets the hole in the member's own process (with the tcp
+// provider its progress thread copies there and faults; a pinning provider
+// would fail the transfer): that process ends or gets an error, the agent
+// notices within the bound, its teammate's request ends (never hangs), and
+// the agent serves a new team and gives every fd back.
+TEST(RemoteTeamTest, AMemberThatUnmapsWhatItExposedHurtsOnlyItself) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    const int idle_fds = r.agent->settled_fds();
+    Env key("DEPUTY_KEY", r.key.path());
+    {
+        const dp_config_t remote = r.config();
+        deputy::testing::Attacker victim(
+            *r.agent, {"rdma-unmap", remote.agent},
+            {"DEPUTY_KEY=" + r.key.path(),
+             std::string("DEPUTY_JOB_SECRET=") + deputy::testing::kTestJobSecret});
+        dp_config_t local = r.agent->config();
+        dp_context_t *ctx = nullptr;
+        ASSERT_EQ(dp_init(&local, &ctx), DP_OK);
+        dp_team_t *team = nullptr;
+        ASSERT_EQ(dp_team_create_timeout(ctx, "unmap-victim", 1, 2, 10000, &team), DP_OK);
+        ASSERT_TRUE(victim.wait_for("unmapped", 10000)) << victim.output;
+        EXPECT_EQ(victim.said["post"], "DP_OK");
+        std::vector<int32_t> values(4 * size_t(sysconf(_SC_PAGESIZE)) / 4, 4), result(values.size());
+        dp_request_t *req = nullptr;
+        ASSERT_EQ(dp_iallreduce(values.data(), result.data(), values.size(), DP_INT32, DP_SUM,
+                                team, &req),
+                  DP_OK);
+        const auto start = std::chrono::steady_clock::now();
+        const dp_status_t mine = dp_wait(req);
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+        // The record completed before the write-back: ours is right.
+        if (mine == DP_OK) {
+            EXPECT_EQ(result, std::vector<int32_t>(values.size(), 7));
+        }
+        dp_request_free(req);
+        const int code = victim.finish(20);
+        EXPECT_NE(code, 0) << victim.output;
+        std::printf("the victim: exit %d, wait %s\n", code, victim.said["wait"].c_str());
+        dp_team_destroy(team);
+        dp_finalize(ctx);
+        ASSERT_TRUE(r.agent->running());
+        MixedTeam after(r, {true, true}, "unmap-after", DP_MEMORY_RDMA);
+        ASSERT_TRUE(after.joined());
+        expect_served(after);
+    }
+    expect_fds_back(*r.agent, idle_fds);
+}
+
+// The agent's file descriptors under a small RLIMIT_NOFILE, spent by one
+// remote rdma member's teams (each a relay, a proxy attached as a client, a
+// board and a libfabric endpoint in the agent: 18 fds with the tcp
+// provider): a team that would not fit is refused with a status, and the
+// log names the limit; no open fails unchecked ("Too many open files"),
+// nobody hangs, and once they are closed a team forms again.
+TEST(RemoteTeamTest, RemoteTeamsCountInTheAgentsFdBudget) {
+    RemoteAgent r({"-l", "40"}, true, true, "ulimit -n 160 && exec");
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    dp_config_t c = r.config();
+    c.memory_mode = DP_MEMORY_RDMA;
+    dp_context_t *ctx = nullptr;
+    ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
+    std::vector<dp_team_t *> teams;
+    dp_status_t refused = DP_OK;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 24 && refused == DP_OK; ++i) {
+        dp_team_t *t = nullptr;
+        refused = dp_team_create_timeout(ctx, ("fd-" + std::to_string(i)).c_str(), 0, 1, 5000, &t);
+        if (refused == DP_OK) teams.push_back(t);
+    }
+    EXPECT_NE(refused, DP_OK) << teams.size() << " teams fit under 160 fds";
+    EXPECT_GE(teams.size(), 2u);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+    // The teams that formed work.
+    for (dp_team_t *t : teams) {
+        int32_t v[3] = {1, 2, 3}, out[3] = {};
+        EXPECT_EQ(dp_allreduce(v, out, 3, DP_INT32, DP_SUM, t), DP_OK);
+        EXPECT_EQ(out[2], 3);
+    }
+    for (dp_team_t *t : teams) dp_team_destroy(t);
+    dp_team_t *again = nullptr;
+    EXPECT_TRUE(eventually(
+        [&] {
+            if (dp_team_create_timeout(ctx, "fd-again", 0, 1, 5000, &again) != DP_OK) return false;
+            return true;
+        },
+        10000));
+    if (again) dp_team_destroy(again);
+    dp_finalize(ctx);
+    ASSERT_TRUE(r.agent->alive());
+    std::ifstream log(r.agent->log_path());
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("file descriptors in use (RLIMIT_NOFILE"), std::string::npos) << text;
+    EXPECT_EQ(text.find("Too many open files"), std::string::npos) << text;
 }
 
 // Memory mode rdma's refusals on the client's side, each naming what to change.
