@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "channel/agent_address.h"
+#include "fabric/exposed_memory.h"
 #include "channel/key_file.h"
 #include "channel/secure.h"
 #include "channel/socket_io.h"
@@ -349,6 +350,13 @@ dp_status_t Context::connect_remote(UniqueFd *socket,
         link = std::move(secured);
     }
     return channel::Relay::start(std::move(link), control::kMaxControlMessage, socket, relay);
+}
+
+std::shared_ptr<fabric::ExposedMemory> Context::exposed_memory(const std::string &peer_host) {
+    std::lock_guard<std::mutex> lock(exposed_mu_);
+    if (!exposed_)
+        exposed_ = std::make_shared<fabric::ExposedMemory>(options_.fabric_provider, peer_host);
+    return exposed_;
 }
 
 dp_status_t Context::open_proxy_link(UniqueFd *socket, std::unique_ptr<channel::Relay> *relay,

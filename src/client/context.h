@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@
 #include "common/fd.h"
 #include "common/segment.h"
 #include "mover/work_queue.h"
+
+namespace deputy::fabric {
+class ExposedMemory;
+}
 
 namespace deputy::client {
 
@@ -156,6 +161,12 @@ class Context {
     dp_status_t open_proxy_link(UniqueFd *socket, std::unique_ptr<channel::Relay> *relay,
                                 const char *what) const;
 
+    // Memory mode rdma: this context's RMA endpoint (fabric/exposed_memory.h)
+    // on the interface towards `peer_host`, made by its first team and
+    // shared by all of them: one endpoint and one progress thread per
+    // context, not per team. Throws fabric::FabricError.
+    std::shared_ptr<fabric::ExposedMemory> exposed_memory(const std::string &peer_host);
+
     // How long a request the agent answers "busy, try again" is retried.
     int64_t busy_budget_ns() const {
         return std::max<int64_t>(options_.lost_timeout_ns, 5'000'000'000);
@@ -191,6 +202,8 @@ class Context {
     std::atomic<uint64_t> next_check_ns_{0};
     std::atomic<uint64_t> submitted_{0};
     std::atomic<int> open_movers_{0};
+    std::mutex exposed_mu_;
+    std::shared_ptr<fabric::ExposedMemory> exposed_;  // under exposed_mu_
 };
 
 }  // namespace deputy::client

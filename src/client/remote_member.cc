@@ -38,7 +38,7 @@ dp_status_t RemoteMember::join(Context *ctx, const control::TeamJoin &m, int64_t
         std::string host, port;
         channel::tcp::split_host_port(ctx->options().address.substr(sizeof("tcp://") - 1), &host,
                                       &port);
-        DP_CHECK(member->open_fabric(ctx->options().fabric_provider, host, wait_ns));
+        DP_CHECK(member->open_fabric(ctx, host, wait_ns));
     }
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
@@ -67,11 +67,12 @@ dp_status_t RemoteMember::join(Context *ctx, const control::TeamJoin &m, int64_t
     return DP_OK;
 }
 
-dp_status_t RemoteMember::open_fabric(const std::string &provider, const std::string &agent_host,
+dp_status_t RemoteMember::open_fabric(Context *ctx, const std::string &agent_host,
                                       int64_t wait_ns) {
+    const std::string &provider = ctx->options().fabric_provider;
     control::ProxyFabric f;
     try {
-        exposed_ = std::make_unique<fabric::ExposedMemory>(provider, agent_host);
+        exposed_ = ctx->exposed_memory(agent_host);
         f.provider = provider;
         f.address = exposed_->address();
     } catch (const fabric::FabricError &e) {

@@ -8,8 +8,9 @@
 // record as for a local team. The link ending fails every request in
 // flight with the member-lost status (DP_ERR_AGENT_LOST).
 //
-// Memory mode rdma: before joining, the member opens an RMA endpoint of
-// its own (fabric/exposed_memory.h) and sends its address (PROXY_FABRIC);
+// Memory mode rdma: before joining, the member sends the address of its
+// context's RMA endpoint (fabric/exposed_memory.h, one per context, made by
+// its first team) to its proxy (PROXY_FABRIC);
 // each post then exposes the user's own buffers instead of copying them —
 // its source for remote reads, its destination for remote writes, each
 // under a fresh key — and carries the keys; the proxy reads and writes
@@ -59,9 +60,9 @@ class RemoteMember {
 
   private:
     RemoteMember() = default;
-    // On the interface towards `agent_host`.
-    dp_status_t open_fabric(const std::string &provider, const std::string &agent_host,
-                            int64_t wait_ns);
+    // The context's endpoint, on the interface towards `agent_host`; its
+    // address to the proxy.
+    dp_status_t open_fabric(Context *ctx, const std::string &agent_host, int64_t wait_ns);
     // Memory mode rdma: exposes the bytes `post` reads and writes (by the
     // table, a vector collective's counts block, or a message's buffer)
     // and fills m's keys.
@@ -82,7 +83,7 @@ class RemoteMember {
     // (source, destination) while it is in flight; whoever clears the
     // slot's bit revokes them. Declared in this order so the ranges close
     // before the endpoint.
-    std::unique_ptr<fabric::ExposedMemory> exposed_;
+    std::shared_ptr<fabric::ExposedMemory> exposed_;  // the context's (Context::exposed_memory)
     struct Windows {
         std::unique_ptr<fabric::Registration> source, destination;
     };

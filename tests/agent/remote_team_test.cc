@@ -6,6 +6,7 @@
 // mid-operation; and a peer holding the key that sends the proxy posts no client
 // would, while a bystander team is served.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -816,6 +817,47 @@ TEST(RemoteTeamTest, RemoteTeamsCountInTheAgentsFdBudget) {
     const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("file descriptors in use (RLIMIT_NOFILE"), std::string::npos) << text;
     EXPECT_EQ(text.find("Too many open files"), std::string::npos) << text;
+}
+
+static int threads_of_this_process() {
+    int n = 0;
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+        closedir(d);
+    }
+    return n;
+}
+
+// Memory mode rdma: a context's teams share one RMA endpoint and its
+// progress thread (Context::exposed_memory): three teams cost the thread
+// three staged teams cost, plus one; and each is served bit-exact.
+TEST(RemoteTeamTest, RdmaTeamsOfOneContextShareItsEndpoint) {
+    RemoteAgent r;
+    ASSERT_TRUE(r.agent->running());
+    Env key("DEPUTY_KEY", r.key.path());
+    int added[2] = {};
+    for (int rdma = 0; rdma < 2; ++rdma) {
+        dp_config_t c = r.config();
+        c.memory_mode = rdma ? DP_MEMORY_RDMA : DP_MEMORY_STAGED;
+        dp_context_t *ctx = nullptr;
+        ASSERT_EQ(dp_init(&c, &ctx), DP_OK);
+        const int before = threads_of_this_process();
+        std::vector<dp_team_t *> teams(3, nullptr);
+        for (int i = 0; i < 3; ++i)
+            ASSERT_EQ(dp_team_create_timeout(ctx, ("share-" + std::to_string(rdma) + "-" +
+                                                   std::to_string(i)).c_str(),
+                                             0, 1, 5000, &teams[i]),
+                      DP_OK);
+        added[rdma] = threads_of_this_process() - before;
+        for (dp_team_t *t : teams) {
+            int32_t v[5] = {1, 2, 3, 4, 5}, out[5] = {};
+            EXPECT_EQ(dp_allreduce(v, out, 5, DP_INT32, DP_SUM, t), DP_OK);
+            EXPECT_EQ(std::memcmp(v, out, sizeof v), 0);
+            dp_team_destroy(t);
+        }
+        dp_finalize(ctx);
+    }
+    EXPECT_EQ(added[1], added[0] + 1) << "staged " << added[0] << ", rdma " << added[1];
 }
 
 // Memory mode rdma's refusals on the client's side, each naming what to change.
