@@ -109,7 +109,9 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
             release(&r);
             DP_FAIL(DP_ERR_NOMEM,
                     "{}: no {}-byte bounce buffer in the mapped pool ({} bytes free; staged "
-                    "memory mode)",
+                    "memory mode: every message in flight holds one until it completes; "
+                    "complete some, raise dp_config_t.pool_bytes, or use memory mode rdma "
+                    "with a remote agent)",
                     name_of(opcode), bytes, ctx_->pool().free_bytes());
         }
         r.staged.bounce = bounce;
