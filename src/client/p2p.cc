@@ -13,6 +13,13 @@ namespace {
 
 // A probe that found nothing answers with this source (agent/team/p2p.cc).
 constexpr uint32_t kNoSource = UINT32_MAX;
+// Memory mode rdma: a message below this travels staged (its bytes in the
+// post and the answer) instead of being exposed for RMA: exposing it and
+// the proxy's RMA round trip cost more than the bytes (osu_latency through
+// a remote agent: 182 us a byte by RMA against 108 staged; even at 16 KiB;
+// RMA twice as fast at 64 KiB; docs/PERFORMANCE.md, "Point-to-point
+// through a remote agent").
+constexpr uint64_t kRdmaFromBytes = 16 << 10;
 
 const char *name_of(uint8_t opcode) {
     return opcode == channel::kP2pSend ? "dp_isend" : opcode == channel::kP2pRecv ? "dp_irecv"
@@ -101,7 +108,9 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
                 name_of(opcode), DP_P2P_MAX_OUTSTANDING);
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};
-    if (ctx_->options().memory_mode == DP_MEMORY_STAGED && bytes) [[unlikely]] {
+    const dp_memory_mode_t mode = ctx_->options().memory_mode;
+    if (bytes && (mode == DP_MEMORY_STAGED || (mode == DP_MEMORY_RDMA && bytes < kRdmaFromBytes)))
+        [[unlikely]] {
         // A bounce block in the pool: the send's bytes copied in now, a
         // receive's copied out when its wait first sees it done.
         void *bounce = ctx_->pool().allocate(bytes);

@@ -197,9 +197,9 @@ dp_status_t RemoteMember::post(Request &r, uint32_t slot, const void *post, cons
     m.slot = slot;
     std::memcpy(m.post, post, sizeof(m.post));
     const auto *in = static_cast<const uint8_t *>(st.bounce) + st.in_offset;
-    if (exposed_) {
+    if (exposed_ && !st.active()) {
         DP_CHECK(expose(slot, post, counts, &m));
-    } else if (st.active()) {
+    } else if (st.active()) {  // staged, or a small message of an rdma context (p2p.cc)
         m.block_base = reinterpret_cast<uint64_t>(st.bounce);
         m.block_bytes = st.block_bytes;
         m.in_offset = st.in_offset;
