@@ -102,7 +102,9 @@ DP_API void dp_free(dp_context_t *ctx, void *ptr);
  * together) is asked again for up to max(lost_timeout_ms, 5 s) before
  * DP_ERR_RETRY is returned; dp_init does the same for a crowd attaching.
  * A range inside the shared heap (deputy/heap.h), which dp_init shares with
- * the agent, needs nothing: both calls return DP_OK and change nothing. */
+ * the agent, needs nothing: both calls return DP_OK and change nothing; so
+ * with a remote agent (DEPUTY_AGENT=tcp://...), which takes every
+ * operation's bytes per post (staged, or by RMA in memory mode rdma). */
 DP_API dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes);
 DP_API dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr);
 

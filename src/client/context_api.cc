@@ -61,6 +61,11 @@ extern "C" void dp_free(dp_context_t *ctx, void *ptr) {
 extern "C" dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size_t bytes) {
     if (ctx == nullptr || addr == nullptr || bytes == 0) return DP_ERR_INVALID;
     if (in_shared_heap(ctx, addr, bytes)) return DP_OK;
+    // A remote agent reaches no memory of this host in place: every
+    // operation takes its bytes per post (staged, or exposed for RMA), so
+    // there is nothing to register, and a program written for a local
+    // agent runs unchanged.
+    if (ctx->impl->remote()) return DP_OK;
     control::Register m{reinterpret_cast<uint64_t>(addr), bytes, control::RegionKind::kDirect};
     std::vector<uint8_t> payload;
     control::encode(m, &payload);
@@ -69,7 +74,7 @@ extern "C" dp_status_t dp_mem_register(dp_context_t *ctx, const void *addr, size
 
 extern "C" dp_status_t dp_mem_deregister(dp_context_t *ctx, const void *addr) {
     if (ctx == nullptr || addr == nullptr) return DP_ERR_INVALID;
-    if (in_shared_heap(ctx, addr, 1)) return DP_OK;
+    if (in_shared_heap(ctx, addr, 1) || ctx->impl->remote()) return DP_OK;
     std::vector<uint8_t> payload;
     control::encode_deregister(reinterpret_cast<uint64_t>(addr), &payload);
     return ctx->impl->simple_request(MsgType::kDeregister, payload, "dp_mem_deregister");
