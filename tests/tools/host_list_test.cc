@@ -37,6 +37,9 @@ TEST(HostList, HostfilesOfEitherMpiGiveTheirNamesInOrderOnce) {
     // An IPv6 address keeps its colons; a name with a non-numeric tail too.
     ASSERT_TRUE(read_host_names({"--host", "fe80::1,x:y"}, &names, &error));
     EXPECT_EQ(names, (Names{"fe80::1", "x:y"}));
+    // The shim's form of a list, both ways.
+    EXPECT_EQ(deputy::launch::comma_text({"a", "10.0.0.7"}), "a,10.0.0.7");
+    EXPECT_EQ(deputy::launch::comma_names("a,10.0.0.7"), (Names{"a", "10.0.0.7"}));
 }
 
 TEST(HostList, ADpuHostfileKeepsEveryLineSinceLineIPairsWithHostI) {

@@ -85,6 +85,20 @@ std::string joined(const std::vector<std::string> &v) {
 
 }  // namespace
 
+std::string comma_text(const std::vector<std::string> &names) {
+    std::string s;
+    for (const std::string &n : names) s += (s.empty() ? "" : ",") + n;
+    return s;
+}
+
+std::vector<std::string> comma_names(const std::string &text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string e;
+    while (std::getline(in, e, ',')) out.push_back(e);
+    return out;
+}
+
 bool read_hostfile(const std::string &path, bool dedupe, std::vector<std::string> *names,
                    std::string *error) {
     std::ifstream in(path);
@@ -110,9 +124,8 @@ bool read_host_names(const std::vector<std::string> &host_options,
             if (!read_hostfile(host_options[i + 1], true, names, error)) return false;
             continue;
         }
-        std::istringstream list(host_options[i + 1]);
-        std::string entry;
-        while (std::getline(list, entry, ',')) add(without_slots(entry), true, names);
+        for (const std::string &entry : comma_names(host_options[i + 1]))
+            add(without_slots(entry), true, names);
     }
     return true;
 }

@@ -26,6 +26,11 @@ bool read_hostfile(const std::string &path, bool dedupe, std::vector<std::string
 bool read_host_names(const std::vector<std::string> &host_options,
                      std::vector<std::string> *names, std::string *error);
 
+// A list of names as one text, comma-separated (a host list's form, and
+// how deputy mpirun hands the hosts and DPUs to the rank shim), and back.
+std::string comma_text(const std::vector<std::string> &names);
+std::vector<std::string> comma_names(const std::string &text);
+
 // Which entry of `names` this machine is: one equal to `hostname` (or to
 // its first label, case aside); else the first that resolves to one of
 // `local_addresses` other than a loopback one; else the first that

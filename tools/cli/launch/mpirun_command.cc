@@ -348,12 +348,6 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     return true;
 }
 
-std::string comma_joined(const std::vector<std::string> &v) {
-    std::string s;
-    for (const std::string &e : v) s += (s.empty() ? "" : ",") + e;
-    return s;
-}
-
 // `mpirun <rank environment> <the user's arguments>`; with --nodes every
 // program behind the rank shim.
 PlannedCommand program_command(const Plan &p, const std::vector<std::string> &args,
@@ -367,8 +361,8 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         env.emplace_back(launch::kShimAgentEnv, agent);
         env.emplace_back(launch::kShimPreloadEnv, preload);
     } else if (p.mode == AgentsMode::kDpus) {
-        env.emplace_back(launch::kShimHostsEnv, comma_joined(p.host_names));
-        env.emplace_back(launch::kShimDpusEnv, comma_joined(p.dpu_names));
+        env.emplace_back(launch::kShimHostsEnv, launch::comma_text(p.host_names));
+        env.emplace_back(launch::kShimDpusEnv, launch::comma_text(p.dpu_names));
         env.emplace_back(launch::kShimAgentEnv, "tcp://{dpu}:" + std::to_string(p.dpu_port));
         env.emplace_back(launch::kShimPreloadEnv, preload);
         env.emplace_back("DEPUTY_KEY", p.key_file);

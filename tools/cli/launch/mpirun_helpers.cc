@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include "cli/launch/host_list.h"
@@ -29,18 +28,11 @@ bool env_long(const char *name, long *out) {
     return ec == std::errc() && p == end;
 }
 
-std::vector<std::string> comma_list(const char *v) {
-    std::vector<std::string> out;
-    std::istringstream in(v ? v : "");
-    std::string e;
-    while (std::getline(in, e, ',')) out.push_back(e);
-    return out;
-}
-
 // --dpu-hostfile: this host's DPU, or empty with a message said.
 std::string dpu_of_this_host(long rank) {
-    const std::vector<std::string> hosts = comma_list(std::getenv(kShimHostsEnv));
-    const std::vector<std::string> dpus = comma_list(std::getenv(kShimDpusEnv));
+    const char *h = std::getenv(kShimHostsEnv), *d = std::getenv(kShimDpusEnv);
+    const std::vector<std::string> hosts = comma_names(h ? h : "");
+    const std::vector<std::string> dpus = comma_names(d ? d : "");
     if (hosts.empty() || hosts.size() != dpus.size()) {
         std::fprintf(stderr, "%s --rank-shim: rank %ld: %s and %s must list as many hosts as DPUs\n",
                      kTool, rank, kShimHostsEnv, kShimDpusEnv);
