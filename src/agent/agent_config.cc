@@ -217,16 +217,17 @@ dp_status_t place_agent(AgentConfig *c, std::string *error) {
 
 // The engines poll as the service thread does ("idle_poll"), for
 // engine_idle_spin_us when given; polite ones that share the ranks' CPUs
-// (nothing pinned) also yield after each large descriptor. Measured on 2
-// CPUs (docs/PERFORMANCE.md, "Engines shared by teams"): an 8-byte
-// allreduce's p99 beside another team's 64 MiB ones fell from 110-130x
-// its p99 alone to 11-13x, the 64 MiB stream's bandwidth unchanged.
-constexpr uint64_t kSharedEngineYieldBytes = 64 << 10;
+// (nothing pinned) also yield after this much work without a break.
+// Measured on 2 CPUs (docs/PERFORMANCE.md, "Engines shared by teams"): an
+// 8-byte allreduce's p99 beside another team's 64 MiB ones was 110-130x its
+// p99 alone without yielding; a yield after each descriptor of 64 KiB or
+// more (the rule before this one) cost messages of 64 KiB-4 MiB 3-5x their
+// bandwidth (docs/decisions/2026-11-30-polite-engines-by-time.md).
+constexpr uint64_t kSharedEngineYieldNs = 50'000;
 
 void apply_engine_polling(AgentConfig *c) {
     c->device.idle_yield = c->idle_yield;
-    c->device.yield_after_bytes =
-        c->idle_yield && c->device.cpus.empty() ? kSharedEngineYieldBytes : 0;
+    c->device.yield_after_ns = c->idle_yield && c->device.cpus.empty() ? kSharedEngineYieldNs : 0;
     if (c->engine_idle_spin_us) c->device.idle_spin_us = *c->engine_idle_spin_us;
 }
 

@@ -48,13 +48,15 @@ struct DeviceConfig {
     // service thread is waiting for. Not a JSON key: the agent sets it.
     bool idle_yield = false;
     // Engines that share their CPUs with the ranks and the agent's service
-    // thread yield the CPU after each descriptor that moved at least this
-    // many bytes (0: never): whoever waits for that CPU gets it within one
-    // such descriptor (tens of microseconds) instead of a scheduler slice
+    // thread yield the CPU once they have worked this long without a break
+    // (0: never), at the end of a descriptor: whoever waits for that CPU
+    // gets it within tens of microseconds instead of a scheduler slice
     // (milliseconds), so one team's small operation is not stuck behind
-    // another's large one. Not a JSON key: the agent sets it when nothing
-    // pins its engines (docs/collectives.md, "Engines shared fairly").
-    uint64_t yield_after_bytes = 0;
+    // another's large one. By time, not per descriptor: a yield costs
+    // context switches, and a descriptor of cached bytes takes 2-3 us.
+    // Not a JSON key: the agent sets it when nothing pins its engines
+    // (docs/collectives.md, "Polite engines where cores are shared").
+    uint64_t yield_after_ns = 0;
     bool start_engines = true;      // tests set false to fill queues deterministically
     // What runs the descriptors: the software engines' kernels, or a DSA
     // work queue the engines hand them to (idxd/hw_queue.h). With "idxd"

@@ -68,7 +68,7 @@ dp_status_t Device::create(const DeviceConfig &config, std::unique_ptr<Device> *
             int cpu = config.cpus.empty() ? -1 : config.cpus[next_cpu++ % config.cpus.size()];
             device->engines_.push_back(std::make_unique<Engine>(
                 group.get(), &device->spaces_, cpu, idle_spin_ns, config.idle_yield,
-                config.yield_after_bytes, device->watch_.get(), device->watch_->take()));
+                config.yield_after_ns, device->watch_.get(), device->watch_->take()));
         }
         device->groups_.push_back(std::move(group));
     }
@@ -119,7 +119,7 @@ uint32_t Device::relieve_held_engines() {
                            e.slot()->owner.load(std::memory_order_relaxed));
             engines_.push_back(std::make_unique<Engine>(e.group(), &spaces_, e.cpu(), idle_spin_ns,
                                                         config_.idle_yield,
-                                                        config_.yield_after_bytes, watch_.get(),
+                                                        config_.yield_after_ns, watch_.get(),
                                                         slot));
             if (started_) engines_.back()->start();
         }

@@ -35,10 +35,10 @@ void GroupState::wake_all() {
 }
 
 Engine::Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
-               bool idle_yield, uint64_t yield_after_bytes, const StallWatch *watch,
+               bool idle_yield, uint64_t yield_after_ns, const StallWatch *watch,
                EngineSlot *slot)
     : group_(group), spaces_(spaces), cpu_(cpu), idle_spin_ns_(idle_spin_ns),
-      idle_yield_(idle_yield), yield_after_bytes_(yield_after_bytes), watch_(watch), slot_(slot) {}
+      idle_yield_(idle_yield), yield_after_ns_(yield_after_ns), watch_(watch), slot_(slot) {}
 
 Engine::~Engine() { stop(); }
 
@@ -65,6 +65,7 @@ void Engine::run() {
         // Held in a submitter's call, and replaced meanwhile: once the call
         // returned and its descriptor finished, the relief serves instead.
         if (slot_->held.load(std::memory_order_acquire)) break;
+        if (burst_start == 0) worked_since_ = idle_clock;
         if (serve_once()) {
             if (burst_start == 0) burst_start = idle_clock;
             idle_since = 0;
@@ -120,12 +121,17 @@ bool Engine::serve_once() {
                 wq->inflight.fetch_sub(1, std::memory_order_release);
                 process(wq, desc, pasid);
             } else {
-                const uint64_t moved = process(wq, desc, pasid);
+                process(wq, desc, pasid);
                 // Release: this descriptor's writes happen before a DRAIN
                 // that sees the count drop.
                 wq->inflight.fetch_sub(1, std::memory_order_release);
-                // (DeviceConfig::yield_after_bytes: engines sharing CPUs)
-                if (yield_after_bytes_ != 0 && moved >= yield_after_bytes_) sched_yield();
+                // (DeviceConfig::yield_after_ns: engines sharing CPUs)
+                if (yield_after_ns_ != 0) {
+                    if (timing::now_ns() - worked_since_ >= yield_after_ns_) {
+                        sched_yield();
+                        worked_since_ = timing::now_ns();
+                    }
+                }
             }
             if (slot_->held.load(std::memory_order_acquire)) return true;
         }
@@ -133,7 +139,7 @@ bool Engine::serve_once() {
     return worked;
 }
 
-uint64_t Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
+void Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
     const AddressSpace *space = spaces_->enter(pasid);
     if (space == nullptr) {
         // Its submitter left (the agent retired its space) or never was:
@@ -141,7 +147,7 @@ uint64_t Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
         DP_LOG_DEBUG("{}: descriptor of retired address space {:#x} dropped", wq->config.name,
                      pasid);
         bump(counters_.dropped, 1);
-        return 0;
+        return;
     }
     OpResult result;
     bool reported = true;
@@ -167,13 +173,11 @@ uint64_t Engine::process(WqState *wq, const dp_desc_t &desc, uint32_t pasid) {
     }
     space->finished(desc);
     spaces_->leave(pasid);
-    if (!reported) return 0;
+    if (!reported) return;
     bump(counters_.completed, 1 + result.members);
     bump(counters_.failed, (is_success(result.status) ? 0 : 1) + result.member_failures);
     // A batch's record counts members in bytes; its members' bytes are apart.
-    const uint64_t moved = desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes;
-    bump(counters_.bytes, moved);
-    return moved;
+    bump(counters_.bytes, desc.opcode == DP_OP_BATCH ? result.member_bytes : result.bytes);
 }
 
 void Engine::drain(WqState *wq) {

@@ -37,9 +37,9 @@ struct alignas(64) EngineCounters {
 class Engine {
 public:
     // `slot`: its place in the device's StallWatch (which says when it is held).
-    // yield_after_bytes: DeviceConfig's.
+    // yield_after_ns: DeviceConfig's.
     Engine(GroupState *group, const SpaceTable *spaces, int cpu, uint64_t idle_spin_ns,
-           bool idle_yield, uint64_t yield_after_bytes, const StallWatch *watch, EngineSlot *slot);
+           bool idle_yield, uint64_t yield_after_ns, const StallWatch *watch, EngineSlot *slot);
     ~Engine();
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -61,8 +61,8 @@ public:
 private:
     void run();
     bool serve_once();
-    // Runs one descriptor; the bytes it moved.
-    uint64_t process(WqState *wq, const dp_desc_t &desc, uint32_t pasid);
+    // Runs one descriptor.
+    void process(WqState *wq, const dp_desc_t &desc, uint32_t pasid);
     void drain(WqState *wq);
     void sleep();
 
@@ -71,7 +71,8 @@ private:
     int cpu_;
     uint64_t idle_spin_ns_;
     bool idle_yield_;
-    uint64_t yield_after_bytes_;
+    uint64_t yield_after_ns_;
+    uint64_t worked_since_ = 0;  // this burst's start, or the last yield in it
     const StallWatch *watch_;
     EngineSlot *slot_;
     std::atomic<bool> stopping_{false};

@@ -63,19 +63,19 @@ TEST(AgentPlacement, OnlyEnginesSharingTheRanksCpusYieldAfterLargeDescriptors) {
     SyntheticTopology topology("package:2 core:4 pu:2(indexes=2*8:1*2)");
     AgentConfig shared;
     ASSERT_EQ(finalize(&shared), "");
-    EXPECT_EQ(shared.device.yield_after_bytes, 64u << 10);
+    EXPECT_EQ(shared.device.yield_after_ns, 50'000u);
     AgentConfig pausing;
     pausing.idle_yield = false;
     ASSERT_EQ(finalize(&pausing), "");
-    EXPECT_EQ(pausing.device.yield_after_bytes, 0u);
+    EXPECT_EQ(pausing.device.yield_after_ns, 0u);
     AgentConfig own;
     own.agent_cores = "last";
     ASSERT_EQ(finalize(&own), "");
-    EXPECT_EQ(own.device.yield_after_bytes, 0u);
+    EXPECT_EQ(own.device.yield_after_ns, 0u);
     AgentConfig pinned;
     pinned.cpus = "1";
     ASSERT_EQ(finalize(&pinned), "");
-    EXPECT_EQ(pinned.device.yield_after_bytes, 0u);
+    EXPECT_EQ(pinned.device.yield_after_ns, 0u);
 }
 
 TEST(AgentPlacement, AnEngineCountGivenStaysAndSmtKeepsTheDefault) {
