@@ -68,8 +68,31 @@ struct InterMessage {
 };
 static_assert(sizeof(InterMessage) == 48);
 
+// The bytes of a rendezvous message as the Internode reads (a send) or
+// writes (a receive) them: a buffer of the agent's, or a member's own
+// buffer in memory the agent maps (its pool or shared heap), so that MPI
+// moves it without a copy on either side. `owner` keeps the memory mapped
+// until the Internode is done with it.
+struct P2pBytes {
+    std::shared_ptr<const void> owner;
+    uint8_t *data = nullptr;
+    size_t size = 0;
+    static P2pBytes of(const std::shared_ptr<std::vector<uint8_t>> &v) {
+        return {v, v->data(), v->size()};
+    }
+};
+
 struct InternodeEvent {
-    enum class Kind : uint8_t { formed, join_failed, done, broken, p2p, p2p_data, node_lost };
+    enum class Kind : uint8_t {
+        formed,
+        join_failed,
+        done,
+        broken,
+        p2p,
+        p2p_data,
+        p2p_sent,
+        node_lost
+    };
     Kind kind = Kind::done;
     std::string key;             // formed, join_failed
     uint32_t rank = 0;           // join_failed: the rank whose join failed (or all: UINT32_MAX)
@@ -86,7 +109,8 @@ struct InternodeEvent {
     // p2p: a message from the agent of node `node`: its head (checked for
     // size only) in `message`, and all of it, head first, in `bytes`.
     // p2p_data: the data of receive `op_id` arrived (comp_status) in the
-    // buffer it was given, `bytes` long.
+    // buffer it was given.
+    // p2p_sent: MPI is done reading the bytes of data send `op_id`.
     // node_lost: nothing came from the agent of node `node` for the node
     // timeout (its heartbeats included): its members are gone for every
     // team (`reason`); a broken event follows for each team it was in.
@@ -117,17 +141,18 @@ class Internode {
     virtual bool poll(InternodeEvent *out) = 0;
     // Point-to-point between agents, in the order of the calls: a message
     // (an InterMessage head, then an eager message's bytes) to the agent of
-    // `node`; a rendezvous
-    // message's bytes to it on data slot `slot` (an empty buffer: the
-    // message is withdrawn); and the receive of such bytes from `node` on
-    // `slot` into `into` (its size: the bytes expected), answered by a
-    // p2p_data event with `id`. The buffers stay the Internode's until sent
-    // or received.
+    // `node`; a rendezvous message's bytes to it on data slot `slot` (none:
+    // the message is withdrawn), answered by a p2p_sent event with
+    // `sent_id` once MPI read them, unless `sent_id` is 0; and the receive
+    // of such bytes from `node` on `slot` into `into` (its size: the bytes
+    // expected), answered by a p2p_data event with `id`. The buffers stay
+    // the Internode's until sent or received; a receive whose node is lost
+    // is answered once MPI can no longer write into it (or, if MPI never
+    // lets go, after the node timeout again).
     virtual void send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>> message) = 0;
-    virtual void send_p2p_data(uint32_t node, uint32_t slot,
-                               std::shared_ptr<std::vector<uint8_t>> bytes) = 0;
-    virtual void receive_p2p_data(uint32_t node, uint32_t slot,
-                                  std::shared_ptr<std::vector<uint8_t>> into, uint64_t id) = 0;
+    virtual void send_p2p_data(uint32_t node, uint32_t slot, P2pBytes bytes,
+                               uint64_t sent_id) = 0;
+    virtual void receive_p2p_data(uint32_t node, uint32_t slot, P2pBytes into, uint64_t id) = 0;
     // Data slots per agent: rendezvous receives in flight at once.
     static constexpr uint32_t kP2pSlots = 4096;
     // For `deputy info`.

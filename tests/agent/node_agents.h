@@ -166,6 +166,7 @@ class SpanningTeam {
     int size() const { return int(members_.size()); }
     dp_status_t create_status(int r) const { return status_[size_t(r)]; }
     dp_team_t *team(int r) { return members_[size_t(r)].team; }
+    dp_context_t *context(int r) { return members_[size_t(r)].ctx; }
     uint8_t *buffer(int r, size_t bytes) {
         bytes = std::max<size_t>(bytes, 64);
         if (memory_ == Memory::mapped)

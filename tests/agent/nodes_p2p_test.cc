@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -131,6 +132,105 @@ TEST_F(NodesP2pTest, BytesExactAcrossNodesInEveryMemoryModeAndSize) {
     EXPECT_GT(i["p2p"]["between_nodes"]["eager_sent"].get<uint64_t>(), 0u);
     EXPECT_GT(i["p2p"]["between_nodes"]["ready_sent"].get<uint64_t>(), 0u);
     EXPECT_EQ(i["p2p"]["between_nodes"]["staged_bytes_now"].get<uint64_t>(), 0u);
+}
+
+// A rendezvous message between a buffer in a member's pool and one in
+// registered ordinary memory, each way and both alike: MPI reads the
+// sender's buffer and writes the receiver's itself where its agent maps
+// it (a pool), and a copy of the agent's stands in for the other; the
+// bytes are exact either way and nothing stays staged.
+TEST_F(NodesP2pTest, PoolBuffersGoBetweenNodesWithoutTheAgentsCopies) {
+    SpanningTeam team(*agents_, {0, 1}, key());
+    ASSERT_EQ(team.create_status(0), DP_OK);
+    ASSERT_EQ(team.create_status(1), DP_OK);
+    constexpr size_t kBytes = (1 << 20) + 3;  // past the eager limit: asked for
+    auto counters = [&](int node) {
+        const nlohmann::json i = info(node);
+        EXPECT_TRUE(i.is_object());
+        const nlohmann::json &b = i["p2p"]["between_nodes"];
+        return std::array<uint64_t, 3>{b["sent_from_member"].get<uint64_t>(),
+                                       b["received_into_member"].get<uint64_t>(),
+                                       b["staged_bytes_now"].get<uint64_t>()};
+    };
+    const auto before0 = counters(0), before1 = counters(1);
+    int round = 0;
+    for (bool src_in_pool : {true, false}) {
+        for (bool dst_in_pool : {true, false}) {
+            SCOPED_TRACE(::testing::Message() << (src_in_pool ? "pool" : "registered") << " -> "
+                                              << (dst_in_pool ? "pool" : "registered"));
+            auto get = [&](int r, bool pool) {
+                if (pool) return static_cast<uint8_t *>(dp_malloc(team.context(r), kBytes + 64));
+                void *p = aligned_alloc(64, (kBytes + 64 + 63) / 64 * 64);
+                EXPECT_EQ(dp_mem_register(team.context(r), p, kBytes + 64), DP_OK);
+                return static_cast<uint8_t *>(p);
+            };
+            auto put = [&](int r, bool pool, uint8_t *p) {
+                if (pool) return dp_free(team.context(r), p);
+                EXPECT_EQ(dp_mem_deregister(team.context(r), p), DP_OK);
+                free(p);
+            };
+            uint8_t *src = get(0, src_in_pool), *dst = get(1, dst_in_pool);
+            ASSERT_NE(src, nullptr);
+            ASSERT_NE(dst, nullptr);
+            pattern(src, kBytes, uint32_t(++round));
+            std::memset(dst, 0xee, kBytes + 64);
+            dp_request_t *s = nullptr, *q = nullptr;
+            ASSERT_EQ(dp_isend(src, kBytes, 1, round, team.team(0), &s), DP_OK);
+            ASSERT_EQ(dp_irecv(dst, kBytes + 64, 0, round, team.team(1), &q), DP_OK);
+            ASSERT_EQ(dp_wait(q), DP_OK);
+            ASSERT_EQ(dp_wait(s), DP_OK);
+            dp_msg_status_t st{};
+            ASSERT_EQ(dp_request_status(q, &st), DP_OK);
+            EXPECT_EQ(st.bytes, kBytes);
+            dp_request_free(q);
+            dp_request_free(s);
+            ASSERT_EQ(std::memcmp(dst, src, kBytes), 0);
+            for (size_t i = kBytes; i < kBytes + 64; ++i) ASSERT_EQ(dst[i], 0xee) << i;
+            put(0, src_in_pool, src);
+            put(1, dst_in_pool, dst);
+        }
+    }
+    const auto after0 = counters(0), after1 = counters(1);
+    EXPECT_EQ(after0[0] - before0[0], 2u) << "sends read from the sender's pool by MPI";
+    EXPECT_EQ(after1[1] - before1[1], 2u) << "receives written into the receiver's pool by MPI";
+    EXPECT_EQ(after1[2], 0u);
+}
+
+// The node of a message's sender lost while the receive waits for the
+// bytes it asked for (the sender's agent stopped, not dead): the receive
+// fails within the bound, and when that agent wakes and sends the bytes,
+// nothing is written into the receive's buffer, which is the member's own.
+TEST_F(NodesP2pTest, AReceiveWhoseBytesNeverCameIsNotWrittenAfterItFailed) {
+    SpanningTeam team(*agents_, {0, 2}, key());
+    ASSERT_EQ(team.create_status(0), DP_OK);
+    ASSERT_EQ(team.create_status(1), DP_OK);
+    constexpr size_t kBytes = 1 << 20;
+    uint8_t *src = team.buffer(1, kBytes), *dst = team.buffer(0, kBytes);
+    pattern(src, kBytes, 5);
+    std::memset(dst, 0xee, kBytes);
+    dp_request_t *s = nullptr, *q = nullptr;
+    ASSERT_EQ(dp_isend(src, kBytes, 0, 5, team.team(1), &s), DP_OK);
+    // Its request to send reaches node 0's agent; then node 2's stops.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const pid_t sender_agent = agents_->agent_pid(2);
+    ASSERT_GT(sender_agent, 0);
+    ASSERT_EQ(kill(sender_agent, SIGSTOP), 0);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(dp_irecv(dst, kBytes, 1, 5, team.team(0), &q), DP_OK);
+    EXPECT_EQ(dp_wait(q), DP_ERR_AGENT_LOST);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::seconds(8)) << "bound: node_timeout_ms 2000 + slack";
+    ASSERT_EQ(kill(sender_agent, SIGCONT), 0);
+    // Awake, it sends the bytes it was asked for (or fails the send,
+    // having found node 0 silent meanwhile): either way the send ends.
+    const dp_status_t sent = dp_wait(s);
+    EXPECT_TRUE(sent == DP_OK || sent == DP_ERR_AGENT_LOST) << dp_status_name(sent);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (size_t i = 0; i < kBytes; ++i) ASSERT_EQ(dst[i], 0xee) << i;
+    dp_request_free(q);
+    dp_request_free(s);
+    team.release(1, src);
+    team.release(0, dst);
 }
 
 // Two senders on two nodes, small (eager) and large (asked for) messages

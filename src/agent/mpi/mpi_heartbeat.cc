@@ -75,29 +75,16 @@ bool MpiInternode::heartbeat() {
         e.node = n;
         e.reason = why;
         push_event(std::move(e));
-        // Rendezvous data it was to send: it will not come.
-        for (auto it = p2p_receives_.begin(); it != p2p_receives_.end();) {
-            if (it->node != n) {
-                ++it;
-                continue;
-            }
-            // Cancelled and freed, not waited for (a transfer the dead
-            // node had begun may never end); the buffer stays ours until
-            // the end, since MPI may still write into it.
-            for (MPI_Request &q : it->requests) {
-                if (q == MPI_REQUEST_NULL) continue;
-                MPI_Cancel(&q);
-                MPI_Request_free(&q);
-            }
-            abandoned_.push_back(std::move(it->into));
-            InternodeEvent d;
-            d.kind = InternodeEvent::Kind::p2p_data;
-            d.op_id = it->id;
-            d.node = n;
-            d.comp_status = channel::kCollMemberLost;
-            d.reason = why;
-            push_event(std::move(d));
-            it = p2p_receives_.erase(it);
+        // Rendezvous data it was to send: it will not come. Each receive
+        // is answered once MPI let go of its buffer (progress_p2p): the
+        // buffer may be a member's, and a node declared lost may only be
+        // slow, its bytes on the way.
+        for (P2pReceive &r : p2p_receives_) {
+            if (r.node != n || r.lost_ns) continue;
+            for (MPI_Request &q : r.requests)
+                if (q != MPI_REQUEST_NULL) MPI_Cancel(&q);
+            r.lost_ns = now;
+            r.lost_why = why;
         }
         for (auto &[uid, t] : teams_)
             if (std::find(t->nodes.begin(), t->nodes.end(), n) != t->nodes.end())

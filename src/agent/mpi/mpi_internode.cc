@@ -119,23 +119,23 @@ void MpiInternode::send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>>
     enqueue(std::move(c));
 }
 
-void MpiInternode::send_p2p_data(uint32_t node, uint32_t slot,
-                                 std::shared_ptr<std::vector<uint8_t>> bytes) {
+void MpiInternode::send_p2p_data(uint32_t node, uint32_t slot, P2pBytes bytes,
+                                 uint64_t sent_id) {
     Command c;
     c.kind = Command::Kind::p2p_data_send;
     c.node = node;
     c.slot = slot;
-    c.bytes = std::move(bytes);
+    c.data = std::move(bytes);
+    c.uid = sent_id;
     enqueue(std::move(c));
 }
 
-void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot,
-                                    std::shared_ptr<std::vector<uint8_t>> into, uint64_t id) {
+void MpiInternode::receive_p2p_data(uint32_t node, uint32_t slot, P2pBytes into, uint64_t id) {
     Command c;
     c.kind = Command::Kind::p2p_data_receive;
     c.node = node;
     c.slot = slot;
-    c.bytes = std::move(into);
+    c.data = std::move(into);
     c.uid = id;
     enqueue(std::move(c));
 }
@@ -250,6 +250,7 @@ void MpiInternode::loop() {
                                                          : std::chrono::microseconds(1000));
     }
     free_heartbeats();
+    free_drains(true);
 }
 
 }  // namespace deputy::agent

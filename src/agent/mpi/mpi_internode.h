@@ -64,10 +64,8 @@ class MpiInternode final : public Internode {
     void start(InterOp op) override;
     bool poll(InternodeEvent *out) override;
     void send_p2p(uint32_t node, std::shared_ptr<std::vector<uint8_t>> message) override;
-    void send_p2p_data(uint32_t node, uint32_t slot,
-                       std::shared_ptr<std::vector<uint8_t>> bytes) override;
-    void receive_p2p_data(uint32_t node, uint32_t slot, std::shared_ptr<std::vector<uint8_t>> into,
-                          uint64_t id) override;
+    void send_p2p_data(uint32_t node, uint32_t slot, P2pBytes bytes, uint64_t sent_id) override;
+    void receive_p2p_data(uint32_t node, uint32_t slot, P2pBytes into, uint64_t id) override;
     std::string describe() const override;
 
   private:
@@ -77,6 +75,7 @@ class MpiInternode final : public Internode {
     struct Forming;
     struct P2pSend;
     struct P2pReceive;
+    struct P2pDrain;
 
     MpiInternode() = default;
     void loop();
@@ -110,6 +109,11 @@ class MpiInternode final : public Internode {
     // A rendezvous message's bytes are moving: both agents committed to
     // the transfer, which MPI advances only inside its calls.
     bool p2p_data_moving() const;
+    // A piece of lost node `node`'s data on `slot`, `bytes` long, whose
+    // receive was cancelled: received into a sink should it still come;
+    // and the sinks freed (at the end: whatever never came).
+    void drain_piece(uint32_t node, uint32_t slot, size_t bytes);
+    void free_drains(bool all);
     // Heartbeats (mpi_heartbeat.cc): every node tells every other it is
     // alive; a node not heard from for op_timeout_ms is lost (node_lost,
     // then every team of it broken). Point-to-point has no step that times
@@ -138,13 +142,14 @@ class MpiInternode final : public Internode {
     uint64_t next_uid_ = 1;
     std::list<P2pSend> p2p_sends_;
     std::list<P2pReceive> p2p_receives_;
+    std::list<P2pDrain> p2p_drains_;
     uint64_t last_p2p_ns_ = 0;  // the last head that came or went
     std::vector<uint64_t> heard_ns_;        // per node: its last heartbeat
     std::vector<MPI_Request> alive_sends_;  // per node: the heartbeat in flight
     std::vector<uint8_t> lost_;             // per node: declared lost
     uint64_t next_alive_ns_ = 0;
     // Receive buffers of lost nodes' data, which MPI may still own.
-    std::vector<std::shared_ptr<std::vector<uint8_t>>> abandoned_;
+    std::vector<std::shared_ptr<const void>> abandoned_;
     std::atomic<uint64_t> nodes_lost_{0};
     std::atomic<uint64_t> teams_formed_{0}, ops_done_{0}, ops_failed_{0};
     std::atomic<uint64_t> p2p_heads_sent_{0}, p2p_heads_received_{0}, p2p_data_bytes_{0};

@@ -42,26 +42,44 @@ struct MpiInternode::Command {
     uint64_t from_sequence = 0;  // broken
     std::string why;
     InterOp op;
-    // p2p_*: the peer node, the data slot, the bytes, the receive's id.
+    // p2p_*: the peer node, the data slot, a head's bytes or a data
+    // send's or receive's (`data`), the event's id (uid).
     uint32_t node = 0, slot = 0;
     std::shared_ptr<std::vector<uint8_t>> bytes;
+    P2pBytes data;
 };
 
 // Point-to-point between agents (mpi_p2p.cc): a send in flight (one MPI
 // request per piece of at most kP2pPieceBytes), its buffer kept until done;
 struct MpiInternode::P2pSend {
     std::vector<MPI_Request> requests;
-    bool data = false;  // a rendezvous message's bytes (not a head)
-    std::shared_ptr<std::vector<uint8_t>> bytes;
+    std::shared_ptr<std::vector<uint8_t>> head;  // a head (and an eager message's bytes)
+    P2pBytes data;                                 // or a rendezvous message's bytes
+    uint64_t sent_id = 0;                          // its p2p_sent event (0: none)
+    uint32_t node = 0;
 };
 // a rendezvous message's data being received.
 struct MpiInternode::P2pReceive {
     std::vector<MPI_Request> requests;
     std::vector<size_t> piece_bytes;
-    std::shared_ptr<std::vector<uint8_t>> into;
+    P2pBytes into;
     uint64_t id = 0;
-    uint32_t node = 0;
+    uint32_t node = 0, slot = 0;
     bool short_piece = false;
+    // Its node was lost at this time: its requests are cancelled, and it is
+    // answered once MPI let go of them (mpi_heartbeat.cc).
+    uint64_t lost_ns = 0;
+    std::string lost_why;
+};
+// A piece of a lost node's rendezvous data whose receive was cancelled:
+// should the node only have been slow, its bytes still come on that slot
+// and land here, in memory of its own, so that its agent's send completes
+// and a later receive on the slot gets its own bytes (MPI matches the
+// receives of one tag in the order they were posted).
+struct MpiInternode::P2pDrain {
+    MPI_Request request = MPI_REQUEST_NULL;
+    void *sink = nullptr;  // mmap()ed: pages cost only once written
+    size_t bytes = 0;
 };
 
 struct MpiInternode::Running {

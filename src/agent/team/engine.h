@@ -251,9 +251,15 @@ class TeamEngine {
     void send_to_node(Team &t, const std::shared_ptr<P2pMessage> &m);
     void on_node_p2p(const InternodeEvent &e);
     void on_node_data(const InternodeEvent &e);
+    void on_node_sent(const InternodeEvent &e);
+    // a member's buffer as MPI may read or write it, where the agent maps
+    // it (pool, shared heap); empty otherwise (its bytes then go through a
+    // copy of the agent's, on the engines);
+    P2pBytes mapped_buffer(uint32_t client, uint64_t addr, uint64_t bytes, bool write);
     void ask_for_data(Team &t, const std::shared_ptr<P2pMessage> &m,
                       const channel::P2pPost &recv, uint32_t receiver);
     bool start_asking(NodeReceive &r);  // false: no room yet
+    void ask_waiting();  // the receives waiting for room, in order, while there is
     void outgoing_done(Transfer &x, uint8_t status);
     void answer_node_send(const P2pMessage &m, uint8_t status, uint32_t slot);
     void send_head(uint32_t node, const InterMessage &head);
@@ -318,12 +324,18 @@ class TeamEngine {
     // it, not yet said); data slots free; bytes asked for and not delivered.
     std::deque<std::shared_ptr<NodeOutgoing>> outbox_;
     std::map<uint64_t, NodeSend> node_sends_;
+    // Sends whose bytes MPI reads from the sender's buffer, by id: the
+    // send completes when MPI is done with them.
+    std::map<uint64_t, NodeSend> node_sending_;
     std::map<uint64_t, NodeReceive> node_receives_;
     std::deque<NodeReceive> node_waiting_;
     std::vector<uint64_t> node_credit_, node_owed_;
     std::vector<uint32_t> free_slots_;
     uint64_t staged_bytes_ = 0, next_node_id_ = 1;
     uint64_t node_eager_sent_ = 0, node_ready_sent_ = 0, node_received_ = 0;
+    // Rendezvous messages MPI read from the sender's buffer, wrote into the
+    // receiver's (no copy of the agent's on that side).
+    uint64_t node_sent_mapped_ = 0, node_received_mapped_ = 0;
     struct Parked {
         uint64_t deadline_ns = 0;
         std::deque<InternodeEvent> events;

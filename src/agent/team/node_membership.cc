@@ -97,6 +97,7 @@ bool TeamEngine::poll_internode() {
             case InternodeEvent::Kind::done: on_step_done(e); break;
             case InternodeEvent::Kind::p2p: on_node_p2p(e); break;
             case InternodeEvent::Kind::p2p_data: on_node_data(e); break;
+            case InternodeEvent::Kind::p2p_sent: on_node_sent(e); break;
             case InternodeEvent::Kind::node_lost: on_node_lost(e); break;
             case InternodeEvent::Kind::broken: {
                 auto it = by_uid_.find(e.team_uid);

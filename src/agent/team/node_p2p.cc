@@ -7,9 +7,13 @@
 // Internode (agent/internode.h): heads in one order per pair of agents,
 // data on slots the receiving agent chose.
 //
-// Why copies in the agents' memory: the agents' MPI reaches only their own
-// memory, and a member's buffer may be ordinary memory reached through its
-// process. One copy on each side (on the engines) and MPI's transfer.
+// A rendezvous message's bytes go from the sender's buffer to the
+// receiver's by MPI alone where each agent maps its member's buffer (its
+// pool, its shared heap): MPI reads and writes the agents' mappings of
+// them. A buffer the agent reaches only through its member's process
+// (registered ordinary memory), and an eager message (its bytes behind its
+// head, in one MPI message), take a copy of the agent's on that side, made
+// on the engines.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -117,8 +121,28 @@ void TeamEngine::outgoing_done(Transfer &x, uint8_t status) {
         return flush_outbox();
     }
     // An empty piece tells the receiving agent the message is withdrawn.
-    internode_->send_p2p_data(x.node, x.slot,
-                              ok ? x.copy : std::make_shared<std::vector<uint8_t>>());
+    internode_->send_p2p_data(x.node, x.slot, ok ? P2pBytes::of(x.copy) : P2pBytes{}, 0);
+}
+
+P2pBytes TeamEngine::mapped_buffer(uint32_t client, uint64_t addr, uint64_t bytes, bool write) {
+    ClientSession *c = hooks_.find_client(client);
+    if (!c || bytes == 0) return {};
+    void *p = c->space().translate(addr, bytes, write ? mover::Access::write : mover::Access::read);
+    if (!p) return {};
+    return {c->memory, static_cast<uint8_t *>(p), bytes};
+}
+
+void TeamEngine::on_node_sent(const InternodeEvent &e) {
+    auto it = node_sending_.find(e.op_id);
+    if (it == node_sending_.end()) return;  // failed meanwhile (its receiver's node lost)
+    NodeSend s = std::move(it->second);
+    node_sending_.erase(it);
+    auto team = teams_.find(s.team);
+    Team *t = team == teams_.end() ? nullptr : team->second.get();
+    const P2pMessage &m = *s.message;
+    publish_p2p(m.sender, m.send, e.comp_status, m.send.bytes, 0, 0);
+    p2p_answered(t, m.from);
+    if (e.comp_status != DP_COMP_SUCCESS) ++p2p_failed_;
 }
 
 void TeamEngine::answer_node_send(const P2pMessage &m, uint8_t status, uint32_t slot) {
@@ -158,12 +182,16 @@ bool TeamEngine::start_asking(NodeReceive &r) {
     if (it == teams_.end()) return true;  // its team went: nobody waits for it
     Team &t = *it->second;
     const uint64_t bytes = m.send.bytes;
-    if (free_slots_.empty() ||
-        (staged_bytes_ && staged_bytes_ + bytes > config_.p2p_node_stage_bytes))
+    if (free_slots_.empty()) return false;
+    // Into the receiver's buffer where the agent maps it; else staged.
+    P2pBytes into = mapped_buffer(r.receiver, r.recv.buf, bytes, true);
+    if (!into.data && staged_bytes_ && staged_bytes_ + bytes > config_.p2p_node_stage_bytes)
         return false;
-    std::shared_ptr<std::vector<uint8_t>> into;
     try {
-        into = std::make_shared<std::vector<uint8_t>>(bytes);
+        if (!into.data) {
+            r.stage = std::make_shared<std::vector<uint8_t>>(bytes);
+            into = P2pBytes::of(r.stage);
+        }
     } catch (const std::bad_alloc &) {
         DP_LOG_WARN("agent: team '{}': no memory for a {}-byte message from rank {} on node {}",
                     t.key, bytes, m.from, m.from_node);
@@ -173,15 +201,19 @@ bool TeamEngine::start_asking(NodeReceive &r) {
         answer_node_send(m, ch::kCollMemberLost, 0);
         return true;
     }
-    staged_bytes_ += bytes;
+    if (r.stage) staged_bytes_ += bytes;
     r.slot = free_slots_.back();
     free_slots_.pop_back();
     const uint64_t id = next_node_id_++;
     // The receive is posted before the sender is asked: its bytes find it.
-    internode_->receive_p2p_data(m.from_node, r.slot, into, id);
+    internode_->receive_p2p_data(m.from_node, r.slot, std::move(into), id);
     answer_node_send(m, DP_COMP_SUCCESS, r.slot);
     node_receives_[id] = std::move(r);
     return true;
+}
+
+void TeamEngine::ask_waiting() {
+    while (!node_waiting_.empty() && start_asking(node_waiting_.front())) node_waiting_.pop_front();
 }
 
 void TeamEngine::on_node_data(const InternodeEvent &e) {
@@ -190,14 +222,18 @@ void TeamEngine::on_node_data(const InternodeEvent &e) {
     NodeReceive r = std::move(it->second);
     node_receives_.erase(it);
     free_slots_.push_back(r.slot);
+    ask_waiting();  // (a slot is free)
     P2pMessage &m = *r.message;
     auto team = teams_.find(r.team);
     Team *t = team == teams_.end() ? nullptr : team->second.get();
-    // Its bytes are here now (a copy, as an early message's), or never.
-    m.copy = e.bytes;
-    m.copy_at = 0;
-    m.copy_of = P2pMessage::CopyOf::node_data;
-    m.held = true;
+    // Its bytes are here now (in the receiver's buffer, or a copy, as an
+    // early message's), or never.
+    if (r.stage) {
+        m.copy = std::move(r.stage);
+        m.copy_at = 0;
+        m.copy_of = P2pMessage::CopyOf::node_data;
+        m.held = true;
+    }
     if (e.comp_status != DP_COMP_SUCCESS || !t) {
         if (t)
             DP_LOG_WARN("agent: team '{}': message of {} bytes from rank {} to rank {} (tag {}): {}",
@@ -209,6 +245,14 @@ void TeamEngine::on_node_data(const InternodeEvent &e) {
         return;
     }
     ++node_received_;
+    if (!m.copy) {
+        ++node_received_mapped_;
+        publish_p2p(r.receiver, r.recv, DP_COMP_SUCCESS, m.send.bytes, m.from, m.send.tag);
+        p2p_answered(t, m.to);
+        ++p2p_messages_;
+        p2p_bytes_ += m.send.bytes;
+        return;
+    }
     auto x = std::make_unique<Transfer>();
     x->kind = Transfer::Kind::deliver;
     x->team = t->id;
@@ -234,8 +278,7 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
             // Its sender left meanwhile: the receiving agent is told the
             // bytes will not come.
             if (h.status == DP_COMP_SUCCESS && h.bytes)
-                internode_->send_p2p_data(e.node, h.slot,
-                                          std::make_shared<std::vector<uint8_t>>());
+                internode_->send_p2p_data(e.node, h.slot, P2pBytes{}, 0);
             return;
         }
         NodeSend s = std::move(it->second);
@@ -260,6 +303,15 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
             ++p2p_failed_;
             return bad("a clear to send that does not fit its message");
         }
+        // From the sender's buffer where the agent maps it: the send
+        // completes once MPI read it.
+        if (P2pBytes from = mapped_buffer(m.sender, m.send.buf, m.send.bytes, false); from.data) {
+            const uint64_t sent_id = next_node_id_++;
+            node_sending_[sent_id] = std::move(s);
+            ++node_sent_mapped_;
+            internode_->send_p2p_data(e.node, h.slot, std::move(from), sent_id);
+            return;
+        }
         std::shared_ptr<std::vector<uint8_t>> stage;
         try {
             stage = std::make_shared<std::vector<uint8_t>>(m.send.bytes);
@@ -267,7 +319,7 @@ void TeamEngine::on_node_p2p(const InternodeEvent &e) {
             publish_p2p(m.sender, m.send, ch::kCollMemberLost, 0, 0, 0);
             p2p_answered(t, m.from);
             ++p2p_failed_;
-            internode_->send_p2p_data(e.node, h.slot, std::make_shared<std::vector<uint8_t>>());
+            internode_->send_p2p_data(e.node, h.slot, P2pBytes{}, 0);
             return;
         }
         auto x = std::make_unique<Transfer>();
@@ -380,17 +432,21 @@ void TeamEngine::expire_parked() {
 }
 
 void TeamEngine::node_member_gone(Team &t, uint32_t rank) {
-    // Sends of this node waiting for a receive of it, or of its own.
-    for (auto it = node_sends_.begin(); it != node_sends_.end();) {
-        const P2pMessage &m = *it->second.message;
-        if (it->second.team != t.id || (m.to != rank && m.from != rank)) {
-            ++it;
-            continue;
+    // Sends of this node waiting for a receive of it, or of its own, or
+    // for MPI to read their bytes (MPI may still read them: their member's
+    // memory stays mapped while it does).
+    for (auto *sends : {&node_sends_, &node_sending_}) {
+        for (auto it = sends->begin(); it != sends->end();) {
+            const P2pMessage &m = *it->second.message;
+            if (it->second.team != t.id || (m.to != rank && m.from != rank)) {
+                ++it;
+                continue;
+            }
+            publish_p2p(m.sender, m.send, ch::kCollMemberLost, 0, 0, 0);
+            p2p_answered(&t, m.from);
+            ++p2p_failed_;
+            it = sends->erase(it);
         }
-        publish_p2p(m.sender, m.send, ch::kCollMemberLost, 0, 0, 0);
-        p2p_answered(&t, m.from);
-        ++p2p_failed_;
-        it = node_sends_.erase(it);
     }
     // Receives of it waiting for room: nobody takes those bytes now.
     for (auto it = node_waiting_.begin(); it != node_waiting_.end();) {
@@ -431,8 +487,9 @@ void TeamEngine::on_node_lost(const InternodeEvent &e) {
 }
 
 void TeamEngine::drop_node_p2p(const Team &t) {
-    for (auto it = node_sends_.begin(); it != node_sends_.end();)
-        it = it->second.team == t.id ? node_sends_.erase(it) : std::next(it);
+    for (auto *sends : {&node_sends_, &node_sending_})
+        for (auto it = sends->begin(); it != sends->end();)
+            it = it->second.team == t.id ? sends->erase(it) : std::next(it);
     for (auto it = node_waiting_.begin(); it != node_waiting_.end();)
         it = it->team == t.id ? node_waiting_.erase(it) : std::next(it);
 }

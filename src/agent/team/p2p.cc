@@ -60,10 +60,7 @@ void TeamEngine::release_copy(P2pMessage &m) {
     }
     m.copy.reset();
     // Room for a receive waiting to ask for its bytes.
-    if (m.copy_of == P2pMessage::CopyOf::node_data) {
-        while (!node_waiting_.empty() && start_asking(node_waiting_.front()))
-            node_waiting_.pop_front();
-    }
+    if (m.copy_of == P2pMessage::CopyOf::node_data) ask_waiting();
 }
 
 void TeamEngine::p2p_answered(Team *t, uint32_t rank) {

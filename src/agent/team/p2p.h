@@ -18,8 +18,10 @@
 // with the receiving node (p2p_node_credit_bytes of such messages not yet
 // received there); otherwise as a request to send, whose bytes follow once
 // a receive took it, into a buffer of the receiving agent's
-// (p2p_node_stage_bytes of those at once). Either way it waits in its
-// receiver's queue among the local ones, in the order it arrived.
+// (p2p_node_stage_bytes of those at once) or, where the agents map the
+// sender's and the receiver's buffers (pool, shared heap), from one to the
+// other by MPI alone. Either way it waits in its receiver's queue among
+// the local ones, in the order it arrived.
 //
 // What a member can make the agent keep is bounded: its posts not yet
 // answered (queued, or moving) by DP_P2P_MAX_OUTSTANDING per team, as the
@@ -109,13 +111,16 @@ struct TeamEngine::NodeSend {
 };
 
 // A receive that took a message of another node whose bytes are asked
-// for (slot and buffer given) or wait for room (slot UINT32_MAX).
+// for (slot and buffer given) or wait for room (slot UINT32_MAX). The
+// bytes come into the receiver's buffer where the agent maps it, else into
+// `stage` and from there to the receiver on the engines.
 struct TeamEngine::NodeReceive {
     uint32_t team = 0;
     std::shared_ptr<P2pMessage> message;
     channel::P2pPost recv{};
     uint32_t receiver = 0;
     uint32_t slot = UINT32_MAX;
+    std::shared_ptr<std::vector<uint8_t>> stage;
 };
 
 // The bytes of one message moving: from the sender's buffer to the
