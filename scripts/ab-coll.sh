@@ -10,8 +10,10 @@
 #            [--old-agent-config JSON] [--new-agent-config JSON] OLD-BUILD NEW-BUILD \
 #            -- BENCH-COLL-FLAGS...
 #   (one build twice with two agent configs compares the configs)
-#   --own-core: the agent's engine pinned to the last CPU and never sleeping,
-#               the ranks on the other CPUs (docs/PERFORMANCE.md, placements)
+#   --own-core: the agent with --agent-cores last (on the last core, polling),
+#               the ranks bound to the other CPUs by NEW's `deputy mpirun
+#               --baseline --agent-cores last` (docs/launch.md: the placement
+#               written once), for both builds
 #   --ranks N:  N MPI ranks (default 2; more than the CPUs they get are
 #               oversubscribed, and the figures say so)
 # Example (a build of the previous commit in /tmp/old):
@@ -47,20 +49,19 @@ trap 'rm -rf "$work"' EXIT
 last_cpu=$(( $(nproc) - 1 ))
 
 one() {  # build, agent config (or empty), out-json
-  local b=$1 config=${2:-$agent_config} out=$3 dir flags=() prefix=() mpi_flags=()
+  local b=$1 config=${2:-$agent_config} out=$3 dir flags=() launch=(mpirun) mpi_flags=()
   shift 3
   dir=$(mktemp -d "$work/agent-XXXXXX")
   if (( own_core )); then
-    config=${config:-'{"agent": {"idle_spin_us": 1000000}}'}
-    flags=(--cpus "$last_cpu")
-    prefix=(taskset -c "0-$(( last_cpu - 1 ))")
-    mpi_flags=(--bind-to none --mca mpi_yield_when_idle 1)
+    flags=(--agent-cores last)
+    # The agent is OLD's or NEW's; the ranks' placement is one definition.
+    launch=("$new/tools/deputy" mpirun --baseline --agent-cores last --)
   fi
   local cpus=$(( own_core ? last_cpu : last_cpu + 1 ))
   (( ranks > cpus )) && mpi_flags+=(--oversubscribe)
   if [[ -n $config ]]; then echo "$config" > "$dir/config.json"; flags+=(--config "$dir/config.json"); fi
   "$b/tools/deputy" agent --daemon --socket "$dir/a.sock" "${flags[@]}" > /dev/null
-  DEPUTY_AGENT=$dir/a.sock "${prefix[@]}" mpirun -np "$ranks" "${mpi_flags[@]}" "$b/tools/deputy" bench coll \
+  DEPUTY_AGENT=$dir/a.sock "${launch[@]}" "${mpi_flags[@]}" -np "$ranks" "$b/tools/deputy" bench coll \
     "$@" --out "$out" > "$dir/bench.log" 2>&1 || { echo "ab-coll: $b failed:"; tail -5 "$dir/bench.log"; }
   kill "$(cat "$dir/agent.pid")" 2>/dev/null || true
   sleep 0.3

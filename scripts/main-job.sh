@@ -3,11 +3,12 @@
 # MPI_Iallreduce on 2 MPI ranks of this node, OSU's overlap method, in both
 # placements of the agent (sharing the ranks' cores; on a core of its own).
 #   1. builds deputy and deputy-bench-coll if needed (as scripts/demo.sh does)
-#   2. per placement, starts a private agent (socket in a fresh 0700 directory)
-#   3. mpirun -np 2 build/tools/deputy bench coll --op iallreduce -m 8:16M
-#        --compare mpi --compute idle --out results/main-job/iallreduce-PLACEMENT.json
-#        (own-core: the agent with --agent-cores last, the ranks under taskset)
-#   4. prints the table of both, stops the agents (also on failure or Ctrl-C)
+#   2-3. per placement, deputy mpirun --no-preload --agent-cores shared|last -- -np 2
+#        build/tools/deputy bench coll --op iallreduce -m 8:16M --compare mpi
+#        --compute idle --out results/main-job/iallreduce-PLACEMENT.json
+#        (a private agent; own-core: the agent on the last core, the ranks bound
+#        to the others; the agent's log in results/main-job/agent-PLACEMENT.log)
+#   4. prints the table of both
 #   5. draws the figures into results/main-job/ (PNG and SVG) with deputy_tools
 # Fresh Debian 12: as root this script installs what it misses itself (like
 # scripts/demo.sh); as another user it prints the apt-get line to run. Extra arguments go to `bench coll`
@@ -49,63 +50,38 @@ if ! "$venv/bin/python" -c 'import deputy_tools.kinds.coll' 2>/dev/null; then
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python
 fi
 
-# 2-3. Both placements of docs/PERFORMANCE.md, one private agent each (stopped on
-#    any exit): "shared" (nothing pinned: the agent shares the ranks' cores) and
-#    "own-core" (--agent-cores last: the agent alone on the last core, the ranks on
-#    the CPUs it leaves, yielding when idle). Open MPI refuses root without these
-#    two; one slot per core, so fewer than 2 cores needs --oversubscribe.
+# 2-3. Both placements of docs/PERFORMANCE.md, one private agent each (deputy
+#    mpirun stops it on any exit): "shared" (nothing pinned: the agent shares the
+#    ranks' cores) and "own-core" (--agent-cores last: the agent alone on the last
+#    core, the ranks on the CPUs it leaves, yielding when idle). Open MPI refuses
+#    root without these two; one slot per core, so fewer than 2 cores needs
+#    --oversubscribe.
 if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 cores=$( (lscpu -p=core,socket 2>/dev/null || true) | grep -v '^#' | sort -u | wc -l)
 (( cores > 0 )) || cores=$(nproc)
-agent_dir=
-stop_agent() {
-  local pid
-  [[ -n $agent_dir ]] || return 0
-  if [[ -f $agent_dir/agent.pid ]]; then
-    pid=$(cat "$agent_dir/agent.pid")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  fi
-  rm -rf "$agent_dir"
-  agent_dir=
-}
-trap stop_agent EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 mkdir -p "$out"
-rm -f "$out"/iallreduce-*.json
+rm -f "$out"/iallreduce-*.json "$out"/agent-*.log
 placements=(shared own-core)
 (( $(nproc) >= 2 )) || { placements=(shared); echo "main-job: one CPU: no core to give the agent, the own-core placement is skipped" >&2; }
 results=()
 for placement in "${placements[@]}"; do
-  agent_dir=$(mktemp -d /tmp/deputy-main-job-XXXXXX)   # mode 0700
-  chmod 700 "$agent_dir"
   layout=shared; [[ $placement == own-core ]] && layout=last
-  say "placement $placement: a private agent (--agent-cores $layout) in $agent_dir"
-  "$deputy" agent --daemon --socket "$agent_dir/agent.sock" --pidfile "$agent_dir/agent.pid" \
-    --log-file "$agent_dir/agent.log" --agent-cores "$layout" \
-    || { echo "main-job: the agent did not start" >&2; cat "$agent_dir/agent.log" >&2 2>/dev/null; exit 1; }
-  export DEPUTY_AGENT=$agent_dir/agent.sock
-  launch=(mpirun -np 2)
-  (( cores >= 2 )) || launch+=(--oversubscribe)
-  if [[ $placement == own-core ]]; then
-    rank_cpus=$("$deputy" info --format json | "$venv/bin/python" -c \
-      'import json, sys; print(json.load(sys.stdin)["placement"]["rank_cpus"])')
-    launch=(taskset -c "$rank_cpus" mpirun -np 2 --bind-to none --mca mpi_yield_when_idle 1)
-  fi
+  say "placement $placement: a private agent (--agent-cores $layout)"
+  # deputy mpirun starts the agent, binds the ranks to the CPUs the layout
+  # leaves them (docs/launch.md, "Placement under mpirun") and stops it all
+  # on any exit; --no-preload: bench coll calls deputy's API itself.
+  oversubscribe=()
+  (( cores >= 2 )) || oversubscribe=(--oversubscribe)
   result=$out/iallreduce-$placement.json
-  cmd=("${launch[@]}" "$deputy" bench coll --op iallreduce -m 8:16M --compare mpi --compute idle
-       --out "$result" "$@")
+  cmd=("$deputy" mpirun --no-preload --agent-cores "$layout" --agent-log "$out/agent-$placement.log"
+       -- "${oversubscribe[@]}" -np 2 "$deputy" bench coll --op iallreduce -m 8:16M --compare mpi
+       --compute idle --out "$result" "$@")
   say "${cmd[*]}"
   "${cmd[@]}"
   results+=("$result")
-  stop_agent
 done
-trap - EXIT
 
 # 4. The table (Markdown, also saved): both placements, deputy beside MPI in each.
 say "table ($out/iallreduce.md)"

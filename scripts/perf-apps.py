@@ -10,11 +10,10 @@ Usage: scripts/perf-apps.py [--build build] [--runs 5] [--ranks 2]
 Per run and application, four launches on the same ranks count:
   plain         mpirun -np R APP          (nothing pinned: every CPU)
   deputy        deputy mpirun -np R APP   (shared: the agent on the ranks' CPUs)
-  plain-cpu0    taskset -c <ranks' CPUs> mpirun -np R --bind-to none APP
-                (the CPUs deputy's own-core placement leaves the ranks; Open
-                MPI with mpi_yield_when_idle, as deputy-tools perf-doc runs
-                it: ranks that share a CPU and spin in MPI's waits would
-                take whole time slices from each other)
+  plain-cpu0    deputy mpirun --baseline --agent-cores last -np R APP
+                (plain MPI, the ranks bound to the CPUs deputy's own-core
+                placement leaves them, as deputy mpirun binds them there:
+                docs/launch.md, "The baseline of a placement")
   deputy-own    deputy mpirun --agent-cores last -np R APP
                 (the agent on a core of its own, the ranks on the others)
 --p2p: the deputy launches with `deputy mpirun --p2p` (point-to-point
@@ -41,15 +40,6 @@ DEFAULT_ARGS = {"fft3d": "-n 128 -i 10 -x 2 --no-check", "lu": "-n 3000 --iterat
 # panels; stencil3d: halos)
 TIME = re.compile(r"time per [^0-9]*([0-9.]+) s")
 WAIT = re.compile(r"waiting for [a-z]+ ([0-9.]+) s|of which waiting for panels ([0-9.]+) s")
-
-
-def ranks_cpus() -> str:
-    """The CPUs `deputy mpirun --agent-cores last` leaves the ranks: every
-    CPU but the last (as the agent reports them on this machine)."""
-    n = os.cpu_count() or 1
-    if n < 2:
-        sys.exit("perf-apps: the own-core placement needs 2 CPUs or more")
-    return f"0-{n - 2}" if n > 2 else "0"
 
 
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -79,30 +69,28 @@ def main() -> None:
     mpirun = "mpirun.openmpi" if args.mpi == "openmpi" else "mpiexec.mpich"
     if not shutil.which(mpirun) or not deputy.exists():
         sys.exit(f"perf-apps: needs {mpirun} and {deputy}")
-    cpus = ranks_cpus()
+    if (os.cpu_count() or 1) < 2:
+        sys.exit("perf-apps: the own-core placement needs 2 CPUs or more")
     oversub = ["--oversubscribe"] if args.mpi == "openmpi" else []
-    deputy_launcher = [] if args.mpi == "openmpi" else ["--mpirun", mpirun]
-    if args.p2p:
-        deputy_launcher.append("--p2p")
+    which_mpirun = [] if args.mpi == "openmpi" else ["--mpirun", mpirun]
+    deputy_launcher = [*which_mpirun, *(["--p2p"] if args.p2p else [])]
     for app in args.app or ["fft3d", "lu"]:
         prog = str(args.build / "examples" / f"{app}-{args.mpi}")
         app_args = (args.args or DEFAULT_ARGS[app]).split()
         n = str(args.ranks)
-        bind_none = (["--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]
-                     if args.mpi == "openmpi" else ["-bind-to", "none"])
         launches = {
             "plain": [mpirun, *oversub, "-np", n, prog, *app_args],
             "deputy": [str(deputy), "mpirun", *deputy_launcher, "--", *oversub, "-np", n, prog,
                        *app_args],
-            "plain-cpu0": ["taskset", "-c", cpus, mpirun, *oversub, *bind_none, "-np", n, prog,
-                           *app_args],
+            "plain-cpu0": [str(deputy), "mpirun", *which_mpirun, "--baseline", "--agent-cores",
+                           "last", "--", *oversub, "-np", n, prog, *app_args],
             "deputy-own": [str(deputy), "mpirun", *deputy_launcher, "--agent-cores", "last", "--",
                            *oversub, "-np", n, prog, *app_args],
         }
         times: dict[str, list[float]] = {k: [] for k in launches}
         waits: dict[str, list[float]] = {k: [] for k in launches}
         print(f"== {app} {' '.join(app_args)}, {n} ranks, {args.mpi}, {args.runs} runs "
-              f"(own core: ranks on CPUs {cpus})", flush=True)
+              f"(own core: --agent-cores last)", flush=True)
         for r in range(args.runs):
             # Alternated, the order rotated each run, so drift hits all alike.
             keys = list(launches)

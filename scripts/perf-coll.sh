@@ -29,10 +29,10 @@ run() {  # name, bench coll flags...
   local name=$1; shift
   # shellcheck disable=SC2053  # $only is a glob on purpose
   [[ $name == $only ]] || return 0
-  echo "== $name: ${launch_prefix:-}mpirun -np 2 ${mpirun_flags:-}$deputy bench coll $*"
-  ${launch_prefix:-} mpirun -np 2 ${mpirun_flags:-} "$deputy" bench coll "$@" \
-    --out "$out/$name.json"
+  echo "== $name: ${launch[*]} -np 2 $deputy bench coll $*"
+  "${launch[@]}" -np 2 "$deputy" bench coll "$@" --out "$out/$name.json"
 }
+launch=(mpirun)
 
 # The agent's defaults: one engine (one spare core), idle polls that yield.
 start_agent ""
@@ -59,19 +59,18 @@ for r in 1 2; do
   run "iallreduce-idle-polling-$r" --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
 done
 
-# The agent on a core of its own, the ranks on the others: the engine
-# pinned to the last CPU and never sleeping, both ranks on the remaining
-# one(s) (on 2 CPUs: the ranks share CPU 0). The agent's stream then no
-# longer runs on a rank's CPU between its calls, and so no longer empties
-# that rank's caches and TLB (docs/PERFORMANCE.md: Host CPU flat to 64 MiB).
-# MPI runs in the same placement.
-last_cpu=$(( $(nproc) - 1 ))
-if (( last_cpu >= 1 )); then
-  start_agent '"idle_spin_us": 1000000' --cpus "$last_cpu"
-  launch_prefix="taskset -c 0-$(( last_cpu - 1 )) "
-  mpirun_flags="--bind-to none --mca mpi_yield_when_idle 1 "
+# The agent on a core of its own, the ranks on the others: the agent with
+# --agent-cores last (pinned to the last CPU, polling), the ranks bound to
+# the remaining one(s) as deputy mpirun binds them there (docs/launch.md,
+# "The baseline of a placement"; on 2 CPUs the ranks share CPU 0). The
+# agent's stream then no longer runs on a rank's CPU between its calls, and
+# so no longer empties that rank's caches and TLB (docs/PERFORMANCE.md:
+# Host CPU flat to 64 MiB). MPI runs in the same placement.
+if (( $(nproc) >= 2 )); then
+  start_agent "" --agent-cores last
+  launch=("$deputy" mpirun --baseline --agent-cores last --)
   for r in 1 2; do
     run "iallreduce-idle-own-core-$r" --op iallreduce -m 16:64M --factor 4 --compare mpi --compute idle -i 20 -x 3
   done
-  unset launch_prefix mpirun_flags
+  launch=(mpirun)
 fi

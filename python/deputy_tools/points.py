@@ -147,6 +147,7 @@ def command(spec: SweepSpec, point: Point, deputy: str, out: Path,
     values.update({k: str(v) for k, v in point.flags.items() if not isinstance(v, (list, bool))})
     values.update(facts or {})
     values["out"] = str(out.parent)
+    values["deputy"] = deputy
     try:
         launcher = [word.format(**values) for word in point.launcher]
     except KeyError as e:

@@ -19,7 +19,8 @@ and re-run or resumed exactly. Shape::
         "placement": [                         # setting axis: how a point is run
           {"label": "shared", "agent": {"args": ["--agent-cores", "shared"]}},
           {"label": "own-core", "agent": {"args": ["--agent-cores", "last"]},
-           "launcher": ["taskset", "-c", "{rank_cpus}", "mpirun", "-np", "2"]}
+           "launcher": ["{deputy}", "mpirun", "--baseline", "--agent-cores", "last",
+                        "--", "-np", "2"]}
         ]
       },
       "figures": ["throughput_vs_size"],       # what `reproduce` plots
@@ -40,7 +41,8 @@ A profile overrides flags (null removes one), replaces or adds axes, and
 may change the timeout, so one spec serves the full and the small run.
 
 `{out}` in a string flag value (or a launcher word) is the result
-directory, substituted when the command is built, so a point's identity
+directory, and `{deputy}` in a launcher word the binary being swept,
+substituted when the command is built, so a point's identity
 (points.point_key) does not depend on where results go. `setup` steps make
 files the points need and cannot ship in git, such as a 0600 key file for
 `--secure --key`: each runs once, before the first pending point, unless

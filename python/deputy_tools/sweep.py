@@ -174,15 +174,15 @@ def _start_agent(stack: ExitStack, spec: SweepSpec, group: _AgentGroup, deputy: 
                  out_dir: Path, env: dict[str, str] | None,
                  ) -> tuple[dict[str, str], dict[str, str]]:
     """Starts the group's private agent (stopped when `stack` closes); returns the points'
-    environment and, when a launcher needs them, the agent's placement facts."""
+    environment and the agent's placement facts (each result records them; a launcher may
+    need them)."""
     assert group.agent is not None
     socket = stack.enter_context(private_agent(
         deputy, group.agent.get("config"), out_dir / group.log_name(), env,
         args=group.agent.get("args", ())))
     group_env = {**(env or os.environ), "DEPUTY_AGENT": str(socket)}
-    facts: dict[str, str] = {}
+    facts = agent_facts(deputy, socket, group_env)
     if any(pts.needs_agent_facts(point) for point, _ in group.points):
-        facts = agent_facts(deputy, socket, group_env)
         empty = [f for f in pts.AGENT_FACTS if not facts.get(f)]
         if empty:
             args = shlex.join(group.agent.get("args", ())) or "no arguments"

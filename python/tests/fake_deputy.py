@@ -301,9 +301,28 @@ def _info(argv: list[str]) -> int:
 BENCHES = {"mover": _mover, "rail": _rail, "channel": _channel, "coll": _coll}
 
 
+def _mpirun(argv: list[str]) -> int:
+    """`deputy mpirun --baseline --agent-cores LAYOUT -- MPIRUN-ARGS...`: logged as
+    mpirun:baseline:cores=LAYOUT, then the (fake) mpirun runs the rest."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--baseline", action="store_true")
+    p.add_argument("--agent-cores", default="")
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = p.parse_args(argv[:split])
+    calls = os.environ.get("FAKE_DEPUTY_CALLS")
+    if calls:
+        with open(calls, "a", encoding="utf-8") as f:
+            f.write("mpirun" + (":baseline" if args.baseline else "")
+                    + (f":cores={args.agent_cores}" if args.agent_cores else "") + "\n")
+    os.execvp("mpirun", ["mpirun", *argv[split + 1:]])
+    return 127
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["agent"]:
         return _agent(argv[1:])
+    if argv[:1] == ["mpirun"]:
+        return _mpirun(argv[1:])
     if argv[:1] == ["info"]:
         return _info(argv[1:])
     if len(argv) < 2 or argv[0] != "bench" or argv[1] not in BENCHES:

@@ -393,8 +393,8 @@ def test_coll_offload_spec_sweeps_ops_computes_and_placements() -> None:
     assert agents == {
         "shared": ({"args": ["--agent-cores", "shared"]}, ("mpirun", "-np", "2")),
         "own-core": ({"args": ["--agent-cores", "last"]},
-                     ("taskset", "-c", "{rank_cpus}", "mpirun", "-np", "2", "--bind-to",
-                      "none", "--mca", "mpi_yield_when_idle", "1"))}
+                     ("{deputy}", "mpirun", "--baseline", "--agent-cores", "last", "--",
+                      "-np", "2"))}
     small = load_spec(spec.source, "small")
     assert len(points.expand(small)) == len(expanded)
     assert small.flags["iterations"] < spec.flags["iterations"] and small.flags["factor"] == 16

@@ -346,14 +346,16 @@ def test_measures_each_run_resumably_then_renders(tmp_path: Path, doc: Path, fak
     assert len(benches) == 2 * 20
     # Each run: the shared agent, then the own-core one with --agent-cores last.
     assert [a.split(":", 2)[2] for a in agents] == ["cores=shared", "cores=last"] * 2
-    assert (tmp_path / "taskset.txt").read_text().split() == ["taskset:0"] * 20
+    # The own-core ranks go through deputy mpirun's own placement (--baseline).
+    assert [c for c in calls() if c.startswith("mpirun")] == \
+        ["mpirun:baseline:cores=last"] * 20
     assert sorted(p.name for p in res.iterdir()) == ["run-1", "run-2"]
     text = section(doc)
     assert "```sh\ndeputy-tools " + " ".join(argv) + "\n```" in text
     assert "agent `deputy agent --agent-cores last` (agent CPUs 1, ranks' CPUs 0)" in \
         " ".join(text.split())
-    assert "LAUNCHER `taskset -c {rank_cpus} mpirun -np 2 --bind-to none --mca " \
-           "mpi_yield_when_idle 1`" in " ".join(text.split())
+    assert "LAUNCHER `{deputy} mpirun --baseline --agent-cores last -- -np 2`" in \
+        " ".join(text.split())
     assert "Machine: 2 CPUs; fake MPI; deputy fake." in " ".join(text.split())
 
     ran = len(calls())

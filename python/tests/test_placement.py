@@ -105,7 +105,9 @@ def test_sweep_starts_one_agent_per_placement_with_its_words(
             assert " taskset -c 0 mpirun -np 2 --bind-to none --mca mpi_yield_when_idle 1 " \
                    f"{fake_deputy} bench coll " in command
         else:
-            assert "agent_placement" not in doc["sweep"]
+            # Every result records where its agent says it put itself.
+            assert doc["sweep"]["agent_placement"] == {"layout": "shared", "agent_cpus": "",
+                                                       "rank_cpus": ""}
             assert f" mpirun -np 2 {fake_deputy} bench coll " in command
             assert "taskset" not in command
 

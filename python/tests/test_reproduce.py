@@ -29,11 +29,11 @@ def test_dry_run_lists_every_small_point(tmp_path: Path, fake_deputy: Path,
     expected = sum(len(points.expand(s)) + len(s.setup) for s in specs)  # setup: key files
     assert len(lines) == expected
     deputy = f"{fake_deputy.resolve()} "
-    # coll runs under mpirun (own-core ranks under taskset, on the CPUs their agent leaves),
-    # with a private agent per placement and the launcher's environment.
+    # coll runs under mpirun (own-core ranks under deputy mpirun --baseline, on the CPUs
+    # their agent leaves), with a private agent per placement and the launcher's environment.
     coll = [line for line in lines if line.startswith(f"mpirun -np 2 {deputy}bench coll ")
-            or line.startswith("taskset -c '$RANK_CPUS' mpirun -np 2 --bind-to none --mca "
-                               f"mpi_yield_when_idle 1 {deputy}bench coll ")]
+            or line.startswith(f"{deputy}mpirun --baseline --agent-cores last -- -np 2 "
+                               f"{deputy}bench coll ")]
     assert len(coll) == sum(len(points.expand(s)) for s in specs if s.bench[0] == "coll") > 0
     assert all(line.startswith(f"{deputy}bench ") for line in lines if line not in coll)
     agents = {(s.name, json.dumps(p.agent, sort_keys=True))

@@ -652,6 +652,68 @@ def test_agent_cores_last_really_binds_the_ranks(env):
     assert_clean(env)
 
 
+def test_baseline_is_plain_mpi_bound_as_the_placement_binds_it(env):
+    """--baseline: the same placement's ranks with nothing of deputy, the
+    baseline every own-core comparison needs, from the one definition of
+    the placement (no script writes its own taskset line)."""
+    r = env.run("--dry-run", "--baseline", "--agent-cores", "last", "-np", "2", "./app",
+                lib=False, extra={"DEPUTY_TOPOLOGY": VM, "DEPUTY_MPI_REPORT": "json:/x"})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert "preloaded library: none" in r.stdout
+    assert "\nagents:" not in r.stdout, r.stdout
+    assert f"placement last ({VM_SUMMARY}): the agent on CPU 1, the ranks on CPU 0" in r.stdout
+    line = program_line(r.stdout)
+    assert line.endswith(" --cpu-set 0 --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 "
+                         "-np 2 ./app"), line
+    assert "DEPUTY_" not in line and "LD_PRELOAD" not in line, line
+
+
+@pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="binds to CPUs 0 and 1")
+def test_baseline_runs_the_ranks_there_and_starts_no_agent(env):
+    r = env.run("--baseline", "--agent-cores", "last", "-np", "2", "sh", "-c",
+                'grep Cpus_allowed_list /proc/self/status; echo "preload=${LD_PRELOAD:-none}"',
+                lib=False, extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(r.stdout.splitlines()) == ["Cpus_allowed_list:\t0", "Cpus_allowed_list:\t0",
+                                             "preload=none", "preload=none"], r.stdout
+    assert_clean(env)  # (no private agent directory was made)
+
+
+def test_no_preload_gives_the_ranks_the_agent_and_no_library(env):
+    """--no-preload: the agent and the placement, for programs that call
+    deputy's C API themselves (`deputy bench coll`), without the PMPI
+    library in their processes."""
+    r = env.run("--dry-run", "--no-preload", "--agent-cores", "last", "-np", "2", "./app",
+                lib=False, extra={"DEPUTY_TOPOLOGY": VM})
+    assert r.returncode == 0, r.stderr
+    line = program_line(r.stdout)
+    assert "LD_PRELOAD" not in line and "-x DEPUTY_AGENT=<dir>/agent.sock" in line, line
+    assert line.endswith(" --cpu-set 0 --bind-to core:overload-allowed --mca mpi_yield_when_idle 1 "
+                         "-np 2 ./app"), line
+    r = env.run("--no-preload", "-np", "2", DEPUTY, "bench", "coll", "--op", "iallreduce", "-m",
+                "64k:64k", "-i", "2", "-x", "1", "--compare", "mpi", lib=False)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert "every checked result is correct" in r.stdout, r.stdout + r.stderr
+    assert_clean(env)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--baseline", "--p2p"], "--baseline runs plain MPI (no agent, no library): --p2p does not "
+                              "go with it"),
+    (["--baseline", "--no-preload"], "--baseline runs plain MPI (no agent, no library): "
+                                     "--no-preload does not go with it"),
+    (["--baseline", "--nodes", "2"], "--baseline runs plain MPI (no agent, no library): --nodes "
+                                     "does not go with it"),
+    (["--no-preload", "--mpi-lib", "/x.so"], "--no-preload preloads no library: --mpi-lib does "
+                                             "not go with it"),
+])
+def test_baseline_and_no_preload_refuse_what_they_leave_out(env, args, message):
+    r = env.run("--dry-run", *args, "-np", "2", "./app", lib=False)
+    assert r.returncode == 1
+    assert r.stderr == f"deputy mpirun: {message}\n"
+
+
 @pytest.mark.skipif(MPIRUN_MPICH is None, reason="MPICH is not installed (Debian: mpich)")
 def test_agent_cores_under_hydra(env):
     r = env.run("--dry-run", "--mpirun", MPIRUN_MPICH, "--agent-cores", "last", "-n", "8", "./app",

@@ -61,6 +61,8 @@ struct MpirunFlags {
     bool rank_shim = false;
     bool operations = false;
     bool p2p = false;
+    bool baseline = false;
+    bool no_preload = false;
     std::string dpu_hostfile;
     std::string key_file;
     int dpu_port = 7790;
@@ -116,6 +118,12 @@ void add_options(CLI::App *cmd, MpirunFlags *f) {
     cmd->add_flag("--p2p", f->p2p,
                   "offload point-to-point too (DEPUTY_MPI_P2P=1): every message on the "
                   "communicators the library serves goes through deputy (docs/mpi.md)");
+    cmd->add_flag("--baseline", f->baseline,
+                  "plain MPI in the same placement: mpirun with the ranks bound as --agent-cores "
+                  "binds them, no agent, no library (what a deputy run compares with)");
+    cmd->add_flag("--no-preload", f->no_preload,
+                  "start the agent and give the ranks DEPUTY_AGENT, but preload no library: for "
+                  "programs that call deputy's C API themselves (deputy bench coll)");
     cmd->add_option("--dpu-hostfile", f->dpu_hostfile,
                     "run the agents on DPUs (or any other hosts): line i of FILE serves the i-th "
                     "host of the mpirun arguments' hostfile or host list; the ranks reach it over "
@@ -154,6 +162,9 @@ struct Plan {
     std::vector<std::string> binding;    // mpirun's options binding the ranks to it
     std::vector<std::string> sharing;    // ... and making ranks that share a CPU yield it
     bool p2p = false;                    // --p2p: DEPUTY_MPI_P2P=1 for the ranks
+    // --baseline: no agents, nothing for the ranks but the binding;
+    // --no-preload: the agents, and no library (`library` empty).
+    bool baseline = false;
     // kDpus: host i (of the mpirun arguments) is served by the agent of
     // DPU i, at tcp://<DPU i>:<port>, in the secure session of `key_file`.
     std::vector<std::string> host_names;
@@ -221,6 +232,26 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     *code = 1;
     p->deputy = launch::self_path();
     p->p2p = f.p2p;
+    p->baseline = f.baseline;
+    if (f.baseline || f.no_preload) {
+        const char *flag = f.baseline ? "--baseline" : "--no-preload";
+        const std::vector<std::pair<bool, const char *>> others = {
+            {f.baseline && f.no_preload, "--no-preload"},
+            {f.p2p, "--p2p"},
+            {!f.mpi_lib.empty(), "--mpi-lib"},
+            {f.baseline && f.nodes > 0, "--nodes"},
+            {f.baseline && !f.agent_config.empty(), "--agent-config"},
+            {f.baseline && !f.agent_log.empty(), "--agent-log"},
+            {!f.dpu_hostfile.empty(), "--dpu-hostfile"}};
+        for (const auto &[given, name] : others)
+            if (given) {
+                *error = std::string(flag) +
+                         (f.baseline ? " runs plain MPI (no agent, no library)"
+                                     : " preloads no library") +
+                         ": " + name + " does not go with it";
+                return false;
+            }
+    }
     const std::string mpirun = launch::find_program(f.mpirun);
     if (mpirun.empty()) {
         *error = "cannot find the MPI launcher '" + f.mpirun + "' in PATH (--mpirun PATH)";
@@ -273,7 +304,9 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
         return false;
     }
 
-    if (!f.mpi_lib.empty()) {
+    if (f.baseline || f.no_preload) {
+        // No library.
+    } else if (!f.mpi_lib.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(f.mpi_lib, ec)) {
             *error = "--mpi-lib " + f.mpi_lib + ": no such file";
@@ -354,9 +387,12 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
                                const std::string &agent, const std::string &token) {
     const MpiFlavor flavor = p.launcher.flavor;
     std::string preload = p.library;
-    if (const char *old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+    if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
+        preload += (preload.empty() ? "" : ":") + std::string(old);
     std::vector<std::pair<std::string, std::string>> env;
-    if (p.mode == AgentsMode::kNodes) {
+    if (p.baseline) {
+        // Nothing of deputy: the ranks as plain mpirun runs them, bound.
+    } else if (p.mode == AgentsMode::kNodes) {
         env.emplace_back(launch::kShimNodesEnv, std::to_string(p.mpi_agents.nodes));
         env.emplace_back(launch::kShimAgentEnv, agent);
         env.emplace_back(launch::kShimPreloadEnv, preload);
@@ -370,15 +406,15 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         if (!p.fabric_provider.empty())
             env.emplace_back("DEPUTY_FABRIC_PROVIDER", p.fabric_provider);
     } else {
-        env.emplace_back("LD_PRELOAD", preload);
+        if (!p.library.empty()) env.emplace_back("LD_PRELOAD", preload);
         env.emplace_back("DEPUTY_AGENT", agent);
     }
     // No job secret: the library's rank 0 draws one and broadcasts it over
     // MPI_COMM_WORLD (mpi.md), so that it is never in a rank's environment,
     // which any process of the user can read.
-    if (!token.empty()) env.emplace_back("DEPUTY_TOKEN", token);
+    if (!token.empty() && !p.baseline) env.emplace_back("DEPUTY_TOKEN", token);
     std::vector<std::pair<std::string, std::string>> passed;
-    for (char **e = environ; *e; ++e) {
+    for (char **e = environ; *e && !p.baseline; ++e) {
         const std::string entry(*e);
         if (entry.rfind("DEPUTY_MPI_", 0) != 0) continue;
         const size_t eq = entry.find('=');
@@ -419,7 +455,15 @@ std::string with_env(const PlannedCommand &c) {
 void describe(FILE *out, const char *prefix, const Plan &p, const PlannedCommand &agents,
               const PlannedCommand &program, const std::string &dir) {
     std::fprintf(out, "%sMPI: %s (%s); preloaded library: %s\n", prefix, p.launcher.version.c_str(),
-                 p.launcher.path.c_str(), p.library.c_str());
+                 p.launcher.path.c_str(),
+                 p.library.empty() ? "none (--baseline, --no-preload)" : p.library.c_str());
+    if (p.baseline) {
+        if (p.placement.requested)
+            std::fprintf(out, "%s%s; --baseline: no agent, the ranks bound alike\n", prefix,
+                         launch::describe_job_placement(p.placement, p.command_line.ranks).c_str());
+        std::fprintf(out, "%sprogram: %s\n", prefix, with_env(program).c_str());
+        return;
+    }
     switch (p.mode) {
         case AgentsMode::kPrivate:
             std::fprintf(out, "%sagents: one private agent on this machine\n", prefix);
@@ -501,7 +545,8 @@ void dry_run(const Plan &p, const std::vector<std::string> &args) {
 // Once, before anything runs: ranks and engines on the same CPUs, and
 // Hydra ranks the binding list cannot reach.
 void warn_about_placement(const Plan &p) {
-    if (p.mode == AgentsMode::kDpus) return;  // the agents have CPUs of their own
+    // The agents have CPUs of their own, or there are none.
+    if (p.mode == AgentsMode::kDpus || p.baseline) return;
     const int ranks = p.mode == AgentsMode::kHosts ? 0 : p.command_line.ranks;
     const std::string overlap =
         launch::overlap_warning(p.placement, ranks, p.placement.engine_cpus(), "");
@@ -576,7 +621,9 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
     launch::MpiAgents mpi_agents;
     int sig = 0;
     auto outcome = launch::AgentProcess::Outcome::kFailed;
-    if (plan.mode == AgentsMode::kPrivate) {
+    if (plan.baseline) {
+        outcome = launch::AgentProcess::Outcome::kReady;
+    } else if (plan.mode == AgentsMode::kPrivate) {
         switch (private_agent.acquire(plan.private_agent, signals, &error, &sig)) {
             case launch::JobAgent::Outcome::kReady:
                 outcome = launch::AgentProcess::Outcome::kReady;
@@ -602,8 +649,12 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
         return 1;
     }
     const bool private_mode = plan.mode == AgentsMode::kPrivate;
-    const std::string address = private_mode ? private_agent.address() : mpi_agents.address();
-    const std::string token = private_mode ? private_agent.token() : mpi_agents.token();
+    const std::string address = plan.baseline ? ""
+                                : private_mode ? private_agent.address()
+                                               : mpi_agents.address();
+    const std::string token = plan.baseline ? ""
+                              : private_mode ? private_agent.token()
+                                             : mpi_agents.token();
     const PlannedCommand program = program_command(plan, args, address, token);
     if (f.verbose) {
         // The token stays out of logs.
@@ -626,7 +677,9 @@ int run(const MpirunFlags &f, const std::vector<std::string> &args) {
     // mpirun ends its ranks on SIGTERM; SIGKILL would leave them running.
     job.parent_death_signal = SIGTERM;
     const int rc = launch::run_job(job, signals, [&] {
-        if (private_mode)
+        if (plan.baseline)
+            return;
+        else if (private_mode)
             private_agent.check();
         else
             mpi_agents.check();
