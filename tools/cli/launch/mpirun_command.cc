@@ -381,18 +381,15 @@ bool make_plan(const MpirunFlags &f, const std::vector<std::string> &args, Plan 
     return true;
 }
 
-// `mpirun <rank environment> <the user's arguments>`; with --nodes every
-// program behind the rank shim.
-PlannedCommand program_command(const Plan &p, const std::vector<std::string> &args,
-                               const std::string &agent, const std::string &token) {
-    const MpiFlavor flavor = p.launcher.flavor;
+// What deputy gives every rank (nothing with --baseline).
+std::vector<std::pair<std::string, std::string>> rank_env(const Plan &p, const std::string &agent,
+                                                          const std::string &token) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (p.baseline) return env;
     std::string preload = p.library;
     if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
         preload += (preload.empty() ? "" : ":") + std::string(old);
-    std::vector<std::pair<std::string, std::string>> env;
-    if (p.baseline) {
-        // Nothing of deputy: the ranks as plain mpirun runs them, bound.
-    } else if (p.mode == AgentsMode::kNodes) {
+    if (p.mode == AgentsMode::kNodes) {
         env.emplace_back(launch::kShimNodesEnv, std::to_string(p.mpi_agents.nodes));
         env.emplace_back(launch::kShimAgentEnv, agent);
         env.emplace_back(launch::kShimPreloadEnv, preload);
@@ -406,15 +403,15 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
         if (!p.fabric_provider.empty())
             env.emplace_back("DEPUTY_FABRIC_PROVIDER", p.fabric_provider);
     } else {
-        if (!p.library.empty()) env.emplace_back("LD_PRELOAD", preload);
+        if (!p.library.empty()) env.emplace_back("LD_PRELOAD", preload);  // (--no-preload)
         env.emplace_back("DEPUTY_AGENT", agent);
     }
     // No job secret: the library's rank 0 draws one and broadcasts it over
     // MPI_COMM_WORLD (mpi.md), so that it is never in a rank's environment,
     // which any process of the user can read.
-    if (!token.empty() && !p.baseline) env.emplace_back("DEPUTY_TOKEN", token);
+    if (!token.empty()) env.emplace_back("DEPUTY_TOKEN", token);
     std::vector<std::pair<std::string, std::string>> passed;
-    for (char **e = environ; *e && !p.baseline; ++e) {
+    for (char **e = environ; *e; ++e) {
         const std::string entry(*e);
         if (entry.rfind("DEPUTY_MPI_", 0) != 0) continue;
         const size_t eq = entry.find('=');
@@ -425,7 +422,15 @@ PlannedCommand program_command(const Plan &p, const std::vector<std::string> &ar
     if (p.p2p) passed.emplace_back("DEPUTY_MPI_P2P", "1");
     std::sort(passed.begin(), passed.end());
     env.insert(env.end(), passed.begin(), passed.end());
+    return env;
+}
 
+// `mpirun <rank environment> <the user's arguments>`; with --nodes every
+// program behind the rank shim.
+PlannedCommand program_command(const Plan &p, const std::vector<std::string> &args,
+                               const std::string &agent, const std::string &token) {
+    const MpiFlavor flavor = p.launcher.flavor;
+    const std::vector<std::pair<std::string, std::string>> env = rank_env(p, agent, token);
     PlannedCommand c;
     c.argv.push_back(p.launcher.path);
     for (const auto &[name, value] : env) {
