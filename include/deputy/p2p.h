@@ -7,7 +7,11 @@
  * sender's memory into the receiver's itself (mapped and shared-heap memory
  * in place on its engines; registered ordinary memory through the
  * processes), then sets each side's completion flag. The caller never
- * calls anything for the bytes to move.
+ * calls anything for the bytes to move. A receiver waiting in dp_wait or
+ * dp_test for a message the agent has not matched yet may match it and
+ * copy it itself, by the same rules (docs/p2p.md, "When no core is
+ * spare"): where ranks and agent share the cores, a waiting rank has the
+ * CPU the agent would need.
  *
  * Matching follows MPI's rules: a receive takes the first message, in the
  * order the agent received the sends, whose source and tag it accepts;

@@ -124,6 +124,8 @@ class Agent {
     int sleep_timeout_ms() const;
     // Rings to engines (ring_service.cc).
     bool poll_rings();
+    // Before a member's leave: its team posts still in its ring.
+    void take_team_posts(ClientSession &s);
     void set_sleeping(bool sleeping);
     bool any_ring_nonempty() const;
     void on_doorbell(uint32_t id);

@@ -584,7 +584,10 @@ dp_status_t Agent::handle_team_leave(ClientSession &s, const std::vector<uint8_t
     uint32_t team_id = 0;
     std::string error;
     dp_status_t st = control::decode_team_leave(payload.data(), payload.size(), &team_id, &error);
-    if (st == DP_OK) st = teams_->leave(s, team_id, &error);
+    if (st == DP_OK) {
+        take_team_posts(s);
+        st = teams_->leave(s, team_id, &error);
+    }
     return reply(s, st, st == DP_OK ? "" : error);
 }
 

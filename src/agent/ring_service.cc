@@ -94,6 +94,25 @@ bool Agent::poll_rings() {
     return worked;
 }
 
+void Agent::take_team_posts(ClientSession &s) {
+    // Its leave came through the socket, its posts through the ring: those
+    // it made before leaving are taken first (a member that matched its
+    // messages itself may leave before the agent looked at its ring).
+    while (!s.pending) {
+        dp_desc_t d;
+        if (!s.ring.pop(&d)) break;
+        if (channel::is_p2p_post(d.opcode)) {
+            teams_->post_p2p(s, decoded<channel::P2pPost>(d));
+        } else if (channel::is_coll_post(d.opcode)) {
+            teams_->post(s, decoded<channel::CollPost>(d));
+        } else {
+            // The engines' work: the loop submits it in order, as ever.
+            s.pending_since_ns = timing::now_ns();
+            s.pending = d;
+        }
+    }
+}
+
 void Agent::on_doorbell(uint32_t id) {
     auto it = clients_.find(id);
     if (it == clients_.end()) return;

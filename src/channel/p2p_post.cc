@@ -13,7 +13,8 @@ const char *p2p_opcode_name(uint8_t opcode) {
 
 uint8_t p2p_post_invalid(const P2pPost &p, uint32_t team_size) {
     if (!is_p2p_post(p.opcode)) return DP_COMP_INVALID_OPCODE;
-    if (p.reserved0[0] || p.reserved0[1] || p.reserved1[0] || p.reserved1[1])
+    if (p.reserved0[0] || p.reserved0[1] || p.reserved1) return DP_COMP_INVALID_FIELD;
+    if ((p.opcode == kP2pProbe && p.card) || (p.opcode == kP2pRecv && p.card > DP_P2P_MAX_OUTSTANDING))
         return DP_COMP_INVALID_FIELD;
     const bool send = p.opcode == kP2pSend;
     if (p.flags & ~(send ? kP2pSynchronous : 0)) return DP_COMP_INVALID_FIELD;

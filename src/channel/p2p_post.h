@@ -51,7 +51,10 @@ struct P2pPost {
     int32_t peer;          // send: the destination rank; receive, probe: the source or DP_ANY_SOURCE
     int32_t tag;           // send: 0..DP_TAG_MAX; receive, probe: that or DP_ANY_TAG
     uint64_t sequence;     // the member's count of its point-to-point posts on the team (logs)
-    uint64_t reserved1[2];  // 0
+    // Its card on the team's board (channel/team_board.h), 0 for none: a
+    // send's card number on its pair's ring; a receive's request slot + 1.
+    uint64_t card;
+    uint64_t reserved1;  // 0
 };
 static_assert(sizeof(P2pPost) == sizeof(dp_desc_t), "a post fills one ring slot");
 static_assert(offsetof(P2pPost, opcode) == offsetof(dp_desc_t, opcode),

@@ -20,10 +20,20 @@ static_assert(kMaxBoardMembers < kCountMask, "a member count fits the read/writt
 size_t ops_offset(uint32_t size) {
     return kWaitingOffset + (64 * size_t(size) + 4095) / 4096 * 4096;
 }
+
+size_t posts_end(uint32_t size) {
+    return ops_offset(size) + kOpsBytes + size_t(size) * kBoardSlots * sizeof(CollPost);
+}
+constexpr size_t kRecvWordsBytes = DP_P2P_MAX_OUTSTANDING * sizeof(uint64_t);
+constexpr size_t kPairBytes = sizeof(PairHeader) + kPairCards * sizeof(SendCard);
+static_assert(sizeof(PairHeader) == 64);
 }  // namespace
 
 size_t TeamBoard::bytes(uint32_t size) {
-    return ops_offset(size) + kOpsBytes + size_t(size) * kBoardSlots * sizeof(CollPost);
+    size_t n = posts_end(size);
+    if (has_cards(size))
+        n += size_t(size) * kRecvWordsBytes + size_t(size) * size * kPairBytes;
+    return (n + 4095) / 4096 * 4096;  // a segment's size, as members check it
 }
 
 void TeamBoard::initialise(uint64_t max_bytes) {
@@ -33,6 +43,33 @@ void TeamBoard::initialise(uint64_t max_bytes) {
     h.magic = kBoardMagic;
     h.size = size_;
     h.slots = kBoardSlots;
+}
+
+uint8_t *TeamBoard::cards_base() const { return base_ + posts_end(size_); }
+
+std::atomic<uint64_t> &TeamBoard::recv_word(uint32_t rank, uint32_t slot) const {
+    auto *words = reinterpret_cast<std::atomic<uint64_t> *>(cards_base());
+    return words[size_t(rank) * DP_P2P_MAX_OUTSTANDING + slot % DP_P2P_MAX_OUTSTANDING];
+}
+
+PairHeader &TeamBoard::pair(uint32_t from, uint32_t to) const {
+    uint8_t *pairs = cards_base() + size_t(size_) * kRecvWordsBytes;
+    return *reinterpret_cast<PairHeader *>(pairs + (size_t(from) * size_ + to) * kPairBytes);
+}
+
+SendCard &TeamBoard::send_card(uint32_t from, uint32_t to, uint64_t number) const {
+    auto *cards = reinterpret_cast<SendCard *>(&pair(from, to) + 1);
+    return cards[number % kPairCards];
+}
+
+bool TeamBoard::try_lock_p2p(uint32_t who) const {
+    uint32_t free = 0;
+    return header().p2p_lock.compare_exchange_strong(free, who, std::memory_order_seq_cst);
+}
+
+void TeamBoard::unlock_p2p(uint32_t who) const {
+    uint32_t held = who;
+    header().p2p_lock.compare_exchange_strong(held, 0, std::memory_order_seq_cst);
 }
 
 BoardOp &TeamBoard::op(uint64_t seq) const {

@@ -8,6 +8,7 @@
 
 #include "coll/collective.h"
 #include "client/handles.h"
+#include "client/p2p.h"
 #include "client/team.h"
 #include "common/check.h"
 #include "common/log.h"
@@ -400,7 +401,15 @@ namespace {
         *done = 1;
         return deputy::client::request_result(r);
     }
-    if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
+    if (r->p2p && deputy::client::TeamP2p::carded(r)) [[unlikely]] {
+        // Messages the members copy themselves move only while they call us.
+        deputy::client::TeamP2p *p2p = nullptr;
+        if (r->team->p2p(&p2p) == DP_OK) p2p->progress(r);
+        if (__atomic_load_n(&r->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING) {
+            *done = 1;
+            return deputy::client::request_result(r);
+        }
+    } else if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
         [[unlikely]] {
         // The members' own operations move only while they call us.
         if (in_wait)
@@ -458,7 +467,10 @@ extern "C" dp_status_t dp_teams_leave_wait(dp_team_t *const *teams, size_t count
 extern "C" dp_status_t dp_wait(dp_request_t *req) {
     if (req == nullptr) return DP_ERR_INVALID;
     Request *r = unwrap(req);
-    if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
+    deputy::client::TeamP2p *p2p = nullptr;
+    if (r->p2p && deputy::client::TeamP2p::carded(r) && r->team->p2p(&p2p) == DP_OK)
+        DP_CHECK(p2p->wait(r));
+    else if (deputy::client::RankExecution *ranks = r->p2p ? nullptr : r->team->ranks())
         DP_CHECK(ranks->wait(r));
     else
         DP_CHECK(r->team->context()->wait_record(r->record, DP_WAIT_DEFAULT, -1, r->yield_first));

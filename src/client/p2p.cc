@@ -4,7 +4,9 @@
 #include <bit>
 #include <cstring>
 
+
 #include "common/check.h"
+#include "common/timing.h"
 #include "common/log.h"
 
 namespace deputy::client {
@@ -94,7 +96,268 @@ bool TeamP2p::take_slot(uint32_t *slot) {
 void TeamP2p::release(Request *req) {
     if (req->staged.active()) [[unlikely]]
         stage_release(ctx_->pool(), &req->staged);
+    if (req->card) {
+        std::lock_guard<std::mutex> lock(cards_mutex_);
+        if (req->p2p_opcode == channel::kP2pSend) {
+            const uint32_t to = uint32_t(req->p2p_post.peer);
+            Request *&owner = card_owner_[size_t(to) * channel::kPairCards +
+                                          req->card % channel::kPairCards];
+            if (owner == req) owner = nullptr;
+        } else {
+            auto it = std::find(recv_order_.begin(), recv_order_.end(), req);
+            if (it != recv_order_.end()) {
+                if (!done(req)) stop_taking_ = true;
+                recv_order_.erase(it);
+            }
+        }
+        req->card = 0;
+    }
     free_[req->slot / 64].fetch_or(uint64_t(1) << (req->slot % 64), std::memory_order_release);
+}
+
+const channel::TeamBoard *TeamP2p::cards() const {
+    const RankExecution *ranks = team_->ranks();
+    return ranks && ranks->board().cards() ? &ranks->board() : nullptr;
+}
+
+dp_status_t TeamP2p::push_carded(const channel::TeamBoard &board, Request &r,
+                                 channel::P2pPost &post) {
+    namespace ch = channel;
+    std::lock_guard<std::mutex> lock(cards_mutex_);
+    if (sent_.empty()) {
+        sent_.assign(size_t(team_->size()), 0);
+        card_owner_.assign(size_t(team_->size()) * ch::kPairCards, nullptr);
+    }
+    const uint32_t me = uint32_t(team_->rank());
+    // Numbered here, under the lock: the ring's order is the cards' order.
+    post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+    r.sequence = post.sequence + 1;
+    ch::SendCard *card = nullptr;
+    uint64_t number = 0;
+    bool offboard = false;
+    if (post.opcode == ch::kP2pSend) {
+        const uint32_t to = uint32_t(post.peer);
+        number = sent_[to] + 1;
+        card = &board.send_card(me, to, number);
+        Request *&owner = card_owner_[size_t(to) * ch::kPairCards + number % ch::kPairCards];
+        const ch::CardState st = ch::card_state(card->state.load(std::memory_order_acquire));
+        if (!owner && (st == ch::kCardEmpty || st == ch::kCardAgent || st == ch::kCardDone)) {
+            __atomic_store_n(&card->tag, post.tag, __ATOMIC_RELAXED);
+            __atomic_store_n(&card->bytes, post.bytes, __ATOMIC_RELAXED);
+            __atomic_store_n(&card->buf, post.buf, __ATOMIC_RELAXED);
+            __atomic_store_n(&card->sequence, post.sequence, __ATOMIC_RELAXED);
+            card->state.store(ch::card_word(number, ch::kCardPosted), std::memory_order_release);
+            sent_[to] = number;
+            owner = &r;
+            r.card = number;
+            post.card = number;
+        } else {
+            // Every card of the pair is in use: this one goes without, and
+            // the receiver takes none of ours until the agent matched it.
+            ch::PairHeader &pair = board.pair(me, to);
+            // Only this member raises the count: 0 here stays 0 until then.
+            if (pair.offboard.load(std::memory_order_acquire) == 0)
+                pair.barrier.store(number, std::memory_order_relaxed);
+            pair.offboard.fetch_add(1, std::memory_order_acq_rel);
+            offboard = true;
+            card = nullptr;
+        }
+    } else {
+        r.card = post.sequence + 1;
+        post.card = r.slot + 1;
+        board.recv_word(me, r.slot).store(ch::card_word(r.card, ch::kCardPosted),
+                                          std::memory_order_release);
+    }
+    r.p2p_post = post;
+    const dp_status_t s = push(r, post);
+    if (s != DP_OK) [[unlikely]] {
+        if (card) {
+            // Back, unless the receiver took it meanwhile: then it went.
+            uint64_t posted = ch::card_word(number, ch::kCardPosted);
+            if (!card->state.compare_exchange_strong(posted, ch::card_word(number, ch::kCardAgent),
+                                                     std::memory_order_acq_rel))
+                return DP_OK;
+            card_owner_[size_t(post.peer) * ch::kPairCards + number % ch::kPairCards] = nullptr;
+        } else if (offboard) {
+            board.pair(me, uint32_t(post.peer)).offboard.fetch_sub(1, std::memory_order_acq_rel);
+        } else if (post.opcode == ch::kP2pRecv) {
+            board.recv_word(me, r.slot).store(0, std::memory_order_release);
+        }
+        r.card = 0;
+        return s;
+    }
+    if (post.opcode == ch::kP2pRecv) recv_order_.push_back(&r);
+    // A teammate asleep in its wait looks again.
+    board.notify();
+    return DP_OK;
+}
+
+namespace {
+
+// A record this member completes itself: its fields, then its status
+// (release), as the agent publishes one.
+void complete_record(dp_completion_t *record, uint64_t bytes, uint32_t result, uint64_t value,
+                     uint8_t status) {
+    record->bytes_completed = bytes;
+    record->result = result;
+    record->value = value;
+    __atomic_store_n(&record->status, status, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+bool TeamP2p::done(Request *req) const {
+    return __atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING;
+}
+
+bool TeamP2p::send_taken(Request *req) {
+    namespace ch = channel;
+    const ch::TeamBoard *board = cards();
+    if (!board || !req->card || req->p2p_opcode != ch::kP2pSend) return false;
+    const uint32_t to = uint32_t(req->p2p_post.peer);
+    const ch::SendCard &card = board->send_card(uint32_t(team_->rank()), to, req->card);
+    const uint64_t word = card.state.load(std::memory_order_acquire);
+    if (word == ch::card_word(req->card, ch::kCardDone)) {
+        complete_record(req->record, req->p2p_post.bytes, 0, 0, DP_COMP_SUCCESS);
+        return true;
+    }
+    if (word == ch::card_word(req->card, ch::kCardLost)) {  // (the agent's word for it)
+        complete_record(req->record, 0, 0, 0, ch::kCollMemberLost);
+        return true;
+    }
+    return false;
+}
+
+bool TeamP2p::take_message() {
+    namespace ch = channel;
+    const ch::TeamBoard *board = cards();
+    if (!board) return false;
+    std::unique_lock<std::mutex> lock(cards_mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || stop_taking_) return false;
+    if (board->header().agent_only.load(std::memory_order_acquire) || board->broken())
+        return false;
+    const uint32_t me = uint32_t(team_->rank());
+    // The oldest receive nobody matched; those before it are matched.
+    Request *recv = nullptr;
+    while (!recv_order_.empty()) {
+        Request *r = recv_order_.front();
+        if (!done(r) && board->recv_word(me, r->slot).load(std::memory_order_acquire) ==
+                            ch::card_word(r->card, ch::kCardPosted)) {
+            recv = r;
+            break;
+        }
+        recv_order_.pop_front();
+    }
+    if (!recv || !board->try_lock_p2p(me + 1)) return false;
+    const ch::P2pPost want = recv->p2p_post;
+    const RankExecution &ranks = *team_->ranks();
+    struct Found {
+        ch::SendCard *card = nullptr;
+        uint64_t number = UINT64_MAX, bytes = 0, buf = 0;
+        int32_t tag = 0;
+        bool held = false;
+    };
+    // The sender's oldest message this receive accepts, if the receiver
+    // may take it: on a card (no older one without), not held by the
+    // agent, not longer than the receive (the agent reports that), and in
+    // memory this member's views reach.
+    auto oldest = [&](uint32_t from, Found *found) {
+        if (from == me) return false;
+        // Cards from the first message without one on are younger than it.
+        const ch::PairHeader &pair = board->pair(from, me);
+        const uint64_t below = pair.offboard.load(std::memory_order_acquire) != 0
+                                   ? pair.barrier.load(std::memory_order_relaxed)
+                                   : UINT64_MAX;
+        Found best;
+        for (uint32_t k = 0; k < ch::kPairCards; ++k) {
+            ch::SendCard &card = board->send_card(from, me, k);
+            const uint64_t word = card.state.load(std::memory_order_acquire);
+            const ch::CardState st = ch::card_state(word);
+            if (st != ch::kCardPosted && st != ch::kCardHeld) continue;
+            Found f{&card, ch::card_number(word), __atomic_load_n(&card.bytes, __ATOMIC_RELAXED),
+                    __atomic_load_n(&card.buf, __ATOMIC_RELAXED),
+                    __atomic_load_n(&card.tag, __ATOMIC_RELAXED), st == ch::kCardHeld};
+            // The fields are those of this number only if the word did not
+            // change meanwhile (a card is rewritten only once it is free).
+            std::atomic_thread_fence(std::memory_order_acquire);
+            if (card.state.load(std::memory_order_relaxed) != word) continue;
+            if (!ch::p2p_accepts(want, from, f.tag) || f.number >= best.number) continue;
+            best = f;
+        }
+        if (best.number >= below) return false;
+        if (!best.card || best.held || best.bytes > want.bytes ||
+            (best.bytes && !ranks.view_of(from, best.buf, best.bytes)))
+            return false;
+        // Into this member's pool or heap only: memory the agent takes for
+        // the receive too, so it never refuses one that completed here.
+        if (best.bytes && !ranks.view_of(me, want.buf, best.bytes)) return false;
+        *found = best;
+        return true;
+    };
+    Found found;
+    uint32_t from = 0;
+    bool any = false;
+    const uint32_t size = uint32_t(team_->size());
+    if (want.peer >= 0) {
+        from = uint32_t(want.peer);
+        any = from < size && oldest(from, &found);
+    } else {
+        for (uint32_t i = 0; i < size && !any; ++i) {
+            from = (next_source_ + i) % size;
+            any = oldest(from, &found);
+        }
+    }
+    // Both claimed, or neither.
+    uint64_t posted = ch::card_word(found.number, ch::kCardPosted);
+    if (any && !found.card->state.compare_exchange_strong(
+                   posted, ch::card_word(found.number, ch::kCardTaken), std::memory_order_acq_rel))
+        any = false;
+    if (any) {
+        uint64_t open = ch::card_word(recv->card, ch::kCardPosted);
+        if (!board->recv_word(me, recv->slot)
+                 .compare_exchange_strong(open, ch::card_word(recv->card, ch::kCardTaken),
+                                          std::memory_order_acq_rel)) {
+            found.card->state.store(ch::card_word(found.number, ch::kCardPosted),
+                                    std::memory_order_release);
+            any = false;
+        }
+    }
+    board->unlock_p2p(me + 1);
+    // The agent found the lock taken and holds posts until it gets it.
+    if (board->header().p2p_deferred.load(std::memory_order_seq_cst))
+        ctx_->ring_doorbell_if_sleeping();
+    if (!any) return false;
+    recv_order_.pop_front();
+    next_source_ = from + 1;
+    lock.unlock();
+    if (found.bytes)
+        std::memcpy(reinterpret_cast<void *>(want.buf), ranks.view_of(from, found.buf, found.bytes),
+                    found.bytes);
+    found.card->state.store(ch::card_word(found.number, ch::kCardDone), std::memory_order_release);
+    complete_record(recv->record, found.bytes, from, uint64_t(uint32_t(found.tag)), DP_COMP_SUCCESS);
+    board->notify();
+    return true;
+}
+
+void TeamP2p::progress(Request *req) {
+    if (done(req) || send_taken(req)) return;
+    take_message();
+}
+
+dp_status_t TeamP2p::wait(Request *req) {
+    const channel::TeamBoard *board = cards();
+    if (!board) return ctx_->wait_record(req->record, DP_WAIT_DEFAULT, -1, req->yield_first);
+    // Every card posted or copied and every record the agent writes for the
+    // team's messages bumps the board.
+    const uint64_t start = timing::now_ns();
+    for (;;) {
+        const uint32_t seen = board->epoch();
+        if (done(req) || send_taken(req)) return DP_OK;
+        // Whichever receive is oldest: taking it may be what our partner
+        // waits for before it takes our send.
+        if (take_message()) continue;
+        DP_CHECK(board_wait_turn(ctx_, *board, seen, start, req->yield_first));
+    }
 }
 
 dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64_t bytes,
@@ -144,11 +407,20 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
     post.bytes = bytes;
     post.peer = peer;
     post.tag = tag;
-    post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
-    r.sequence = post.sequence + 1;
     r.p2p_opcode = opcode;
     r.yield_first = bytes <= kYieldFirstMaxBytes;
-    if (dp_status_t s = push(r, post); s != DP_OK) [[unlikely]] {
+    r.card = 0;
+    dp_status_t s;
+    // A message to itself stays the agent's; staged bytes too.
+    const channel::TeamBoard *board = cards();
+    if (board && !r.staged.active() && !(opcode == channel::kP2pSend && peer == team_->rank())) {
+        s = push_carded(*board, r, post);
+    } else {
+        post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
+        r.sequence = post.sequence + 1;
+        s = push(r, post);
+    }
+    if (s != DP_OK) [[unlikely]] {
         release(&r);
         return s;
     }

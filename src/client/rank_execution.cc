@@ -418,12 +418,30 @@ bool RankExecution::step(uint64_t upto, bool may_claim) {
     return moved;
 }
 
+dp_status_t board_wait_turn(Context *ctx, const channel::TeamBoard &board, uint32_t seen,
+                            uint64_t start_ns, bool yield_first) {
+    // As dp_wait waits for a record (Context::wait_record): poll in the
+    // modes that never sleep and, in the adaptive one, with pause and then
+    // yielding for a while; then sleep on the board.
+    const dp_wait_mode_t mode = ctx->options().wait_mode;
+    const bool adaptive = ctx->options().adaptive_wait;
+    const int64_t poll_ns = adaptive ? kAdaptivePollNs : 0;
+    const int64_t yield_ns = adaptive && yield_first ? kAdaptiveYieldNs : 0;
+    const int64_t waited = int64_t(timing::now_ns() - start_ns);
+    if (mode != DP_WAIT_BLOCK || waited < yield_ns) {
+        if (mode == DP_WAIT_YIELD || (mode == DP_WAIT_BLOCK && waited >= poll_ns))
+            sched_yield();
+        else
+            cpu_relax();
+        return ctx->check_alive();
+    }
+    DP_CHECK(ctx->check_alive_now());
+    board.sleep(seen, int64_t(ctx->check_period_ns()));
+    return DP_OK;
+}
+
 dp_status_t RankExecution::wait(Request *req) {
     const uint64_t start = timing::now_ns();
-    const dp_wait_mode_t mode = ctx_->options().wait_mode;
-    const bool adaptive = ctx_->options().adaptive_wait;
-    const int64_t poll_ns = adaptive ? kAdaptivePollNs : 0;
-    const int64_t yield_ns = adaptive && req->yield_first ? kAdaptiveYieldNs : 0;
     mark_waiting(req->sequence);
     struct Leave {
         const channel::TeamBoard &board;
@@ -438,21 +456,8 @@ dp_status_t RankExecution::wait(Request *req) {
         }
         if (__atomic_load_n(&req->record->status, __ATOMIC_ACQUIRE) != DP_COMP_PENDING)
             return DP_OK;
-        // As dp_wait waits for a record (Context::wait_record): poll in the
-        // modes that never sleep and, in the adaptive one, with pause and
-        // then yielding for a while; then sleep on the board, which every
-        // claim, count and finished operation bumps.
-        const int64_t waited = int64_t(timing::now_ns() - start);
-        if (mode != DP_WAIT_BLOCK || waited < yield_ns) {
-            if (mode == DP_WAIT_YIELD || (mode == DP_WAIT_BLOCK && waited >= poll_ns))
-                sched_yield();
-            else
-                cpu_relax();
-            DP_CHECK(ctx_->check_alive());
-            continue;
-        }
-        DP_CHECK(ctx_->check_alive_now());
-        board_.sleep(seen, int64_t(ctx_->check_period_ns()));
+        // Every claim, count and finished operation bumps the board.
+        DP_CHECK(board_wait_turn(ctx_, board_, seen, start, req->yield_first));
     }
 }
 

@@ -48,6 +48,12 @@ namespace deputy::client {
 class Context;
 struct Request;
 
+// One turn of a wait that sleeps on a team's board (RankExecution::wait,
+// TeamP2p::wait): poll, then (adaptive mode) yield for a while, then sleep
+// until the board's epoch moves past `seen`.
+dp_status_t board_wait_turn(Context *ctx, const channel::TeamBoard &board, uint32_t seen,
+                            uint64_t start_ns, bool yield_first);
+
 class RankExecution {
   public:
     // From TEAM_READY and the segments that came with it, mapped already
@@ -81,6 +87,15 @@ class RankExecution {
     // of those its teammates claimed on the strength of a mark. *done once
     // nothing is owed; otherwise call again (a teammate has yet to read).
     dp_status_t leave_wait(bool *done);
+
+    // For point-to-point messages the member copies itself (client/p2p.h):
+    // the board, and a teammate's bytes [addr, +len) as this process sees
+    // them (null where its views do not reach).
+    const channel::TeamBoard &board() const { return board_; }
+    const uint8_t *view_of(uint32_t rank, uint64_t addr, uint64_t len) const {
+        return rank < views_.size() ? views_[rank].at(addr, len) : nullptr;
+    }
+    uint32_t rank() const { return rank_; }
 
   private:
     struct Range {  // a piece of a member's memory as this process sees it

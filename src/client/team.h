@@ -24,6 +24,7 @@
 #include <mutex>
 
 #include "channel/coll_post.h"
+#include "channel/p2p_post.h"
 #include "client/context.h"
 #include "client/rank_execution.h"
 #include "client/remote_member.h"
@@ -50,6 +51,11 @@ struct Request {
     // TeamP2p's, and no teammate runs it.
     bool p2p = false;
     uint8_t p2p_opcode = 0;  // channel::kP2pSend or kP2pRecv
+    // Its card on the team's board (client/p2p.h), 0 for none: a send's
+    // number on the ring of the pair (rank, p2p_post.peer); a receive's
+    // post sequence + 1. And the post, which a receive matches by.
+    uint64_t card = 0;
+    channel::P2pPost p2p_post{};
 };
 
 class TeamP2p;

@@ -4,7 +4,8 @@
 # private agent, and fails if the results differ or if any collective the
 # library intercepts was not offloaded from Fortran; then its
 # point-to-point cases with DEPUTY_MPI_P2P=1, which fail unless every call
-# was carried and the agent carried exactly the messages the ranks sent.
+# was carried and the agent carried (or saw the receivers copy) exactly the
+# messages the ranks sent.
 # Skipped, with the reason, when gfortran, the MPI or its libdeputy-mpi
 # build is missing (DEPUTY_MPI_LIBRARY=OFF, as in the sanitizer builds).
 #

@@ -219,10 +219,11 @@ for np in 2 3; do
 done
 
 # The point-to-point cases, carried by deputy (DEPUTY_MPI_P2P=1).
-# p2p_carried: the messages and bytes the private agent carried so far.
+# p2p_carried: the messages and bytes the private agent carried so far, or
+# saw their receivers copy themselves (client/p2p.h).
 p2p_carried() {
   "$deputy" info --socket "$work/a.sock" --format json |
-    python3 -c 'import json, sys; p = json.load(sys.stdin)["p2p"]; print(p["messages"], p["bytes"])'
+    python3 -c 'import json, sys; p = json.load(sys.stdin)["p2p"]; print(p["messages"] + p["copied_by_receivers"], p["bytes"] + p["copied_bytes_by_receivers"])'
 }
 # The messages and bytes a run's ranks sent (its last `p2p` line).
 p2p_sent() {

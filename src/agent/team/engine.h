@@ -226,6 +226,21 @@ class TeamEngine {
     // a receive took `m` (it may still be holding);
     void take_message(Team &t, const std::shared_ptr<P2pMessage> &m,
                       const channel::P2pPost &recv, uint32_t receiver);
+    // a send or receive the agent takes (counted open for its poster):
+    // matched, held or queued, under the team's point-to-point lock where
+    // the team has cards;
+    void take_p2p(Team &t, uint32_t client, uint32_t rank, const channel::P2pPost &p);
+    // the cards' side (p2p.cc): whether a member took a queued message or
+    // receive; claiming a card or receive word for the agent (false: a
+    // member took it); a receiver's queues rid of what its member took;
+    // the posts deferred while a member held the lock;
+    bool member_took(const Team &t, const P2pMessage &m) const;
+    bool member_took(const Team &t, uint32_t rank, const channel::P2pPost &recv) const;
+    bool claim_message(Team &t, P2pMessage &m);
+    bool claim_receive(Team &t, uint32_t rank, const channel::P2pPost &recv);
+    void sweep_taken(Team &t, uint32_t rank);
+    bool take_deferred(Team &t);  // false: none, or the lock is taken
+    bool retry_deferred();
     // the transfers on the engines; true when one finished;
     bool progress_p2p();
     void finish_transfer(Transfer &x, uint8_t status, const std::string &why);
@@ -317,6 +332,10 @@ class TeamEngine {
     std::vector<std::unique_ptr<Transfer>> transfers_;  // point-to-point bytes moving
     uint64_t held_bytes_ = 0, held_messages_ = 0;       // early messages' copies, all teams
     uint64_t p2p_messages_ = 0, p2p_bytes_ = 0, p2p_failed_ = 0, p2p_held_total_ = 0;
+    // With cards: messages their receivers copied themselves; posts
+    // deferred while a member held a team's lock (all of them, and now).
+    uint64_t p2p_member_copies_ = 0, p2p_member_copy_bytes_ = 0, p2p_deferred_total_ = 0,
+             p2p_deferred_now_ = 0;
     // Point-to-point between nodes (node_p2p.cc): heads not sent yet, in
     // order; sends waiting for their receive on another node and receives
     // waiting for their bytes, by id; credit per node (early bytes this

@@ -23,6 +23,13 @@
 // other by MPI alone. Either way it waits in its receiver's queue among
 // the local ones, in the order it arrived.
 //
+// On a one-node team whose board has point-to-point cards, a waiting
+// receiver may match and copy a message itself (client/p2p.h): the agent
+// then decides matches only under the team's point-to-point lock, claims
+// the cards of what it matches, holds or fails, and drops the posts and
+// queue entries whose cards a member took. A post that comes while a
+// member holds the lock waits in `deferred`, in order, for a later turn.
+//
 // What a member can make the agent keep is bounded: its posts not yet
 // answered (queued, or moving) by DP_P2P_MAX_OUTSTANDING per team, as the
 // library counts them; held copies by the agent's p2p_held_bytes and
@@ -72,6 +79,11 @@ struct TeamEngine::P2pMessage {
     bool taken = false;
     channel::P2pPost recv{};
     uint32_t receiver = 0;
+    // On a team with point-to-point cards (channel/team_board.h): its card
+    // number (0: none), or that it went without one while its pair's cards
+    // were in use (the pair's `offboard` count, taken back once matched).
+    uint64_t card = 0;
+    bool offboard = false;
 };
 
 struct TeamEngine::P2pQueues {
@@ -89,6 +101,14 @@ struct TeamEngine::P2pQueues {
     };
     std::vector<Member> members;
     Member *at(uint32_t slot) { return slot < members.size() ? &members[slot] : nullptr; }
+    // With cards: posts that came while a member held the team's
+    // point-to-point lock, taken in order once the agent gets it (each is
+    // counted open for its poster meanwhile).
+    struct Deferred {
+        uint32_t client = 0, rank = 0;
+        channel::P2pPost post{};
+    };
+    std::deque<Deferred> deferred;
     // By rank, for members on other nodes: its agent said it left.
     std::vector<uint8_t> node_gone;
 };

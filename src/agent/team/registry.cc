@@ -313,6 +313,7 @@ bool TeamEngine::progress() {
     // A new turn: the engines' windows are refilled below (run_inline()).
     inline_left_ = config_.coll_inline_bytes;
     if (!transfers_.empty()) worked |= progress_p2p();
+    if (p2p_deferred_now_) worked |= retry_deferred();
     if (teams_.empty()) return worked;
     auto serve = [&](Team &t) {
         if (t.running) {
@@ -358,7 +359,8 @@ void TeamEngine::wait_for_progress(int64_t timeout_ns) {
 }
 
 bool TeamEngine::busy() const {
-    if (!forming_.empty() || !orphans_.empty() || !transfers_.empty() || !node_parked_.empty())
+    if (!forming_.empty() || !orphans_.empty() || !transfers_.empty() || !node_parked_.empty() ||
+        p2p_deferred_now_)
         return true;
     // Members running an operation ring when they finish it; until then the
     // next one waits here, so look now and then too.
@@ -405,6 +407,10 @@ void TeamEngine::info(nlohmann::json *out) const {
                      {"bytes", p2p_bytes_},
                      {"failed", p2p_failed_},
                      {"held_total", p2p_held_total_},
+                     {"copied_by_receivers", p2p_member_copies_},
+                     {"copied_bytes_by_receivers", p2p_member_copy_bytes_},
+                     {"deferred_total", p2p_deferred_total_},
+                     {"deferred_now", p2p_deferred_now_},
                      {"held_now", held_messages_},
                      {"held_bytes_now", held_bytes_},
                      {"moving", transfers_.size()}};
