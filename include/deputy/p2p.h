@@ -38,7 +38,9 @@
  *   DP_ERR_AGENT_LOST  the peer left the team or died (a receive naming it, a send to it;
  *                      messages it sent that the agent holds are still received), or the
  *                      agent died
- *   DP_ERR_DENIED      a buffer is outside what its member owns or registered
+ *   DP_ERR_DENIED      a buffer is outside what its member owns or registered (on a team
+ *                      whose receivers copy messages themselves, one of at most 64 KiB goes
+ *                      through the member's pool from any memory of its own)
  *   DP_ERR_RETRY       the member has more messages pending at the agent than its bound
  *                      (DP_P2P_MAX_OUTSTANDING; only a client that ignores the library's own
  *                      count gets it)

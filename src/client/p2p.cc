@@ -22,6 +22,10 @@ constexpr uint32_t kNoSource = UINT32_MAX;
 // RMA twice as fast at 64 KiB; docs/PERFORMANCE.md, "Point-to-point
 // through a remote agent").
 constexpr uint64_t kRdmaFromBytes = 16 << 10;
+// On a board's cards: messages up to this long in memory the teammates
+// cannot see go through the pool (libdeputy-mpi puts every buffer of
+// 64 KiB or more in the shared heap, which they see).
+constexpr uint64_t kCardBounceMaxBytes = 64 << 10;
 
 const char *name_of(uint8_t opcode) {
     return opcode == channel::kP2pSend ? "dp_isend" : opcode == channel::kP2pRecv ? "dp_irecv"
@@ -372,12 +376,26 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
     Request &r = slots_[slot];
     *r.record = dp_completion_t{};
     const dp_memory_mode_t mode = ctx_->options().memory_mode;
-    if (bytes && (mode == DP_MEMORY_STAGED || (mode == DP_MEMORY_RDMA && bytes < kRdmaFromBytes)))
-        [[unlikely]] {
+    // A message to itself stays the agent's.
+    const channel::TeamBoard *board = cards();
+    const bool carded = board && !(opcode == channel::kP2pSend && peer == team_->rank());
+    const bool staged =
+        bytes && (mode == DP_MEMORY_STAGED || (mode == DP_MEMORY_RDMA && bytes < kRdmaFromBytes));
+    // On the cards, a small message in memory the teammates' views do not
+    // reach (registered ordinary memory: a program's small buffers under
+    // libdeputy-mpi) goes through the pool, where a waiting receiver can
+    // take it, as MPI's shared memory copies it through its own; when the
+    // pool has no room, it stays where it is, the agent's to move.
+    const bool through_pool = !staged && carded && bytes && bytes <= kCardBounceMaxBytes &&
+                              !team_->ranks()->view_of(uint32_t(team_->rank()),
+                                                       reinterpret_cast<uint64_t>(buf), bytes);
+    if (staged || through_pool) [[unlikely]] {
         // A bounce block in the pool: the send's bytes copied in now, a
         // receive's copied out when its wait first sees it done.
         void *bounce = ctx_->pool().allocate(bytes);
-        if (!bounce) {
+        if (!bounce && through_pool) {
+            // (as it is)
+        } else if (!bounce) {
             release(&r);
             DP_FAIL(DP_ERR_NOMEM,
                     "{}: no {}-byte bounce buffer in the mapped pool ({} bytes free; staged "
@@ -385,18 +403,19 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
                     "complete some, raise dp_config_t.pool_bytes, or use memory mode rdma "
                     "with a remote agent)",
                     name_of(opcode), bytes, ctx_->pool().free_bytes());
-        }
-        r.staged.bounce = bounce;
-        r.staged.block_bytes = bytes;
-        if (opcode == channel::kP2pSend) {
-            std::memcpy(bounce, buf, bytes);
-            r.staged.in_bytes = bytes;
         } else {
-            r.staged.user_out = static_cast<uint8_t *>(const_cast<void *>(buf));
-            r.staged.bounce_out = static_cast<const uint8_t *>(bounce);
-            r.staged.out_bytes = bytes;  // at most: request_result trims it to the message
+            r.staged.bounce = bounce;
+            r.staged.block_bytes = bytes;
+            if (opcode == channel::kP2pSend) {
+                std::memcpy(bounce, buf, bytes);
+                r.staged.in_bytes = bytes;
+            } else {
+                r.staged.user_out = static_cast<uint8_t *>(const_cast<void *>(buf));
+                r.staged.bounce_out = static_cast<const uint8_t *>(bounce);
+                r.staged.out_bytes = bytes;  // at most: request_result trims it to the message
+            }
+            buf = bounce;
         }
-        buf = bounce;
     }
     channel::P2pPost post{};
     post.opcode = opcode;
@@ -411,9 +430,7 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
     r.yield_first = bytes <= kYieldFirstMaxBytes;
     r.card = 0;
     dp_status_t s;
-    // A message to itself stays the agent's; staged bytes too.
-    const channel::TeamBoard *board = cards();
-    if (board && !r.staged.active() && !(opcode == channel::kP2pSend && peer == team_->rank())) {
+    if (carded) {
         s = push_carded(*board, r, post);
     } else {
         post.sequence = sequence_.fetch_add(1, std::memory_order_relaxed);
