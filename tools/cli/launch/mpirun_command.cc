@@ -17,6 +17,7 @@
 #include "common/cli_common.h"
 #include "common/log.h"
 #include "channel/key_file.h"
+#include "channel/team_board.h"
 #include "cli/launch/host_list.h"
 #include "cli/launch/job.h"
 #include "cli/launch/job_agent.h"
@@ -556,15 +557,19 @@ void warn_about_placement(const Plan &p) {
     const std::string overlap =
         launch::overlap_warning(p.placement, ranks, p.placement.engine_cpus(), "");
     if (!overlap.empty()) std::fprintf(stderr, "%s: warning: %s\n", kTool, overlap.c_str());
-    // Measured (docs/PERFORMANCE.md, "Overlap of an MPI_Isend / MPI_Irecv
-    // exchange"): with every core computing, a message needs the agent's
-    // thread, which gets a CPU only when a rank waits.
-    if (p.p2p && !overlap.empty())
+    // Measured (docs/PERFORMANCE.md, "Point-to-point on shared cores"): with
+    // every core computing, a message the receiver cannot copy itself needs
+    // the agent's thread, which gets a CPU only when a rank waits. Receivers
+    // copy on one node, in communicators of at most 16 ranks (client/p2p.h).
+    if (p.p2p && !overlap.empty() &&
+        (p.mode != AgentsMode::kPrivate || p.command_line.ranks <= 0 ||
+         p.command_line.ranks > int(channel::kMaxCardMembers)))
         std::fprintf(stderr,
-                     "%s: warning: --p2p with the agent on the ranks' CPUs: messages below "
-                     "1 MiB take up to 3.7x MPI's time while the ranks compute (they win "
-                     "while the ranks wait or sleep); docs/p2p.md, \"Where it pays\"\n",
-                     kTool);
+                     "%s: warning: --p2p with the agent on the ranks' CPUs: receivers copy "
+                     "messages themselves only on one node, in communicators of at most %u "
+                     "ranks; other messages take up to 3.7x MPI's time while the ranks "
+                     "compute; docs/p2p.md, \"Where it pays\"\n",
+                     kTool, channel::kMaxCardMembers);
     if (!p.binding.empty() && p.launcher.flavor == MpiFlavor::kHydra &&
         (p.mode == AgentsMode::kHosts || p.command_line.ranks == 0))
         std::fprintf(stderr,
