@@ -437,7 +437,8 @@ TEST(P2pReceiversCopy, AReceiverThatDiesWhileCopyingFailsItsSender) {
         uint64_t posted = ch::card_word(1, ch::kCardPosted);
         ASSERT_TRUE(word.compare_exchange_strong(posted, ch::card_word(1, ch::kCardTaken)));
     }
-    // Rank 1 goes (its context closes: the agent sees it leave).
+    // Rank 1 goes (it leaves and its context closes).
+    EXPECT_EQ(dp_team_destroy((*team)[1].team), DP_OK);
     dp_finalize((*team)[1].ctx);
     (*team)[1].team = nullptr;
     (*team)[1].ctx = nullptr;
