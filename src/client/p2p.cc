@@ -278,12 +278,13 @@ bool TeamP2p::take_message() {
             const uint64_t word = card.state.load(std::memory_order_acquire);
             const ch::CardState st = ch::card_state(word);
             if (st != ch::kCardPosted && st != ch::kCardHeld) continue;
-            Found f{&card, ch::card_number(word), __atomic_load_n(&card.bytes, __ATOMIC_RELAXED),
-                    __atomic_load_n(&card.buf, __ATOMIC_RELAXED),
-                    __atomic_load_n(&card.tag, __ATOMIC_RELAXED), st == ch::kCardHeld};
+            // Acquire loads keep the second look at the word after them (a
+            // fence would too, but ThreadSanitizer builds refuse fences).
+            Found f{&card, ch::card_number(word), __atomic_load_n(&card.bytes, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&card.buf, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&card.tag, __ATOMIC_ACQUIRE), st == ch::kCardHeld};
             // The fields are those of this number only if the word did not
             // change meanwhile (a card is rewritten only once it is free).
-            std::atomic_thread_fence(std::memory_order_acquire);
             if (card.state.load(std::memory_order_relaxed) != word) continue;
             if (!ch::p2p_accepts(want, from, f.tag) || f.number >= best.number) continue;
             best = f;
