@@ -57,7 +57,7 @@ typedef struct dp_config {
                                     selects */
     uint32_t wq_mode;            /* DP_WQ_DEDICATED: one submitting thread; SHARED: any */
     uint32_t wait_mode;          /* dp_wait_mode_t for dp_mover_wait and dp_wait; DEFAULT: poll
-                                    2 us (collectives of at most 256 KiB: then yield the CPU
+                                    2 us (operations of at most 4 MiB: then yield the CPU
                                     until 50 us), then sleep (waiting ranks leave the cores to
                                     the agent) */
     uint32_t lost_timeout_ms;    /* bound on noticing a dead agent; 0: 1000 */
@@ -74,12 +74,16 @@ typedef struct dp_config {
     const char *fabric_provider; /* memory mode rdma: the libfabric provider ("tcp", "verbs",
                                     "efa"), the agent's side uses the same. NULL:
                                     $DEPUTY_FABRIC_PROVIDER, else "tcp" */
+    uint32_t cpu_shared;         /* nonzero: processes this one waits for (teammates) share
+                                    its CPUs, more of them than CPUs (ranks on one core).
+                                    DP_WAIT_DEFAULT then yields at once instead of polling
+                                    2 us first: the result it waits for may need its CPU */
 } dp_config_t;
 
 #define DP_CONFIG_INITIALIZER                                                                    \
     {                                                                                            \
         sizeof(dp_config_t), NULL, NULL, 0, 0, DP_MEMORY_DIRECT, DP_WQ_DEDICATED, DP_WAIT_DEFAULT, \
-            0, 0, NULL, NULL, NULL                                                               \
+            0, 0, NULL, NULL, NULL, 0                                                            \
     }
 
 /* Connects and attaches. NULL config = defaults and environment.

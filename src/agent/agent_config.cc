@@ -350,7 +350,16 @@ dp_status_t finalize_config(AgentConfig *c, std::string *error) {
         // 68-95 % instead of 92-99 % (docs/decisions/2026-11-26-own-core-
         // agent-polls.md, "An agent with a core of its own keeps polling it").
         if (!c->idle_spin_set) c->idle_spin_us = kOwnCoreIdleSpinUs;
-        if (!c->engine_idle_spin_us && !c->device_given) c->engine_idle_spin_us = kOwnCoreIdleSpinUs;
+        // Its engines too, when they leave the service thread a CPU. As
+        // many engines as CPUs share them with the service thread, which
+        // moves small operations itself: an idle engine polling beside it
+        // took turns with it at every sched_yield, and osu_latency took
+        // 6.1 us a message against 5.4 with the device's 200 us window
+        // (docs/decisions/2026-11-30-one-cpu-agent-threads.md).
+        std::vector<int> cpus;
+        if (!c->engine_idle_spin_us && !c->device_given &&
+            affinity::parse_cpu_list(c->cpus, &cpus, error) == DP_OK && cpus.size() > c->engines)
+            c->engine_idle_spin_us = kOwnCoreIdleSpinUs;
     }
     if (!c->idxd_queue.empty() && c->backend != "idxd")
         return bad("idxd_queue '" + c->idxd_queue + "' is set but backend is not 'idxd'");

@@ -202,9 +202,10 @@ dp_status_t finalize_config(AgentConfig *config, std::string *error);
 // The engines of an agent whose threads nothing pins (it shares the ranks'
 // CPUs), given how many CPUs it may run on.
 uint32_t shared_placement_engines(size_t agent_cpus);
-// How long an agent pinned to CPUs of its own (and its engines) polls
-// before sleeping, unless its config says: a second, so it stays awake
-// through any job's compute phase and still rests between jobs.
+// How long an agent pinned to CPUs of its own (and its engines, where they
+// leave the service thread a CPU) polls before sleeping, unless its config
+// says: a second, so it stays awake through any job's compute phase and
+// still rests between jobs.
 inline constexpr uint32_t kOwnCoreIdleSpinUs = 1'000'000;
 
 // Loads a JSON file into *config (keys absent keep their value).

@@ -128,6 +128,8 @@ dp_status_t options_from_config(const dp_config_t *config, ClientOptions *out) {
                 c.wait_mode);
     out->adaptive_wait = c.wait_mode == DP_WAIT_DEFAULT;
     out->wait_mode = c.wait_mode == DP_WAIT_DEFAULT ? DP_WAIT_BLOCK : dp_wait_mode_t(c.wait_mode);
+    if (c.size >= offsetof(dp_config_t, cpu_shared) + sizeof(c.cpu_shared) && c.cpu_shared)
+        out->adaptive_poll_ns = 0;
     const std::string rank_execution = env_or("DEPUTY_RANK_EXECUTION", "on");
     if (rank_execution != "on" && rank_execution != "off")
         DP_FAIL(DP_ERR_INVALID, "DEPUTY_RANK_EXECUTION={}: expected on or off", rank_execution);
@@ -505,10 +507,13 @@ dp_status_t Context::wait_record(dp_completion_t *record, dp_wait_mode_t mode, i
         // sleep. Measured (docs/PERFORMANCE.md): ranks spinning with pause
         // on a 2-core machine starve the agent; yielding ones do not.
         if (options_.adaptive_wait &&
-            (mover::wait_completion(record, DP_WAIT_PAUSE, within(kAdaptivePollNs)) == DP_OK ||
+            ((options_.adaptive_poll_ns &&
+              mover::wait_completion(record, DP_WAIT_PAUSE, within(options_.adaptive_poll_ns)) ==
+                  DP_OK) ||
              (yield_first &&
               mover::wait_completion(record, DP_WAIT_YIELD,
-                                     within(kAdaptiveYieldNs - kAdaptivePollNs)) == DP_OK)))
+                                     within(kAdaptiveYieldNs - options_.adaptive_poll_ns)) ==
+                  DP_OK)))
             return DP_OK;
     }
     if (mode > DP_WAIT_BLOCK) return DP_ERR_INVALID;

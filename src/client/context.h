@@ -38,6 +38,30 @@ class ExposedMemory;
 
 namespace deputy::client {
 
+// Adaptive waits (DP_WAIT_DEFAULT) first poll with pause for
+// kAdaptivePollNs: a result already on its way costs no system call. Then
+// they sleep, leaving the CPUs to the agent for as long as the operation
+// takes. A wait for a collective of at most kYieldFirstMaxBytes polls with
+// sched_yield in between, until kAdaptiveYieldNs have passed since the wait
+// began: each turn gives the CPU to any thread that wants it (the agent's,
+// a teammate), so unlike spinning it starves nobody, and a result that
+// comes within the phase costs no sleep and no wake-up (20-40 us each on
+// the 2-vCPU machine of docs/decisions/2026-11-27-waits-yield-first.md, "A
+// waiting rank yields before it sleeps"). 4 MiB since members run
+// operations up to 16 MiB themselves:
+// a member that slept while its teammate arrived must be woken to do its
+// part, which doubled the blocking calls of 256 KiB-1 MiB ("Waits yield up
+// to 4 MiB"); above 4 MiB a wake-up is a small part of the operation and
+// yielding measured no better. The CPU a wait burns is at most the yield
+// phase's, and only when nobody else wants it. A process whose teammates
+// share its CPUs (dp_config_t.cpu_shared: two ranks on one core) skips the
+// pause: what it waits for may be a teammate's turn on its CPU, and the
+// poll cost osu_latency 1.5 us a message with the agent on a core of its
+// own (docs/decisions/2026-11-30-one-cpu-agent-threads.md).
+inline constexpr int64_t kAdaptivePollNs = 2'000;
+inline constexpr int64_t kAdaptiveYieldNs = 50'000;
+inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
+
 struct ClientOptions {
     std::string address;
     std::string token;
@@ -50,6 +74,9 @@ struct ClientOptions {
     // The caller left the wait mode to us: poll briefly, then sleep on the
     // futex, so waiting ranks do not take the cores the agent works on.
     bool adaptive_wait = true;
+    // How long an adaptive wait polls with pause before it yields: none
+    // where teammates share this process's CPUs (dp_config_t.cpu_shared).
+    int64_t adaptive_poll_ns = kAdaptivePollNs;
     int64_t lost_timeout_ns = 1'000'000'000;
     int64_t connect_timeout_ns = 1'000'000'000;
     // Whether this member, waiting for an operation the agent has not
@@ -68,26 +95,6 @@ struct ClientOptions {
     std::string fabric_provider = "tcp";  // memory mode rdma
     bool insecure_tcp = false;
 };
-
-// Adaptive waits (DP_WAIT_DEFAULT) first poll with pause for
-// kAdaptivePollNs: a result already on its way costs no system call. Then
-// they sleep, leaving the CPUs to the agent for as long as the operation
-// takes. A wait for a collective of at most kYieldFirstMaxBytes polls with
-// sched_yield in between, until kAdaptiveYieldNs have passed since the wait
-// began: each turn gives the CPU to any thread that wants it (the agent's,
-// a teammate), so unlike spinning it starves nobody, and a result that
-// comes within the phase costs no sleep and no wake-up (20-40 us each on
-// the 2-vCPU machine of docs/decisions/2026-11-27-waits-yield-first.md, "A
-// waiting rank yields before it sleeps"). 4 MiB since members run
-// operations up to 16 MiB themselves:
-// a member that slept while its teammate arrived must be woken to do its
-// part, which doubled the blocking calls of 256 KiB-1 MiB ("Waits yield up
-// to 4 MiB"); above 4 MiB a wake-up is a small part of the operation and
-// yielding measured no better. The CPU a wait burns is at most the yield
-// phase's, and only when nobody else wants it.
-inline constexpr int64_t kAdaptivePollNs = 2'000;
-inline constexpr int64_t kAdaptiveYieldNs = 50'000;
-inline constexpr uint64_t kYieldFirstMaxBytes = 4 << 20;
 
 // From the public struct plus $DEPUTY_AGENT, $DEPUTY_TOKEN, $DEPUTY_MEMORY,
 // $DEPUTY_JOB_SECRET, $DEPUTY_RANK_EXECUTION, $DEPUTY_KEY, $DEPUTY_INSECURE_TCP,

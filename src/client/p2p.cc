@@ -22,10 +22,10 @@ constexpr uint32_t kNoSource = UINT32_MAX;
 // RMA twice as fast at 64 KiB; docs/PERFORMANCE.md, "Point-to-point
 // through a remote agent").
 constexpr uint64_t kRdmaFromBytes = 16 << 10;
-// On a board's cards: messages up to this long in memory the teammates
-// cannot see go through the pool (libdeputy-mpi puts every buffer of
-// 64 KiB or more in the shared heap, which they see).
-constexpr uint64_t kCardBounceMaxBytes = 64 << 10;
+// Messages up to this long in memory neither the agent nor the teammates
+// reach in place go through the pool (libdeputy-mpi puts every buffer of
+// 64 KiB or more in the shared heap, which they reach).
+constexpr uint64_t kBounceMaxBytes = 64 << 10;
 
 const char *name_of(uint8_t opcode) {
     return opcode == channel::kP2pSend ? "dp_isend" : opcode == channel::kP2pRecv ? "dp_irecv"
@@ -382,14 +382,17 @@ dp_status_t TeamP2p::post(uint8_t opcode, uint8_t flags, const void *buf, uint64
     const bool carded = board && !(opcode == channel::kP2pSend && peer == team_->rank());
     const bool staged =
         bytes && (mode == DP_MEMORY_STAGED || (mode == DP_MEMORY_RDMA && bytes < kRdmaFromBytes));
-    // On the cards, a small message in memory the teammates' views do not
-    // reach (registered ordinary memory: a program's small buffers under
-    // libdeputy-mpi) goes through the pool, where a waiting receiver can
-    // take it, as MPI's shared memory copies it through its own; when the
-    // pool has no room, it stays where it is, the agent's to move.
-    const bool through_pool = !staged && carded && bytes && bytes <= kCardBounceMaxBytes &&
-                              !team_->ranks()->view_of(uint32_t(team_->rank()),
-                                                       reinterpret_cast<uint64_t>(buf), bytes);
+    // A small message in memory that is not reached in place (registered
+    // ordinary memory: a program's small buffers under libdeputy-mpi) goes
+    // through the pool, as MPI's shared memory copies it through its own:
+    // there a waiting receiver can take it off the cards, and the agent's
+    // service thread copies it itself instead of handing it to an engine
+    // (with the agent on a core of its own, an exchange of 1-32 KiB with the
+    // ranks computing took 0.34-0.40x the time: docs/decisions/2026-11-30-
+    // one-cpu-agent-threads.md). When the pool has no room, it stays where
+    // it is, the agent's to move.
+    const bool through_pool = !staged && !ctx_->remote() && bytes &&
+                              bytes <= kBounceMaxBytes && !ctx_->mapped(buf, bytes);
     if (staged || through_pool) [[unlikely]] {
         // A bounce block in the pool: the send's bytes copied in now, a
         // receive's copied out when its wait first sees it done.

@@ -425,7 +425,7 @@ dp_status_t board_wait_turn(Context *ctx, const channel::TeamBoard &board, uint3
     // yielding for a while; then sleep on the board.
     const dp_wait_mode_t mode = ctx->options().wait_mode;
     const bool adaptive = ctx->options().adaptive_wait;
-    const int64_t poll_ns = adaptive ? kAdaptivePollNs : 0;
+    const int64_t poll_ns = adaptive ? ctx->options().adaptive_poll_ns : 0;
     const int64_t yield_ns = adaptive && yield_first ? kAdaptiveYieldNs : 0;
     const int64_t waited = int64_t(timing::now_ns() - start_ns);
     if (mode != DP_WAIT_BLOCK || waited < yield_ns) {

@@ -1,10 +1,13 @@
 #include "mpi/placement.h"
 
+#include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace deputy::mpi {
 
@@ -33,6 +36,31 @@ Placement local_placement(dp_context_t *ctx) {
     cpu_set_t both;
     CPU_AND(&both, &agent, &mine);
     return CPU_COUNT(&both) > 0 ? Placement::shared : Placement::own_core;
+}
+
+bool ranks_crowd_my_cpus() {
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return false;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    // A mask that cannot be read crowds nobody: the default wait stays.
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
+    int size = 0;
+    PMPI_Comm_size(node, &size);
+    std::vector<cpu_set_t> all(size_t(std::max(size, 0)));
+    const int rc = PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                                  node);
+    PMPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS || CPU_COUNT(&mine) == 0) return false;
+    int crowd = 0;  // ranks that may run on one of my CPUs, me included
+    for (const cpu_set_t &theirs : all) {
+        cpu_set_t both;
+        CPU_AND(&both, &theirs, &mine);
+        crowd += CPU_COUNT(&both) > 0 ? 1 : 0;
+    }
+    return crowd > CPU_COUNT(&mine);
 }
 
 }  // namespace deputy::mpi

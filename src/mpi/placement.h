@@ -23,4 +23,10 @@ std::optional<Placement> placement_from_environment(std::string *error);
 // agent's threads may run on (both from the kernel's affinity masks).
 Placement local_placement(dp_context_t *ctx);
 
+// Whether more of this node's ranks may run on this rank's CPUs than there
+// are CPUs (two ranks bound to one core; four unbound ranks on two CPUs):
+// then a rank waiting for a teammate should give its CPU away at once
+// (dp_config_t.cpu_shared). Collective over MPI_COMM_WORLD.
+bool ranks_crowd_my_cpus();
+
 }  // namespace deputy::mpi

@@ -49,9 +49,10 @@ void print_report() {
             fmt::format("{}/deputy-mpi-rank{}.json", mode.substr(5), rt.world_rank);
         std::string json = fmt::format(
             "{{\"rank\":{},\"size\":{},\"agent\":{},\"placement\":\"{}\",\"placement_given\":{},"
-            "\"operations\":{{",
+            "\"waits_yield_at_once\":{},\"operations\":{{",
             rt.world_rank, rt.world_size, rt.context ? fmt::format("\"{}\"", rt.agent) : "null",
-            placement_name(rt.placement), rt.placement_given ? "true" : "false");
+            placement_name(rt.placement), rt.placement_given ? "true" : "false",
+            rt.crowded ? "true" : "false");
         for (int i = 0; i < kOperationCount; ++i) {
             const OperationCounters &c = rt.counters[size_t(i)];
             json += fmt::format("{}\"{}\":{{\"offloaded\":{},\"passed\":{{", i ? "," : "",
@@ -87,6 +88,10 @@ void print_report() {
         : rt.placement == Placement::shared
             ? "an agent may run on a CPU of a rank"
             : "every agent runs on CPUs no rank of its node may use");
+    if (rt.crowded)
+        text += fmt::format("deputy-mpi: rank {}: its waits yield at once (more of its node's ranks "
+                            "may run on its CPUs than there are CPUs)\n",
+                            rt.world_rank);
     for (int i = 0; i < kOperationCount; ++i) {
         const OperationCounters &c = rt.counters[size_t(i)];
         std::string passed;
@@ -269,12 +274,14 @@ void runtime_start(int provided) {
     if (rt.world_rank == 0) job_secret(secret);
     PMPI_Bcast(secret, sizeof secret, MPI_CHAR, 0, MPI_COMM_WORLD);
     secret[64] = '\0';
+    rt.crowded = ranks_crowd_my_cpus();
 
     dp_status_t st = DP_ERR_NO_AGENT;
     if (!rt.disabled) {
         dp_config_t config = DP_CONFIG_INITIALIZER;
         config.job_secret = secret;
         config.wq_mode = rt.thread_multiple ? DP_WQ_SHARED : DP_WQ_DEDICATED;
+        config.cpu_shared = rt.crowded ? 1 : 0;
         st = dp_init(&config, &rt.context);
         if (st != DP_OK) rt.context = nullptr;
         if (!requests_start() && rt.context) {

@@ -36,6 +36,9 @@ struct Runtime {
     // thresholds; DEPUTY_MPI_THRESHOLDS overrides them one by one.
     Placement placement = Placement::shared;
     bool placement_given = false;  // DEPUTY_MPI_PLACEMENT, not measured
+    // More of this node's ranks may run on this rank's CPUs than there are
+    // CPUs: its waits yield at once (placement.h, ranks_crowd_my_cpus).
+    bool crowded = false;
     std::array<size_t, kOperationCount> thresholds{};
     std::array<OperationCounters, kOperationCount> counters;
     // DEPUTY_MPI_P2P=1: communicators' point-to-point goes to deputy

@@ -64,10 +64,18 @@ char state_of(pid_t pid) {
 }
 struct Stopped {
     pid_t pid;
-    explicit Stopped(pid_t p) : pid(p) {
-        kill(pid, SIGSTOP);
-        for (int i = 0; i < 10000 && state_of(pid) != 'T'; ++i)
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // With a board: stopped while not holding that team's point-to-point
+    // lock (a stop can land while the agent drops posts its receivers
+    // copied, under the lock; a receiver would then wait for ever).
+    explicit Stopped(pid_t p, const ch::TeamBoard *board = nullptr) : pid(p) {
+        for (;;) {
+            kill(pid, SIGSTOP);
+            for (int i = 0; i < 10000 && state_of(pid) != 'T'; ++i)
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            if (!board || board->header().p2p_lock.load() != ch::kP2pLockAgent) return;
+            kill(pid, SIGCONT);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
     }
     ~Stopped() { kill(pid, SIGCONT); }
 };
@@ -103,7 +111,7 @@ TEST(P2pReceiversCopy, AWaitingReceiverCopiesTheMessageItselfWhileTheAgentIsStop
                 std::memset(dst, 0xEE, n + 64);
                 dp_request_t *send = nullptr, *recv = nullptr;
                 {
-                    Stopped stopped(agent.pid());
+                    Stopped stopped(agent.pid(), &board_of(team[1].team));
                     if (recv_first) {
                         ASSERT_EQ(dp_irecv(dst, n + 64, 0, 9, team[1].team, &recv), DP_OK);
                     }
@@ -141,7 +149,7 @@ TEST(P2pReceiversCopy, AWaitingReceiverCopiesTheMessageItselfWhileTheAgentIsStop
         for (size_t i = 0; i < src.size(); ++i) src[i] = byte_of(0, 77, i);
         dp_request_t *send = nullptr, *recv = nullptr;
         {
-            Stopped stopped(agent.pid());
+            Stopped stopped(agent.pid(), &board_of(team[1].team));
             ASSERT_EQ(dp_irecv(dst.data(), src.size(), 0, 1, team[1].team, &recv), DP_OK);
             ASSERT_EQ(dp_isend(src.data(), src.size(), 1, 1, team[0].team, &send), DP_OK);
             ASSERT_EQ(dp_wait(recv), DP_OK);
@@ -429,7 +437,7 @@ TEST(P2pReceiversCopy, AReceiverThatDiesWhileCopyingFailsItsSender) {
     uint8_t *src = team->buffer(0, n);
     dp_request_t *send = nullptr;
     {
-        Stopped stopped(agent.pid());
+        Stopped stopped(agent.pid(), &board);
         ASSERT_EQ(dp_isend(src, n, 1, 0, (*team)[0].team, &send), DP_OK);
         // As rank 1 would have, just before it died in its copy.
         ASSERT_TRUE(board.try_lock_p2p(1 + 1));

@@ -149,8 +149,10 @@ TEST(AgentPlacement, TheEnginesIdlePollingIsTheMoversUnlessTheConfigSaysOtherwis
 }
 
 // An agent on CPUs of its own keeps polling them (a post then finds it
-// awake); one sharing the ranks' CPUs sleeps after 50 us, its engines after
-// the mover's window; a value in the file stands either way.
+// awake), and so do its engines where they leave the service thread a CPU;
+// engines on the service thread's CPUs, and those of an agent sharing the
+// ranks' CPUs (which sleeps after 50 us), keep the mover's window; a value
+// in the file stands either way.
 TEST(AgentPlacement, AnAgentWithCpusOfItsOwnKeepsPollingThem) {
     AgentConfig shared;
     ASSERT_EQ(finalize(&shared), "");
@@ -159,14 +161,23 @@ TEST(AgentPlacement, AnAgentWithCpusOfItsOwnKeepsPollingThem) {
     AgentConfig pinned;
     pinned.cpus = "0";
     ASSERT_EQ(finalize(&pinned), "");
+    EXPECT_EQ(pinned.engines, 1u);
     EXPECT_EQ(pinned.idle_spin_us, kOwnCoreIdleSpinUs);
-    EXPECT_EQ(pinned.device.idle_spin_us, kOwnCoreIdleSpinUs);
+    EXPECT_EQ(pinned.device.idle_spin_us, mover::DeviceConfig{}.idle_spin_us);
+    AgentConfig roomy;  // one engine, two CPUs: the service thread has one
+    roomy.cpus = "0-1";
+    roomy.engines = 1;
+    roomy.engines_set = true;
+    ASSERT_EQ(finalize(&roomy), "");
+    EXPECT_EQ(roomy.idle_spin_us, kOwnCoreIdleSpinUs);
+    EXPECT_EQ(roomy.device.idle_spin_us, kOwnCoreIdleSpinUs);
     SyntheticTopology topology("package:1 core:4 pu:1");
     AgentConfig last;
     last.agent_cores = "last";
     ASSERT_EQ(finalize(&last), "");
     EXPECT_EQ(last.cpus, "3");
     EXPECT_EQ(last.idle_spin_us, kOwnCoreIdleSpinUs);
+    EXPECT_EQ(last.device.idle_spin_us, mover::DeviceConfig{}.idle_spin_us);
     AgentConfig asked;
     std::string error;
     ASSERT_EQ(load_config_text(

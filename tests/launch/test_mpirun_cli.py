@@ -652,6 +652,26 @@ def test_agent_cores_last_really_binds_the_ranks(env):
     assert_clean(env)
 
 
+def test_ranks_on_one_cpu_yield_at_once_in_their_waits(env):
+    """Two ranks bound to CPU 0 (--agent-cores last) crowd it: the library
+    has their waits yield at once (dp_config_t.cpu_shared); two unbound
+    ranks on this machine's CPUs do not. The library's report says which."""
+    if not env.built.real.exists():
+        pytest.skip("libdeputy-mpi-openmpi.so is not built beside DEPUTY_BIN (src/mpi)")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs: unbound ranks on one CPU crowd it too")
+    for layout, crowded in ((["--agent-cores", "last"], True), ([], False)):
+        reports = env.root / f"reports-{crowded}"
+        reports.mkdir()
+        r = env.run(*layout, "-np", "2", str(env.built.probe),
+                    extra={"DEPUTY_TOPOLOGY": VM, "DEPUTY_MPI_REPORT": f"json:{reports}"})
+        assert r.returncode == 0, r.stdout + r.stderr
+        for rank in (0, 1):
+            doc = json.loads((reports / f"deputy-mpi-rank{rank}.json").read_text())
+            assert doc["waits_yield_at_once"] is crowded, (layout, rank, doc)
+    assert_clean(env)
+
+
 def test_baseline_is_plain_mpi_bound_as_the_placement_binds_it(env):
     """--baseline: the same placement's ranks with nothing of deputy, the
     baseline every own-core comparison needs, from the one definition of
