@@ -36,6 +36,7 @@ class Config(ctypes.Structure):
         ("job_secret", ctypes.c_char_p),
         ("key_file", ctypes.c_char_p),
         ("fabric_provider", ctypes.c_char_p),
+        ("cpu_shared", ctypes.c_uint32),
     ]
 
 

@@ -28,7 +28,10 @@ class Context:
     holding the same one form a team; default from the environment),
     `key_file` (the secure session's key for an agent at "tcp://HOST:PORT",
     another host's; default $DEPUTY_KEY), `fabric_provider` (memory mode
-    rdma: the libfabric provider; default $DEPUTY_FABRIC_PROVIDER, else "tcp").
+    rdma: the libfabric provider; default $DEPUTY_FABRIC_PROVIDER, else "tcp"),
+    `cpu_shared` (True where more of the processes this one waits for share
+    its CPUs than there are CPUs, e.g. two ranks on one core: waits then
+    yield the CPU at once instead of polling 2 µs first).
     `start_agent=True`: where no agent answers, start the node's agent
     (deputy/agent_start.py; it stops by itself once unused).
     Use it as a context manager, or call close(); teams and requests made
@@ -39,7 +42,7 @@ class Context:
                  wait_mode: str = "default", lost_timeout_ms: int = 0,
                  connect_timeout_ms: int = 0, job_secret: Optional[str] = None,
                  start_agent: bool = False, key_file: Optional[str] = None,
-                 fabric_provider: Optional[str] = None):
+                 fabric_provider: Optional[str] = None, cpu_shared: bool = False):
         self._strings = [s.encode() if s is not None else None
                          for s in (agent, token, job_secret, key_file, fabric_provider)]
         try:
@@ -50,7 +53,7 @@ class Context:
                              "staged, rdma) or wait_mode (spin, pause, yield, block, default)") from None
         cfg = Config(ctypes.sizeof(Config), self._strings[0], self._strings[1], pool_bytes,
                      ring_size, mode, 0, wait, lost_timeout_ms, connect_timeout_ms,
-                     self._strings[2], self._strings[3], self._strings[4])
+                     self._strings[2], self._strings[3], self._strings[4], int(cpu_shared))
         self._ptr = ctypes.c_void_p()
 
         def attach() -> None:
