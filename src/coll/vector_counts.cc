@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "common/fnv.h"
+
 namespace deputy::coll {
 namespace {
 
@@ -101,9 +103,8 @@ std::string reduction_layout_problem(const MemberVector &v) {
 }
 
 uint64_t reduction_layout_digest(const MemberVector &v) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the lengths
-    for (const VectorBlock &b : v.send)
-        for (int k = 0; k < 8; ++k) h = (h ^ ((b.bytes >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    uint64_t h = kFnvOffset;  // over the lengths
+    for (const VectorBlock &b : v.send) h = fnv1a_u64(b.bytes, h);
     return h;
 }
 

@@ -2,12 +2,17 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/fnv.h"
 
 namespace deputy::mpi {
 
@@ -38,10 +43,35 @@ Placement local_placement(dp_context_t *ctx) {
     return CPU_COUNT(&both) > 0 ? Placement::shared : Placement::own_core;
 }
 
+namespace {
+
+// Processes under one kernel share its CPU numbers, whatever their
+// containers, network namespaces or MPI's idea of their host (simulated
+// nodes are namespaces of one machine): its boot id names it; the host
+// name where that cannot be read.
+std::string kernel_identity() {
+    char id[64] = {};
+    if (FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+        const bool got = std::fgets(id, sizeof id, f) != nullptr;
+        std::fclose(f);
+        if (got) return id;
+    }
+    gethostname(id, sizeof id - 1);
+    return id;
+}
+
+}  // namespace
+
 bool ranks_crowd_my_cpus() {
+    // Not MPI_COMM_TYPE_SHARED: with Open MPI's, ranks on simulated hosts
+    // (network namespaces of one machine) hung in the allgather below, two
+    // of four never leaving it; and what shares CPUs is the kernel.
+    const std::string kernel = kernel_identity();
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm node;
-    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
-        MPI_SUCCESS)
+    if (PMPI_Comm_split(MPI_COMM_WORLD, int(fnv1a(kernel.data(), kernel.size()) & 0x7fffffff),
+                        rank, &node) != MPI_SUCCESS)
         return false;
     cpu_set_t mine;
     CPU_ZERO(&mine);

@@ -24,7 +24,8 @@ std::optional<Placement> placement_from_environment(std::string *error);
 Placement local_placement(dp_context_t *ctx);
 
 // Whether more of this node's ranks may run on this rank's CPUs than there
-// are CPUs (two ranks bound to one core; four unbound ranks on two CPUs):
+// are CPUs (two ranks bound to one core; four unbound ranks on two CPUs;
+// "node" is what shares a kernel, simulated hosts included):
 // then a rank waiting for a teammate should give its CPU away at once
 // (dp_config_t.cpu_shared). Collective over MPI_COMM_WORLD.
 bool ranks_crowd_my_cpus();

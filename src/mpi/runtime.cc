@@ -1,5 +1,6 @@
 #include "mpi/runtime.h"
 
+#include "common/fnv.h"
 #include "mpi/comm_teams.h"
 #include "mpi/datatypes.h"
 #include "mpi/offload_requests.h"
@@ -128,13 +129,8 @@ void print_report() {
 // with every rank aborting at once, MPICH's Hydra dropped their messages.)
 void agree_on_thresholds() {
     Runtime &rt = runtime();
-    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the thresholds' bytes
-    for (const size_t t : rt.thresholds) {
-        for (size_t b = 0; b < sizeof t; ++b) {
-            hash ^= (t >> (8 * b)) & 0xff;
-            hash *= 1099511628211ull;
-        }
-    }
+    uint64_t hash = kFnvOffset;  // over the thresholds
+    for (const size_t t : rt.thresholds) hash = fnv1a_u64(t, hash);
     const int64_t mine = int64_t(hash >> 1);
     // [2]: some rank has the library disabled. Then every rank must be: an
     // enabled rank forms teams (collectives over the communicator) that a
