@@ -45,8 +45,9 @@ std::vector<std::string> mpi_shared_slot_options(MpiFlavor flavor, const Placeme
     // Open MPI does not count ranks sharing a slot as oversubscribed (its
     // slots are the machine's cores), so a rank waiting in MPI spins through
     // the time slice of the rank it waits for on the same CPU: 8-16 ms per
-    // collective measured for 2 ranks on one core. Hydra's MPICH yields in
-    // its progress loop by itself.
+    // collective measured for 2 ranks on one core. Debian's MPICH 4.0.2
+    // (ch4:ucx) has no such switch: it spins through its partner's time
+    // slice whatever MPIR_CVAR_POLLS_BEFORE_YIELD says (docs/launch.md).
     if (flavor != MpiFlavor::kOpenMpi || placement.rank_slots.empty() ||
         ranks <= int(placement.rank_slots.size()))
         return {};
