@@ -136,9 +136,11 @@ class AgentProcess {
         return status;
     }
 
-    // CPU time the agent has used (user + system), in seconds.
-    double cpu_seconds() const {
-        std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    // CPU time the agent has used (user + system), in seconds; with a
+    // `tid`, that thread's alone.
+    double cpu_seconds(pid_t tid = 0) const {
+        std::ifstream stat("/proc/" + std::to_string(pid_) +
+                           (tid ? "/task/" + std::to_string(tid) : std::string()) + "/stat");
         std::string line;
         std::getline(stat, line);
         std::istringstream rest(line.substr(line.rfind(')') + 2));
