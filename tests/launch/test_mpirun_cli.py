@@ -197,8 +197,11 @@ def test_no_rank_gets_a_secret_in_its_environment(env):
 @pytest.mark.parametrize("n,expected", [(4, [0, 0, 1, 1]), (3, [0, 0, 1])])
 def test_simulated_nodes_attach_each_rank_to_its_block(env, n, expected):
     lib = env.built.library()[1]
-    r = env.run("--nodes", "2", "-np", str(n), str(env.built.probe))
+    r = env.run("-v", "--nodes", "2", "-np", str(n), str(env.built.probe))
     rows = check_ranks(r, n, lib)
+    # Asked with SIGUSR1, which mpirun passes on, the agents leave MPI_Finalize
+    # together and their mpirun exits 0 (SIGTERM to it: exit 1, two seconds).
+    assert "the agents' mpirun (2 nodes) stopped on SIGUSR1 (exit code 0)" in r.stderr, r.stderr
     dirs = {str(Path(m[4]).parent) for m in rows.values()}
     assert len(dirs) == 1, dirs
     d = dirs.pop()
@@ -220,6 +223,7 @@ def test_one_agent_per_host_of_a_hostfile(env):
     assert "agents: one per host of --hostfile" in r.stderr
     assert "--map-by ppr:1:node --hostfile" in r.stderr
     assert "--await-agent" in r.stderr and "--remove-agent-dir" in r.stderr
+    assert "the agents' mpirun (one agent per host) stopped on SIGUSR1 (exit code 0)" in r.stderr
     assert_clean(env)
 
 

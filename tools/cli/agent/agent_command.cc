@@ -51,7 +51,10 @@ struct AgentFlags {
     cli::LogFlags log;
 };
 
-agent::Agent *g_agent = nullptr;
+std::atomic<agent::Agent *> g_agent{nullptr};
+// A stop asked before the agent existed (its socket may be seen, and a
+// launcher's SIGUSR1 come, before serve() sets g_agent).
+volatile sig_atomic_t g_stop_asked = 0;
 InternodeFactory g_internode_factory;
 
 // Started by an MPI launcher: the agents of the nodes form one MPI job.
@@ -83,7 +86,8 @@ bool under_mpi_launcher() {
 }
 
 void on_signal(int) {
-    if (g_agent) g_agent->stop();
+    g_stop_asked = 1;
+    if (agent::Agent *a = g_agent.load()) a->stop();
 }
 
 // Everything the agent needs before it may fork: flags over config over env.
@@ -169,6 +173,14 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
     const uint32_t max_proxies = config.max_remote_clients;
     std::unique_ptr<agent::Agent> agent;
     std::string error;
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    // MPI launchers pass SIGUSR1 on to their job, not SIGTERM: how `deputy
+    // mpirun` stops an MPI job of agents (docs/agent.md).
+    sigaction(SIGUSR1, &sa, nullptr);
     dp_status_t s = agent::Agent::create(std::move(config), &agent, &error, internode);
     if (s != DP_OK) {
         DP_APP_ERROR("deputy agent: {} ({})", error, dp_status_name(s));
@@ -226,11 +238,7 @@ int serve(agent::AgentConfig config, const std::string &pidfile, int ready_fd,
         });
     });
     g_agent = agent.get();
-    struct sigaction sa{};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    if (g_stop_asked) agent->stop();
     signal(SIGPIPE, SIG_IGN);
     if (ready_fd >= 0) {
         [[maybe_unused]] ssize_t n = ::write(ready_fd, "0", 1);

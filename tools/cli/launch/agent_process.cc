@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,10 @@ namespace deputy::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a stop by a signal other than SIGTERM may take before SIGTERM
+// follows (an MPI job of agents finalizes in milliseconds).
+constexpr double kPoliteStopSeconds = 3.0;
 
 Clock::time_point after(double seconds) {
     return Clock::now() + std::chrono::microseconds(int64_t(seconds * 1e6));
@@ -115,24 +120,40 @@ bool AgentProcess::finished(int *status) {
     return true;
 }
 
-void AgentProcess::stop() {
+void AgentProcess::stop(int first_signal) {
     if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    const auto deadline = after(grace_s_);
     int status = 0;
-    pid_t r;
-    while ((r = waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pid_t r = 0;
+    const auto wait_for_exit = [&](double seconds) {
+        const auto deadline = after(seconds);
+        while ((r = waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    };
+    bool sent_sigterm = first_signal == SIGTERM;
+    kill(pid_, first_signal);
+    // A polite stop that is not SIGTERM is given a short while of its own:
+    // what should take milliseconds must not add the grace period twice.
+    wait_for_exit(sent_sigterm ? grace_s_ : std::min(grace_s_, kPoliteStopSeconds));
+    if (r == 0 && !sent_sigterm) {
+        DP_APP_DEBUG("{}: {} did not end within {} s of signal {}; sending SIGTERM", tool_, what_,
+                     std::min(grace_s_, kPoliteStopSeconds), first_signal);
+        sent_sigterm = true;
+        kill(pid_, SIGTERM);
+        wait_for_exit(grace_s_);
+    }
     if (r == 0) {
         std::fprintf(stderr, "%s: %s did not stop within %g s of SIGTERM; killing it\n",
                      tool_.c_str(), what_.c_str(), grace_s_);
         kill_tree(pid_, SIGKILL);
         while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
         }
-    } else if (r == pid_ && !any_exit_after_sigterm_ &&
+    } else if (r == pid_ && !(sent_sigterm && any_exit_after_sigterm_) &&
                !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         std::fprintf(stderr, "%s: %s stopped with %s; its log:\n%s", tool_.c_str(), what_.c_str(),
                      describe_status(status).c_str(), log_text().c_str());
+    } else if (r == pid_) {
+        DP_APP_DEBUG("{}: {} stopped on {} ({})", tool_, what_,
+                     signal_name(sent_sigterm ? SIGTERM : first_signal), describe_status(status));
     }
     pid_ = -1;
 }

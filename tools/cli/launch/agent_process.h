@@ -10,10 +10,15 @@
 // is read back through the open fd and shown when the process fails.
 // stop() sends SIGTERM, then after the grace period SIGKILL to its group
 // and to every process below it (mpirun's agents are in groups of their
-// own, and would outlive a killed mpirun).
+// own, and would outlive a killed mpirun). An MPI job of agents is asked
+// first with SIGUSR1, which MPI launchers pass on to their job's processes
+// (Open MPI's mpirun answers SIGTERM by signalling its job itself, a second
+// apart: SIGCONT, SIGTERM, SIGKILL, which kills agents inside MPI_Finalize).
 #pragma once
 
 #include <sys/types.h>
+
+#include <csignal>
 
 #include <functional>
 #include <string>
@@ -56,7 +61,9 @@ class AgentProcess {
     // reaps it. For processes whose end is the news (a probe).
     bool finished(int *status);
     // Stops it (see above) and says how if it did not end well. Idempotent.
-    void stop();
+    // A `first_signal` other than SIGTERM gets a few seconds (at most the
+    // grace period) before SIGTERM follows.
+    void stop(int first_signal = SIGTERM);
 
     bool running() const { return pid_ > 0; }
     pid_t pid() const { return pid_; }

@@ -125,6 +125,7 @@ AgentProcess::Outcome MpiAgents::start(const MpiAgentsSpec &spec, SignalFd &sign
         return outcome;
     }
     probe_.stop();
+    listening_ = true;
     // They read it before they listened.
     if (spec.nodes > 0) unlink(token_file.c_str());
     DP_APP_DEBUG("{}: the agents listen on {}", spec.tool, address_);
@@ -199,7 +200,11 @@ void MpiAgents::cleanup_hosts() {
 
 void MpiAgents::stop() {
     probe_.stop();
-    agents_.stop();
+    // The launcher passes SIGUSR1 on to every agent, which stops as on
+    // SIGTERM: they leave MPI_Finalize together and mpirun exits 0. SIGTERM
+    // to mpirun would cost two seconds (agent_process.h).
+    agents_.stop(listening_ ? SIGUSR1 : SIGTERM);
+    listening_ = false;
     if (dir_.empty()) return;
     // Agents on other hosts made their own directories.
     if (launched_ && spec_.nodes == 0) cleanup_hosts();

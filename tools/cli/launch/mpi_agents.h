@@ -104,6 +104,7 @@ class MpiAgents {
     AgentProcess probe_;
     bool probe_started_ = false;
     bool launched_ = false;  // the agents' mpirun was started
+    bool listening_ = false;  // and every agent listened: SIGUSR1 stops them
 };
 
 }  // namespace deputy::launch
