@@ -65,6 +65,6 @@ foreach(mpi ${DEPUTY_MPI_FLAVORS})
         --lib ${CMAKE_BINARY_DIR}/src/mpi/libdeputy-mpi-${mpi}.so ${cases})
     # OpenBLAS single-threaded: ranks already fill the cores.
     set_tests_properties(mpi.apps.${app}.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-      TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2 ENVIRONMENT OPENBLAS_NUM_THREADS=1)
+      TIMEOUT 280 RUN_SERIAL TRUE ENVIRONMENT OPENBLAS_NUM_THREADS=1)
   endforeach()
 endforeach()

@@ -18,7 +18,7 @@ foreach(flavor openmpi mpich)
   add_test(NAME mpi_fortran_offload_${flavor}
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_fortran_check.sh --mpi ${flavor}
       --build ${CMAKE_BINARY_DIR} --library ${library})
-  # 3 ranks on 2 cores: ctest -j2 runs nothing beside it.
+  # 3 ranks on 2 cores: ctest runs nothing beside it.
   set_tests_properties(mpi_fortran_offload_${flavor} PROPERTIES
-    LABELS mpi SKIP_RETURN_CODE 77 PROCESSORS 2 TIMEOUT 900)
+    LABELS mpi SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
 endforeach()

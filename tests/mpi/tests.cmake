@@ -23,8 +23,9 @@ endif()
 # A C program of tests/mpi built once per MPI flavor (found as for the
 # library, cmake/MpiFlavors.cmake) and its runner run_<name>.py, as test
 # mpi.<name>.<mpi>: one MPI test at a time (each runs several ranks and
-# agents on a small machine), PROCESSORS 2: nothing else of ctest -j2 beside
-# it (timing-bound agent tests flaked next to 4 busy-polling ranks). An MPI
+# agents on a small machine), RUN_SERIAL: nothing else of ctest beside it,
+# whatever its -j (timing-bound agent tests flaked next to 4 busy-polling
+# ranks). An MPI
 # that is not installed gives a program path that does not exist: the
 # runner skips, naming it.
 function(deputy_mpi_program_test name timeout)
@@ -43,7 +44,7 @@ function(deputy_mpi_program_test name timeout)
         --prog ${prog} --deputy $<TARGET_FILE:deputy_cli>
         --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-${mpi}.so)
     set_tests_properties(mpi.${name}.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-      TIMEOUT ${timeout} RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+      TIMEOUT ${timeout} RUN_SERIAL TRUE)
   endforeach()
 endfunction()
 
@@ -64,7 +65,7 @@ add_test(NAME mpi.hpcc
   COMMAND ${DEPUTY_MPI_TEST_PYTHON} ${DEPUTY_MPI_TEST_DIR}/run_hpcc_check.py
     --deputy $<TARGET_FILE:deputy_cli> --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-openmpi.so)
 set_tests_properties(mpi.mpi4py mpi.hpcc PROPERTIES LABELS mpi SKIP_RETURN_CODE 77 TIMEOUT 200
-  RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+  RUN_SERIAL TRUE)
 
 # The Fortran program and its runner (tests/mpi/fortran.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/fortran.cmake)
@@ -96,7 +97,7 @@ foreach(mpi ${DEPUTY_MPI_FLAVORS})
       --case "4||${DEPUTY_P2P_OPS}|2"
       --remote-case "2||${DEPUTY_P2P_OPS}")
   set_tests_properties(mpi.p2p_check.${mpi} PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 280 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+    TIMEOUT 280 RUN_SERIAL TRUE)
 endforeach()
 
 # OSU Micro-Benchmarks' point-to-point binaries, unmodified, with their
@@ -109,5 +110,5 @@ if(openmpi IN_LIST DEPUTY_MPI_FLAVORS)
       --deputy $<TARGET_FILE:deputy_cli> --lib ${DEPUTY_MPI_LIB_DIR}/libdeputy-mpi-openmpi.so
       --cache ${CMAKE_BINARY_DIR}/osu)
   set_tests_properties(mpi.osu_p2p.openmpi PROPERTIES LABELS mpi SKIP_RETURN_CODE 77
-    TIMEOUT 290 RESOURCE_LOCK deputy_mpi PROCESSORS 2)
+    TIMEOUT 290 RUN_SERIAL TRUE)
 endif()
