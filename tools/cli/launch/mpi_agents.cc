@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "common/log.h"
@@ -148,7 +150,16 @@ AgentProcess::Ready MpiAgents::ready(std::string *why) {
         SpawnSpec s;
         s.argv = mpi_agents_probe(spec_, dir_);
         s.path = s.argv[0];
-        s.env = environment_with({});
+        // A TMPDIR of its own: Open MPI's mpirun creates its session
+        // directory ($TMPDIR/ompi.HOST.UID) by checking, then mkdir, and the
+        // agents' mpirun, started a moment before, may create it in between
+        // ("mkdir ... File exists", orte_init failed: seen in a test run).
+        const std::string tmp = dir_ + "/probe-tmp";
+        if (mkdir(tmp.c_str(), 0700) != 0 && errno != EEXIST) {
+            *why = "cannot create " + tmp + ": " + std::strerror(errno);
+            return AgentProcess::Ready::kFailed;
+        }
+        s.env = environment_with({"TMPDIR=" + tmp});
         if (!probe_.start(s, dir_ + "/probe.log", false, why)) return AgentProcess::Ready::kFailed;
     }
     int status = 0;
