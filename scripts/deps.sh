@@ -22,6 +22,7 @@ fi
 test_packages=(
   libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-matplotlib python3-rich python3-pytest python3-yaml
+  python3-pytest-xdist
   iproute2
   # tests/mpi: offload_check for the second MPI, Fortran programs against both,
   # and unmodified MPI applications (docs/pmpi-tests.md)

@@ -74,8 +74,13 @@ python_tests() {
     /usr/bin/python3 -m venv --system-site-packages "$venv" || return 1
   fi
   "$venv/bin/pip" install --quiet --no-deps --no-build-isolation -e python >/dev/null || return 1
-  DEPUTY_BIN=$root/build/tools/deputy DEPUTY_LIB=$root/build/libdeputy.so "$venv/bin/python" -m pytest -q -rfE python/tests tests/python tests/bench \
-    tests/launch tests/multinode 2>&1 | tee "$marker.pytest"
+  # Two workers (pytest-xdist): the suites wait more than they compute (42 %
+  # of 2 CPUs busy in one process, 455 s; 61 % and 280 s on two);
+  # tests/conftest.py runs each suite that starts MPI jobs of agents on one
+  # worker.
+  DEPUTY_BIN=$root/build/tools/deputy DEPUTY_LIB=$root/build/libdeputy.so "$venv/bin/python" -m pytest -q -rfE \
+    -n "$jobs" --dist loadgroup python/tests tests/python tests/bench tests/launch tests/multinode 2>&1 |
+    tee "$marker.pytest"
 }
 
 asan() {
