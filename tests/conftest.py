@@ -21,5 +21,6 @@ SERIAL_SUITES = ("launch", "multinode")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.parts
-        if "tests" in parts and parts[parts.index("tests") + 1] in SERIAL_SUITES:
-            item.add_marker(pytest.mark.xdist_group(parts[parts.index("tests") + 1]))
+        suite = parts[parts.index("tests") + 1] if "tests" in parts else None
+        if suite in SERIAL_SUITES:
+            item.add_marker(pytest.mark.xdist_group(suite))

@@ -608,15 +608,21 @@ bool await_parked(deputy::testing::Attacker &attacker, std::string *skip) {
 // and DRAIN complete, and the service thread does not spin meanwhile.
 // Once the fault is answered, the held engines leave and every record of
 // the holder completes.
-// The agent's engine threads, as `deputy info` lists them: (all, held).
-std::pair<int, int> engine_threads(const AgentProcess &agent) {
+// The agent's threads as `deputy info` lists them (null: no answer).
+nlohmann::json agent_threads(const AgentProcess &agent) {
     std::string json, error;
     if (deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error) !=
         DP_OK)
-        return {-1, -1};
+        return nullptr;
+    return nlohmann::json::parse(json)["placement"]["threads"];
+}
+
+// Its engine threads: (all, held).
+std::pair<int, int> engine_threads(const AgentProcess &agent) {
+    const nlohmann::json threads = agent_threads(agent);
+    if (threads.is_null()) return {-1, -1};
     int all = 0, held = 0;
-    const nlohmann::json info = nlohmann::json::parse(json);
-    for (const auto &t : info["placement"]["threads"]) {
+    for (const auto &t : threads) {
         if (!t.contains("engine")) continue;
         ++all;
         held += t.value("held", false) ? 1 : 0;
@@ -624,14 +630,10 @@ std::pair<int, int> engine_threads(const AgentProcess &agent) {
     return {all, held};
 }
 
-// The agent's service thread, as `deputy info` names it (0: not found).
+// Its service thread's tid (0: not found).
 pid_t service_tid(const AgentProcess &agent) {
-    std::string json, error;
-    if (deputy::channel::request_agent_info(agent.socket(), "", 2'000'000'000, &json, &error) !=
-        DP_OK)
-        return 0;
-    const nlohmann::json info = nlohmann::json::parse(json);
-    for (const auto &t : info["placement"]["threads"])
+    const nlohmann::json threads = agent_threads(agent);
+    for (const auto &t : threads.is_null() ? nlohmann::json::array() : threads)
         if (t.value("name", "") == "service") return t.value("tid", pid_t(0));
     return 0;
 }

@@ -135,8 +135,8 @@ void AgentProcess::stop(int first_signal) {
     // what should take milliseconds must not add the grace period twice.
     wait_for_exit(sent_sigterm ? grace_s_ : std::min(grace_s_, kPoliteStopSeconds));
     if (r == 0 && !sent_sigterm) {
-        DP_APP_DEBUG("{}: {} did not end within {} s of signal {}; sending SIGTERM", tool_, what_,
-                     std::min(grace_s_, kPoliteStopSeconds), first_signal);
+        DP_APP_DEBUG("{}: {} did not end within {} s of {}; sending SIGTERM", tool_, what_,
+                     std::min(grace_s_, kPoliteStopSeconds), signal_name(first_signal));
         sent_sigterm = true;
         kill(pid_, SIGTERM);
         wait_for_exit(grace_s_);
